@@ -1,0 +1,207 @@
+package queen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Budgets of §0: connect 3 s, request 10 s, fetch 10 s + its long poll.
+const (
+	ConnectTimeout  = 3 * time.Second
+	RequestTimeout  = 10 * time.Second
+	MaxFetchWaitMs  = 30000
+	MaxFetchEntries = 1024
+)
+
+// Config is how a Client reaches Queen.
+type Config struct {
+	URL   string // QUEEN_URL; http or https, trailing slash stripped
+	Token string // QUEEN_TOKEN; "" sends no Authorization header
+	// MaxConnsPerHost bounds pooled keep-alive connections (default 512).
+	MaxConnsPerHost int
+	// RequestTimeout overrides RequestTimeout (tests only).
+	RequestTimeout time.Duration
+}
+
+// Client calls Queen's HTTP routes. It is safe for concurrent use; As derives
+// a client that shares the connection pool but carries another credential.
+type Client struct {
+	base    string
+	token   string
+	host    string
+	timeout time.Duration
+	hc      *http.Client
+}
+
+// New validates cfg and builds a client with its own pooled transport.
+func New(cfg Config) (*Client, error) {
+	u, err := ParseURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	conns := cfg.MaxConnsPerHost
+	if conns <= 0 {
+		conns = 512
+	}
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout: ConnectTimeout,
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		MaxConnsPerHost:     0,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   false,
+	}
+	timeout := cfg.RequestTimeout
+	if timeout <= 0 {
+		timeout = RequestTimeout
+	}
+	return &Client{base: u, token: cfg.Token, timeout: timeout, hc: &http.Client{Transport: tr}}, nil
+}
+
+// ParseURL checks a QUEEN_URL and returns it without a trailing slash.
+func ParseURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("not a URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("scheme must be http or https, got %q", u.Scheme)
+	}
+	if u.Host == "" {
+		return "", errors.New("no host")
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+// As returns a client sharing c's pool whose calls carry token (when not
+// empty, replacing the configured one) and, when host is not empty, that
+// Host header (SNI forwarding).
+func (c *Client) As(token, host string) *Client {
+	d := *c
+	if token != "" {
+		d.token = token
+	}
+	if host != "" {
+		d.host = host
+	}
+	return &d
+}
+
+// Token reports whether calls carry a credential (never the credential).
+func (c *Client) Authenticated() bool { return c.token != "" }
+
+// call performs one HTTP exchange and decodes a 2xx body into out. Any
+// other status becomes an *Error.
+func (c *Client) call(ctx context.Context, method, path, route string, timeout time.Duration, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return &Error{Kind: KindProtocol, Route: route, Message: "encode: " + err.Error(), Err: err}
+		}
+		body = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return &Error{Kind: KindProtocol, Route: route, Message: err.Error(), Err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.host != "" {
+		req.Host = c.host
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return transportError(ctx, route, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return transportError(ctx, route, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return statusError(route, resp, raw)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return &Error{Kind: KindProtocol, Route: route, Status: resp.StatusCode, Message: Sanitize("decode: " + err.Error()), Err: err}
+	}
+	return nil
+}
+
+func transportError(ctx context.Context, route string, err error) error {
+	kind := KindTransport
+	switch {
+	case errors.Is(err, context.Canceled) && ctx.Err() == context.Canceled:
+		kind = KindCanceled
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded:
+		kind = KindTimeout
+	default:
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			kind = KindTimeout
+		}
+	}
+	return &Error{Kind: kind, Route: route, Message: Sanitize(err.Error()), Err: err}
+}
+
+func statusError(route string, resp *http.Response, raw []byte) error {
+	e := &Error{Route: route, Status: resp.StatusCode, Message: Sanitize(string(raw))}
+	switch resp.StatusCode {
+	case 400:
+		e.Kind = KindBadRequest
+	case 401:
+		e.Kind = KindUnauthorized
+	case 403:
+		e.Kind = KindForbidden
+	case 413:
+		e.Kind = KindTooLarge
+	case 429:
+		e.Kind = KindThrottled
+	case 408, 502, 503, 504:
+		e.Kind = KindTransient
+	default:
+		e.Kind = KindServer
+	}
+	e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
+	return e
+}
+
+// parseRetryAfter reads only the delta-seconds form; anything else is absent.
+func parseRetryAfter(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	if n > 3600 {
+		n = 3600
+	}
+	return time.Duration(n) * time.Second
+}
+
+func protocolError(route, format string, args ...any) error {
+	return &Error{Kind: KindProtocol, Route: route, Message: Sanitize(fmt.Sprintf(format, args...))}
+}

@@ -1,0 +1,121 @@
+package queen
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Esc is §10's escaping: every byte outside [A-Za-z0-9._-] becomes %XX
+// (upper-case hex), so ':' never appears raw inside a key component.
+func Esc(s string) string {
+	safe := true
+	for i := 0; i < len(s); i++ {
+		if !plainByte(s[i]) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(s) * 3)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if plainByte(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+// Unesc reverses Esc; ok is false for a malformed escape.
+func Unesc(s string) (string, bool) {
+	if !strings.Contains(s, "%") {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", false
+		}
+		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", false
+		}
+		b.WriteByte(byte(v))
+		i += 2
+	}
+	return b.String(), true
+}
+
+func plainByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// MaxKeyBytes is the KV key ceiling (§7.3).
+const MaxKeyBytes = 512
+
+// Key families of §10. They are mutually prefix-free.
+const (
+	PrefixGroup    = "qk:group:"
+	PrefixGroups   = "qk:groups:"
+	PrefixFence    = "qk:fence:"
+	PrefixNode     = "qk:node:"
+	PrefixTxn      = "qk:txn:"
+	PrefixTopicCfg = "qk:topiccfg:"
+)
+
+// GroupOffsetKey is qk:group:<esc group>:<esc topic>:<partition>.
+func GroupOffsetKey(group, topic string, partition int32) string {
+	return PrefixGroup + Esc(group) + ":" + Esc(topic) + ":" + strconv.FormatInt(int64(partition), 10)
+}
+
+// GroupOffsetPrefix is qk:group:<esc group>: (every committed offset of a group).
+func GroupOffsetPrefix(group string) string { return PrefixGroup + Esc(group) + ":" }
+
+// ParseGroupOffsetKey splits a qk:group: key back into its parts.
+func ParseGroupOffsetKey(key string) (group, topic string, partition int32, ok bool) {
+	rest, found := strings.CutPrefix(key, PrefixGroup)
+	if !found {
+		return "", "", 0, false
+	}
+	parts := strings.Split(rest, ":")
+	if len(parts) != 3 {
+		return "", "", 0, false
+	}
+	g, ok1 := Unesc(parts[0])
+	t, ok2 := Unesc(parts[1])
+	p, err := strconv.ParseInt(parts[2], 10, 32)
+	if !ok1 || !ok2 || err != nil || p < 0 {
+		return "", "", 0, false
+	}
+	return g, t, int32(p), true
+}
+
+// GroupIndexKey is qk:groups:<esc group>.
+func GroupIndexKey(group string) string { return PrefixGroups + Esc(group) }
+
+// FenceKey is qk:fence:<esc group>.
+func FenceKey(group string) string { return PrefixFence + Esc(group) }
+
+// NodePrefix is qk:node:<cluster>: (cluster names are not escaped).
+func NodePrefix(cluster string) string { return PrefixNode + cluster + ":" }
+
+// NodeKey is qk:node:<cluster>:<id>.
+func NodeKey(cluster string, id int) string { return NodePrefix(cluster) + strconv.Itoa(id) }
+
+// TxnKey is qk:txn:<esc transactional.id>.
+func TxnKey(txnID string) string { return PrefixTxn + Esc(txnID) }
+
+// TopicCfgKey is qk:topiccfg:<topic> (topic names are validated, not escaped).
+func TopicCfgKey(topic string) string { return PrefixTopicCfg + topic }

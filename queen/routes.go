@@ -1,0 +1,274 @@
+package queen
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+const (
+	routeQueues    = "GET /api/v1/resources/queues"
+	routeConfigure = "POST /api/v1/configure"
+	routeDelete    = "DELETE /api/v1/resources/queues"
+	routePush      = "POST /api/v1/push"
+	routeFetch     = "POST /api/v1/fetch"
+	routeKV        = "POST /api/v1/kv"
+	routeTxn       = "POST /api/v1/transaction"
+	routeAuthMe    = "GET /auth/me"
+)
+
+// Queues lists the tenant's queues with live partition counts (§2).
+func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
+	var out QueueList
+	if err := c.call(ctx, http.MethodGet, "/api/v1/resources/queues", routeQueues, c.timeout, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Queues, nil
+}
+
+// Configure creates queue or changes its options (§3); options are spread at
+// the top level of the body. It fails unless the echo says configured:true
+// with no error.
+func (c *Client) Configure(ctx context.Context, queue string, options map[string]any) (*ConfigureResult, error) {
+	body := make(map[string]any, len(options)+1)
+	for k, v := range options {
+		body[k] = v
+	}
+	body["queue"] = queue
+	var out ConfigureResult
+	if err := c.call(ctx, http.MethodPost, "/api/v1/configure", routeConfigure, c.timeout, body, &out); err != nil {
+		return nil, err
+	}
+	if !out.Configured || isJSONNonNull(out.Error) {
+		return nil, protocolError(routeConfigure, "configure of %q not confirmed: error=%s", queue, string(out.Error))
+	}
+	return &out, nil
+}
+
+// DeleteQueue removes a queue and every record in it (§4).
+func (c *Client) DeleteQueue(ctx context.Context, queue string) (*DeleteResult, error) {
+	var out DeleteResult
+	path := "/api/v1/resources/queues/" + url.PathEscape(queue)
+	if err := c.call(ctx, http.MethodDelete, path, routeDelete, c.timeout, nil, &out); err != nil {
+		return nil, err
+	}
+	if isJSONNonNull(out.Error) {
+		return nil, protocolError(routeDelete, "delete of %q: error=%s", queue, string(out.Error))
+	}
+	return &out, nil
+}
+
+// Push stores items (§5). The results are returned in item order; a missing
+// or repeated index, or a queued/duplicate item without an offset, is a
+// KindProtocol error, never a silent success.
+func (c *Client) Push(ctx context.Context, items []PushItem) ([]PushResult, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	var raw []PushResult
+	if err := c.call(ctx, http.MethodPost, "/api/v1/push", routePush, c.timeout, PushRequest{Items: items}, &raw); err != nil {
+		return nil, err
+	}
+	if len(raw) != len(items) {
+		return nil, protocolError(routePush, "%d results for %d items", len(raw), len(items))
+	}
+	out := make([]PushResult, len(items))
+	seen := make([]bool, len(items))
+	for _, r := range raw {
+		if r.Index < 0 || r.Index >= len(items) || seen[r.Index] {
+			return nil, protocolError(routePush, "result index %d missing, repeated or out of range", r.Index)
+		}
+		if (r.Status == StatusQueued || r.Status == StatusDuplicate) && r.Offset == nil {
+			return nil, protocolError(routePush, "item %d is %s without an offset", r.Index, r.Status)
+		}
+		seen[r.Index] = true
+		out[r.Index] = r
+	}
+	return out, nil
+}
+
+// Fetch reads records from absolute offsets (§6). The answer is checked to
+// be aligned with the request (same count, same queue and partition per
+// entry). At most MaxFetchEntries entries per call; the caller chunks.
+func (c *Client) Fetch(ctx context.Context, req FetchRequest) ([]FetchResult, error) {
+	if len(req.Entries) == 0 {
+		return nil, nil
+	}
+	wait := req.MaxWaitMs
+	if wait < 0 {
+		wait = 0
+	}
+	if wait > MaxFetchWaitMs {
+		wait = MaxFetchWaitMs
+	}
+	var out FetchResponse
+	if err := c.call(ctx, http.MethodPost, "/api/v1/fetch", routeFetch, c.timeout+time.Duration(wait)*time.Millisecond, req, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Entries) != len(req.Entries) {
+		return nil, protocolError(routeFetch, "%d results for %d entries", len(out.Entries), len(req.Entries))
+	}
+	for i, e := range out.Entries {
+		if e.Queue != req.Entries[i].Queue || e.Partition != req.Entries[i].Partition {
+			return nil, protocolError(routeFetch, "entry %d answers %s/%s for %s/%s", i, e.Queue, e.Partition, req.Entries[i].Queue, req.Entries[i].Partition)
+		}
+	}
+	return out.Entries, nil
+}
+
+// KV runs ops as one atomic call (§7). Results are returned in op order; a
+// lost required precondition is a *PreconditionError; a misaligned answer
+// is a KindProtocol error.
+func (c *Client) KV(ctx context.Context, ops []KVOp) ([]KVResult, error) {
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	var out KVResponse
+	if err := c.call(ctx, http.MethodPost, "/api/v1/kv", routeKV, c.timeout, KVRequest{Operations: ops}, &out); err != nil {
+		return nil, err
+	}
+	if out.OK != nil && !*out.OK {
+		pe := &PreconditionError{}
+		if out.FailedIndex != nil {
+			pe.Index = *out.FailedIndex
+		}
+		if out.KVReason != nil {
+			pe.KVReason = *out.KVReason
+		}
+		if out.Version != nil {
+			pe.Version = *out.Version
+		}
+		if isJSONNonNull(out.Value) {
+			pe.Value = out.Value
+		}
+		return nil, pe
+	}
+	return alignKV(routeKV, out.Results, len(ops), func(r KVResult) int { return r.Index })
+}
+
+func alignKV(route string, results []KVResult, n int, pos func(KVResult) int) ([]KVResult, error) {
+	if len(results) != n {
+		return nil, protocolError(route, "%d kv results for %d ops", len(results), n)
+	}
+	out := make([]KVResult, n)
+	seen := make([]bool, n)
+	for _, r := range results {
+		i := pos(r)
+		if i < 0 || i >= n || seen[i] {
+			return nil, protocolError(route, "kv result index %d missing, repeated or out of range", i)
+		}
+		seen[i] = true
+		out[i] = r
+	}
+	return out, nil
+}
+
+// Transaction commits records and KV ops as one unit (§8). It returns the
+// kv rider's results in rider order. A rollback is a *TxnError. The push
+// echoes are checked: one success per item.
+func (c *Client) Transaction(ctx context.Context, req TxnRequest) ([]KVResult, error) {
+	if req.Operations == nil {
+		req.Operations = []TxnOperation{}
+	}
+	if req.KV == nil {
+		req.KV = []KVOp{}
+	}
+	items := 0
+	for _, op := range req.Operations {
+		if len(op.Items) == 0 {
+			items++
+		} else {
+			items += len(op.Items)
+		}
+	}
+	var out TxnResponse
+	if err := c.call(ctx, http.MethodPost, "/api/v1/transaction", routeTxn, c.timeout, req, &out); err != nil {
+		return nil, err
+	}
+	if !out.Success {
+		te := &TxnError{Reason: out.Reason, Message: Sanitize(out.Error)}
+		if out.FailedIndex != nil {
+			te.KVIndex = *out.FailedIndex - items
+			if te.KVIndex < 0 {
+				te.KVIndex = 0
+			}
+		}
+		if out.KVReason != nil {
+			te.KVReason = *out.KVReason
+		}
+		if out.Version != nil {
+			te.Version = *out.Version
+		}
+		if isJSONNonNull(out.Value) {
+			te.Value = out.Value
+		}
+		return nil, te
+	}
+	pushes := 0
+	var kv []KVResult
+	for _, r := range out.Results {
+		switch r.Type {
+		case "push":
+			if r.Success == nil || !*r.Success {
+				return nil, protocolError(routeTxn, "push echo %d not successful", r.Index)
+			}
+			pushes++
+		case "kv":
+			kv = append(kv, r.KVResult)
+		}
+	}
+	if pushes != items {
+		return nil, protocolError(routeTxn, "%d push echoes for %d items", pushes, items)
+	}
+	return alignKV(routeTxn, kv, len(req.KV), func(r KVResult) int {
+		if r.OpIndex == nil {
+			return -1
+		}
+		return *r.OpIndex
+	})
+}
+
+// AuthMe asks which tenant the credential acts for (§9). It returns "" (and
+// no error) when the answer names no tenant.
+func (c *Client) AuthMe(ctx context.Context) (string, error) {
+	var out struct {
+		ActingCluster *struct {
+			ID json.RawMessage `json:"id"`
+		} `json:"acting_cluster"`
+	}
+	err := c.call(ctx, http.MethodGet, "/auth/me", routeAuthMe, c.timeout, nil, &out)
+	if err != nil {
+		if KindOf(err) == KindProtocol { // a non-JSON or odd body names no tenant
+			return "", nil
+		}
+		return "", err
+	}
+	if out.ActingCluster == nil {
+		return "", nil
+	}
+	var id string
+	if json.Unmarshal(out.ActingCluster.ID, &id) != nil {
+		return "", nil
+	}
+	return validTenant(id), nil
+}
+
+func validTenant(id string) string {
+	id = strings.TrimSpace(id)
+	if len(id) < 1 || len(id) > 128 {
+		return ""
+	}
+	for i := 0; i < len(id); i++ {
+		if !plainByte(id[i]) && id[i] != ':' {
+			return ""
+		}
+	}
+	return id
+}
+
+func isJSONNonNull(r json.RawMessage) bool {
+	return len(r) > 0 && string(r) != "null"
+}

@@ -1,0 +1,242 @@
+package queen
+
+import "encoding/json"
+
+// Namespace is the KV namespace every facade row lives in (§10).
+const Namespace = "queen-kafka"
+
+// QueueInfo is one entry of GET /api/v1/resources/queues (§2). Only the
+// fields the facade reads are decoded.
+type QueueInfo struct {
+	Name       string `json:"name"`
+	ID         string `json:"id,omitempty"`
+	Partitions int    `json:"partitions"`
+}
+
+// QueueList is the body of GET /api/v1/resources/queues.
+type QueueList struct {
+	Queues []QueueInfo `json:"queues"`
+}
+
+// ConfigureResult is the echo of POST /api/v1/configure (§3).
+type ConfigureResult struct {
+	Configured bool            `json:"configured"`
+	Queue      string          `json:"queue,omitempty"`
+	Namespace  string          `json:"namespace"`
+	Task       string          `json:"task"`
+	Options    json.RawMessage `json:"options,omitempty"`
+	Error      json.RawMessage `json:"error,omitempty"`
+}
+
+// DeleteResult is the body of DELETE /api/v1/resources/queues/:queue (§4).
+type DeleteResult struct {
+	Deleted bool            `json:"deleted"`
+	Existed bool            `json:"existed"`
+	Message string          `json:"message,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+// PushItem is one item of POST /api/v1/push (§5). Partition is the Kafka
+// partition index in decimal; TransactionID is never set by the facade.
+type PushItem struct {
+	Queue         string          `json:"queue"`
+	Partition     string          `json:"partition,omitempty"`
+	Payload       json.RawMessage `json:"payload"`
+	TransactionID string          `json:"transactionId,omitempty"`
+}
+
+// PushRequest is the body of POST /api/v1/push.
+type PushRequest struct {
+	Items []PushItem `json:"items"`
+}
+
+// Push item statuses (§5).
+const (
+	StatusQueued    = "queued"
+	StatusDuplicate = "duplicate"
+	StatusError     = "error"
+	StatusBuffered  = "buffered"
+	StatusFailed    = "failed"
+)
+
+// PushResult is one element of the 201 array of POST /api/v1/push. Offset is
+// nil when the broker sent none (it must for queued and duplicate items).
+type PushResult struct {
+	Index         int    `json:"index"`
+	MessageID     string `json:"message_id"`
+	TransactionID string `json:"transaction_id"`
+	QueueName     string `json:"queueName"`
+	Status        string `json:"status"`
+	Offset        *int64 `json:"offset,omitempty"`
+}
+
+// FetchEntry is one entry of POST /api/v1/fetch (§6).
+type FetchEntry struct {
+	Queue     string `json:"queue"`
+	Partition string `json:"partition"`
+	Offset    int64  `json:"offset"`
+	MaxBytes  int    `json:"maxBytes,omitempty"`
+}
+
+// FetchRequest is the body of POST /api/v1/fetch.
+type FetchRequest struct {
+	Entries   []FetchEntry `json:"entries"`
+	MaxWaitMs int          `json:"maxWaitMs"`
+	MinBytes  int          `json:"minBytes"`
+}
+
+// FetchRecord is one stored record in a fetch answer. Payload is the JSON
+// exactly as pushed ("null" for an empty stored payload); TS is the commit
+// time in the §0 format.
+type FetchRecord struct {
+	Offset        int64           `json:"offset"`
+	TransactionID string          `json:"transactionId"`
+	Payload       json.RawMessage `json:"payload"`
+	TS            string          `json:"ts"`
+}
+
+// Fetch result errors (§6).
+const (
+	FetchErrUnknownTopic = "UNKNOWN_TOPIC_OR_PARTITION"
+	FetchErrOutOfRange   = "OFFSET_OUT_OF_RANGE"
+)
+
+// FetchResult is one entry of the fetch answer, aligned with the request.
+type FetchResult struct {
+	Queue          string        `json:"queue"`
+	Partition      string        `json:"partition"`
+	Records        []FetchRecord `json:"records"`
+	HighWatermark  int64         `json:"highWatermark"`
+	LogStartOffset int64         `json:"logStartOffset"`
+	Error          string        `json:"error,omitempty"`
+}
+
+// FetchResponse is the 200 body of POST /api/v1/fetch.
+type FetchResponse struct {
+	Entries []FetchResult `json:"entries"`
+}
+
+// KV op names (§7.1).
+const (
+	OpPut         = "put"
+	OpDelete      = "delete"
+	OpGetMany     = "getMany"
+	OpGetPrefix   = "getPrefix"
+	OpGet         = "get"
+	OpPutIfAbsent = "putIfAbsent"
+	OpIncr        = "incr"
+	OpCheck       = "check"
+)
+
+// KVOp is one operation of POST /api/v1/kv (§7.1). Expect is a pointer
+// because 0 ("must be absent") differs from no precondition.
+type KVOp struct {
+	Op         string          `json:"op"`
+	NS         string          `json:"ns"`
+	Key        string          `json:"key,omitempty"`
+	Value      json.RawMessage `json:"value,omitempty"`
+	TTLSeconds int64           `json:"ttlSeconds,omitempty"`
+	Forever    bool            `json:"forever,omitempty"`
+	Expect     *int64          `json:"expect,omitempty"`
+	Required   bool            `json:"required,omitempty"`
+	Keys       []string        `json:"keys,omitempty"`
+	Prefix     string          `json:"prefix,omitempty"`
+	Limit      int             `json:"limit,omitempty"`
+	After      string          `json:"after,omitempty"`
+	KeysOnly   bool            `json:"keysOnly,omitempty"`
+	Delta      *float64        `json:"delta,omitempty"`
+	Min        *float64        `json:"min,omitempty"`
+	Max        *float64        `json:"max,omitempty"`
+}
+
+// KVRequest is the facade's form of the POST /api/v1/kv body.
+type KVRequest struct {
+	Operations []KVOp `json:"operations"`
+}
+
+// KVRow is one row of a getMany/getPrefix result.
+type KVRow struct {
+	Key       string          `json:"key"`
+	Value     json.RawMessage `json:"value,omitempty"`
+	Version   int64           `json:"version"`
+	ExpiresAt *string         `json:"expiresAt"`
+	UpdatedAt string          `json:"updatedAt"`
+}
+
+// KVResult is one result of POST /api/v1/kv (§7.4), or a type:"kv" result of
+// a transaction (§8, which adds OpIndex and Type).
+type KVResult struct {
+	Index     int             `json:"index"`
+	OpIndex   *int            `json:"opIndex,omitempty"`
+	Type      string          `json:"type,omitempty"`
+	Op        string          `json:"op"`
+	Applied   bool            `json:"applied,omitempty"`
+	Key       string          `json:"key,omitempty"`
+	Value     json.RawMessage `json:"value,omitempty"`
+	Version   int64           `json:"version,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	Rows      []KVRow         `json:"rows,omitempty"`
+	Missing   []string        `json:"missing,omitempty"`
+	Truncated bool            `json:"truncated,omitempty"`
+	NextAfter *string         `json:"nextAfter,omitempty"`
+	Found     *bool           `json:"found,omitempty"`
+}
+
+// KV verdict reasons of a write that did not apply (§7.2).
+const (
+	ReasonExists  = "exists"
+	ReasonAbsent  = "absent"
+	ReasonVersion = "version"
+)
+
+// KVResponse is the 200 body of POST /api/v1/kv. A lost required
+// precondition has OK == false and no Results (§7.4); the client turns that
+// into a *PreconditionError.
+type KVResponse struct {
+	Results     []KVResult      `json:"results,omitempty"`
+	OK          *bool           `json:"ok,omitempty"`
+	Reason      string          `json:"reason,omitempty"`
+	FailedIndex *int            `json:"failedIndex,omitempty"`
+	KVReason    *string         `json:"kvReason,omitempty"`
+	Version     *int64          `json:"version,omitempty"`
+	Value       json.RawMessage `json:"value,omitempty"`
+}
+
+// TxnOperation is one element of a transaction's operations list (§8). The
+// facade only sends push operations.
+type TxnOperation struct {
+	Type  string     `json:"type"`
+	Items []PushItem `json:"items,omitempty"`
+}
+
+// TxnRequest is the body of POST /api/v1/transaction.
+type TxnRequest struct {
+	Operations []TxnOperation `json:"operations"`
+	KV         []KVOp         `json:"kv"`
+}
+
+// TxnResult is one flat-indexed result of a committed transaction: a push
+// echo, an ack, or a kv result (then the KVResult fields are set).
+type TxnResult struct {
+	KVResult
+	Success       *bool  `json:"success,omitempty"`
+	TransactionID string `json:"transactionId,omitempty"`
+	MessageID     string `json:"messageId,omitempty"`
+	QueueName     string `json:"queueName,omitempty"`
+	Duplicate     bool   `json:"duplicate,omitempty"`
+}
+
+// TxnResponse is the 200 body of POST /api/v1/transaction, committed or
+// rolled back (Success false; the client turns that into *TxnError).
+type TxnResponse struct {
+	TransactionID string          `json:"transactionId"`
+	Success       bool            `json:"success"`
+	Reason        string          `json:"reason,omitempty"`
+	Error         string          `json:"error,omitempty"`
+	Results       []TxnResult     `json:"results"`
+	OK            *bool           `json:"ok,omitempty"`
+	FailedIndex   *int            `json:"failedIndex,omitempty"`
+	KVReason      *string         `json:"kvReason,omitempty"`
+	Version       *int64          `json:"version,omitempty"`
+	Value         json.RawMessage `json:"value,omitempty"`
+}
