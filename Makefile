@@ -1,0 +1,41 @@
+# queen-kafka: a Kafka wire-protocol facade for Queen MQ.
+GO       ?= go
+BIN      ?= bin
+GOFLAGS  ?=
+FUZZTIME ?= 5s
+
+.PHONY: all build run test unit e2e fuzz vet fmt-check bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+# Starts queen-dev and the facade on localhost and prints the bootstrap address.
+run: build
+	./scripts/run.sh
+
+# Everything: formatting, vet, unit tests, e2e with real clients, fuzz smoke.
+test: fmt-check vet unit e2e fuzz
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -count=1 -timeout 10m $$($(GO) list ./... | grep -v /e2e)
+
+e2e: build
+	$(GO) test -count=1 -timeout 15m ./e2e/...
+
+# Short runs of every fuzz target over its checked-in corpus plus fresh inputs.
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2s -timeout 20m ./...
+
+clean:
+	rm -rf $(BIN) .queen-dev

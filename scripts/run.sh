@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# `make run`: starts queen-dev and the facade on localhost in the foreground,
+# prints the bootstrap address, and stops everything on Ctrl-C.
+#
+#   NODES=3 (default) starts a cluster of three facades on 9092-9094;
+#   NODES=1 starts one single-mode facade on 9092.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+NODES=${NODES:-3}
+QUEEN_DEV_ADDR=${QUEEN_DEV_ADDR:-127.0.0.1:6632}
+QUEEN_DEV_DATA=${QUEEN_DEV_DATA:-$PWD/.queen-dev}
+BASE_PORT=${BASE_PORT:-9092}
+TOKEN=${QUEEN_TOKEN:-queen-kafka-dev}
+
+pids=()
+stop() {
+  trap - INT TERM EXIT
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap stop INT TERM EXIT
+
+wait_port() { # host:port
+  local host=${1%:*} port=${1##*:}
+  for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "run: nothing listens on $1" >&2
+  return 1
+}
+
+QUEEN_DEV_ADDR=$QUEEN_DEV_ADDR QUEEN_DEV_DATA=$QUEEN_DEV_DATA ./bin/queen-dev &
+pids+=($!)
+wait_port "$QUEEN_DEV_ADDR"
+
+bootstrap=()
+for i in $(seq 1 "$NODES"); do
+  port=$((BASE_PORT + i - 1))
+  addr=127.0.0.1:$port
+  env=(QUEEN_URL="http://$QUEEN_DEV_ADDR" QUEEN_TOKEN="$TOKEN"
+       QUEEN_KAFKA_ADDR="$addr" QUEEN_KAFKA_ADVERTISED_ADDR="$addr")
+  if [ "$NODES" -gt 1 ]; then
+    env+=(QUEEN_KAFKA_NODE_ID="$i" QUEEN_KAFKA_CLUSTER=queen)
+  fi
+  env "${env[@]}" ./bin/queen-kafka &
+  pids+=($!)
+  bootstrap+=("$addr")
+done
+for addr in "${bootstrap[@]}"; do wait_port "$addr"; done
+
+list=$(IFS=,; echo "${bootstrap[*]}")
+cat <<MSG
+
+queen-dev (development broker, not Queen) on http://$QUEEN_DEV_ADDR, data in $QUEEN_DEV_DATA
+bootstrap.servers=$list
+
+  printf 'customer-123:{"orderId":8891}\n' | kcat -P -b $list -t orders -K:
+  kcat -C -b $list -t orders -o beginning -e -q -f '%t [%p] offset %o key=%k %s\n'
+
+Ctrl-C stops everything.
+MSG
+wait -n "${pids[@]}"
