@@ -67,7 +67,14 @@ func New(cfg Config) (*Client, error) {
 	if timeout <= 0 {
 		timeout = RequestTimeout
 	}
-	return &Client{base: u, token: cfg.Token, timeout: timeout, hc: &http.Client{Transport: tr}}, nil
+	hc := &http.Client{
+		Transport: tr,
+		// The contract has no redirects; following one would replay a POST
+		// (and possibly its credential) somewhere unvetted. A 3xx is surfaced
+		// as a server failure instead.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return &Client{base: u, token: cfg.Token, timeout: timeout, hc: hc}, nil
 }
 
 // ParseURL checks a QUEEN_URL and returns it without a trailing slash.
@@ -100,7 +107,7 @@ func (c *Client) As(token, host string) *Client {
 	return &d
 }
 
-// Token reports whether calls carry a credential (never the credential).
+// Authenticated reports whether calls carry a credential (never the credential).
 func (c *Client) Authenticated() bool { return c.token != "" }
 
 // call performs one HTTP exchange and decodes a 2xx body into out. Any
@@ -108,9 +115,9 @@ func (c *Client) Authenticated() bool { return c.token != "" }
 func (c *Client) call(ctx context.Context, method, path, route string, timeout time.Duration, in, out any) error {
 	var body io.Reader
 	if in != nil {
-		b, err := json.Marshal(in)
+		b, err := encodeBody(in)
 		if err != nil {
-			return &Error{Kind: KindProtocol, Route: route, Message: "encode: " + err.Error(), Err: err}
+			return &Error{Kind: KindProtocol, Route: route, Message: Sanitize("encode: " + err.Error()), Err: err}
 		}
 		body = bytes.NewReader(b)
 	}
@@ -146,6 +153,19 @@ func (c *Client) call(ctx context.Context, method, path, route string, timeout t
 		return &Error{Kind: KindProtocol, Route: route, Status: resp.StatusCode, Message: Sanitize("decode: " + err.Error()), Err: err}
 	}
 	return nil
+}
+
+// encodeBody renders a request body without HTML escaping: json.Marshal would
+// rewrite '<', '>' and '&' inside payloads (header names of the envelope) as
+// \u003c…, and a push payload must reach Queen as the bytes the caller built.
+func encodeBody(in any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(in); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
 func transportError(ctx context.Context, route string, err error) error {
@@ -186,18 +206,25 @@ func statusError(route string, resp *http.Response, raw []byte) error {
 	return e
 }
 
-// parseRetryAfter reads only the delta-seconds form; anything else is absent.
+// maxRetryAfter bounds a delta-seconds Retry-After; callers clamp further
+// (ThrottleMillis caps at 30 s).
+const maxRetryAfter = 3600
+
+// parseRetryAfter reads only the delta-seconds form (RFC 9110: 1*DIGIT); an
+// HTTP-date, a sign, a fraction or any other text counts as absent (§0.2).
 func parseRetryAfter(v string) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return 0
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return 0
+		}
 	}
-	if n > 3600 {
-		n = 3600
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n > maxRetryAfter { // all digits: only overflow fails
+		n = maxRetryAfter
 	}
 	return time.Duration(n) * time.Second
 }

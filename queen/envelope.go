@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Header is one Kafka record header. A nil Value is a null header value.
@@ -63,21 +65,49 @@ func appendB64(dst, b []byte) []byte {
 	return append(dst, '"')
 }
 
+// appendJSONString writes s as a JSON string with the minimal escaping of
+// the reference facade's encoder (serde_json): '"', '\\' and controls below
+// 0x20 only (\b \f \n \r \t short forms, else \u00xx); no HTML escaping and
+// U+2028/U+2029 raw, unlike encoding/json. Invalid UTF-8 becomes U+FFFD,
+// since JSON text cannot carry it.
 func appendJSONString(dst []byte, s string) []byte {
-	simple := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			simple = false
-			break
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, "\uFFFD"...)
+			} else {
+				dst = append(dst, s[i:i+size]...)
+			}
+			i += size
+			continue
 		}
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			if c < 0x20 {
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+			} else {
+				dst = append(dst, c)
+			}
+		}
+		i++
 	}
-	if simple {
-		dst = append(dst, '"')
-		dst = append(dst, s...)
-		return append(dst, '"')
-	}
-	b, _ := json.Marshal(s) // escapes invalid UTF-8 as U+FFFD, as any JSON encoder must
-	return append(dst, b...)
+	return append(dst, '"')
 }
 
 // envelope is the strict decoding shape of §11.
@@ -128,8 +158,10 @@ func decodeEnvelope(p []byte) (Record, bool) {
 		return Record{}, false
 	}
 	if tRaw, has := fields["t"]; has {
+		// A JSON integer only: ParseInt refuses fractions, exponents, strings
+		// and null; "-0" is a float to other JSON readers, so it is too.
 		t, err := strconv.ParseInt(string(tRaw), 10, 64)
-		if err != nil {
+		if err != nil || string(tRaw) == "-0" {
 			return Record{}, false
 		}
 		r.Timestamp = t
@@ -150,11 +182,13 @@ func decodeEnvelope(p []byte) (Record, bool) {
 			if !hasHK || json.Unmarshal(kr, &name) != nil || kr[0] != '"' {
 				return Record{}, false
 			}
-			var val []byte
-			if vr, has := hf["v"]; has {
-				if val, ok = decodeB64Field(vr); !ok {
-					return Record{}, false
-				}
+			vr, hasHV := hf["v"]
+			if !hasHV { // a header carries both k and v, like the envelope
+				return Record{}, false
+			}
+			val, ok := decodeB64Field(vr)
+			if !ok {
+				return Record{}, false
 			}
 			r.Headers = append(r.Headers, Header{Key: name, Value: val})
 		}
@@ -197,6 +231,11 @@ func decodeB64Field(raw json.RawMessage) ([]byte, bool) {
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
+		return nil, false
+	}
+	// Go's decoder skips CR and LF even in strict mode; standard base64 as
+	// the facade writes it has none.
+	if strings.ContainsAny(s, "\r\n") {
 		return nil, false
 	}
 	b, err := base64.StdEncoding.Strict().DecodeString(s)

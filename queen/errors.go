@@ -180,6 +180,8 @@ func ThrottleMillis(retryAfter time.Duration) int32 {
 
 // Sanitize removes control characters and ANSI escapes and cuts s to 256
 // characters, the form in which a Queen message may reach a Kafka client.
+// Escapes removed whole: CSI (ESC [ or 0x9B, up to its final byte), OSC, DCS,
+// SOS, PM and APC strings (up to BEL or ESC \), nF and two-byte ESC sequences.
 func Sanitize(s string) string {
 	var b strings.Builder
 	n := 0
@@ -188,25 +190,71 @@ func Sanitize(s string) string {
 		if r >= 0x80 {
 			r, size = utf8.DecodeRuneInString(s[i:])
 		}
-		if r == 0x1b { // ESC: skip a CSI sequence ESC [ ... final byte
-			i += size
-			if i < len(s) && s[i] == '[' {
-				i++
-				for i < len(s) && (s[i] < 0x40 || s[i] > 0x7e) {
-					i++
-				}
-				if i < len(s) {
-					i++
-				}
-			}
-			continue
-		}
 		i += size
-		if unicode.IsControl(r) {
+		switch {
+		case r == 0x1b:
+			i = skipEscape(s, i)
+			continue
+		case r == 0x9b: // C1 CSI
+			i = skipCSI(s, i)
+			continue
+		case unicode.IsControl(r):
 			continue
 		}
 		b.WriteRune(r)
 		n++
 	}
 	return b.String()
+}
+
+// skipEscape skips what follows an ESC at s[i:]: a CSI, a control string, an
+// nF sequence (intermediates 0x20–0x2F then a final byte) or one final byte
+// 0x30–0x7E. Anything else (a control, non-ASCII) is left for the caller.
+func skipEscape(s string, i int) int {
+	if i >= len(s) {
+		return i
+	}
+	switch c := s[i]; {
+	case c == '[':
+		return skipCSI(s, i+1)
+	case c == ']' || c == 'P' || c == 'X' || c == '^' || c == '_':
+		return skipString(s, i+1)
+	case c >= 0x20 && c <= 0x2f:
+		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
+			i++
+		}
+		if i < len(s) && s[i] >= 0x30 && s[i] <= 0x7e {
+			i++
+		}
+		return i
+	case c >= 0x30 && c <= 0x7e:
+		return i + 1
+	}
+	return i
+}
+
+// skipCSI skips a control sequence's parameter and intermediate bytes and
+// its final byte (0x40–0x7E).
+func skipCSI(s string, i int) int {
+	for i < len(s) && (s[i] < 0x40 || s[i] > 0x7e) {
+		i++
+	}
+	if i < len(s) {
+		i++
+	}
+	return i
+}
+
+// skipString skips a control string up to and including BEL or ESC \.
+func skipString(s string, i int) int {
+	for i < len(s) {
+		switch {
+		case s[i] == 0x07:
+			return i + 1
+		case s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\':
+			return i + 2
+		}
+		i++
+	}
+	return i
 }

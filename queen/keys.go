@@ -96,7 +96,9 @@ func ParseGroupOffsetKey(key string) (group, topic string, partition int32, ok b
 	g, ok1 := Unesc(parts[0])
 	t, ok2 := Unesc(parts[1])
 	p, err := strconv.ParseInt(parts[2], 10, 32)
-	if !ok1 || !ok2 || err != nil || p < 0 {
+	// Only the canonical decimal GroupOffsetKey writes: "+3", "03" and "-0"
+	// name no partition of ours.
+	if !ok1 || !ok2 || err != nil || p < 0 || strconv.FormatInt(p, 10) != parts[2] {
 		return "", "", 0, false
 	}
 	return g, t, int32(p), true

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 )
@@ -51,7 +50,7 @@ func (c *Client) Configure(ctx context.Context, queue string, options map[string
 // DeleteQueue removes a queue and every record in it (§4).
 func (c *Client) DeleteQueue(ctx context.Context, queue string) (*DeleteResult, error) {
 	var out DeleteResult
-	path := "/api/v1/resources/queues/" + url.PathEscape(queue)
+	path := "/api/v1/resources/queues/" + escapeSegment(queue)
 	if err := c.call(ctx, http.MethodDelete, path, routeDelete, c.timeout, nil, &out); err != nil {
 		return nil, err
 	}
@@ -61,6 +60,50 @@ func (c *Client) DeleteQueue(ctx context.Context, queue string) (*DeleteResult, 
 	return &out, nil
 }
 
+// escapeSegment percent-encodes every byte outside RFC 3986 unreserved
+// (A–Z a–z 0–9 - . _ ~), as §4 requires of the :queue segment;
+// url.PathEscape would leave ':', '@', '&', '=', '+' and '$' raw.
+func escapeSegment(s string) string {
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if plainByte(c) || c == '~' {
+			b = append(b, c)
+			continue
+		}
+		b = append(b, '%', hex[c>>4], hex[c&15])
+	}
+	return string(b)
+}
+
+// pushResultWire and kvResultWire shadow the embedded Index with a pointer
+// so that a result without "index" is told apart from index 0.
+type pushResultWire struct {
+	PushResult
+	Index *int `json:"index"`
+}
+
+type kvResultWire struct {
+	KVResult
+	Index *int `json:"index"`
+}
+
+type kvResponseWire struct {
+	KVResponse
+	Results []kvResultWire `json:"results"`
+}
+
+type txnResultWire struct {
+	TxnResult
+	Index *int `json:"index"`
+}
+
+type txnResponseWire struct {
+	TxnResponse
+	Results []txnResultWire `json:"results"`
+}
+
 // Push stores items (§5). The results are returned in item order; a missing
 // or repeated index, or a queued/duplicate item without an offset, is a
 // KindProtocol error, never a silent success.
@@ -68,7 +111,7 @@ func (c *Client) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	if len(items) == 0 {
 		return nil, nil
 	}
-	var raw []PushResult
+	var raw []pushResultWire
 	if err := c.call(ctx, http.MethodPost, "/api/v1/push", routePush, c.timeout, PushRequest{Items: items}, &raw); err != nil {
 		return nil, err
 	}
@@ -77,12 +120,22 @@ func (c *Client) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	}
 	out := make([]PushResult, len(items))
 	seen := make([]bool, len(items))
-	for _, r := range raw {
-		if r.Index < 0 || r.Index >= len(items) || seen[r.Index] {
-			return nil, protocolError(routePush, "result index %d missing, repeated or out of range", r.Index)
+	for i, w := range raw {
+		if w.Index == nil {
+			return nil, protocolError(routePush, "result %d carries no index", i)
 		}
-		if (r.Status == StatusQueued || r.Status == StatusDuplicate) && r.Offset == nil {
-			return nil, protocolError(routePush, "item %d is %s without an offset", r.Index, r.Status)
+		r := w.PushResult
+		r.Index = *w.Index
+		if r.Index < 0 || r.Index >= len(items) || seen[r.Index] {
+			return nil, protocolError(routePush, "result index %d repeated or out of range", r.Index)
+		}
+		if r.Status == StatusQueued || r.Status == StatusDuplicate {
+			if r.Offset == nil {
+				return nil, protocolError(routePush, "item %d is %s without an offset", r.Index, r.Status)
+			}
+			if *r.Offset < 0 {
+				return nil, protocolError(routePush, "item %d has negative offset %d", r.Index, *r.Offset)
+			}
 		}
 		seen[r.Index] = true
 		out[r.Index] = r
@@ -115,6 +168,15 @@ func (c *Client) Fetch(ctx context.Context, req FetchRequest) ([]FetchResult, er
 		if e.Queue != req.Entries[i].Queue || e.Partition != req.Entries[i].Partition {
 			return nil, protocolError(routeFetch, "entry %d answers %s/%s for %s/%s", i, e.Queue, e.Partition, req.Entries[i].Queue, req.Entries[i].Partition)
 		}
+		// Records ascend from the first stored offset >= the requested one;
+		// anything else would hand a consumer records twice or out of order.
+		next := req.Entries[i].Offset
+		for _, r := range e.Records {
+			if r.Offset < next {
+				return nil, protocolError(routeFetch, "entry %d record offset %d below %d", i, r.Offset, next)
+			}
+			next = r.Offset + 1
+		}
 	}
 	return out.Entries, nil
 }
@@ -126,10 +188,11 @@ func (c *Client) KV(ctx context.Context, ops []KVOp) ([]KVResult, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	var out KVResponse
-	if err := c.call(ctx, http.MethodPost, "/api/v1/kv", routeKV, c.timeout, KVRequest{Operations: ops}, &out); err != nil {
+	var wire kvResponseWire
+	if err := c.call(ctx, http.MethodPost, "/api/v1/kv", routeKV, c.timeout, KVRequest{Operations: ops}, &wire); err != nil {
 		return nil, err
 	}
+	out := wire.KVResponse
 	if out.OK != nil && !*out.OK {
 		pe := &PreconditionError{}
 		if out.FailedIndex != nil {
@@ -146,10 +209,21 @@ func (c *Client) KV(ctx context.Context, ops []KVOp) ([]KVResult, error) {
 		}
 		return nil, pe
 	}
-	return alignKV(routeKV, out.Results, len(ops), func(r KVResult) int { return r.Index })
+	results := make([]KVResult, len(wire.Results))
+	for i, w := range wire.Results {
+		if w.Index == nil {
+			return nil, protocolError(routeKV, "kv result %d carries no index", i)
+		}
+		results[i] = w.KVResult
+		results[i].Index = *w.Index
+	}
+	return alignKV(routeKV, results, ops, func(r KVResult) int { return r.Index })
 }
 
-func alignKV(route string, results []KVResult, n int, pos func(KVResult) int) ([]KVResult, error) {
+// alignKV puts results in op order, refusing a missing, repeated or
+// out-of-range position and a result whose op is not the one sent there.
+func alignKV(route string, results []KVResult, ops []KVOp, pos func(KVResult) int) ([]KVResult, error) {
+	n := len(ops)
 	if len(results) != n {
 		return nil, protocolError(route, "%d kv results for %d ops", len(results), n)
 	}
@@ -160,16 +234,28 @@ func alignKV(route string, results []KVResult, n int, pos func(KVResult) int) ([
 		if i < 0 || i >= n || seen[i] {
 			return nil, protocolError(route, "kv result index %d missing, repeated or out of range", i)
 		}
+		if !sameOp(ops[i].Op, r.Op) {
+			return nil, protocolError(route, "kv result %d echoes op %q for %q", i, r.Op, ops[i].Op)
+		}
 		seen[i] = true
 		out[i] = r
 	}
 	return out, nil
 }
 
+// sameOp: the echoed op of a putIfAbsent may be "putIfAbsent" or "put"
+// (§7.4, unconfirmed); every other op is echoed by its own name.
+func sameOp(sent, echoed string) bool {
+	return sent == echoed || sent == OpPutIfAbsent && echoed == OpPut
+}
+
 // Transaction commits records and KV ops as one unit (§8). It returns the
 // kv rider's results in rider order. A rollback is a *TxnError. The push
 // echoes are checked: one success per item.
 func (c *Client) Transaction(ctx context.Context, req TxnRequest) ([]KVResult, error) {
+	if len(req.Operations) == 0 && len(req.KV) == 0 {
+		return nil, nil // §8: a transaction with nothing in it makes no call
+	}
 	if req.Operations == nil {
 		req.Operations = []TxnOperation{}
 	}
@@ -184,10 +270,11 @@ func (c *Client) Transaction(ctx context.Context, req TxnRequest) ([]KVResult, e
 			items += len(op.Items)
 		}
 	}
-	var out TxnResponse
-	if err := c.call(ctx, http.MethodPost, "/api/v1/transaction", routeTxn, c.timeout, req, &out); err != nil {
+	var wire txnResponseWire
+	if err := c.call(ctx, http.MethodPost, "/api/v1/transaction", routeTxn, c.timeout, req, &wire); err != nil {
 		return nil, err
 	}
+	out := wire.TxnResponse
 	if !out.Success {
 		te := &TxnError{Reason: out.Reason, Message: Sanitize(out.Error)}
 		if out.FailedIndex != nil {
@@ -207,28 +294,41 @@ func (c *Client) Transaction(ctx context.Context, req TxnRequest) ([]KVResult, e
 		}
 		return nil, te
 	}
-	pushes := 0
-	var kv []KVResult
-	for _, r := range out.Results {
+	// Flat index space (§8): push echoes take 0..items-1, the kv rider
+	// items+opIndex. The facade sends no acks or timers, so any other entry
+	// is a broken answer.
+	pushSeen := make([]bool, items)
+	kv := make([]KVResult, 0, len(req.KV))
+	for i, w := range wire.Results {
+		if w.Index == nil {
+			return nil, protocolError(routeTxn, "result %d carries no index", i)
+		}
+		r := w.TxnResult
+		r.Index = *w.Index
 		switch r.Type {
 		case "push":
+			if r.Index < 0 || r.Index >= items || pushSeen[r.Index] {
+				return nil, protocolError(routeTxn, "push echo index %d repeated or out of range", r.Index)
+			}
 			if r.Success == nil || !*r.Success {
 				return nil, protocolError(routeTxn, "push echo %d not successful", r.Index)
 			}
-			pushes++
+			pushSeen[r.Index] = true
 		case "kv":
+			if r.OpIndex == nil || r.Index != items+*r.OpIndex {
+				return nil, protocolError(routeTxn, "kv result at flat index %d does not match its opIndex", r.Index)
+			}
 			kv = append(kv, r.KVResult)
+		default:
+			return nil, protocolError(routeTxn, "unexpected result type %q at index %d", r.Type, r.Index)
 		}
 	}
-	if pushes != items {
-		return nil, protocolError(routeTxn, "%d push echoes for %d items", pushes, items)
-	}
-	return alignKV(routeTxn, kv, len(req.KV), func(r KVResult) int {
-		if r.OpIndex == nil {
-			return -1
+	for i, ok := range pushSeen {
+		if !ok {
+			return nil, protocolError(routeTxn, "no push echo for item %d", i)
 		}
-		return *r.OpIndex
-	})
+	}
+	return alignKV(routeTxn, kv, req.KV, func(r KVResult) int { return *r.OpIndex })
 }
 
 // AuthMe asks which tenant the credential acts for (§9). It returns "" (and
