@@ -1,0 +1,311 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// catalogTTL is how stale the queue list may be: a queue created natively
+// shows up to Kafka clients within about this long.
+const catalogTTL = 3 * time.Second
+
+// Catalogue ceilings of the operator page.
+const (
+	maxAdvertisedWidth  = maxAdvertisedPartitions // partitions per topic
+	maxListedPartitions = 200_000                 // in one all-topics listing
+	topicCfgPageLimit   = 1000                    // getPrefix page (§7.1 clamp)
+	topicCfgMaxPages    = 1000                    // a million records, then refuse
+)
+
+// topicCfg is the qk:topiccfg:<topic> record (queen-api §10): the bag the
+// facade last posted to configure, the width the topic declared, and the
+// Kafka-side configs it was given.
+type topicCfg struct {
+	QID        *string           `json:"qid"`
+	Set        map[string]any    `json:"set"`
+	At         int64             `json:"at"`
+	Partitions int32             `json:"partitions,omitempty"`
+	Kafka      map[string]string `json:"kafka,omitempty"`
+}
+
+// topicInfo is what the catalogue knows of one topic.
+type topicInfo struct {
+	queue queen.QueueInfo
+	cfg   *topicCfg // nil when the facade holds no matching record
+}
+
+// catalog is one credential's view of its topics: the queue list and the
+// topic records, refreshed together at most once per catalogTTL and by at
+// most one call at a time.
+type catalog struct {
+	n *Node
+
+	mu       sync.RWMutex
+	topics   map[string]topicInfo
+	loadedAt time.Time // zero: never loaded
+	inflight *refreshCall
+	// widest remembers the widest width advertised per live queue, so that
+	// a topic never narrows (a narrower count re-hashes keys onto other
+	// partitions). Keyed by name and queue id: a recreated queue starts over.
+	widest map[string]int32
+}
+
+type refreshCall struct {
+	done chan struct{}
+	err  error
+}
+
+// catalogs files catalogues by connection identity, so that two tenants on
+// one SASL listener never see each other's topics.
+type catalogs struct {
+	n  *Node
+	mu sync.Mutex
+	m  map[string]*catalog
+}
+
+func newCatalogs(n *Node) *catalogs { return &catalogs{n: n, m: make(map[string]*catalog)} }
+
+func (cs *catalogs) forConn(c *Conn) *catalog {
+	id := ""
+	if c != nil {
+		id = c.Identity()
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cat := cs.m[id]
+	if cat == nil {
+		cat = &catalog{n: cs.n, widest: make(map[string]int32)}
+		cs.m[id] = cat
+	}
+	return cat
+}
+
+// topicWidth is the partition count a Kafka client is told for topic, and
+// whether the topic exists. It is the hot-path entry for Produce, Fetch and
+// ListOffsets: answered from the cached catalogue, refreshed when older than
+// catalogTTL. When a refresh fails but an older listing exists, that listing
+// answers (a Queen blip does not unknow every topic); with none, the Queen
+// error is returned for the caller to map.
+func (n *Node) topicWidth(ctx context.Context, c *Conn, topic string) (width int32, exists bool, err error) {
+	cat := n.cats.forConn(c)
+	if err := cat.ensure(ctx, c, false); err != nil && !cat.loaded() {
+		return 0, false, err
+	}
+	t, ok := cat.lookup(topic)
+	if !ok {
+		return 0, false, nil
+	}
+	return cat.width(t), true, nil
+}
+
+func (cat *catalog) loaded() bool {
+	cat.mu.RLock()
+	defer cat.mu.RUnlock()
+	return !cat.loadedAt.IsZero()
+}
+
+func (cat *catalog) lookup(topic string) (topicInfo, bool) {
+	cat.mu.RLock()
+	defer cat.mu.RUnlock()
+	t, ok := cat.topics[topic]
+	return t, ok
+}
+
+// list returns every topic, sorted by name.
+func (cat *catalog) list() []topicInfo {
+	cat.mu.RLock()
+	out := make([]topicInfo, 0, len(cat.topics))
+	for _, t := range cat.topics {
+		out = append(out, t)
+	}
+	cat.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].queue.Name < out[j].queue.Name })
+	return out
+}
+
+// width is max(live partitions, declared floor or the default), never below
+// what was advertised before for this queue, clamped at 100,000.
+func (cat *catalog) width(t topicInfo) int32 {
+	floor := cat.n.cfg.DefaultPartitions
+	if t.cfg != nil && t.cfg.Partitions > 0 {
+		floor = t.cfg.Partitions
+	}
+	w := floor
+	if live := t.queue.Partitions; live > int(w) {
+		w = int32(min(live, maxAdvertisedWidth))
+	}
+	w = min(w, maxAdvertisedWidth)
+	key := t.queue.Name + "\x00" + t.queue.ID
+	cat.mu.Lock()
+	if prev := cat.widest[key]; prev > w {
+		w = prev
+	} else {
+		cat.widest[key] = w
+	}
+	cat.mu.Unlock()
+	return w
+}
+
+// ensure refreshes the catalogue when it is older than catalogTTL, or always
+// when force (before an auto-create, so that a queue is never configured
+// twice on stale knowledge). Concurrent callers share one refresh; a forced
+// one never settles for a refresh that began before it asked.
+func (cat *catalog) ensure(ctx context.Context, c *Conn, force bool) error {
+	cat.mu.Lock()
+	if !force && !cat.loadedAt.IsZero() && cat.n.now().Sub(cat.loadedAt) < catalogTTL {
+		cat.mu.Unlock()
+		return nil
+	}
+	for cat.inflight != nil {
+		call := cat.inflight
+		cat.mu.Unlock()
+		select {
+		case <-call.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if !force {
+			return call.err
+		}
+		cat.mu.Lock()
+	}
+	call := &refreshCall{done: make(chan struct{})}
+	cat.inflight = call
+	cat.mu.Unlock()
+	// The refresh is shared, so one caller's cancellation must not fail
+	// the others; the Queen client's own budget still bounds it.
+	call.err = cat.refresh(context.WithoutCancel(ctx), c)
+	cat.mu.Lock()
+	cat.inflight = nil
+	cat.mu.Unlock()
+	close(call.done)
+	return call.err
+}
+
+func (cat *catalog) refresh(ctx context.Context, c *Conn) error {
+	q := cat.n.queen
+	if c != nil {
+		q = c.Queen()
+	}
+	queues, err := q.Queues(ctx)
+	if err != nil {
+		return fmt.Errorf("list queues: %w", err)
+	}
+	cfgs, err := loadTopicCfgs(ctx, q)
+	if err != nil {
+		return err
+	}
+	topics := make(map[string]topicInfo, len(queues))
+	for _, qi := range queues {
+		t := topicInfo{queue: qi}
+		if cfg, ok := cfgs[qi.Name]; ok && cfg.matches(qi.ID) {
+			t.cfg = cfg
+		}
+		topics[qi.Name] = t
+	}
+	cat.mu.Lock()
+	defer cat.mu.Unlock()
+	cat.topics = topics
+	cat.loadedAt = cat.n.now()
+	for key := range cat.widest { // forget queues that are gone
+		name, id, _ := cutKey(key)
+		if t, ok := topics[name]; !ok || (t.queue.ID != id && id != "") {
+			delete(cat.widest, key)
+		}
+	}
+	return nil
+}
+
+func cutKey(key string) (string, string, bool) {
+	for i := 0; i < len(key); i++ {
+		if key[i] == 0 {
+			return key[:i], key[i+1:], true
+		}
+	}
+	return key, "", false
+}
+
+// matches reports whether a record belongs to the live queue with id. A
+// record written before its queue existed carries a null qid and is taken
+// as the queue's; one carrying another queue's id is a leftover of a queue
+// deleted and recreated outside the facade.
+func (cfg *topicCfg) matches(liveID string) bool {
+	return cfg.QID == nil || liveID == "" || *cfg.QID == liveID
+}
+
+// loadTopicCfgs reads every qk:topiccfg: record, page by page. A page cut
+// short by the read budget resumes after its last row; an unreadable record
+// is treated as absent (§12).
+func loadTopicCfgs(ctx context.Context, q *queen.Client) (map[string]*topicCfg, error) {
+	out := make(map[string]*topicCfg)
+	after := ""
+	for page := 0; ; page++ {
+		if page == topicCfgMaxPages {
+			return nil, fmt.Errorf("read topic records: more than %d pages", topicCfgMaxPages)
+		}
+		res, err := q.KV(ctx, []queen.KVOp{{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: queen.PrefixTopicCfg, Limit: topicCfgPageLimit, After: after}})
+		if err != nil {
+			return nil, fmt.Errorf("read topic records: %w", err)
+		}
+		r := res[0]
+		for _, row := range r.Rows {
+			topic := row.Key[len(queen.PrefixTopicCfg):]
+			var cfg topicCfg
+			if json.Unmarshal(row.Value, &cfg) == nil {
+				out[topic] = &cfg
+			}
+		}
+		if !r.Truncated {
+			return out, nil
+		}
+		switch {
+		case len(r.Rows) > 0:
+			after = r.Rows[len(r.Rows)-1].Key
+		case r.NextAfter != nil && *r.NextAfter != after:
+			after = *r.NextAfter
+		default:
+			return nil, fmt.Errorf("read topic records: truncated page with no cursor after %q", after)
+		}
+	}
+}
+
+// added records a queue the facade just created, so that the next request
+// sees it before the next refresh does.
+func (cat *catalog) added(name string, cfg *topicCfg) {
+	cat.mu.Lock()
+	defer cat.mu.Unlock()
+	if cat.topics == nil {
+		cat.topics = make(map[string]topicInfo)
+	}
+	if _, ok := cat.topics[name]; !ok {
+		cat.topics[name] = topicInfo{queue: queen.QueueInfo{Name: name}, cfg: cfg}
+	}
+}
+
+// removed forgets a queue the facade just deleted.
+func (cat *catalog) removed(name string) {
+	cat.mu.Lock()
+	defer cat.mu.Unlock()
+	delete(cat.topics, name)
+	for key := range cat.widest {
+		if n, _, _ := cutKey(key); n == name {
+			delete(cat.widest, key)
+		}
+	}
+}
+
+// setCfg replaces the record the catalogue holds for an existing topic.
+func (cat *catalog) setCfg(name string, cfg *topicCfg) {
+	cat.mu.Lock()
+	defer cat.mu.Unlock()
+	if t, ok := cat.topics[name]; ok {
+		t.cfg = cfg
+		cat.topics[name] = t
+	}
+}

@@ -1,0 +1,351 @@
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// Config is the whole facade configuration, validated: a Config returned by
+// LoadConfig is one the listener may bind with. Every field comes from one
+// variable of the operator page's tables.
+type Config struct {
+	QueenURL   string // QUEEN_URL, normalised (no trailing slash)
+	QueenToken string // QUEEN_TOKEN; never logged
+
+	Addr           string // QUEEN_KAFKA_ADDR, what the listener binds
+	AdvertisedAddr string // QUEEN_KAFKA_ADVERTISED_ADDR, as given
+	AdvertisedHost string // its host, unbracketed
+	AdvertisedPort int32  // its port
+
+	DefaultPartitions int32 // QUEEN_KAFKA_DEFAULT_PARTITIONS
+	MaxConnections    int   // QUEEN_KAFKA_MAX_CONNECTIONS
+
+	TLSCertFile    string           // QUEEN_KAFKA_TLS_CERT
+	TLSKeyFile     string           // QUEEN_KAFKA_TLS_KEY
+	TLSCertificate *tls.Certificate // loaded pair, nil without TLS
+	SASL           string           // QUEEN_KAFKA_SASL: "" or "plain"
+	ForwardSNIHost bool             // QUEEN_KAFKA_FORWARD_SNI_HOST
+
+	GroupJoinDelay         time.Duration // QUEEN_KAFKA_GROUP_JOIN_DELAY_MS
+	GroupMinSessionTimeout time.Duration // QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS
+	GroupMaxSessionTimeout time.Duration // QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS
+
+	TxnMaxBytes       int64         // QUEEN_KAFKA_TXN_MAX_BYTES
+	TxnMaxRecords     int           // QUEEN_KAFKA_TXN_MAX_RECORDS
+	TxnMaxStagedBytes int64         // QUEEN_KAFKA_TXN_MAX_STAGED_BYTES
+	TxnMaxOpen        int           // QUEEN_KAFKA_TXN_MAX_OPEN
+	TxnMaxTimeout     time.Duration // QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS
+
+	LogLevel slog.Level // LOG_LEVEL, or RUST_LOG when set
+	LogJSON  bool       // QUEEN_LOG_JSON
+
+	// Cluster mode. NodeID 0 is single mode, the only identity it can have.
+	NodeID           int           // QUEEN_KAFKA_NODE_ID, 1..64 when clustered
+	Cluster          string        // QUEEN_KAFKA_CLUSTER, also the cluster_id clients see
+	ClusterHeartbeat time.Duration // QUEEN_KAFKA_CLUSTER_HEARTBEAT_MS
+	ClusterTTL       time.Duration // QUEEN_KAFKA_CLUSTER_TTL_MS
+}
+
+// Clustered reports whether QUEEN_KAFKA_NODE_ID was set.
+func (c Config) Clustered() bool { return c.NodeID != 0 }
+
+// TLSEnabled reports whether the listener serves TLS.
+func (c Config) TLSEnabled() bool { return c.TLSCertificate != nil }
+
+// rawConfig is what go-envconfig fills: every variable as text, so that the
+// typed conversion below can name the variable and its range on failure
+// rather than surface a reflection error.
+type rawConfig struct {
+	QueenURL          string `env:"QUEEN_URL, default=http://localhost:6632"`
+	QueenToken        string `env:"QUEEN_TOKEN"`
+	Addr              string `env:"QUEEN_KAFKA_ADDR, default=0.0.0.0:9092"`
+	AdvertisedAddr    string `env:"QUEEN_KAFKA_ADVERTISED_ADDR"`
+	DefaultPartitions string `env:"QUEEN_KAFKA_DEFAULT_PARTITIONS, default=1024"`
+	MaxConnections    string `env:"QUEEN_KAFKA_MAX_CONNECTIONS, default=4096"`
+	TLSCert           string `env:"QUEEN_KAFKA_TLS_CERT"`
+	TLSKey            string `env:"QUEEN_KAFKA_TLS_KEY"`
+	SASL              string `env:"QUEEN_KAFKA_SASL"`
+	ForwardSNIHost    string `env:"QUEEN_KAFKA_FORWARD_SNI_HOST, default=false"`
+	GroupJoinDelay    string `env:"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS, default=3000"`
+	GroupMinSession   string `env:"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS, default=6000"`
+	GroupMaxSession   string `env:"QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS, default=300000"`
+	TxnMaxBytes       string `env:"QUEEN_KAFKA_TXN_MAX_BYTES, default=8388608"`
+	TxnMaxRecords     string `env:"QUEEN_KAFKA_TXN_MAX_RECORDS, default=50000"`
+	TxnMaxStaged      string `env:"QUEEN_KAFKA_TXN_MAX_STAGED_BYTES, default=134217728"`
+	TxnMaxOpen        string `env:"QUEEN_KAFKA_TXN_MAX_OPEN, default=1024"`
+	TxnMaxTimeout     string `env:"QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS, default=900000"`
+	LogLevel          string `env:"LOG_LEVEL, default=info"`
+	RustLog           string `env:"RUST_LOG"`
+	LogJSON           string `env:"QUEEN_LOG_JSON"`
+	NodeID            string `env:"QUEEN_KAFKA_NODE_ID"`
+	Cluster           string `env:"QUEEN_KAFKA_CLUSTER"`
+	ClusterHeartbeat  string `env:"QUEEN_KAFKA_CLUSTER_HEARTBEAT_MS, default=2000"`
+	ClusterTTL        string `env:"QUEEN_KAFKA_CLUSTER_TTL_MS, default=10000"`
+}
+
+// blankIsUnset makes a present-but-blank variable count as unset: an empty
+// value in a Compose file or a Helm template is a variable somebody meant to
+// set, never a value, so it must fall to the default (or to "required").
+type blankIsUnset struct{ l envconfig.Lookuper }
+
+func (b blankIsUnset) Lookup(key string) (string, bool) {
+	v, ok := b.l.Lookup(key)
+	if !ok || strings.TrimSpace(v) == "" {
+		return "", false
+	}
+	return strings.TrimSpace(v), true
+}
+
+// Ranges of the operator page. The transaction caps have no range on that
+// page; theirs are chosen to refuse only nonsense (zero, negative, or a
+// budget no process could hold).
+const (
+	maxAdvertisedPartitions = 100_000
+	maxTxnBytes             = 1 << 30  // 1 GiB for one transaction
+	maxTxnStagedBytes       = 16 << 30 // 16 GiB across the process
+)
+
+// LoadConfig reads and validates every variable through l (the OS
+// environment in the binary, an envconfig.MapLookuper in tests). The error
+// names the variable at fault and what it accepts.
+func LoadConfig(ctx context.Context, l envconfig.Lookuper) (Config, error) {
+	var raw rawConfig
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &raw, Lookuper: blankIsUnset{l}}); err != nil {
+		return Config{}, fmt.Errorf("configuration: %w", err)
+	}
+	var c Config
+	var err error
+
+	if c.QueenURL, err = queen.ParseURL(raw.QueenURL); err != nil {
+		return Config{}, fmt.Errorf("QUEEN_URL=%q is not an http or https URL: %w", raw.QueenURL, err)
+	}
+	c.QueenToken = raw.QueenToken
+
+	if err := checkListenAddr(raw.Addr); err != nil {
+		return Config{}, err
+	}
+	c.Addr = raw.Addr
+	if c.AdvertisedHost, c.AdvertisedPort, err = parseAdvertised(raw.AdvertisedAddr); err != nil {
+		return Config{}, err
+	}
+	c.AdvertisedAddr = raw.AdvertisedAddr
+
+	ints := []struct {
+		name     string
+		raw      string
+		min, max int64
+		dst      func(int64)
+	}{
+		{"QUEEN_KAFKA_DEFAULT_PARTITIONS", raw.DefaultPartitions, 1, maxAdvertisedPartitions, func(v int64) { c.DefaultPartitions = int32(v) }},
+		{"QUEEN_KAFKA_MAX_CONNECTIONS", raw.MaxConnections, 16, 1_000_000, func(v int64) { c.MaxConnections = int(v) }},
+		{"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS", raw.GroupJoinDelay, 0, 3_600_000, func(v int64) { c.GroupJoinDelay = ms(v) }},
+		{"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS", raw.GroupMinSession, 1, 3_600_000, func(v int64) { c.GroupMinSessionTimeout = ms(v) }},
+		{"QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS", raw.GroupMaxSession, 1, 3_600_000, func(v int64) { c.GroupMaxSessionTimeout = ms(v) }},
+		{"QUEEN_KAFKA_TXN_MAX_BYTES", raw.TxnMaxBytes, 1, maxTxnBytes, func(v int64) { c.TxnMaxBytes = v }},
+		{"QUEEN_KAFKA_TXN_MAX_RECORDS", raw.TxnMaxRecords, 1, 10_000_000, func(v int64) { c.TxnMaxRecords = int(v) }},
+		{"QUEEN_KAFKA_TXN_MAX_STAGED_BYTES", raw.TxnMaxStaged, 1, maxTxnStagedBytes, func(v int64) { c.TxnMaxStagedBytes = v }},
+		{"QUEEN_KAFKA_TXN_MAX_OPEN", raw.TxnMaxOpen, 1, 1_000_000, func(v int64) { c.TxnMaxOpen = int(v) }},
+		{"QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS", raw.TxnMaxTimeout, 1, 86_400_000, func(v int64) { c.TxnMaxTimeout = ms(v) }},
+	}
+	for _, f := range ints {
+		v, err := parseRange(f.name, f.raw, f.min, f.max)
+		if err != nil {
+			return Config{}, err
+		}
+		f.dst(v)
+	}
+	if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
+		return Config{}, fmt.Errorf("QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS (%d) is above QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS (%d): every consumer would be refused INVALID_SESSION_TIMEOUT; the minimum must not exceed the maximum",
+			c.GroupMinSessionTimeout.Milliseconds(), c.GroupMaxSessionTimeout.Milliseconds())
+	}
+	if c.TxnMaxBytes > c.TxnMaxStagedBytes {
+		return Config{}, fmt.Errorf("QUEEN_KAFKA_TXN_MAX_BYTES (%d) is above QUEEN_KAFKA_TXN_MAX_STAGED_BYTES (%d): one transaction may never hold more than the whole process budget",
+			c.TxnMaxBytes, c.TxnMaxStagedBytes)
+	}
+
+	if err := c.loadTLS(raw); err != nil {
+		return Config{}, err
+	}
+	switch strings.ToLower(raw.SASL) {
+	case "":
+	case "plain":
+		c.SASL = "plain"
+	default:
+		return Config{}, fmt.Errorf("QUEEN_KAFKA_SASL=%q is not a supported mechanism: the only value is plain (case-insensitive), or unset for no authentication", raw.SASL)
+	}
+	if c.ForwardSNIHost, err = parseBool("QUEEN_KAFKA_FORWARD_SNI_HOST", raw.ForwardSNIHost); err != nil {
+		return Config{}, err
+	}
+	if c.ForwardSNIHost && !c.TLSEnabled() {
+		return Config{}, errors.New("QUEEN_KAFKA_FORWARD_SNI_HOST=true requires TLS (QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY): a plaintext connection carries no server name to forward")
+	}
+
+	level := raw.LogLevel
+	levelVar := "LOG_LEVEL"
+	if raw.RustLog != "" {
+		level, levelVar = raw.RustLog, "RUST_LOG"
+	}
+	if c.LogLevel, err = ParseLogLevel(levelVar, level); err != nil {
+		return Config{}, err
+	}
+	c.LogJSON = raw.LogJSON == "true"
+
+	if err := c.loadCluster(raw); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+func parseRange(name, raw string, min, max int64) (int64, error) {
+	v, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || v < min || v > max {
+		return 0, fmt.Errorf("%s=%q is invalid: expected an integer in %d to %d", name, raw, min, max)
+	}
+	return v, nil
+}
+
+func parseBool(name, raw string) (bool, error) {
+	switch raw {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s=%q is invalid: expected true or false", name, raw)
+}
+
+func (c *Config) loadTLS(raw rawConfig) error {
+	switch {
+	case raw.TLSCert == "" && raw.TLSKey == "":
+		return nil
+	case raw.TLSCert == "":
+		return errors.New("QUEEN_KAFKA_TLS_KEY is set without QUEEN_KAFKA_TLS_CERT: TLS needs both files or neither")
+	case raw.TLSKey == "":
+		return errors.New("QUEEN_KAFKA_TLS_CERT is set without QUEEN_KAFKA_TLS_KEY: TLS needs both files or neither")
+	}
+	pair, err := tls.LoadX509KeyPair(raw.TLSCert, raw.TLSKey)
+	if err != nil {
+		return fmt.Errorf("QUEEN_KAFKA_TLS_CERT=%q and QUEEN_KAFKA_TLS_KEY=%q do not load as a PEM certificate and its private key: %w", raw.TLSCert, raw.TLSKey, err)
+	}
+	c.TLSCertFile, c.TLSKeyFile, c.TLSCertificate = raw.TLSCert, raw.TLSKey, &pair
+	return nil
+}
+
+func (c *Config) loadCluster(raw rawConfig) error {
+	c.Cluster = "queen"
+	if raw.NodeID == "" {
+		if raw.Cluster != "" {
+			return fmt.Errorf("QUEEN_KAFKA_CLUSTER=%q is set without QUEEN_KAFKA_NODE_ID: the cluster name only means something in cluster mode, which QUEEN_KAFKA_NODE_ID (1 to 64) turns on", raw.Cluster)
+		}
+		return nil
+	}
+	id, err := parseRange("QUEEN_KAFKA_NODE_ID", raw.NodeID, 1, 64)
+	if err != nil {
+		return fmt.Errorf("%w (0 is reserved for the single-node identity; leave it unset for single mode)", err)
+	}
+	c.NodeID = int(id)
+	if raw.Cluster != "" {
+		if !validClusterName(raw.Cluster) {
+			return fmt.Errorf("QUEEN_KAFKA_CLUSTER=%q is invalid: expected 1 to 64 characters of [A-Za-z0-9._-]", raw.Cluster)
+		}
+		c.Cluster = raw.Cluster
+	}
+	hb, err := parseRange("QUEEN_KAFKA_CLUSTER_HEARTBEAT_MS", raw.ClusterHeartbeat, 500, 30_000)
+	if err != nil {
+		return err
+	}
+	ttl, err := parseRange("QUEEN_KAFKA_CLUSTER_TTL_MS", raw.ClusterTTL, 3_000, 120_000)
+	if err != nil {
+		return err
+	}
+	if ttl < 3*hb {
+		return fmt.Errorf("QUEEN_KAFKA_CLUSTER_TTL_MS (%d) is below three times QUEEN_KAFKA_CLUSTER_HEARTBEAT_MS (%d): one slow call to Queen would evict a healthy node; expected at least %d", ttl, hb, 3*hb)
+	}
+	c.ClusterHeartbeat, c.ClusterTTL = ms(hb), ms(ttl)
+	if c.QueenToken == "" {
+		return errors.New("QUEEN_TOKEN is required in cluster mode (QUEEN_KAFKA_NODE_ID is set): the node registry is written with this process's own credential, and every node must present one Queen tenant")
+	}
+	return nil
+}
+
+func validClusterName(s string) bool {
+	if len(s) < 1 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !topicByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func checkListenAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("QUEEN_KAFKA_ADDR=%q is invalid: expected host:port or [v6]:port: %v", addr, err)
+	}
+	if host != "" && net.ParseIP(host) == nil && strings.ContainsAny(host, "[]") {
+		return fmt.Errorf("QUEEN_KAFKA_ADDR=%q is invalid: expected host:port or [v6]:port", addr)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("QUEEN_KAFKA_ADDR=%q is invalid: the port must be an integer in 0 to 65535", addr)
+	}
+	return nil
+}
+
+// parseAdvertised applies "the advertised address is the footgun": each way
+// of getting it wrong has its own message, because every symptom of a wrong
+// advertised address shows up one step away from its cause.
+func parseAdvertised(addr string) (string, int32, error) {
+	const v = "QUEEN_KAFKA_ADVERTISED_ADDR"
+	if addr == "" {
+		return "", 0, errors.New(v + " is required and has no default: it is the host:port Kafka clients are told to connect to " +
+			"after bootstrap (every Metadata and FindCoordinator answer carries it), so it must be what your clients resolve and route to. " +
+			"It is not QUEEN_KAFKA_ADDR, which is the local address this process binds")
+	}
+	if !strings.HasPrefix(addr, "[") && strings.Count(addr, ":") > 1 {
+		suggest := "[" + addr + "]:9092"
+		if i := strings.LastIndexByte(addr, ':'); i > 0 {
+			if ip := net.ParseIP(addr[:i]); ip != nil {
+				suggest = "[" + addr[:i] + "]:" + addr[i+1:]
+			}
+		}
+		return "", 0, fmt.Errorf("%s=%q is a bare IPv6 address: write it bracketed with a port, e.g. %s", v, addr, suggest)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		if strings.Contains(err.Error(), "missing port") {
+			return "", 0, fmt.Errorf("%s=%q has no port: expected host:port, e.g. %s:9092", v, addr, strings.Trim(addr, "[]"))
+		}
+		return "", 0, fmt.Errorf("%s=%q is invalid: expected host:port or [v6]:port: %v", v, addr, err)
+	}
+	if port == "" {
+		return "", 0, fmt.Errorf("%s=%q has no port: expected host:port, e.g. %s9092", v, addr, addr)
+	}
+	if host == "" {
+		return "", 0, fmt.Errorf("%s=%q has an empty host: expected the host name or address clients connect to, e.g. kafka.example.com%s", v, addr, addr)
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return "", 0, fmt.Errorf("%s=%q is a wildcard address: a client handed %s as the address to connect to fails right after bootstrap. "+
+			"The wildcard belongs in QUEEN_KAFKA_ADDR (what gets bound); advertise the name or address clients reach this process by", v, addr, host)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return "", 0, fmt.Errorf("%s=%q has a bad port %q: expected an integer in 1 to 65535", v, addr, port)
+	}
+	return host, int32(p), nil
+}

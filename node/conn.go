@@ -1,0 +1,266 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// Conn is one client connection. Requests are read ahead (at most
+// maxInFlight decoded and waiting) and answered strictly one at a time in
+// arrival order, which is also what a Kafka broker does: a producer's
+// ordering across pipelined produces depends on it.
+type Conn struct {
+	n      *Node
+	nc     net.Conn
+	br     *bufio.Reader
+	remote string
+	log    *slog.Logger
+
+	queen    atomic.Pointer[queen.Client]
+	identity atomic.Pointer[string]
+	clientID atomic.Pointer[string]
+
+	stopping  atomic.Bool
+	closeOnce sync.Once
+}
+
+// queued is one decoded request waiting for its turn. preset is an answer
+// decided by the framing itself (ApiVersions at an unknown version).
+type queued struct {
+	hdr    requestHeader
+	row    apiRow
+	req    kmsg.Request
+	preset kmsg.Response
+}
+
+func newConn(n *Node, nc net.Conn) *Conn {
+	c := &Conn{n: n, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String()}
+	c.log = n.log.With("remote", c.remote)
+	c.queen.Store(n.queen)
+	empty := ""
+	c.identity.Store(&empty)
+	c.clientID.Store(&empty)
+	return c
+}
+
+// Queen is the client this connection's calls go through: the node's
+// (QUEEN_TOKEN) until SASL swaps in the connection's own credential.
+func (c *Conn) Queen() *queen.Client { return c.queen.Load() }
+
+// SetCredential replaces the connection's Queen client and the identity its
+// cached topic list is filed under (SASL, after authentication). identity
+// "" is the node's own credential.
+func (c *Conn) SetCredential(q *queen.Client, identity string) {
+	c.queen.Store(q)
+	c.identity.Store(&identity)
+}
+
+// Identity is the key this connection's catalogue is filed under.
+func (c *Conn) Identity() string { return *c.identity.Load() }
+
+// RemoteAddr is the peer's address.
+func (c *Conn) RemoteAddr() string { return c.remote }
+
+// ClientID is the client_id of the last request header read.
+func (c *Conn) ClientID() string { return *c.clientID.Load() }
+
+// Logger carries the connection's remote address.
+func (c *Conn) Logger() *slog.Logger { return c.log }
+
+// frameLimit is the ceiling of the next request frame. Every connection
+// may send maxFrame today; a SASL listener lowers it to preAuthMaxFrame
+// until the connection has authenticated.
+func (c *Conn) frameLimit() int32 { return maxFrame }
+
+func (c *Conn) close() {
+	c.closeOnce.Do(func() { _ = c.nc.Close() })
+}
+
+// stopReading ends the read loop at the next frame boundary (graceful
+// shutdown): requests already read are still answered.
+func (c *Conn) stopReading() {
+	c.stopping.Store(true)
+	_ = c.nc.SetReadDeadline(time.Now())
+}
+
+func (c *Conn) serve(parent context.Context) {
+	defer c.n.forget(c)
+	defer c.close()
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	queue := make(chan queued, maxInFlight)
+	go func() {
+		defer close(queue)
+		defer c.recoverAndClose("reader")
+		c.readLoop(ctx, queue)
+	}()
+	c.answerLoop(ctx, queue)
+	cancel()
+	c.close()
+	for range queue { // let the reader finish after a failure
+	}
+}
+
+func (c *Conn) recoverAndClose(where string) {
+	if r := recover(); r != nil {
+		c.log.Error("panic on connection, closing it", "where", where, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		c.close()
+	}
+}
+
+func (c *Conn) readLoop(ctx context.Context, queue chan<- queued) {
+	for {
+		q, err := c.readRequest()
+		if err != nil {
+			c.logReadEnd(err)
+			return
+		}
+		select {
+		case queue <- q:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// errRefused ends a connection because of what the client sent; it is
+// logged as such, not as a network failure.
+type errRefused struct{ msg string }
+
+func (e errRefused) Error() string { return e.msg }
+
+func refuse(format string, args ...any) error { return errRefused{fmt.Sprintf(format, args...)} }
+
+func (c *Conn) readRequest() (queued, error) {
+	if err := c.nc.SetReadDeadline(time.Now().Add(c.n.idleTimeout)); err != nil {
+		return queued{}, err
+	}
+	if c.stopping.Load() {
+		return queued{}, os.ErrDeadlineExceeded
+	}
+	if _, err := c.br.Peek(1); err != nil {
+		return queued{}, err
+	}
+	if err := c.nc.SetReadDeadline(time.Now().Add(c.n.frameTimeout)); err != nil {
+		return queued{}, err
+	}
+	frame, err := readFrame(c.br, c.frameLimit())
+	if err != nil {
+		if errors.Is(err, errFrameTooLarge) {
+			return queued{}, refuse("request %v", err)
+		}
+		if errors.Is(err, io.EOF) {
+			return queued{}, io.ErrUnexpectedEOF // the frame had begun
+		}
+		return queued{}, err
+	}
+	return decodeRequest(frame)
+}
+
+// decodeRequest turns one frame into a request the version table admits.
+// A key outside the table or a version outside its window is refused (the
+// connection closes with no answer, as Apache Kafka does with a request it
+// cannot parse), except ApiVersions, whose unknown versions are answered
+// UNSUPPORTED_VERSION with the table so that a newer client retries lower.
+func decodeRequest(frame []byte) (queued, error) {
+	hdr, body, err := parseHeader(frame)
+	if err != nil {
+		return queued{}, refuse("malformed request: %v", err)
+	}
+	row, ok := rowFor(hdr.key)
+	if !ok {
+		return queued{}, refuse("unsupported request: api key %d (%s) is not offered", hdr.key, kmsg.NameForKey(hdr.key))
+	}
+	if hdr.version < row.min || hdr.version > row.max {
+		if hdr.key == kmsg.ApiVersions.Int16() {
+			return queued{hdr: hdr, row: row, preset: unsupportedApiVersions()}, nil
+		}
+		return queued{}, refuse("unsupported request: %s v%d is outside the advertised window v%d-v%d", kmsg.NameForKey(hdr.key), hdr.version, row.min, row.max)
+	}
+	req, err := decodeBody(hdr, body)
+	if err != nil {
+		return queued{}, refuse("malformed request: %v", err)
+	}
+	return queued{hdr: hdr, row: row, req: req}, nil
+}
+
+func (c *Conn) logReadEnd(err error) {
+	var ref errRefused
+	switch {
+	case errors.As(err, &ref):
+		c.log.Warn("closing connection", "reason", ref.msg, "client_id", c.ClientID())
+	case c.stopping.Load():
+		c.log.Debug("connection drained for shutdown")
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		c.log.Debug("connection closed by peer")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		c.log.Info("connection closed mid-frame")
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.log.Info("closing idle or stalled connection", "idle_timeout", c.n.idleTimeout, "frame_timeout", c.n.frameTimeout)
+	default:
+		c.log.Info("connection read failed", "err", err)
+	}
+}
+
+func (c *Conn) answerLoop(ctx context.Context, queue <-chan queued) {
+	var buf []byte
+	for q := range queue {
+		c.clientID.Store(&q.hdr.clientID)
+		resp, err := c.answer(ctx, q)
+		if err != nil {
+			c.log.Warn("request failed, closing connection", "api", kmsg.NameForKey(q.hdr.key), "version", q.hdr.version, "client_id", q.hdr.clientID, "err", err)
+			return
+		}
+		if resp == nil {
+			continue // acks=0: nothing is owed
+		}
+		buf = appendResponse(buf[:0], q.hdr.correlationID, q.hdr.flexible, resp)
+		if len(buf)-4 > maxFrame {
+			c.log.Error("response above the frame ceiling, closing connection", "api", kmsg.NameForKey(q.hdr.key), "bytes", len(buf)-4, "limit", maxFrame)
+			return
+		}
+		if err := c.nc.SetWriteDeadline(time.Now().Add(c.n.idleTimeout)); err != nil {
+			return
+		}
+		if _, err := c.nc.Write(buf); err != nil {
+			c.log.Info("response write failed, closing connection", "err", err)
+			return
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil // do not pin a large response's buffer for the connection's life
+		}
+	}
+}
+
+// answer runs the handler. A panic is turned into an error so that one bad
+// request closes one connection and never the process.
+func (c *Conn) answer(ctx context.Context, q queued) (resp kmsg.Response, err error) {
+	if q.preset != nil {
+		return q.preset, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("handler panic", "api", kmsg.NameForKey(q.hdr.key), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			resp, err = nil, fmt.Errorf("handler panic: %v", r)
+		}
+	}()
+	resp, err = q.row.handler(c.n, ctx, c, q.req)
+	if resp != nil {
+		resp.SetVersion(q.hdr.version)
+	}
+	return resp, err
+}

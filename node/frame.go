@@ -1,0 +1,148 @@
+package node
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Frame ceilings of the operator page. maxFrame bounds every request and
+// response; preAuthMaxFrame is what a connection that must still
+// authenticate (SASL) may send, so an unauthenticated peer cannot make the
+// facade allocate.
+const (
+	maxFrame        = 100 << 20
+	preAuthMaxFrame = 64 << 10
+)
+
+// errFrameTooLarge is a size prefix above the connection's ceiling.
+var errFrameTooLarge = errors.New("frame above the ceiling")
+
+// requestHeader is Kafka's request header v1 (or v2, which adds tagged
+// fields, for a flexible request version).
+type requestHeader struct {
+	key           int16
+	version       int16
+	correlationID int32
+	clientID      string
+	flexible      bool
+}
+
+// readFrame reads one size-prefixed frame, refusing a size outside
+// [header minimum, limit] before allocating anything.
+func readFrame(r io.Reader, limit int32) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < 0 || n > limit {
+		return nil, fmt.Errorf("%w: size %d, limit %d", errFrameTooLarge, n, limit)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// parseHeader splits a frame into its header and body. The header's shape
+// depends on whether the request version is flexible, which kmsg knows;
+// a key kmsg does not know is refused here since its header cannot be read.
+func parseHeader(frame []byte) (requestHeader, []byte, error) {
+	var h requestHeader
+	if len(frame) < 10 {
+		return h, nil, fmt.Errorf("request header truncated: %d bytes", len(frame))
+	}
+	h.key = int16(binary.BigEndian.Uint16(frame[0:]))
+	h.version = int16(binary.BigEndian.Uint16(frame[2:]))
+	h.correlationID = int32(binary.BigEndian.Uint32(frame[4:]))
+	cl := int16(binary.BigEndian.Uint16(frame[8:]))
+	rest := frame[10:]
+	switch {
+	case cl == -1:
+	case cl < 0 || int(cl) > len(rest):
+		return h, nil, fmt.Errorf("request header client_id length %d invalid", cl)
+	default:
+		h.clientID = string(rest[:cl])
+		rest = rest[cl:]
+	}
+	req := kmsg.RequestForKey(h.key)
+	if req == nil {
+		return h, nil, fmt.Errorf("unknown api key %d", h.key)
+	}
+	if h.version < 0 {
+		return h, nil, fmt.Errorf("negative api version %d", h.version)
+	}
+	req.SetVersion(h.version)
+	h.flexible = req.IsFlexible()
+	if h.flexible {
+		var err error
+		if rest, err = skipTags(rest); err != nil {
+			return h, nil, fmt.Errorf("request header tagged fields: %w", err)
+		}
+	}
+	return h, rest, nil
+}
+
+// skipTags skips one tagged-field section: a count then (tag, size, bytes).
+func skipTags(b []byte) ([]byte, error) {
+	n, b, err := uvarint(b)
+	if err != nil {
+		return nil, err
+	}
+	for ; n > 0; n-- {
+		if _, b, err = uvarint(b); err != nil {
+			return nil, err
+		}
+		var size uint64
+		if size, b, err = uvarint(b); err != nil {
+			return nil, err
+		}
+		if size > uint64(len(b)) {
+			return nil, fmt.Errorf("tag of %d bytes past the end", size)
+		}
+		b = b[size:]
+	}
+	return b, nil
+}
+
+func uvarint(b []byte) (uint64, []byte, error) {
+	v, n := binary.Uvarint(b)
+	if n <= 0 || v > 1<<31 {
+		return 0, nil, errors.New("bad uvarint")
+	}
+	return v, b[n:], nil
+}
+
+// decodeBody reads a request body at the header's version with kmsg.
+func decodeBody(h requestHeader, body []byte) (kmsg.Request, error) {
+	req := kmsg.RequestForKey(h.key)
+	if req == nil {
+		return nil, fmt.Errorf("unknown api key %d", h.key)
+	}
+	req.SetVersion(h.version)
+	if err := req.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("%s v%d body: %w", kmsg.NameForKey(h.key), h.version, err)
+	}
+	return req, nil
+}
+
+// appendResponse frames resp for correlationID. Every response header is v0
+// (correlation id) or, for a flexible request, v1 (plus empty tagged
+// fields) — except ApiVersions, whose response header is always v0 so that
+// a client that does not yet know the broker's versions can read it.
+func appendResponse(dst []byte, correlationID int32, flexibleHeader bool, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	if flexibleHeader && resp.Key() != kmsg.ApiVersions.Int16() {
+		dst = append(dst, 0)
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}

@@ -1,0 +1,153 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// testEnv is the minimum environment a node boots with.
+func testEnv(queenURL string) map[string]string {
+	return map[string]string{
+		"QUEEN_URL":                      queenURL,
+		"QUEEN_KAFKA_ADDR":               "127.0.0.1:0",
+		"QUEEN_KAFKA_ADVERTISED_ADDR":    "kafka.test:9092",
+		"QUEEN_KAFKA_DEFAULT_PARTITIONS": "4",
+		"QUEEN_KAFKA_MAX_CONNECTIONS":    "16",
+	}
+}
+
+func testLogger() *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// newTestNode builds a node over a fake Queen without binding.
+func newTestNode(t *testing.T, env map[string]string) (*Node, *fakeQueen) {
+	t.Helper()
+	fq, url := newFakeQueen(t)
+	e := testEnv(url)
+	for k, v := range env {
+		e[k] = v
+	}
+	cfg, err := LoadConfig(context.Background(), envconfig.MapLookuper(e))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	n, err := New(cfg, testLogger())
+	if err != nil {
+		t.Fatalf("new: %v", err)
+	}
+	return n, fq
+}
+
+// serveTestNode binds and serves n on loopback until the test ends.
+func serveTestNode(t *testing.T, n *Node) string {
+	t.Helper()
+	addr, err := n.Listen()
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- n.Serve(context.Background()) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = n.Shutdown(ctx)
+		<-done
+	})
+	return addr.String()
+}
+
+// testConn is a Conn for driving handlers directly.
+func testConn(t *testing.T, n *Node) *Conn {
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return newConn(n, a)
+}
+
+// kclient is a minimal Kafka client over one TCP connection.
+type kclient struct {
+	t    *testing.T
+	nc   net.Conn
+	br   *bufio.Reader
+	fmtr *kmsg.RequestFormatter
+	corr int32
+}
+
+func dial(t *testing.T, addr string) *kclient {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &kclient{t: t, nc: nc, br: bufio.NewReader(nc), fmtr: kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))}
+}
+
+// send writes req and returns its correlation id.
+func (k *kclient) send(req kmsg.Request) int32 {
+	k.t.Helper()
+	k.corr++
+	if _, err := k.nc.Write(k.fmtr.AppendRequest(nil, req, k.corr)); err != nil {
+		k.t.Fatalf("write: %v", err)
+	}
+	return k.corr
+}
+
+// recv reads one response to req (for its version), returning its
+// correlation id.
+func (k *kclient) recv(req kmsg.Request) (int32, kmsg.Response) {
+	k.t.Helper()
+	_ = k.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	frame, err := readFrame(k.br, maxFrame)
+	if err != nil {
+		k.t.Fatalf("read response: %v", err)
+	}
+	corr := int32(binary.BigEndian.Uint32(frame))
+	body := frame[4:]
+	if req.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
+		if body, err = skipTags(body); err != nil {
+			k.t.Fatalf("response header: %v", err)
+		}
+	}
+	resp := req.ResponseKind()
+	if err := resp.ReadFrom(body); err != nil {
+		k.t.Fatalf("decode %T: %v", resp, err)
+	}
+	return corr, resp
+}
+
+func (k *kclient) roundTrip(req kmsg.Request) kmsg.Response {
+	k.t.Helper()
+	want := k.send(req)
+	got, resp := k.recv(req)
+	if got != want {
+		k.t.Fatalf("correlation id %d, want %d", got, want)
+	}
+	return resp
+}
+
+// expectClosed asserts the facade closes the connection without a frame.
+func (k *kclient) expectClosed() {
+	k.t.Helper()
+	_ = k.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, err := k.br.ReadByte()
+	if err == nil {
+		k.t.Fatalf("expected the connection closed, read byte %#x", b)
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		k.t.Fatalf("connection still open after 5s")
+	}
+}

@@ -1,0 +1,173 @@
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// Connection timeouts of the operator page's ceilings.
+const (
+	idleTimeout  = 10 * time.Minute // no request started
+	frameTimeout = 30 * time.Second // a frame begun and not finished
+	// maxInFlight is how many decoded requests one connection may have
+	// read ahead of the one being answered.
+	maxInFlight = 16
+)
+
+// Node is one facade node: the listener, its connections, the topic
+// catalogue, and the Queen client every call goes through.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	queen *queen.Client
+	topo  topology
+	cats  *catalogs
+	now   func() time.Time // the catalogue's clock; tests substitute it
+
+	// Timeouts are fields so that framing tests can shorten them.
+	idleTimeout  time.Duration
+	frameTimeout time.Duration
+
+	mu       sync.Mutex
+	ln       net.Listener
+	conns    map[*Conn]struct{}
+	draining bool
+	connWG   sync.WaitGroup
+	// released runs after the connections drain, in order: the step at
+	// which cluster mode hands its node id back.
+	released []func(context.Context) error
+}
+
+// New builds a node from a validated Config. Nothing is bound yet.
+func New(cfg Config, log *slog.Logger) (*Node, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	q, err := queen.New(queen.Config{URL: cfg.QueenURL, Token: cfg.QueenToken})
+	if err != nil {
+		return nil, fmt.Errorf("queen client: %w", err)
+	}
+	n := &Node{
+		cfg:          cfg,
+		log:          log,
+		queen:        q,
+		idleTimeout:  idleTimeout,
+		frameTimeout: frameTimeout,
+		conns:        make(map[*Conn]struct{}),
+		now:          time.Now,
+	}
+	n.topo = singleTopology{n: n}
+	n.cats = newCatalogs(n)
+	return n, nil
+}
+
+// Config returns the node's configuration.
+func (n *Node) Config() Config { return n.cfg }
+
+// Queen returns the node's own Queen client (QUEEN_TOKEN).
+func (n *Node) Queen() *queen.Client { return n.queen }
+
+// OnRelease registers a step run by Shutdown after every connection has
+// drained (cluster mode deletes its registry row there).
+func (n *Node) OnRelease(fn func(context.Context) error) {
+	n.mu.Lock()
+	n.released = append(n.released, fn)
+	n.mu.Unlock()
+}
+
+// Listen binds QUEEN_KAFKA_ADDR (with TLS when configured) and returns the
+// bound address; Serve then accepts on it.
+func (n *Node) Listen() (net.Addr, error) {
+	ln, err := net.Listen("tcp", n.cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on QUEEN_KAFKA_ADDR=%s: %w", n.cfg.Addr, err)
+	}
+	if n.cfg.TLSCertificate != nil {
+		// No ALPN: Kafka has no registered protocol id and no client offers one.
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*n.cfg.TLSCertificate}, MinVersion: tls.VersionTLS12})
+	}
+	n.mu.Lock()
+	n.ln = ln
+	n.mu.Unlock()
+	return ln.Addr(), nil
+}
+
+// Serve accepts connections until Shutdown (nil) or a listener failure.
+// It binds first when Listen was not called.
+func (n *Node) Serve(ctx context.Context) error {
+	n.mu.Lock()
+	ln := n.ln
+	n.mu.Unlock()
+	if ln == nil {
+		if _, err := n.Listen(); err != nil {
+			return err
+		}
+		n.mu.Lock()
+		ln = n.ln
+		n.mu.Unlock()
+	}
+	return n.acceptLoop(ctx, ln)
+}
+
+// Shutdown stops the node in three explicit steps: close the listener so no
+// new connection is accepted; let the connections already served drain
+// (each finishes the requests it has read and closes); then run the release
+// steps. If ctx ends first the remaining connections are closed hard, and
+// the release steps still run, since a late release is only slower.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.closeListener()
+	drainErr := n.drain(ctx)
+	return errors.Join(drainErr, n.release(ctx))
+}
+
+func (n *Node) closeListener() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.draining = true
+	if n.ln != nil {
+		_ = n.ln.Close()
+	}
+}
+
+func (n *Node) drain(ctx context.Context) error {
+	n.mu.Lock()
+	for c := range n.conns {
+		c.stopReading()
+	}
+	n.mu.Unlock()
+	done := make(chan struct{})
+	go func() { n.connWG.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		n.mu.Lock()
+		for c := range n.conns {
+			c.close()
+		}
+		n.mu.Unlock()
+		<-done
+		return fmt.Errorf("drain cut short: %w", ctx.Err())
+	}
+}
+
+func (n *Node) release(ctx context.Context) error {
+	n.mu.Lock()
+	steps := append([]func(context.Context) error(nil), n.released...)
+	n.mu.Unlock()
+	var errs []error
+	for _, fn := range steps {
+		if err := fn(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

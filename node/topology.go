@@ -1,0 +1,38 @@
+package node
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// topology is what Metadata (and FindCoordinator) says about brokers and
+// leadership. Single mode is one broker, node 0, this process; cluster mode
+// supplies the live node set and a rendezvous leader per partition.
+type topology interface {
+	// brokers lists every broker a client may be told about.
+	brokers() []kmsg.MetadataResponseBroker
+	// controllerID is the broker reported as controller.
+	controllerID() int32
+	// clusterID is the cluster_id clients see.
+	clusterID() string
+	// leaderFor is partition p's leader and its replica set (also the ISR).
+	leaderFor(topic string, p int32) (leader int32, replicas []int32)
+}
+
+// singleTopology is single mode: node 0 at the advertised address leads
+// everything, whatever the Queen deployment behind it looks like.
+type singleTopology struct{ n *Node }
+
+// singleReplicas is shared by every partition; encoders only read it.
+var singleReplicas = []int32{0}
+
+func (t singleTopology) brokers() []kmsg.MetadataResponseBroker {
+	b := kmsg.NewMetadataResponseBroker()
+	b.NodeID = 0
+	b.Host = t.n.cfg.AdvertisedHost
+	b.Port = t.n.cfg.AdvertisedPort
+	return []kmsg.MetadataResponseBroker{b}
+}
+
+func (singleTopology) controllerID() int32 { return 0 }
+
+func (t singleTopology) clusterID() string { return t.n.cfg.Cluster }
+
+func (singleTopology) leaderFor(string, int32) (int32, []int32) { return 0, singleReplicas }

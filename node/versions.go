@@ -1,0 +1,36 @@
+package node
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// apiTable is THE version table: it builds the ApiVersions answer and gates
+// every incoming request, so an advertised version is a handled version.
+// Windows are seed 001's support matrix. One row per line, sorted by API
+// key number; add a row when the handler lands.
+var apiTable = []apiRow{
+	{kmsg.Metadata.Int16(), 0, 9, handle((*Node).handleMetadata)},       // 3
+	{kmsg.ApiVersions.Int16(), 0, 3, handle((*Node).handleApiVersions)}, // 18
+}
+
+// apiIndex and advertised are apiTable keyed by API key and as the
+// ApiVersions answer. They are built in init because the ApiVersions
+// handler is itself a row of the table.
+var (
+	apiIndex   map[int16]apiRow
+	advertised []kmsg.ApiVersionsResponseApiKey
+)
+
+func init() {
+	apiIndex = make(map[int16]apiRow, len(apiTable))
+	for _, r := range apiTable {
+		apiIndex[r.key] = r
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = r.key, r.min, r.max
+		advertised = append(advertised, k)
+	}
+}
+
+// rowFor returns the table row of key.
+func rowFor(key int16) (apiRow, bool) {
+	r, ok := apiIndex[key]
+	return r, ok
+}
