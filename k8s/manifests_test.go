@@ -1,0 +1,228 @@
+package k8s
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// The registry row's fenced delete budget (registry.CloseBudget) plus the
+// time to drain connections must fit inside the grace period.
+const shutdownBudgetSeconds = 2
+
+// strict decodes YAML the way the API server's strict field validation
+// does: duplicate keys, unknown fields and wrong types fail, and field names
+// match case-sensitively. yaml.UnmarshalStrict alone is not enough, because
+// encoding/json matches field names case-insensitively and would accept
+// "clusterIp" for "clusterIP".
+func strict(raw []byte, into any) error {
+	js, err := yaml.YAMLToJSONStrict(raw)
+	if err != nil {
+		return err
+	}
+	strictErrs, err := kjson.UnmarshalStrict(js, into, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strictErrs...)
+}
+
+// decode reads one manifest and decodes it strictly.
+func decode(t *testing.T, file string, into any) {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := strict(raw, into); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+}
+
+func TestEveryManifestDecodesStrictly(t *testing.T) {
+	files, err := filepath.Glob("*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"bootstrap-service.yaml", "headless-service.yaml", "pod-disruption-budget.yaml", "statefulset.yaml"}
+	if !slices.Equal(files, want) {
+		t.Fatalf("manifests %v, want %v (add a decode case for a new one)", files, want)
+	}
+	for _, f := range files {
+		var head struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(raw, &head); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		var obj any
+		switch head.APIVersion + "/" + head.Kind {
+		case "apps/v1/StatefulSet":
+			obj = &appsv1.StatefulSet{}
+		case "v1/Service":
+			obj = &corev1.Service{}
+		case "policy/v1/PodDisruptionBudget":
+			obj = &policyv1.PodDisruptionBudget{}
+		default:
+			t.Fatalf("%s: unexpected %s %s", f, head.APIVersion, head.Kind)
+		}
+		decode(t, f, obj)
+	}
+}
+
+func TestStrictDecodeRefusesWhatTheAPIServerRefuses(t *testing.T) {
+	for name, doc := range map[string]string{
+		"wrong case":    "apiVersion: v1\nkind: Service\nspec:\n  clusterIp: None\n",
+		"unknown field": "apiVersion: v1\nkind: Service\nspec:\n  headless: true\n",
+		"duplicate key": "apiVersion: v1\nkind: Service\nkind: Service\n",
+		"wrong type":    "apiVersion: v1\nkind: Service\nspec:\n  ports: 9092\n",
+	} {
+		var svc corev1.Service
+		if err := strict([]byte(doc), &svc); err == nil {
+			t.Errorf("%s: decoded without error", name)
+		}
+	}
+	var svc corev1.Service
+	if err := strict([]byte("apiVersion: v1\nkind: Service\nspec:\n  clusterIP: None\n"), &svc); err != nil {
+		t.Fatalf("a correct Service refused: %v", err)
+	}
+}
+
+func TestHeadlessAndBootstrapServices(t *testing.T) {
+	var sts appsv1.StatefulSet
+	decode(t, "statefulset.yaml", &sts)
+	var headless, bootstrap corev1.Service
+	decode(t, "headless-service.yaml", &headless)
+	decode(t, "bootstrap-service.yaml", &bootstrap)
+
+	if headless.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("headless Service clusterIP = %q, want None", headless.Spec.ClusterIP)
+	}
+	if !headless.Spec.PublishNotReadyAddresses {
+		t.Error("headless Service must publish not-ready addresses: a registered node's name has to resolve")
+	}
+	if sts.Spec.ServiceName != headless.Name {
+		t.Errorf("StatefulSet serviceName %q is not the headless Service %q", sts.Spec.ServiceName, headless.Name)
+	}
+	if bootstrap.Name == headless.Name || bootstrap.Name != "queen-kafka-bootstrap" {
+		t.Errorf("bootstrap Service is %q", bootstrap.Name)
+	}
+	if bootstrap.Spec.ClusterIP == corev1.ClusterIPNone {
+		t.Error("bootstrap Service is headless; it is meant to be an ordinary Service")
+	}
+	for _, svc := range []corev1.Service{headless, bootstrap} {
+		for k, v := range svc.Spec.Selector {
+			if sts.Spec.Template.Labels[k] != v {
+				t.Errorf("Service %s selects %s=%s, which the pods do not carry", svc.Name, k, v)
+			}
+		}
+		if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 9092 || svc.Spec.Ports[0].TargetPort.StrVal != "kafka" {
+			t.Errorf("Service %s ports %+v, want 9092 -> kafka", svc.Name, svc.Spec.Ports)
+		}
+	}
+}
+
+func TestStatefulSetShape(t *testing.T) {
+	var sts appsv1.StatefulSet
+	decode(t, "statefulset.yaml", &sts)
+	if sts.Name != "queen-kafka" {
+		t.Errorf("name %q", sts.Name)
+	}
+	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 3 {
+		t.Errorf("replicas %v, want 3", sts.Spec.Replicas)
+	}
+	for k, v := range sts.Spec.Selector.MatchLabels {
+		if sts.Spec.Template.Labels[k] != v {
+			t.Errorf("selector %s=%s does not match the pod template", k, v)
+		}
+	}
+	pod := sts.Spec.Template.Spec
+	if g := pod.TerminationGracePeriodSeconds; g == nil || *g <= shutdownBudgetSeconds+5 {
+		t.Errorf("terminationGracePeriodSeconds %v must leave room for draining plus the %ds registry delete", g, shutdownBudgetSeconds)
+	}
+	if psc := pod.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser == 0 {
+		t.Errorf("pod securityContext %+v is not non-root", psc)
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	if !slices.Equal(c.Command, []string{"/bin/sh", "/app/bin/entrypoint.sh"}) {
+		t.Errorf("command %v does not run the entrypoint", c.Command)
+	}
+	if len(c.Ports) != 1 || c.Ports[0].Name != "kafka" || c.Ports[0].ContainerPort != 9092 {
+		t.Errorf("ports %+v", c.Ports)
+	}
+	rp := c.ReadinessProbe
+	if rp == nil || rp.TCPSocket == nil || rp.TCPSocket.Port.StrVal != "kafka" {
+		t.Errorf("readiness probe %+v is not a tcpSocket on the kafka port", rp)
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("resources %+v lack cpu/memory requests or a memory limit", c.Resources)
+	}
+	sc := c.SecurityContext
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, corev1.Capability("ALL")) {
+		t.Errorf("container securityContext %+v", sc)
+	}
+
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		if _, dup := env[e.Name]; dup {
+			t.Errorf("env %s set twice", e.Name)
+		}
+		env[e.Name] = e
+	}
+	field := func(name, path string) {
+		if e, ok := env[name]; !ok || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != path {
+			t.Errorf("env %s is not the downward API field %s", name, path)
+		}
+	}
+	field("POD_NAME", "metadata.name")
+	field("POD_NAMESPACE", "metadata.namespace")
+	if e := env["QUEEN_TOKEN"]; e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.Value != "" {
+		t.Error("QUEEN_TOKEN must come from a Secret, never a literal")
+	}
+	if env["QUEEN_URL"].Value == "" {
+		t.Error("QUEEN_URL unset")
+	}
+	if env["QK_HEADLESS_SERVICE"].Value != sts.Spec.ServiceName {
+		t.Errorf("QK_HEADLESS_SERVICE %q is not serviceName %q", env["QK_HEADLESS_SERVICE"].Value, sts.Spec.ServiceName)
+	}
+	// The entrypoint owns these two; a literal in the manifest would be one
+	// address (or id) for every pod.
+	for _, name := range []string{"QUEEN_KAFKA_NODE_ID", "QUEEN_KAFKA_ADVERTISED_ADDR"} {
+		if _, ok := env[name]; ok {
+			t.Errorf("%s is set in the manifest; the entrypoint derives it per pod", name)
+		}
+	}
+}
+
+func TestDisruptionBudget(t *testing.T) {
+	var pdb policyv1.PodDisruptionBudget
+	var sts appsv1.StatefulSet
+	decode(t, "pod-disruption-budget.yaml", &pdb)
+	decode(t, "statefulset.yaml", &sts)
+	if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
+		t.Errorf("maxUnavailable %v, want 1", pdb.Spec.MaxUnavailable)
+	}
+	for k, v := range pdb.Spec.Selector.MatchLabels {
+		if sts.Spec.Template.Labels[k] != v {
+			t.Errorf("PDB selects %s=%s, which the pods do not carry", k, v)
+		}
+	}
+}
