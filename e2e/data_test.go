@@ -58,18 +58,24 @@ func testCodecs(t *testing.T, tg target) {
 	}
 	const parts = 2
 	producers := []producer{
-		{"kgo", func(t testing.TB, s []string, topic string, c codecCase, rs []rec) { produceKgo(t, s, topic, c.kgo, rs) },
+		{"kgo", func(t testing.TB, s []string, topic string, c codecCase, rs []rec) {
+			produceKgo(t, s, topic, c.kgo, rs)
+		},
 			func(t testing.TB, s []string, topic string, want []rec) []rec {
 				return consumeKgo(t, s, topic, parts, len(want))
 			}, exact},
-		{"sarama", func(t testing.TB, s []string, topic string, c codecCase, rs []rec) { produceSarama(t, s, topic, c.sarama, rs) },
+		{"sarama", func(t testing.TB, s []string, topic string, c codecCase, rs []rec) {
+			produceSarama(t, s, topic, c.sarama, rs)
+		},
 			func(t testing.TB, s []string, topic string, want []rec) []rec {
 				return consumeSarama(t, s, topic, parts, len(want))
 			}, exact},
 		// kafka-go folds a null key or value into an empty one on both
 		// sides, so only the bytes are compared for it; franz-go's read of
 		// the same topic below still asserts null-ness exactly.
-		{"kafka-go", func(t testing.TB, s []string, topic string, c codecCase, rs []rec) { produceKafkaGo(t, s, topic, c.kgoc, rs) },
+		{"kafka-go", func(t testing.TB, s []string, topic string, c codecCase, rs []rec) {
+			produceKafkaGo(t, s, topic, c.kgoc, rs)
+		},
 			consumeKafkaGo, recOpts{timestamps: true}},
 	}
 	for pi, pr := range producers {
