@@ -1,0 +1,258 @@
+package node
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"log/slog"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+)
+
+func baseEnv() map[string]string {
+	return map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": "kafka.example.com:9092"}
+}
+
+func loadEnv(t *testing.T, env map[string]string) (Config, error) {
+	t.Helper()
+	return LoadConfig(context.Background(), envconfig.MapLookuper(env))
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c, err := loadEnv(t, baseEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"QueenURL", c.QueenURL, "http://localhost:6632"},
+		{"Addr", c.Addr, "0.0.0.0:9092"},
+		{"AdvertisedHost", c.AdvertisedHost, "kafka.example.com"},
+		{"AdvertisedPort", c.AdvertisedPort, int32(9092)},
+		{"DefaultPartitions", c.DefaultPartitions, int32(1024)},
+		{"MaxConnections", c.MaxConnections, 4096},
+		{"GroupJoinDelay", c.GroupJoinDelay, 3 * time.Second},
+		{"GroupMinSessionTimeout", c.GroupMinSessionTimeout, 6 * time.Second},
+		{"GroupMaxSessionTimeout", c.GroupMaxSessionTimeout, 300 * time.Second},
+		{"TxnMaxBytes", c.TxnMaxBytes, int64(8388608)},
+		{"TxnMaxRecords", c.TxnMaxRecords, 50000},
+		{"TxnMaxStagedBytes", c.TxnMaxStagedBytes, int64(134217728)},
+		{"TxnMaxOpen", c.TxnMaxOpen, 1024},
+		{"TxnMaxTimeout", c.TxnMaxTimeout, 900 * time.Second},
+		{"LogLevel", c.LogLevel, slog.LevelInfo},
+		{"LogJSON", c.LogJSON, false},
+		{"NodeID", c.NodeID, 0},
+		{"Cluster", c.Cluster, "queen"},
+		{"SASL", c.SASL, ""},
+		{"TLS", c.TLSEnabled(), false},
+		{"ForwardSNIHost", c.ForwardSNIHost, false},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+func TestConfigValues(t *testing.T) {
+	env := baseEnv()
+	for k, v := range map[string]string{
+		"QUEEN_URL":                      "https://queen.example.com/",
+		"QUEEN_TOKEN":                    "secret",
+		"QUEEN_KAFKA_ADDR":               "[::]:9093",
+		"QUEEN_KAFKA_ADVERTISED_ADDR":    "[2001:db8::1]:9093",
+		"QUEEN_KAFKA_DEFAULT_PARTITIONS": " 12 ",
+		"QUEEN_KAFKA_SASL":               "PLAIN",
+		"QUEEN_KAFKA_NODE_ID":            "3",
+		"QUEEN_KAFKA_CLUSTER":            "eu-1.prod",
+		"QUEEN_KAFKA_CLUSTER_TTL_MS":     "6000",
+		"QUEEN_LOG_JSON":                 "true",
+		"LOG_LEVEL":                      "error",
+		"RUST_LOG":                       "queen_kafka=trace,debug",
+		"QUEEN_KAFKA_MAX_CONNECTIONS":    "   ", // blank = unset
+	} {
+		env[k] = v
+	}
+	c, err := loadEnv(t, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.QueenURL != "https://queen.example.com" || c.AdvertisedHost != "2001:db8::1" || c.AdvertisedPort != 9093 ||
+		c.DefaultPartitions != 12 || c.SASL != "plain" || c.NodeID != 3 || c.Cluster != "eu-1.prod" ||
+		c.ClusterTTL != 6*time.Second || c.ClusterHeartbeat != 2*time.Second || !c.LogJSON ||
+		c.LogLevel != slog.LevelDebug || c.MaxConnections != 4096 {
+		t.Fatalf("%+v", c)
+	}
+}
+
+func TestConfigRefusals(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		want []string // substrings of the error; the first names the variable
+	}{
+		{"advertised unset", map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": ""}, []string{"QUEEN_KAFKA_ADVERTISED_ADDR is required", "connect to", "not QUEEN_KAFKA_ADDR"}},
+		{"advertised blank", map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": "  "}, []string{"QUEEN_KAFKA_ADVERTISED_ADDR is required"}},
+		{"advertised wildcard v4", map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": "0.0.0.0:9092"}, []string{"QUEEN_KAFKA_ADVERTISED_ADDR", "wildcard", "QUEEN_KAFKA_ADDR"}},
+		{"advertised wildcard v6", map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": "[::]:9092"}, []string{"QUEEN_KAFKA_ADVERTISED_ADDR", "wildcard"}},
+		{"advertised bare ::", map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": "::"}, []string{"QUEEN_KAFKA_ADVERTISED_ADDR", "bare IPv6", "[::]:9092"}},
+		{"advertised no port", map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": "kafka.example.com"}, []string{"QUEEN_KAFKA_ADVERTISED_ADDR", "no port"}},
+		{"advertised empty port", map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": "kafka.example.com:"}, []string{"QUEEN_KAFKA_ADVERTISED_ADDR", "no port"}},
+		{"advertised empty host", map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": ":9092"}, []string{"QUEEN_KAFKA_ADVERTISED_ADDR", "empty host"}},
+		{"advertised port 0", map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": "kafka:0"}, []string{"QUEEN_KAFKA_ADVERTISED_ADDR", "bad port", "1 to 65535"}},
+		{"advertised port 65536", map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": "kafka:65536"}, []string{"QUEEN_KAFKA_ADVERTISED_ADDR", "bad port"}},
+		{"advertised port text", map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": "kafka:http"}, []string{"QUEEN_KAFKA_ADVERTISED_ADDR", "bad port"}},
+		{"advertised bare v6", map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": "2001:db8::1:9092"}, []string{"QUEEN_KAFKA_ADVERTISED_ADDR", "bare IPv6", "[2001:db8::1]:9092"}},
+		{"queen url scheme", map[string]string{"QUEEN_URL": "ftp://x"}, []string{"QUEEN_URL"}},
+		{"queen url garbage", map[string]string{"QUEEN_URL": "not a url"}, []string{"QUEEN_URL"}},
+		{"listen addr", map[string]string{"QUEEN_KAFKA_ADDR": "9092"}, []string{"QUEEN_KAFKA_ADDR"}},
+		{"listen port", map[string]string{"QUEEN_KAFKA_ADDR": "0.0.0.0:70000"}, []string{"QUEEN_KAFKA_ADDR", "0 to 65535"}},
+		{"partitions 0", map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": "0"}, []string{"QUEEN_KAFKA_DEFAULT_PARTITIONS", "1 to 100000"}},
+		{"partitions big", map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": "100001"}, []string{"QUEEN_KAFKA_DEFAULT_PARTITIONS", "1 to 100000"}},
+		{"partitions text", map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": "many"}, []string{"QUEEN_KAFKA_DEFAULT_PARTITIONS"}},
+		{"connections low", map[string]string{"QUEEN_KAFKA_MAX_CONNECTIONS": "15"}, []string{"QUEEN_KAFKA_MAX_CONNECTIONS", "16 to 1000000"}},
+		{"connections high", map[string]string{"QUEEN_KAFKA_MAX_CONNECTIONS": "1000001"}, []string{"QUEEN_KAFKA_MAX_CONNECTIONS"}},
+		{"join delay", map[string]string{"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS": "-1"}, []string{"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS", "0 to 3600000"}},
+		{"min session", map[string]string{"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "0"}, []string{"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS", "1 to 3600000"}},
+		{"max session", map[string]string{"QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS": "3600001"}, []string{"QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS"}},
+		{"min above max", map[string]string{"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "10000", "QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS": "9000"}, []string{"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS", "QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS"}},
+		{"txn bytes", map[string]string{"QUEEN_KAFKA_TXN_MAX_BYTES": "0"}, []string{"QUEEN_KAFKA_TXN_MAX_BYTES"}},
+		{"txn records", map[string]string{"QUEEN_KAFKA_TXN_MAX_RECORDS": "x"}, []string{"QUEEN_KAFKA_TXN_MAX_RECORDS"}},
+		{"txn staged", map[string]string{"QUEEN_KAFKA_TXN_MAX_STAGED_BYTES": "-5"}, []string{"QUEEN_KAFKA_TXN_MAX_STAGED_BYTES"}},
+		{"txn open", map[string]string{"QUEEN_KAFKA_TXN_MAX_OPEN": "0"}, []string{"QUEEN_KAFKA_TXN_MAX_OPEN"}},
+		{"txn timeout", map[string]string{"QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS": "1.5"}, []string{"QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS"}},
+		{"txn bytes above staged", map[string]string{"QUEEN_KAFKA_TXN_MAX_BYTES": "2000", "QUEEN_KAFKA_TXN_MAX_STAGED_BYTES": "1000"}, []string{"QUEEN_KAFKA_TXN_MAX_BYTES", "QUEEN_KAFKA_TXN_MAX_STAGED_BYTES"}},
+		{"sasl scram", map[string]string{"QUEEN_KAFKA_SASL": "scram-sha-256"}, []string{"QUEEN_KAFKA_SASL", "plain"}},
+		{"sni bool", map[string]string{"QUEEN_KAFKA_FORWARD_SNI_HOST": "yes"}, []string{"QUEEN_KAFKA_FORWARD_SNI_HOST", "true or false"}},
+		{"sni without tls", map[string]string{"QUEEN_KAFKA_FORWARD_SNI_HOST": "true"}, []string{"QUEEN_KAFKA_FORWARD_SNI_HOST", "TLS"}},
+		{"cert without key", map[string]string{"QUEEN_KAFKA_TLS_CERT": "/x.pem"}, []string{"QUEEN_KAFKA_TLS_CERT", "QUEEN_KAFKA_TLS_KEY", "both"}},
+		{"key without cert", map[string]string{"QUEEN_KAFKA_TLS_KEY": "/x.pem"}, []string{"QUEEN_KAFKA_TLS_KEY", "QUEEN_KAFKA_TLS_CERT", "both"}},
+		{"tls missing files", map[string]string{"QUEEN_KAFKA_TLS_CERT": "/nonexistent/c.pem", "QUEEN_KAFKA_TLS_KEY": "/nonexistent/k.pem"}, []string{"QUEEN_KAFKA_TLS_CERT"}},
+		{"log level", map[string]string{"LOG_LEVEL": "verbose"}, []string{"LOG_LEVEL", "trace, debug, info, warn, error"}},
+		{"rust log wins and is checked", map[string]string{"LOG_LEVEL": "info", "RUST_LOG": "info,foo=loud"}, []string{"RUST_LOG"}},
+		{"log directive without target", map[string]string{"LOG_LEVEL": "=debug"}, []string{"LOG_LEVEL"}},
+		{"node id 0", map[string]string{"QUEEN_KAFKA_NODE_ID": "0", "QUEEN_TOKEN": "t"}, []string{"QUEEN_KAFKA_NODE_ID", "1 to 64"}},
+		{"node id 65", map[string]string{"QUEEN_KAFKA_NODE_ID": "65", "QUEEN_TOKEN": "t"}, []string{"QUEEN_KAFKA_NODE_ID", "1 to 64"}},
+		{"cluster without node", map[string]string{"QUEEN_KAFKA_CLUSTER": "prod"}, []string{"QUEEN_KAFKA_CLUSTER", "QUEEN_KAFKA_NODE_ID"}},
+		{"cluster name chars", map[string]string{"QUEEN_KAFKA_NODE_ID": "1", "QUEEN_TOKEN": "t", "QUEEN_KAFKA_CLUSTER": "a:b"}, []string{"QUEEN_KAFKA_CLUSTER", "[A-Za-z0-9._-]"}},
+		{"cluster name long", map[string]string{"QUEEN_KAFKA_NODE_ID": "1", "QUEEN_TOKEN": "t", "QUEEN_KAFKA_CLUSTER": strings.Repeat("a", 65)}, []string{"QUEEN_KAFKA_CLUSTER", "1 to 64"}},
+		{"heartbeat low", map[string]string{"QUEEN_KAFKA_NODE_ID": "1", "QUEEN_TOKEN": "t", "QUEEN_KAFKA_CLUSTER_HEARTBEAT_MS": "499"}, []string{"QUEEN_KAFKA_CLUSTER_HEARTBEAT_MS", "500 to 30000"}},
+		{"ttl high", map[string]string{"QUEEN_KAFKA_NODE_ID": "1", "QUEEN_TOKEN": "t", "QUEEN_KAFKA_CLUSTER_TTL_MS": "120001"}, []string{"QUEEN_KAFKA_CLUSTER_TTL_MS", "3000 to 120000"}},
+		{"ttl under 3x heartbeat", map[string]string{"QUEEN_KAFKA_NODE_ID": "1", "QUEEN_TOKEN": "t", "QUEEN_KAFKA_CLUSTER_HEARTBEAT_MS": "2000", "QUEEN_KAFKA_CLUSTER_TTL_MS": "5999"}, []string{"QUEEN_KAFKA_CLUSTER_TTL_MS", "QUEEN_KAFKA_CLUSTER_HEARTBEAT_MS"}},
+		{"cluster without token", map[string]string{"QUEEN_KAFKA_NODE_ID": "1"}, []string{"QUEEN_TOKEN", "cluster mode"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := baseEnv()
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			_, err := loadEnv(t, env)
+			if err == nil {
+				t.Fatalf("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Errorf("error leaks the token: %q", err)
+			}
+		})
+	}
+}
+
+func writeCert(t *testing.T, dir, name string) (certPath, keyPath string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{name}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPath, keyPath = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certPath, keyPath
+}
+
+func TestConfigTLS(t *testing.T) {
+	dir := t.TempDir()
+	certA, keyA := writeCert(t, dir, "a")
+	_, keyB := writeCert(t, dir, "b")
+
+	env := baseEnv()
+	env["QUEEN_KAFKA_TLS_CERT"], env["QUEEN_KAFKA_TLS_KEY"], env["QUEEN_KAFKA_FORWARD_SNI_HOST"] = certA, keyA, "true"
+	c, err := loadEnv(t, env)
+	if err != nil || !c.TLSEnabled() || !c.ForwardSNIHost {
+		t.Fatalf("matching pair refused: %v", err)
+	}
+
+	env["QUEEN_KAFKA_TLS_KEY"] = keyB // a key that is not the certificate's
+	if _, err := loadEnv(t, env); err == nil || !strings.Contains(err.Error(), "QUEEN_KAFKA_TLS_KEY") {
+		t.Fatalf("mismatched pair: %v", err)
+	}
+}
+
+func TestParseLogLevel(t *testing.T) {
+	for in, want := range map[string]slog.Level{
+		"trace": LevelTrace, "DEBUG": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn,
+		"error": slog.LevelError, "info,foo=debug": slog.LevelInfo, "foo=debug,warn": slog.LevelWarn,
+		"foo=debug": slog.LevelInfo, "off": levelOff,
+	} {
+		got, err := ParseLogLevel("LOG_LEVEL", in)
+		if err != nil || got != want {
+			t.Errorf("%q: %v %v, want %v", in, got, err, want)
+		}
+	}
+}
+
+// The boot line carries every field of "What the boot log says" and says
+// whether there is a token, never the token.
+func TestBootLine(t *testing.T) {
+	env := baseEnv()
+	env["QUEEN_TOKEN"] = "s3cr3t-token"
+	env["QUEEN_KAFKA_SASL"] = "plain"
+	c, err := loadEnv(t, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	c.LogBoot(NewLogger(&b, slog.LevelDebug, false))
+	out := b.String()
+	for _, w := range []string{"queen-kafka starting", "queen_url=http://localhost:6632", "authenticated=true", "listen=0.0.0.0:9092",
+		"advertised=kafka.example.com:9092", "default_partitions=1024", "group_join_delay_ms=3000", "tls=false", "sasl=plain",
+		"forward_sni_host=false", "node_id=0", "cluster=queen", "plaintext listener"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("boot log lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "s3cr3t") {
+		t.Fatalf("boot log leaks the token:\n%s", out)
+	}
+}

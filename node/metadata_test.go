@@ -1,0 +1,327 @@
+package node
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// fakeClock drives the catalogue's TTL without sleeping.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func withClock(n *Node) *fakeClock {
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	n.now = clk.now
+	return clk
+}
+
+func metadata(t *testing.T, n *Node, c *Conn, version int16, allow bool, topics ...string) *kmsg.MetadataResponse {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = version
+	req.AllowAutoTopicCreation = allow
+	if topics != nil {
+		req.Topics = []kmsg.MetadataRequestTopic{}
+	}
+	for _, tp := range topics {
+		req.Topics = append(req.Topics, kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(tp)})
+	}
+	r, err := n.handleMetadata(t.Context(), c, req)
+	if err != nil {
+		t.Fatalf("metadata: %v", err)
+	}
+	return r.(*kmsg.MetadataResponse)
+}
+
+func topicOf(t *testing.T, resp *kmsg.MetadataResponse, name string) kmsg.MetadataResponseTopic {
+	t.Helper()
+	for _, tp := range resp.Topics {
+		if tp.Topic != nil && *tp.Topic == name {
+			return tp
+		}
+	}
+	t.Fatalf("topic %q not in the answer", name)
+	return kmsg.MetadataResponseTopic{}
+}
+
+func TestMetadataSingleModeBrokerAndPartitions(t *testing.T) {
+	n, fq := newTestNode(t, nil) // default partitions 4
+	fq.addQueue("narrow", 2)
+	fq.addQueue("wide", 10)
+	resp := metadata(t, n, testConn(t, n), 9, false, "narrow", "wide")
+	if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 0 || resp.Brokers[0].Host != "kafka.test" || resp.Brokers[0].Port != 9092 {
+		t.Fatalf("brokers %+v", resp.Brokers)
+	}
+	if resp.ControllerID != 0 || resp.ClusterID == nil || *resp.ClusterID != "queen" {
+		t.Fatalf("controller %d cluster %v", resp.ControllerID, resp.ClusterID)
+	}
+	for name, width := range map[string]int{"narrow": 4, "wide": 10} {
+		tp := topicOf(t, resp, name)
+		if tp.ErrorCode != 0 || len(tp.Partitions) != width {
+			t.Fatalf("%s: error %d width %d, want %d", name, tp.ErrorCode, len(tp.Partitions), width)
+		}
+		for i, p := range tp.Partitions {
+			if p.Partition != int32(i) || p.Leader != 0 || p.LeaderEpoch != -1 || len(p.Replicas) != 1 || p.Replicas[0] != 0 || len(p.ISR) != 1 || p.ISR[0] != 0 {
+				t.Fatalf("%s partition %d: %+v", name, i, p)
+			}
+		}
+	}
+}
+
+func TestMetadataWidthFloorNeverNarrowsAndClamps(t *testing.T) {
+	n, fq := newTestNode(t, nil)
+	clk := withClock(n)
+	c := testConn(t, n)
+	id := fq.addQueue("declared", 0)
+	fq.putRow(queen.TopicCfgKey("declared"), map[string]any{"qid": id, "set": map[string]any{}, "at": 1, "partitions": 8})
+	other := fq.addQueue("stale", 0)
+	_ = other
+	fq.putRow(queen.TopicCfgKey("stale"), map[string]any{"qid": "q-of-a-deleted-queue", "set": map[string]any{}, "at": 1, "partitions": 50})
+	fq.addQueue("huge", 150_000)
+
+	resp := metadata(t, n, c, 9, false, "declared", "stale", "huge")
+	if got := len(topicOf(t, resp, "declared").Partitions); got != 8 {
+		t.Fatalf("declared floor: width %d, want 8", got)
+	}
+	if got := len(topicOf(t, resp, "stale").Partitions); got != 4 {
+		t.Fatalf("record of another queue id must be ignored: width %d, want 4", got)
+	}
+	if got := len(topicOf(t, resp, "huge").Partitions); got != 100_000 {
+		t.Fatalf("clamp: width %d", got)
+	}
+
+	// The record disappears: the width stays where it was.
+	fq.mu.Lock()
+	delete(fq.kv, queen.TopicCfgKey("declared"))
+	fq.mu.Unlock()
+	clk.advance(catalogTTL + time.Millisecond)
+	resp = metadata(t, n, c, 9, false, "declared")
+	if got := len(topicOf(t, resp, "declared").Partitions); got != 8 {
+		t.Fatalf("width narrowed to %d", got)
+	}
+}
+
+func TestMetadataCatalogueRefreshesAfterTTL(t *testing.T) {
+	n, fq := newTestNode(t, nil)
+	clk := withClock(n)
+	c := testConn(t, n)
+	metadata(t, n, c, 9, false) // loads the (empty) catalogue
+	fq.addQueue("native", 1)
+	if resp := metadata(t, n, c, 9, false, "native"); resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("inside the TTL the cached listing answers, got %d", resp.Topics[0].ErrorCode)
+	}
+	before := fq.count("GET /api/v1/resources/queues")
+	clk.advance(catalogTTL)
+	if resp := metadata(t, n, c, 9, false, "native"); resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("after the TTL the native queue appears, got %d", resp.Topics[0].ErrorCode)
+	}
+	if got := fq.count("GET /api/v1/resources/queues"); got != before+1 {
+		t.Fatalf("%d listings for one refresh", got-before)
+	}
+}
+
+func TestMetadataAllTopicsHidesInternalAndInvalid(t *testing.T) {
+	n, fq := newTestNode(t, nil)
+	for _, q := range []string{"b", "a", "__consumer_offsets", "has space"} {
+		fq.addQueue(q, 1)
+	}
+	for _, v := range []int16{0, 1, 9} {
+		var resp *kmsg.MetadataResponse
+		if v == 0 {
+			resp = metadata(t, n, testConn(t, n), 0, false, []string{}...) // v0: empty list = all
+		} else {
+			resp = metadata(t, n, testConn(t, n), v, false)
+		}
+		if len(resp.Topics) != 2 || *resp.Topics[0].Topic != "a" || *resp.Topics[1].Topic != "b" {
+			t.Fatalf("v%d listing: %+v", v, resp.Topics)
+		}
+	}
+}
+
+func TestMetadataInternalAndInvalidNames(t *testing.T) {
+	n, fq := newTestNode(t, nil)
+	fq.addQueue("__consumer_offsets", 1)
+	resp := metadata(t, n, testConn(t, n), 9, true, "__consumer_offsets", "__new", "bad name", "..", string(make([]byte, 250)))
+	want := []int16{kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicOrPartition.Code, kerr.InvalidTopicException.Code, kerr.InvalidTopicException.Code, kerr.InvalidTopicException.Code}
+	for i, tp := range resp.Topics {
+		if tp.ErrorCode != want[i] || len(tp.Partitions) != 0 {
+			t.Errorf("topic %d: error %d, want %d", i, tp.ErrorCode, want[i])
+		}
+	}
+	if got := fq.count("POST /api/v1/configure"); got != 0 {
+		t.Fatalf("%d configure calls: nothing may be created", got)
+	}
+}
+
+func TestMetadataAutoCreate(t *testing.T) {
+	n, fq := newTestNode(t, nil)
+	c := testConn(t, n)
+	// v4+: the flag decides.
+	if resp := metadata(t, n, c, 9, false, "nope"); resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code || fq.queue("nope") != nil {
+		t.Fatalf("created although not allowed: %+v", resp.Topics[0])
+	}
+	resp := metadata(t, n, c, 9, true, "fresh")
+	if tp := topicOf(t, resp, "fresh"); tp.ErrorCode != 0 || len(tp.Partitions) != 4 {
+		t.Fatalf("auto-created topic: %+v", tp)
+	}
+	q := fq.queue("fresh")
+	if q == nil || len(q.options) != 0 {
+		t.Fatalf("auto-create must send the queue name only: %+v", q)
+	}
+	// Below v4 there is no flag and creation is always allowed.
+	for v := int16(0); v < 4; v++ {
+		name := fmt.Sprintf("old-v%d", v)
+		if resp := metadata(t, n, c, v, false, name); resp.Topics[0].ErrorCode != 0 || fq.queue(name) == nil {
+			t.Fatalf("v%d did not create: %+v", v, resp.Topics[0])
+		}
+	}
+	// A known topic is not configured again.
+	before := fq.count("POST /api/v1/configure")
+	metadata(t, n, c, 9, true, "fresh")
+	if fq.count("POST /api/v1/configure") != before {
+		t.Fatalf("an existing topic was configured again")
+	}
+}
+
+func TestMetadataAutoCreateCapPerRequest(t *testing.T) {
+	n, fq := newTestNode(t, nil)
+	var names []string
+	for i := 0; i < 101; i++ {
+		names = append(names, fmt.Sprintf("t%03d", i))
+	}
+	resp := metadata(t, n, testConn(t, n), 9, true, names...)
+	for i, tp := range resp.Topics {
+		want := int16(0)
+		if i == 100 {
+			want = kerr.LeaderNotAvailable.Code
+		}
+		if tp.ErrorCode != want {
+			t.Fatalf("topic %d: error %d, want %d", i, tp.ErrorCode, want)
+		}
+	}
+	if got := fq.count("POST /api/v1/configure"); got != 100 {
+		t.Fatalf("%d creates, want 100", got)
+	}
+}
+
+func TestMetadataAllTopicsPartitionBudget(t *testing.T) {
+	n, fq := newTestNode(t, map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": "1"})
+	fq.addQueue("a", 100_000)
+	fq.addQueue("b", 99_999)
+	fq.addQueue("c", 2) // past the budget
+	fq.addQueue("d", 1) // still fits
+	resp := metadata(t, n, testConn(t, n), 9, false)
+	var names []string
+	total := 0
+	for _, tp := range resp.Topics {
+		names = append(names, *tp.Topic)
+		total += len(tp.Partitions)
+	}
+	if fmt.Sprint(names) != "[a b d]" || total != 200_000 {
+		t.Fatalf("listing %v with %d partitions", names, total)
+	}
+}
+
+func TestMetadataQueenFaults(t *testing.T) {
+	cases := []struct {
+		status   int
+		ra       string
+		code     int16
+		throttle int32
+	}{
+		{429, "7", kerr.LeaderNotAvailable.Code, 7000},
+		{429, "", kerr.LeaderNotAvailable.Code, 1000},
+		{401, "", kerr.TopicAuthorizationFailed.Code, 0},
+		{403, "", kerr.TopicAuthorizationFailed.Code, 0},
+		{503, "1", kerr.LeaderNotAvailable.Code, 0},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprint(tc.status, tc.ra), func(t *testing.T) {
+			n, fq := newTestNode(t, nil)
+			fq.fault = func(*http.Request) (int, string, string) { return tc.status, tc.ra, `{"error":"no"}` }
+			resp := metadata(t, n, testConn(t, n), 9, true, "orders")
+			if resp.ThrottleMillis != tc.throttle || resp.Topics[0].ErrorCode != tc.code {
+				t.Fatalf("throttle %d code %d, want %d %d", resp.ThrottleMillis, resp.Topics[0].ErrorCode, tc.throttle, tc.code)
+			}
+		})
+	}
+}
+
+// A refresh that fails after a successful one answers from the previous
+// listing rather than unknowing every topic.
+func TestMetadataServesPreviousListingOnQueenBlip(t *testing.T) {
+	n, fq := newTestNode(t, nil)
+	clk := withClock(n)
+	c := testConn(t, n)
+	fq.addQueue("orders", 1)
+	metadata(t, n, c, 9, false, "orders")
+	fq.fault = func(*http.Request) (int, string, string) { return 503, "", "" }
+	clk.advance(catalogTTL)
+	if resp := metadata(t, n, c, 9, false, "orders"); resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("got %d", resp.Topics[0].ErrorCode)
+	}
+	if w, ok, err := n.topicWidth(t.Context(), c, "orders"); err != nil || !ok || w != 4 {
+		t.Fatalf("topicWidth %d %v %v", w, ok, err)
+	}
+}
+
+func TestTopicWidthIsCached(t *testing.T) {
+	n, fq := newTestNode(t, nil)
+	withClock(n)
+	c := testConn(t, n)
+	fq.addQueue("orders", 6)
+	for i := 0; i < 50; i++ {
+		w, ok, err := n.topicWidth(t.Context(), c, "orders")
+		if err != nil || !ok || w != 6 {
+			t.Fatalf("%d %v %v", w, ok, err)
+		}
+	}
+	if _, ok, _ := n.topicWidth(t.Context(), c, "absent"); ok {
+		t.Fatal("absent topic exists")
+	}
+	if got := fq.count("GET /api/v1/resources/queues"); got != 1 {
+		t.Fatalf("%d listings for 51 lookups inside one TTL", got)
+	}
+}
+
+// Many concurrent lookups on a cold catalogue share one refresh.
+func TestCatalogueRefreshIsShared(t *testing.T) {
+	n, fq := newTestNode(t, nil)
+	withClock(n)
+	fq.addQueue("orders", 1)
+	gate := make(chan struct{})
+	fq.fault = func(r *http.Request) (int, string, string) { <-gate; return 0, "", "" }
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, ok, err := n.topicWidth(t.Context(), nil, "orders"); err != nil || !ok {
+				t.Errorf("%v %v", ok, err)
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // let the lookups pile up behind the gate
+	close(gate)
+	wg.Wait()
+	if got := fq.count("GET /api/v1/resources/queues"); got != 1 {
+		t.Fatalf("%d listings", got)
+	}
+}

@@ -1,0 +1,116 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// seedWindows is seed 001's support matrix: the 32 advertised APIs.
+var seedWindows = map[kmsg.Key][2]int16{
+	kmsg.AddOffsetsToTxn:         {0, 3},
+	kmsg.AddPartitionsToTxn:      {0, 3},
+	kmsg.AlterConfigs:            {0, 2},
+	kmsg.ApiVersions:             {0, 3},
+	kmsg.CreateACLs:              {1, 3},
+	kmsg.CreatePartitions:        {0, 3},
+	kmsg.CreateTopics:            {2, 6},
+	kmsg.DeleteACLs:              {1, 3},
+	kmsg.DeleteGroups:            {0, 2},
+	kmsg.DeleteTopics:            {1, 5},
+	kmsg.DescribeACLs:            {1, 3},
+	kmsg.DescribeConfigs:         {1, 4},
+	kmsg.DescribeGroups:          {0, 3},
+	kmsg.EndTxn:                  {0, 3},
+	kmsg.Fetch:                   {4, 6},
+	kmsg.FindCoordinator:         {0, 3},
+	kmsg.Heartbeat:               {0, 2},
+	kmsg.IncrementalAlterConfigs: {0, 1},
+	kmsg.InitProducerID:          {0, 4},
+	kmsg.JoinGroup:               {0, 4},
+	kmsg.LeaveGroup:              {0, 2},
+	kmsg.ListGroups:              {0, 4},
+	kmsg.ListOffsets:             {1, 5},
+	kmsg.Metadata:                {0, 9},
+	kmsg.OffsetCommit:            {2, 6},
+	kmsg.OffsetDelete:            {0, 0},
+	kmsg.OffsetFetch:             {1, 7},
+	kmsg.Produce:                 {3, 9},
+	kmsg.SASLAuthenticate:        {0, 1},
+	kmsg.SASLHandshake:           {0, 1},
+	kmsg.SyncGroup:               {0, 2},
+	kmsg.TxnOffsetCommit:         {0, 3},
+}
+
+// seedNotOffered is seed 001's "Not offered" table.
+var seedNotOffered = []kmsg.Key{
+	kmsg.ConsumerGroupHeartbeat, kmsg.DeleteRecords, kmsg.OffsetForLeaderEpoch,
+	kmsg.DescribeLogDirs, kmsg.CreateDelegationToken, kmsg.RenewDelegationToken,
+	kmsg.ExpireDelegationToken, kmsg.DescribeDelegationToken, kmsg.ElectLeaders,
+	kmsg.AlterPartitionAssignments, kmsg.ListPartitionReassignments,
+	kmsg.DescribeClientQuotas, kmsg.AlterClientQuotas, kmsg.DescribeUserSCRAMCredentials,
+	kmsg.AlterUserSCRAMCredentials, kmsg.DescribeQuorum, kmsg.DescribeCluster,
+	kmsg.DescribeProducers, kmsg.DescribeTransactions, kmsg.ListTransactions,
+}
+
+func TestNotOfferedKeysAreNotAdvertised(t *testing.T) {
+	if len(seedNotOffered) != 20 {
+		t.Fatalf("seed lists 20 absences, table here has %d", len(seedNotOffered))
+	}
+	for _, k := range seedNotOffered {
+		if _, ok := rowFor(k.Int16()); ok {
+			t.Errorf("%s (key %d) is advertised; seed 001 says it is not offered", kmsg.NameForKey(k.Int16()), k)
+		}
+	}
+}
+
+func TestEveryRowHasAHandlerAndTheSeedWindow(t *testing.T) {
+	seen := map[int16]bool{}
+	prev := int16(-1)
+	for _, r := range apiTable {
+		name := kmsg.NameForKey(r.key)
+		if r.handler == nil {
+			t.Errorf("%s: advertised without a handler", name)
+		}
+		if seen[r.key] {
+			t.Errorf("%s: two rows", name)
+		}
+		seen[r.key] = true
+		if r.key <= prev {
+			t.Errorf("%s: rows must be sorted by key (%d after %d)", name, r.key, prev)
+		}
+		prev = r.key
+		w, ok := seedWindows[kmsg.Key(r.key)]
+		if !ok {
+			t.Errorf("%s: not in seed 001's support matrix", name)
+			continue
+		}
+		if r.min != w[0] || r.max != w[1] {
+			t.Errorf("%s: window v%d-v%d, seed says v%d-v%d", name, r.min, r.max, w[0], w[1])
+		}
+		// Every advertised version must be decodable by kmsg.
+		if req := kmsg.RequestForKey(r.key); req == nil || req.MaxVersion() < r.max {
+			t.Errorf("%s: kmsg cannot decode up to v%d", name, r.max)
+		}
+	}
+}
+
+// The ApiVersions answer is the table, row for row.
+func TestApiVersionsAnswerIsTheTable(t *testing.T) {
+	n, _ := newTestNode(t, nil)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	r, err := n.handleApiVersions(t.Context(), testConn(t, n), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := r.(*kmsg.ApiVersionsResponse).ApiKeys
+	if len(keys) != len(apiTable) {
+		t.Fatalf("%d keys for %d rows", len(keys), len(apiTable))
+	}
+	for i, k := range keys {
+		if k.ApiKey != apiTable[i].key || k.MinVersion != apiTable[i].min || k.MaxVersion != apiTable[i].max {
+			t.Errorf("key %d: %+v vs row %+v", i, k, apiTable[i])
+		}
+	}
+}
