@@ -19,12 +19,23 @@ import (
 	"time"
 )
 
-// Binaries built once by TestMain.
+// Binaries built once by TestMain, and why a build failed: a test that
+// needs a binary that did not build fails with the compiler's output, and
+// the others still run.
 var (
 	binDir       string
 	queenDevBin  string
 	queenKafkBin string
+	buildErr     = map[string]error{}
 )
+
+// requireBin fails t if bin did not build.
+func requireBin(t testing.TB, bin string) {
+	t.Helper()
+	if err := buildErr[bin]; err != nil {
+		t.Fatalf("%v", err)
+	}
+}
 
 func TestMain(m *testing.M) {
 	code := func() int {
@@ -39,7 +50,6 @@ func TestMain(m *testing.M) {
 		queenKafkBin = filepath.Join(dir, "queen-kafka")
 		if err := buildBinaries(); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
-			return 1
 		}
 		defer stopShared()
 		return m.Run()
@@ -47,16 +57,20 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// buildBinaries compiles both commands from the module root, in parallel:
-// they share the build cache, and a failure here is a failure of every test
-// rather than a skip, because an e2e suite that cannot build its subject has
-// proven nothing.
+// buildBinaries compiles both commands from the module root, in parallel
+// (they share the build cache). A failure is recorded for requireBin, which
+// fails every test that needs that binary: never a skip, because an e2e
+// test that cannot build its subject has proven nothing.
 func buildBinaries() error {
 	root, err := moduleRoot()
 	if err != nil {
+		buildErr[queenDevBin], buildErr[queenKafkBin] = err, err
 		return err
 	}
-	var wg sync.WaitGroup
+	var (
+		wg      sync.WaitGroup
+		buildMu sync.Mutex
+	)
 	errs := make([]error, 2)
 	for i, b := range []struct{ out, pkg string }{
 		{queenDevBin, "./cmd/queen-dev"},
@@ -70,13 +84,22 @@ func buildBinaries() error {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				errs[i] = fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
 			}
+			buildMu.Lock()
+			buildErr[b.out] = errs[i]
+			buildMu.Unlock()
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
+// moduleRoot is where the binaries are built from: the module this test
+// belongs to, or E2E_SRC when set (a clean export of a commit, for running
+// the suite against committed code while the working tree is mid-edit).
 func moduleRoot() (string, error) {
+	if src := os.Getenv("E2E_SRC"); src != "" {
+		return src, nil
+	}
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
@@ -318,6 +341,7 @@ type devOptions struct {
 // killed when t ends.
 func startQueenDev(t testing.TB, o devOptions) *queenDev {
 	t.Helper()
+	requireBin(t, queenDevBin)
 	d := newQueenDev(t.TempDir(), freePort(t), o)
 	t.Cleanup(d.kill)
 	if err := d.start(); err != nil {
@@ -381,6 +405,7 @@ func facadeEnv(queenURL, addr string, overrides map[string]string) map[string]st
 // startFacade starts a facade in front of dev, killed when t ends.
 func startFacade(t testing.TB, dev *queenDev, overrides map[string]string) *facade {
 	t.Helper()
+	requireBin(t, queenKafkBin)
 	f := newFacade(dev.url, freePort(t), overrides)
 	t.Cleanup(f.kill)
 	if err := f.start(); err != nil {
@@ -407,6 +432,7 @@ func newFacade(queenURL string, port int, overrides map[string]string) *facade {
 // configuration it should have refused.
 func bootFailure(t *testing.T, env map[string]string, mention ...string) {
 	t.Helper()
+	requireBin(t, queenKafkBin)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, queenKafkBin)
@@ -441,6 +467,8 @@ var shared struct {
 
 func sharedEnv(t testing.TB) (*queenDev, *facade) {
 	t.Helper()
+	requireBin(t, queenDevBin)
+	requireBin(t, queenKafkBin)
 	shared.once.Do(func() {
 		data, err := os.MkdirTemp(binDir, "shared-dev-")
 		if err != nil {
