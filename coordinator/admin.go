@@ -1,0 +1,459 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// ListGroups answers a ListGroups v0-4: the groups this node coordinates
+// that are live in memory, with their state, plus every group the store's
+// qk:groups: index knows and memory does not, listed as Empty with the
+// protocol type it was indexed with (its offsets outlive its members, as
+// Kafka's loaded-but-empty groups do). In a cluster each node lists only
+// the groups it owns, so that an admin client merging every broker's
+// answer sees each group once. states_filter (v4) is honoured,
+// case-insensitively.
+func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	want := func(s state) bool {
+		if len(req.StatesFilter) == 0 {
+			return true
+		}
+		for _, f := range req.StatesFilter {
+			if strings.EqualFold(f, s.String()) {
+				return true
+			}
+		}
+		return false
+	}
+	add := func(id, ptype string, s state) {
+		if !want(s) {
+			return
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.ProtocolType, lg.GroupState = id, ptype, s.String()
+		resp.Groups = append(resp.Groups, lg)
+	}
+	self := c.own.Self().NodeID
+	owned := func(id string) (bool, error) {
+		o, err := c.own.Owner(id)
+		return err == nil && o.NodeID == self, err
+	}
+
+	c.mu.Lock()
+	var live []*group
+	for k, g := range c.groups {
+		if k.identity == cl.Identity {
+			live = append(live, g)
+		}
+	}
+	c.mu.Unlock()
+	inMemory := make(map[string]bool, len(live))
+	for _, g := range live {
+		g.mu.Lock()
+		s, ptype := g.state, g.protocolType
+		g.mu.Unlock()
+		if s == stateDead {
+			continue
+		}
+		if ok, _ := owned(g.key.id); !ok {
+			continue
+		}
+		inMemory[g.key.id] = true
+		add(g.key.id, ptype, s)
+	}
+
+	rows, err := c.readPrefix(ctx, c.kvFor(cl), queen.PrefixGroups, indexPageLimit, false)
+	if err != nil {
+		c.log.Warn("list groups: reading the group index failed; answering the groups in memory", "err", err)
+		resp.ErrorCode = kvCode(err)
+	}
+	for _, row := range rows {
+		id, ok := queen.Unesc(strings.TrimPrefix(row.Key, queen.PrefixGroups))
+		if !ok || inMemory[id] {
+			continue
+		}
+		if mine, err := owned(id); err != nil {
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			continue
+		} else if !mine {
+			continue
+		}
+		var iv indexValue
+		_ = json.Unmarshal(row.Value, &iv) // an unreadable index row still names a group
+		add(id, iv.PT, stateEmpty)
+	}
+	sort.Slice(resp.Groups, func(i, j int) bool { return resp.Groups[i].Group < resp.Groups[j].Group })
+	return resp
+}
+
+// DescribeGroups answers a DescribeGroups v0-3. Member metadata and
+// assignment bytes are reported only while the group is Stable, as Kafka
+// does; a group known only from the index is Empty, an unknown one Dead.
+// authorized_operations is Kafka's own "omitted" sentinel: the facade has
+// no ACL model to compute a bitfield from.
+func (c *Coordinator) DescribeGroups(ctx context.Context, cl Client, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, id := range req.Groups {
+		resp.Groups = append(resp.Groups, c.describe(ctx, cl, id))
+	}
+	return resp
+}
+
+func (c *Coordinator) describe(ctx context.Context, cl Client, id string) kmsg.DescribeGroupsResponseGroup {
+	d := kmsg.NewDescribeGroupsResponseGroup()
+	d.Group = id
+	d.AuthorizedOperations = math.MinInt32
+	d.State = stateDead.String()
+	if !validGroupID(id, true) {
+		d.ErrorCode = kerr.InvalidGroupID.Code
+		return d
+	}
+	if code := c.ownerCode(cl, id); code != 0 {
+		d.ErrorCode = code
+		return d
+	}
+	if g := c.lookup(cl, id); g != nil {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.state != stateDead {
+			d.State, d.ProtocolType = g.state.String(), g.protocolType
+			stable := g.state == stateStable
+			if stable {
+				d.Protocol = g.protocol
+			}
+			for _, mid := range g.order {
+				m := g.members[mid]
+				dm := kmsg.NewDescribeGroupsResponseGroupMember()
+				dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, m.clientHost
+				if stable {
+					dm.ProtocolMetadata = m.metadataFor(g.protocol)
+					dm.MemberAssignment = m.assignment
+				}
+				d.Members = append(d.Members, dm)
+			}
+			return d
+		}
+	}
+	rows, err := c.readKeys(ctx, c.kvFor(cl), []string{queen.GroupIndexKey(id)})
+	if err != nil {
+		c.log.Warn("describe group: reading the group index failed", "group", id, "err", err)
+		d.ErrorCode = kvCode(err)
+		return d
+	}
+	if row, ok := rows[queen.GroupIndexKey(id)]; ok {
+		var iv indexValue
+		_ = json.Unmarshal(row.Value, &iv)
+		d.State, d.ProtocolType = stateEmpty.String(), iv.PT
+	}
+	return d
+}
+
+// DeleteGroups answers a DeleteGroups v0-2: a group with live members is
+// NON_EMPTY_GROUP; otherwise every committed offset is deleted, and the
+// index row last, so that a deletion cut short leaves a group that is still
+// listed and can be deleted again.
+func (c *Coordinator) DeleteGroups(ctx context.Context, cl Client, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, id := range req.Groups {
+		dg := kmsg.NewDeleteGroupsResponseGroup()
+		dg.Group = id
+		dg.ErrorCode = c.deleteGroup(ctx, cl, id)
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return resp
+}
+
+func (c *Coordinator) deleteGroup(ctx context.Context, cl Client, id string) int16 {
+	if !validGroupID(id, true) {
+		return kerr.InvalidGroupID.Code
+	}
+	if code := c.ownerCode(cl, id); code != 0 {
+		return code
+	}
+	// The group is held Dead while its rows go, so a JoinGroup meanwhile is
+	// answered COORDINATOR_NOT_AVAILABLE and retried after.
+	k := groupKey{cl.Identity, id}
+	c.mu.Lock()
+	g, inMemory := c.groups[k]
+	if !inMemory {
+		g = newGroup(c, k)
+		c.groups[k] = g
+	}
+	c.mu.Unlock()
+	g.mu.Lock()
+	switch g.state {
+	case stateDead:
+		g.mu.Unlock()
+		if !inMemory {
+			c.forget(g)
+		}
+		return kerr.GroupIDNotFound.Code
+	case stateEmpty:
+	default:
+		g.mu.Unlock()
+		return kerr.NonEmptyGroup.Code
+	}
+	if len(g.pending) > 0 {
+		g.mu.Unlock()
+		return kerr.NonEmptyGroup.Code
+	}
+	g.state = stateDead
+	gen := g.generation
+	g.mu.Unlock()
+
+	code := c.deleteRows(ctx, c.kvFor(cl), g, gen, inMemory)
+	switch code {
+	case 0, kerr.GroupIDNotFound.Code:
+		c.forget(g)
+	case kerr.NotCoordinator.Code:
+		c.dropGroup(g)
+	default:
+		g.mu.Lock()
+		g.state = stateEmpty
+		g.mu.Unlock()
+		if !inMemory {
+			c.forget(g)
+		}
+	}
+	return code
+}
+
+func (c *Coordinator) deleteRows(ctx context.Context, kv KV, g *group, gen int32, inMemory bool) int16 {
+	g.wmu.Lock()
+	defer g.wmu.Unlock()
+	id := g.key.id
+	var rows []queen.KVRow
+	if prefix := queen.GroupOffsetPrefix(id); len(prefix) <= queen.MaxKeyBytes {
+		var err error
+		if rows, err = c.readPrefix(ctx, kv, prefix, readKeysPerCall, true); err != nil {
+			c.log.Warn("delete group: listing offsets failed", "group", id, "err", err)
+			return kvCode(err)
+		}
+	}
+	idx, err := c.readKeys(ctx, kv, []string{queen.GroupIndexKey(id)})
+	if err != nil {
+		c.log.Warn("delete group: reading the index failed", "group", id, "err", err)
+		return kvCode(err)
+	}
+	_, indexed := idx[queen.GroupIndexKey(id)]
+	if !inMemory && !indexed && len(rows) == 0 {
+		return kerr.GroupIDNotFound.Code
+	}
+	writes := make([]queen.KVOp, 0, len(rows)+1)
+	for _, r := range rows {
+		writes = append(writes, deleteOp(r.Key))
+	}
+	writes = append(writes, deleteOp(queen.GroupIndexKey(id)))
+	if n, err := c.writeOps(ctx, kv, g, gen, writes); err != nil {
+		c.log.Warn("delete group failed", "group", id, "deleted", n, "of", len(writes), "err", err)
+		if err == errLostFence {
+			return kerr.NotCoordinator.Code
+		}
+		return kvCode(err)
+	}
+	g.indexed = false
+	return 0
+}
+
+// OffsetDelete answers an OffsetDelete v0. Kafka's guard is subscription,
+// not membership: a topic a live consumer-protocol member subscribes to
+// (read from the verbatim JoinGroup metadata) is GROUP_SUBSCRIBED_TO_TOPIC,
+// every other requested partition is deleted.
+func (c *Coordinator) OffsetDelete(ctx context.Context, cl Client, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	codes := make([][]int16, len(req.Topics))
+	for i, t := range req.Topics {
+		codes[i] = make([]int16, len(t.Partitions))
+	}
+	defer func() {
+		if resp.ErrorCode != 0 {
+			return
+		}
+		for i, t := range req.Topics {
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = t.Topic
+			for j, p := range t.Partitions {
+				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}()
+	if !validGroupID(req.Group, true) {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp
+	}
+	if code := c.ownerCode(cl, req.Group); code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
+	kv := c.kvFor(cl)
+	if c.lookup(cl, req.Group) == nil {
+		known, err := c.storeKnows(ctx, kv, req.Group)
+		if err != nil {
+			c.log.Warn("offset delete: reading the group failed", "group", req.Group, "err", err)
+			resp.ErrorCode = kvCode(err)
+			return resp
+		}
+		if !known {
+			resp.ErrorCode = kerr.GroupIDNotFound.Code
+			return resp
+		}
+	}
+	g, err := c.getOrCreate(cl, req.Group)
+	if err != nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	}
+	g.wmu.Lock()
+	defer g.wmu.Unlock()
+	g.mu.Lock()
+	s, ptype, gen := g.state, g.protocolType, g.generation
+	var subscribed map[string]bool
+	allSubscribed := false
+	if s != stateEmpty && s != stateDead {
+		if ptype != "consumer" {
+			g.mu.Unlock()
+			resp.ErrorCode = kerr.NonEmptyGroup.Code
+			return resp
+		}
+		subscribed, allSubscribed = g.subscribedTopics()
+	}
+	g.mu.Unlock()
+	if s == stateDead {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		return resp
+	}
+
+	type ref struct{ i, j int }
+	var writes []queen.KVOp
+	refs := map[string][]ref{}
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			if allSubscribed || subscribed[t.Topic] {
+				codes[i][j] = kerr.GroupSubscribedToTopic.Code
+				continue
+			}
+			key, code := offsetKey(req.Group, t.Topic, p.Partition)
+			if code == kerr.InvalidCommitOffsetSize.Code {
+				continue // a key that cannot exist is already deleted
+			}
+			if code != 0 {
+				codes[i][j] = code
+				continue
+			}
+			if _, dup := refs[key]; !dup {
+				writes = append(writes, deleteOp(key))
+			}
+			refs[key] = append(refs[key], ref{i, j})
+		}
+	}
+	n, err := c.writeOps(ctx, kv, g, gen, writes)
+	if err != nil {
+		c.log.Warn("offset delete failed", "group", req.Group, "deleted", n, "of", len(writes), "err", err)
+		code := kvCode(err)
+		if err == errLostFence {
+			code = kerr.NotCoordinator.Code
+			c.dropGroup(g)
+		}
+		if n == 0 {
+			resp.ErrorCode = code
+			return resp
+		}
+		for _, w := range writes[n:] {
+			for _, r := range refs[w.Key] {
+				codes[r.i][r.j] = code
+			}
+		}
+	}
+	return resp
+}
+
+// storeKnows reports whether the store has the group's index row or any
+// committed offset of it, in one call.
+func (c *Coordinator) storeKnows(ctx context.Context, kv KV, group string) (bool, error) {
+	ops := []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: []string{queen.GroupIndexKey(group)}}}
+	if prefix := queen.GroupOffsetPrefix(group); len(prefix) <= queen.MaxKeyBytes {
+		ops = append(ops, queen.KVOp{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: prefix, Limit: 1, KeysOnly: true})
+	}
+	res, err := kv.KV(ctx, ops)
+	if err != nil {
+		return false, err
+	}
+	if len(res[0].Rows) > 0 || (len(ops) > 1 && len(res[1].Rows) > 0) {
+		return true, nil
+	}
+	// A budget-cut index read is unknown, not absent.
+	if len(res[0].Missing) == 0 {
+		return false, errUnread
+	}
+	return false, nil
+}
+
+// subscribedTopics is the union of every member's subscription for the
+// chosen protocol. all is true when it cannot be known (no protocol chosen
+// yet, or metadata that does not parse): Kafka then treats every topic as
+// subscribed, and so does this.
+func (g *group) subscribedTopics() (topics map[string]bool, all bool) {
+	if g.protocol == "" {
+		return nil, true
+	}
+	topics = map[string]bool{}
+	for _, m := range g.members {
+		var md kmsg.ConsumerMemberMetadata
+		if err := md.ReadFrom(m.metadataFor(g.protocol)); err != nil {
+			return nil, true
+		}
+		for _, t := range md.Topics {
+			topics[t] = true
+		}
+	}
+	return topics, false
+}
+
+// FindCoordinator answers a FindCoordinator v0-3. Single mode names this
+// node for every key, group or transaction. In a cluster a group key is its
+// owner and a transaction key is TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+// fatal on purpose, so initTransactions() stops at once instead of retrying
+// for max.block.ms against a node that cannot hold the transaction.
+func (c *Coordinator) FindCoordinator(ctx context.Context, cl Client, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	fail := func(code int16, msg string) *kmsg.FindCoordinatorResponse {
+		resp.ErrorCode, resp.NodeID, resp.Port = code, -1, -1
+		if req.Version >= 1 {
+			resp.ErrorMessage = &msg
+		}
+		return resp
+	}
+	var b Broker
+	switch req.CoordinatorType {
+	case 0:
+		if !validGroupID(req.CoordinatorKey, true) {
+			return fail(kerr.InvalidGroupID.Code, "group id longer than 255 characters")
+		}
+		o, err := c.own.Owner(req.CoordinatorKey)
+		if err != nil {
+			return fail(kerr.CoordinatorNotAvailable.Code, "the node registry is unavailable")
+		}
+		b = o
+	case 1:
+		if c.cfg.Fenced {
+			return fail(kerr.TransactionalIDAuthorizationFailed.Code, "transactions are refused in cluster mode")
+		}
+		b = c.own.Self()
+	default:
+		return fail(kerr.InvalidRequest.Code, "unknown coordinator type")
+	}
+	resp.NodeID, resp.Host, resp.Port = b.NodeID, b.Host, b.Port
+	return resp
+}

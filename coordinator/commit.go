@@ -1,0 +1,202 @@
+package coordinator
+
+import (
+	"context"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// internalTopic reports a name the facade never serves: a `__` topic is
+// UNKNOWN_TOPIC_OR_PARTITION on every API, so that no client can conjure
+// or write an internal topic through it.
+func internalTopic(t string) bool { return strings.HasPrefix(t, "__") }
+
+// offsetKey is the partition's §10 key, or "" when no such key can exist.
+func offsetKey(group, topic string, partition int32) (string, int16) {
+	if topic == "" || internalTopic(topic) || partition < 0 {
+		return "", kerr.UnknownTopicOrPartition.Code
+	}
+	k := queen.GroupOffsetKey(group, topic, partition)
+	if len(k) > queen.MaxKeyBytes {
+		return "", kerr.InvalidCommitOffsetSize.Code
+	}
+	return k, 0
+}
+
+// OffsetCommit answers an OffsetCommit v2-6. Group members are checked as
+// Kafka checks them; a commit with generation -1 and no member id (an
+// assign() consumer) is accepted while the group has no members. Offsets
+// are written to Queen KV and never expire.
+func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	codes := make([][]int16, len(req.Topics))
+	for i, t := range req.Topics {
+		codes[i] = make([]int16, len(t.Partitions))
+	}
+	setAll := func(code int16) {
+		for i := range codes {
+			for j := range codes[i] {
+				if codes[i][j] == 0 {
+					codes[i][j] = code
+				}
+			}
+		}
+	}
+	defer func() {
+		for i, t := range req.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for j, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = codes[i][j]
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}()
+
+	if !validGroupID(req.Group, true) {
+		setAll(kerr.InvalidGroupID.Code)
+		return resp
+	}
+	if code := c.ownerCode(cl, req.Group); code != 0 {
+		setAll(code)
+		return resp
+	}
+	g, code := c.commitMember(cl, req)
+	if code != 0 {
+		setAll(code)
+		return resp
+	}
+
+	// One write per key: a partition named twice is written once, with the
+	// last value, and both are answered by that write.
+	type ref struct{ i, j int }
+	var writes []queen.KVOp
+	refs := map[string][]ref{}
+	pos := map[string]int{}
+	now := c.clock.Now().UnixMilli()
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			key, code := offsetKey(req.Group, t.Topic, p.Partition)
+			if code != 0 {
+				codes[i][j] = code
+				continue
+			}
+			md := ""
+			if p.Metadata != nil {
+				md = *p.Metadata
+			}
+			if len(md) > maxMetadataBytes {
+				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
+				continue
+			}
+			op := putOp(key, offsetValue{Offset: p.Offset, Metadata: md, TS: now})
+			if k, ok := pos[key]; ok {
+				writes[k] = op
+			} else {
+				pos[key] = len(writes)
+				writes = append(writes, op)
+			}
+			refs[key] = append(refs[key], ref{i, j})
+		}
+	}
+	if len(writes) == 0 {
+		return resp
+	}
+	fail := func(from int, code int16) {
+		for _, w := range writes[from:] {
+			for _, r := range refs[w.Key] {
+				codes[r.i][r.j] = code
+			}
+		}
+	}
+
+	kv := c.kvFor(cl)
+	g.wmu.Lock()
+	defer g.wmu.Unlock()
+	if code := g.writable(); code != 0 {
+		fail(0, code)
+		return resp
+	}
+	g.mu.Lock()
+	ptype, gen := g.protocolType, g.generation
+	g.mu.Unlock()
+	if !g.indexed {
+		// The existence index goes first, in its own call, so that no
+		// committed offset is ever left without the row that lists its group.
+		if _, err := kv.KV(ctx, []queen.KVOp{putOp(queen.GroupIndexKey(req.Group), indexValue{PT: ptype, TS: now})}); err != nil {
+			c.log.Warn("offset commit failed: group index write", "group", req.Group, "err", err)
+			fail(0, kvCode(err))
+			return resp
+		}
+		g.indexed = true
+	}
+	n, err := c.writeOps(ctx, kv, g, gen, writes)
+	if err != nil {
+		c.log.Warn("offset commit failed", "group", req.Group, "written", n, "of", len(writes), "err", err)
+		code := kvCode(err)
+		if err == errLostFence {
+			code = kerr.NotCoordinator.Code
+			c.dropGroup(g)
+		}
+		fail(n, code)
+	}
+	return resp
+}
+
+// commitMember applies Kafka's membership rules to a commit and returns
+// the group the commit writes under.
+func (c *Coordinator) commitMember(cl Client, req *kmsg.OffsetCommitRequest) (*group, int16) {
+	g := c.lookup(cl, req.Group)
+	if g == nil {
+		if req.Generation >= 0 {
+			// A generation from before this process knew the group (a
+			// restart): the member must rejoin.
+			return nil, kerr.IllegalGeneration.Code
+		}
+		var err error
+		if g, err = c.getOrCreate(cl, req.Group); err != nil {
+			return nil, kerr.CoordinatorNotAvailable.Code
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.state == stateDead:
+		return nil, kerr.CoordinatorNotAvailable.Code
+	case req.Generation < 0 && g.state == stateEmpty:
+		return g, 0
+	case g.state == stateCompleting:
+		return nil, kerr.RebalanceInProgress.Code
+	}
+	m := g.members[req.MemberID]
+	if m == nil {
+		return nil, kerr.UnknownMemberID.Code
+	}
+	if req.Generation != g.generation {
+		return nil, kerr.IllegalGeneration.Code
+	}
+	g.touch(m)
+	return g, 0
+}
+
+// writable is 0 unless the group died while a write waited for wmu: then
+// the code it died with (NOT_COORDINATOR after a lost fence), or
+// COORDINATOR_NOT_AVAILABLE, which is retried against its successor.
+func (g *group) writable() int16 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.state != stateDead {
+		return 0
+	}
+	if g.deadCode != 0 {
+		return g.deadCode
+	}
+	return kerr.CoordinatorNotAvailable.Code
+}

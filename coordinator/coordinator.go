@@ -1,0 +1,211 @@
+package coordinator
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Ceilings of seed 000 ("Ceilings that are not configurable").
+const (
+	DefaultMaxGroups = 10_000
+	maxGroupIDChars  = 255
+)
+
+// Config is how a Coordinator is built. Zero durations are legitimate for
+// JoinDelay only; the session bounds must be set.
+type Config struct {
+	KV        KV        // the node's own credential; a Client may override it
+	Ownership Ownership // nil is Single with a zero Broker
+	Clock     Clock     // nil is SystemClock
+	Log       *slog.Logger
+
+	JoinDelay         time.Duration // QUEEN_KAFKA_GROUP_JOIN_DELAY_MS
+	MinSessionTimeout time.Duration // QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS
+	MaxSessionTimeout time.Duration // QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS
+	MaxGroups         int           // 0 is DefaultMaxGroups
+
+	// Fenced puts the qk:fence:<group> compare-and-set at op 0 of every
+	// offset write (cluster mode, §10). NodeID and Incarnation are written
+	// into the fence so that a node recognises its own.
+	Fenced      bool
+	NodeID      int32
+	Incarnation string
+}
+
+// Coordinator is every group this node coordinates. The registry map is
+// guarded by mu; each group's state by that group's own lock. Lock order:
+// mu before a group's lock, never the reverse.
+type Coordinator struct {
+	cfg   Config
+	log   *slog.Logger
+	clock Clock
+	own   Ownership
+
+	mu     sync.Mutex
+	groups map[groupKey]*group
+}
+
+// groupKey files a group under the identity that reached it, because a
+// group id is a name two tenants pick independently.
+type groupKey struct {
+	identity string
+	id       string
+}
+
+// New builds a coordinator.
+func New(cfg Config) *Coordinator {
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Ownership == nil {
+		cfg.Ownership = Single{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.MaxGroups <= 0 {
+		cfg.MaxGroups = DefaultMaxGroups
+	}
+	return &Coordinator{cfg: cfg, log: cfg.Log, clock: cfg.Clock, own: cfg.Ownership, groups: make(map[groupKey]*group)}
+}
+
+func (c *Coordinator) kvFor(cl Client) KV {
+	if cl.KV != nil {
+		return cl.KV
+	}
+	return c.cfg.KV
+}
+
+// validGroupID applies Kafka's rule (an empty id is refused by the
+// membership APIs, allowed by the offset and admin ones) and the facade's
+// 255-character ceiling.
+func validGroupID(id string, emptyOK bool) bool {
+	if id == "" {
+		return emptyOK
+	}
+	return utf8.RuneCountInString(id) <= maxGroupIDChars
+}
+
+// ownerCode is 0 when this node coordinates group, NOT_COORDINATOR when
+// another does (and any state held here for it is dropped), and
+// COORDINATOR_NOT_AVAILABLE while ownership cannot be decided.
+func (c *Coordinator) ownerCode(cl Client, group string) int16 {
+	owner, err := c.own.Owner(group)
+	if err != nil {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	if owner.NodeID != c.own.Self().NodeID {
+		if g := c.lookup(cl, group); g != nil {
+			c.dropGroup(g)
+		}
+		return kerr.NotCoordinator.Code
+	}
+	return 0
+}
+
+func (c *Coordinator) lookup(cl Client, group string) *group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.groups[groupKey{cl.Identity, group}]
+}
+
+var errTooManyGroups = errors.New("group ceiling reached")
+
+// getOrCreate returns the group, creating it Empty when absent. Past the
+// ceiling an Empty group without members is forgotten to make room (it
+// holds nothing the store does not), and only when none is left does a new
+// group get COORDINATOR_NOT_AVAILABLE.
+func (c *Coordinator) getOrCreate(cl Client, id string) (*group, error) {
+	k := groupKey{cl.Identity, id}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g := c.groups[k]; g != nil {
+		return g, nil
+	}
+	if len(c.groups) >= c.cfg.MaxGroups && !c.evictIdleLocked() {
+		return nil, errTooManyGroups
+	}
+	g := newGroup(c, k)
+	c.groups[k] = g
+	return g, nil
+}
+
+func (c *Coordinator) evictIdleLocked() bool {
+	for k, g := range c.groups {
+		if !g.wmu.TryLock() {
+			continue
+		}
+		g.mu.Lock()
+		idle := g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0
+		if idle {
+			g.state = stateDead
+			delete(c.groups, k)
+		}
+		g.mu.Unlock()
+		g.wmu.Unlock()
+		if idle {
+			return true
+		}
+	}
+	return false
+}
+
+// forget removes g from the registry if it is still the entry for its key.
+func (c *Coordinator) forget(g *group) {
+	c.mu.Lock()
+	if c.groups[g.key] == g {
+		delete(c.groups, g.key)
+	}
+	c.mu.Unlock()
+}
+
+// dropGroup ends this node's coordination of g: waiting members are told
+// NOT_COORDINATOR (they re-run FindCoordinator), timers stop, and the group
+// is forgotten. Its next owner starts it empty and the members rejoin.
+func (c *Coordinator) dropGroup(g *group) {
+	g.mu.Lock()
+	g.kill(kerr.NotCoordinator.Code)
+	g.mu.Unlock()
+	c.forget(g)
+}
+
+// DropUnowned drops every group this node no longer coordinates. Cluster
+// mode calls it whenever the live node set changes. While ownership is
+// unknown nothing is dropped: an unreachable registry is not a handover.
+func (c *Coordinator) DropUnowned() {
+	self := c.own.Self().NodeID
+	c.mu.Lock()
+	var lost []*group
+	for k, g := range c.groups {
+		owner, err := c.own.Owner(k.id)
+		if err == nil && owner.NodeID != self {
+			lost = append(lost, g)
+		}
+	}
+	c.mu.Unlock()
+	for _, g := range lost {
+		c.dropGroup(g)
+	}
+}
+
+// Groups is how many groups are held in memory.
+func (c *Coordinator) Groups() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.groups)
+}
+
+// newMemberID is Kafka's form, client id then a random UUID-sized suffix.
+func newMemberID(clientID string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	h := hex.EncodeToString(b[:])
+	return clientID + "-" + h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}

@@ -1,0 +1,39 @@
+package coordinator
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// kvCode maps a failed KV call to the Kafka code a group or offset API
+// answers (§0.2): an auth refusal is GROUP_AUTHORIZATION_FAILED; a 429 is
+// COORDINATOR_NOT_AVAILABLE and never a throttle, because a consumer that
+// sleeps its commit sleeps its poll loop; every transient, transport,
+// timeout or server failure is COORDINATOR_NOT_AVAILABLE, which every
+// client retries after re-finding the coordinator. A 400 or 413 is a
+// request the contract refuses, which retrying cannot fix.
+func kvCode(err error) int16 {
+	var pe *queen.PreconditionError
+	if errors.As(err, &pe) {
+		// Only the fence is ever required; losing it means another node
+		// coordinates the group now.
+		return kerr.NotCoordinator.Code
+	}
+	switch queen.KindOf(err) {
+	case queen.KindNone:
+		return 0
+	case queen.KindUnauthorized, queen.KindForbidden:
+		return kerr.GroupAuthorizationFailed.Code
+	case queen.KindBadRequest, queen.KindTooLarge:
+		return kerr.UnknownServerError.Code
+	default:
+		return kerr.CoordinatorNotAvailable.Code
+	}
+}
+
+// errLostFence is a fence another node holds: this node no longer
+// coordinates the group.
+var errLostFence = errors.New("fence held by another node")

@@ -1,0 +1,236 @@
+package coordinator
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type harness struct {
+	t     testing.TB
+	clock *fakeClock
+	kv    *memKV
+	c     *Coordinator
+	cl    Client
+}
+
+const (
+	testSession   = 10 * time.Second
+	testRebalance = 20 * time.Second
+)
+
+func newHarness(t testing.TB, mod func(*Config)) *harness {
+	h := &harness{t: t, clock: newFakeClock(), kv: newMemKV()}
+	cfg := Config{
+		KV:                h.kv,
+		Clock:             h.clock,
+		Ownership:         Single{Node: Broker{NodeID: 0, Host: "127.0.0.1", Port: 9092}},
+		MinSessionTimeout: 6 * time.Second,
+		MaxSessionTimeout: 300 * time.Second,
+		Log:               slog.New(slog.DiscardHandler),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	h.c = New(cfg)
+	h.cl = Client{ID: "cli", Host: "/127.0.0.1"}
+	return h
+}
+
+// consumerMeta is a ConsumerProtocolSubscription for topics.
+func consumerMeta(topics ...string) []byte {
+	m := kmsg.NewConsumerMemberMetadata()
+	m.Version = 1
+	m.Topics = topics
+	return m.AppendTo(nil)
+}
+
+func joinReq(version int16, group, member string, protos ...string) *kmsg.JoinGroupRequest {
+	r := kmsg.NewPtrJoinGroupRequest()
+	r.Version = version
+	r.Group = group
+	r.MemberID = member
+	r.SessionTimeoutMillis = int32(testSession / time.Millisecond)
+	r.RebalanceTimeoutMillis = int32(testRebalance / time.Millisecond)
+	r.ProtocolType = "consumer"
+	if len(protos) == 0 {
+		protos = []string{"range"}
+	}
+	for _, p := range protos {
+		jp := kmsg.NewJoinGroupRequestProtocol()
+		jp.Name = p
+		jp.Metadata = consumerMeta("orders")
+		r.Protocols = append(r.Protocols, jp)
+	}
+	return r
+}
+
+// joinAsync sends a JoinGroup and waits until it is either answered or
+// parked in the group, so the test knows which one before moving time.
+func (h *harness) joinAsync(req *kmsg.JoinGroupRequest) <-chan *kmsg.JoinGroupResponse {
+	h.t.Helper()
+	out := make(chan *kmsg.JoinGroupResponse, 1)
+	before := h.parked(req.Group)
+	go func() { out <- h.c.JoinGroup(context.Background(), h.cl, req) }()
+	for i := 0; i < 5000; i++ {
+		if len(out) > 0 || h.parked(req.Group) > before {
+			return out
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.t.Fatalf("JoinGroup neither answered nor parked")
+	return out
+}
+
+// parked counts the group's JoinGroup and SyncGroup requests that are
+// blocked waiting.
+func (h *harness) parked(group string) int {
+	g := h.c.lookup(h.cl, group)
+	if g == nil {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, m := range g.members {
+		if m.joinWait != nil {
+			n++
+		}
+		if m.syncWait != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *harness) syncAsync(req *kmsg.SyncGroupRequest) <-chan *kmsg.SyncGroupResponse {
+	h.t.Helper()
+	out := make(chan *kmsg.SyncGroupResponse, 1)
+	before := h.parked(req.Group)
+	go func() { out <- h.c.SyncGroup(context.Background(), h.cl, req) }()
+	for i := 0; i < 5000; i++ {
+		if len(out) > 0 || h.parked(req.Group) > before {
+			return out
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.t.Fatalf("SyncGroup neither answered nor parked")
+	return out
+}
+
+func recv[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no answer")
+	}
+	var zero T
+	return zero
+}
+
+func pending[T any](t testing.TB, ch <-chan T) {
+	t.Helper()
+	select {
+	case v := <-ch:
+		t.Fatalf("answered early: %+v", v)
+	default:
+	}
+}
+
+func (h *harness) state(group string) string {
+	g := h.c.lookup(h.cl, group)
+	if g == nil {
+		return "absent"
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.state.String()
+}
+
+func syncReq(group, member string, gen int32, assign map[string]string) *kmsg.SyncGroupRequest {
+	r := kmsg.NewPtrSyncGroupRequest()
+	r.Version = 2
+	r.Group, r.MemberID, r.Generation = group, member, gen
+	for id, a := range assign {
+		ga := kmsg.NewSyncGroupRequestGroupAssignment()
+		ga.MemberID, ga.MemberAssignment = id, []byte(a)
+		r.GroupAssignment = append(r.GroupAssignment, ga)
+	}
+	return r
+}
+
+func (h *harness) heartbeat(group, member string, gen int32) int16 {
+	r := kmsg.NewPtrHeartbeatRequest()
+	r.Version = 2
+	r.Group, r.MemberID, r.Generation = group, member, gen
+	return h.c.Heartbeat(context.Background(), h.cl, r).ErrorCode
+}
+
+func (h *harness) leave(group, member string) int16 {
+	r := kmsg.NewPtrLeaveGroupRequest()
+	r.Version = 2
+	r.Group, r.MemberID = group, member
+	return h.c.LeaveGroup(context.Background(), h.cl, r).ErrorCode
+}
+
+// stableSolo forms a one-member Stable group (join delay must be 0) and
+// returns the member id and generation.
+func (h *harness) stableSolo(group string) (string, int32) {
+	h.t.Helper()
+	j := recv(h.t, h.joinAsync(joinReq(3, group, "")))
+	if j.ErrorCode != 0 {
+		h.t.Fatalf("join: %d", j.ErrorCode)
+	}
+	s := h.c.SyncGroup(context.Background(), h.cl, syncReq(group, j.MemberID, j.Generation, map[string]string{j.MemberID: "a"}))
+	if s.ErrorCode != 0 {
+		h.t.Fatalf("sync: %d", s.ErrorCode)
+	}
+	return j.MemberID, j.Generation
+}
+
+func commitReq(group, member string, gen int32, topic string, offsets map[int32]int64) *kmsg.OffsetCommitRequest {
+	r := kmsg.NewPtrOffsetCommitRequest()
+	r.Version = 6
+	r.Group, r.MemberID, r.Generation = group, member, gen
+	t := kmsg.NewOffsetCommitRequestTopic()
+	t.Topic = topic
+	parts := make([]int32, 0, len(offsets))
+	for p := range offsets {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	for _, p := range parts {
+		cp := kmsg.NewOffsetCommitRequestTopicPartition()
+		cp.Partition, cp.Offset = p, offsets[p]
+		t.Partitions = append(t.Partitions, cp)
+	}
+	r.Topics = append(r.Topics, t)
+	return r
+}
+
+func (h *harness) commit(req *kmsg.OffsetCommitRequest) []int16 {
+	resp := h.c.OffsetCommit(context.Background(), h.cl, req)
+	var codes []int16
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			codes = append(codes, p.ErrorCode)
+		}
+	}
+	return codes
+}
+
+func (h *harness) fetch(group, topic string, parts ...int32) *kmsg.OffsetFetchResponse {
+	r := kmsg.NewPtrOffsetFetchRequest()
+	r.Version = 7
+	r.Group = group
+	t := kmsg.NewOffsetFetchRequestTopic()
+	t.Topic, t.Partitions = topic, parts
+	r.Topics = append(r.Topics, t)
+	return h.c.OffsetFetch(context.Background(), h.cl, r)
+}

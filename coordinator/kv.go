@@ -1,0 +1,32 @@
+package coordinator
+
+import (
+	"context"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// KV is the one Queen route the coordinator needs (§7). *queen.Client
+// satisfies it.
+type KV interface {
+	KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, error)
+}
+
+// Client is who sent a request: what DescribeGroups reports about a member,
+// the identity that keys the group registry (two tenants' "orders" are two
+// groups), and the credential its KV calls carry.
+type Client struct {
+	ID       string // the request header's client_id
+	Host     string // the peer as Kafka reports it, e.g. "/127.0.0.1"
+	Identity string // "" is the node's own credential
+	KV       KV     // nil uses the coordinator's KV
+}
+
+// Per-call limits of the contract (§7.3, §10).
+const (
+	maxOpsPerCall    = 256
+	readKeysPerCall  = 128 // getMany keys and getPrefix page size for offsets
+	indexPageLimit   = 1000
+	maxMetadataBytes = 4096
+	maxReadRounds    = 8 // rereads of keys a read budget left unread
+)
