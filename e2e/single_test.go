@@ -33,6 +33,7 @@ func runBodies(t *testing.T, tg target) {
 		t.Run("admin", func(t *testing.T) { t.Parallel(); testAdmin(t, tg) })
 		t.Run("list-offsets", func(t *testing.T) { t.Parallel(); testListOffsets(t, tg) })
 		t.Run("metadata", func(t *testing.T) { t.Parallel(); testMetadata(t, tg) })
+		t.Run("kcat-codecs", func(t *testing.T) { t.Parallel(); testKcatCodecs(t, tg) })
 	})
 	t.Run("groups", func(t *testing.T) {
 		t.Run("kgo-balancers", func(t *testing.T) { t.Parallel(); testGroupBalancers(t, tg) })
