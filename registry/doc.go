@@ -1,0 +1,21 @@
+// Package registry is cluster mode's membership: one row per facade node in
+// Queen's key/value store under qk:node:<cluster>:<id> (queen-api.md §10),
+// written with the facade's own credential, expiring one TTL after its last
+// write. It is shaped like etcd's concurrency.Session: Start claims the node
+// id and keeps the row alive, View and Owner answer who is live and who owns
+// a group, Done is closed when the id is lost or the session closed, and
+// Close hands the id back.
+//
+// Liveness is the store's expiry and nothing else. No node ever compares its
+// clock with another's: a row is live because Queen still returns it, and a
+// node is dead because its row stopped being returned. Every heartbeat is
+// one KV call that both refreshes the own row (fenced on the version held,
+// so a second process with the same id is noticed rather than shared) and
+// reads the live set, so the set a node acts on always includes its own
+// latest write.
+//
+// What this package does not decide is what a caller does with an answer:
+// it never refuses a Kafka request itself. A non-nil Err (and so a failing
+// Owner) means "answer group RPCs COORDINATOR_NOT_AVAILABLE"; a closed Done
+// with a *LostError means another process runs with this node id.
+package registry
