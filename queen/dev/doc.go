@@ -1,0 +1,92 @@
+// Package dev is queen-dev, the project's Queen-compatible development
+// broker. It is NOT Queen: it serves exactly the HTTP routes of the contract
+// the facade uses (../shared/queen-api.md §1: queue list, configure, delete,
+// push, fetch, kv, transaction, auth/me) plus GET /health, with the
+// contract's status codes and bodies, so that the facade and its tests run
+// against a real process. cmd/queen-dev is the binary; Options{} (no Dir) is
+// a memory-only broker for unit tests behind httptest.NewServer(b.Handler()).
+//
+// # Storage
+//
+// State is authoritative in memory (queues, partitions as slices of records,
+// KV namespaces with a sorted key index) and made durable by an append-only
+// write-ahead log, Dir/wal.log. Each request that changes anything becomes
+// ONE CRC-32C framed entry holding the outcomes it applied (offsets,
+// versions, commit times — never the request), so replay needs no clock and
+// no decisions, and a request replays entirely or not at all (a transaction's
+// KV rider and records share a frame). One writer goroutine group-commits:
+// while it writes and fsyncs one batch of frames the next batch collects, and
+// every request is acknowledged only after the fsync of its batch; reads
+// likewise wait until everything they could have observed is synced, so no
+// answer ever shows state a crash could take back. On boot the log is
+// replayed and a torn tail (short frame or CRC mismatch) is truncated; a
+// CRC-valid frame that does not decode refuses the boot instead of silently
+// dropping acknowledged data. A flock on Dir/LOCK keeps two processes off one
+// log. If a write or fsync fails the broker stops acknowledging writes
+// (500), since memory would otherwise be ahead of disk.
+//
+// Why not bbolt: a B+tree commit costs an fsync (two, with the freelist) per
+// transaction and serialises writers; grouping requests into one bbolt
+// transaction needs the same batching machinery as a log, and fetch would
+// decode records from pages instead of handing out the pushed bytes. For a
+// development broker whose data fits in memory, a log of outcomes is smaller,
+// faster and easier to make crash-exact. The cost: the log is never
+// compacted, so a long-lived data directory grows with every write (delete it
+// to start over), and boot time grows with it.
+//
+// # Semantics worth knowing
+//
+//   - Push: offsets per (queue, partition) from 0, contiguous per partition
+//     within a request, assigned under one lock (concurrent pushes never
+//     share an offset); a request is stored all-or-nothing. Dedup applies to
+//     explicit transactionIds only, per (queue, partition), within the
+//     queue's dedupWindowSeconds (0 disables); generated message ids are
+//     fresh UUIDv7s.
+//   - Fetch ts is the commit time of the push that stored the record,
+//     never decreasing along a partition. Long polls park on the named
+//     partitions and are woken by a write to one of them (re-checked every
+//     200 ms). The first record of a call is always delivered; per-entry
+//     maxBytes and the 64 MiB call budget are otherwise not exceeded.
+//   - KV versions come from one store-wide counter (persisted, never
+//     reissued). Ops of one call are applied directly with an undo log, so
+//     a lost required precondition restores everything. incr (unused by the
+//     facade) adds delta to a numeric value (absent = 0); a non-numeric value
+//     answers applied:false reason "type", a result outside min/max answers
+//     applied:false reason "bounds". expiresAt/updatedAt use the record-time
+//     format.
+//   - Transactions: the KV rider applies first, then the records; "ack"
+//     operations, timers and requiredLeases are refused with 400 (queen-dev
+//     has no lease consumption).
+//   - Retention (retentionEnabled + retentionSeconds ≥ 1) is a background
+//     sweep raising logStartOffset; offsets are never renumbered and empty
+//     partitions are never removed.
+//   - Auth (Options.Tokens / QUEEN_DEV_TOKENS "tok=tenant[:ro|:wo|:rw|:admin]",
+//     default role admin): missing or unknown bearer → 401, a role lacking the
+//     route's level (§0.3) → 403; queues and KV are scoped per tenant. With
+//     auth on, /auth/me answers a known token with the identity shape naming
+//     its tenant as acting_cluster.id, anything else 401 auth_required; with
+//     auth off it answers the standalone identity (acting cluster "local").
+//
+// # Fault injection
+//
+// Off unless Options.Faults (QUEEN_DEV_FAULTS=true), and only for loopback
+// callers. POST /dev/faults {"rules":[…]} replaces the active rules, DELETE
+// /dev/faults clears them, GET /dev/faults lists them with hit counts. A rule:
+//
+//	{"route":"kv","token":"node-2-token","status":429,"retryAfter":2,"count":3}
+//
+//   - route: queues | configure | delete | push | fetch | kv | transaction |
+//     authme | any (required)
+//   - token: only callers presenting this bearer (so one facade among several
+//     can be targeted); absent = every caller
+//   - exactly one action: status (answer that status with a contract-shaped
+//     body — KV {"error","reason","detail"}, transaction {"transactionId",
+//     "success":false,…}, others {"error"} — plus Retry-After when
+//     retryAfter (integer seconds) or retryAfterRaw (verbatim header) is
+//     given); hang:true (hold the request until the client disconnects, the
+//     broker drains or hangMs elapse — default 15000, max 120000 — then 504);
+//     drop:true (close the connection without answering)
+//   - count: requests to hit, then the rule disappears; 0 = until cleared
+//
+// The first matching rule wins; a faulted request never reaches the store.
+package dev

@@ -1,0 +1,332 @@
+package dev
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// Fetch limits of §6.
+const (
+	maxFetchEntries    = 1024
+	defaultEntryBytes  = 1 << 20
+	maxEntryBytes      = 8 << 20
+	callBudgetBytes    = 64 << 20
+	maxRecordsPerEntry = 10000
+	maxFetchWait       = 30 * time.Second
+	recheckInterval    = 200 * time.Millisecond
+	// renderOverhead approximates the JSON around one record (offset,
+	// transactionId, ts, punctuation), for the rendered-body cap.
+	renderOverhead = 96
+)
+
+type rawFetchEntry struct {
+	Queue     *string         `json:"queue"`
+	Partition json.RawMessage `json:"partition"`
+	Offset    *int64          `json:"offset"`
+	MaxBytes  *int64          `json:"maxBytes"`
+}
+
+type fetchEntry struct {
+	queue, part string
+	offset      int64
+	maxBytes    int64
+}
+
+type fetchRequest struct {
+	entries  []fetchEntry
+	maxWait  time.Duration
+	minBytes int64
+}
+
+// decodeFetch validates the whole batch; any bad entry refuses all of it.
+func decodeFetch(body []byte) (*fetchRequest, error) {
+	var raw struct {
+		Entries   *[]rawFetchEntry `json:"entries"`
+		MaxWaitMs *int64           `json:"maxWaitMs"`
+		MinBytes  *int64           `json:"minBytes"`
+	}
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return nil, err
+	}
+	if raw.Entries == nil {
+		return nil, fmt.Errorf("entries is required")
+	}
+	if len(*raw.Entries) > maxFetchEntries {
+		return nil, fmt.Errorf("%d entries, at most %d per call", len(*raw.Entries), maxFetchEntries)
+	}
+	req := &fetchRequest{entries: make([]fetchEntry, len(*raw.Entries)), minBytes: 1}
+	if raw.MaxWaitMs != nil && *raw.MaxWaitMs > 0 {
+		req.maxWait = time.Duration(min(*raw.MaxWaitMs, maxFetchWait.Milliseconds())) * time.Millisecond
+	}
+	if raw.MinBytes != nil {
+		req.minBytes = max(*raw.MinBytes, 0)
+	}
+	for i, re := range *raw.Entries {
+		e := &req.entries[i]
+		if re.Queue == nil {
+			return nil, fmt.Errorf("entry %d: queue is required", i)
+		}
+		e.queue = *re.Queue
+		part, err := fetchPartition(re.Partition)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i, err)
+		}
+		e.part = part
+		if re.Offset == nil {
+			return nil, fmt.Errorf("entry %d: offset is required", i)
+		}
+		if *re.Offset < 0 {
+			return nil, fmt.Errorf("entry %d: offset %d is negative", i, *re.Offset)
+		}
+		e.offset = *re.Offset
+		e.maxBytes = defaultEntryBytes
+		if re.MaxBytes != nil {
+			e.maxBytes = min(max(*re.MaxBytes, 1), maxEntryBytes)
+		}
+	}
+	return req, nil
+}
+
+// fetchPartition resolves an entry's partition: absent/null → Default, a
+// string as is, a JSON integer as its decimal text.
+func fetchPartition(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return DefaultPartition, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("partition: %w", err)
+		}
+		return s, nil
+	}
+	digits := raw
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 {
+		return "", fmt.Errorf("partition must be a string or an integer")
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return "", fmt.Errorf("partition must be a string or an integer")
+		}
+	}
+	return string(raw), nil
+}
+
+// fetchSlot is one answered entry; recs is an immutable view of the log.
+type fetchSlot struct {
+	recs     []record
+	first    int64
+	hwm, lso int64
+	err      string
+}
+
+type fetchEval struct {
+	slots     []fetchSlot
+	anyErr    bool
+	delivered int64
+}
+
+// evalFetch reads every entry against the call's budgets under b.mu. When
+// w is not nil it is registered on every named partition (or on the queue,
+// for a partition not written yet) so that a write wakes it.
+func (b *Broker) evalFetch(tenantName string, req *fetchRequest, w *waiter) *fetchEval {
+	t := b.st.tenant(tenantName)
+	ev := &fetchEval{slots: make([]fetchSlot, len(req.entries))}
+	var used, rendered int64
+	firstOfCall := true
+	for i := range req.entries {
+		e := &req.entries[i]
+		s := &ev.slots[i]
+		q := t.queues[e.queue]
+		if q == nil {
+			s.err = queen.FetchErrUnknownTopic
+			ev.anyErr = true
+			continue
+		}
+		p := q.parts[e.part]
+		if p == nil {
+			if w != nil {
+				q.waiters[w] = struct{}{}
+			}
+			if e.offset > 0 {
+				s.err = queen.FetchErrOutOfRange
+				ev.anyErr = true
+			}
+			continue
+		}
+		if w != nil {
+			p.waiters[w] = struct{}{}
+		}
+		s.hwm, s.lso = p.hwm(), p.lso
+		if e.offset < s.lso || e.offset > s.hwm {
+			s.err = queen.FetchErrOutOfRange
+			ev.anyErr = true
+			continue
+		}
+		s.first = e.offset
+		var n, entryBytes int64
+		for off := e.offset; off < s.hwm && n < maxRecordsPerEntry; off++ {
+			r := p.at(off)
+			sz := int64(len(r.payload))
+			rs := sz + int64(len(r.msgID)+len(r.txID)) + renderOverhead
+			if !firstOfCall && (entryBytes+sz > e.maxBytes || used+sz > callBudgetBytes || rendered+rs > callBudgetBytes) {
+				break
+			}
+			firstOfCall = false
+			n++
+			entryBytes += sz
+			used += sz
+			rendered += rs
+			ev.delivered += max(sz, 1)
+		}
+		if n > 0 {
+			start := e.offset - p.base
+			s.recs = p.recs[start : start+n : start+n]
+		}
+	}
+	return ev
+}
+
+// handleFetch answers §6, parking until data, maxWaitMs or shutdown.
+func (b *Broker) handleFetch(w http.ResponseWriter, r *http.Request, c *call) {
+	req, err := decodeFetch(c.body)
+	if err != nil {
+		badBody(w, err.Error())
+		return
+	}
+	if len(req.entries) == 0 {
+		writeBody(w, http.StatusOK, []byte(`{"entries":[]}`))
+		return
+	}
+	var wt *waiter
+	if req.maxWait > 0 && req.minBytes > 0 {
+		wt = newWaiter()
+	}
+	deadline := time.Now().Add(req.maxWait)
+	var timer *time.Timer
+	for {
+		b.mu.Lock()
+		ev := b.evalFetch(c.tenant, req, wt)
+		tail := b.observed()
+		b.mu.Unlock()
+		left := time.Until(deadline)
+		if wt == nil || ev.anyErr || ev.delivered >= req.minBytes || left <= 0 || b.draining() {
+			if wt != nil {
+				b.unpark(c.tenant, req, wt)
+			}
+			if err := tail.wait(); err != nil {
+				writeError(w, http.StatusInternalServerError, "fetch failed")
+				return
+			}
+			writeBody(w, http.StatusOK, renderFetch(req, ev))
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(min(left, recheckInterval))
+			defer timer.Stop()
+		} else {
+			timer.Reset(min(left, recheckInterval))
+		}
+		select {
+		case <-wt.ch:
+		case <-timer.C:
+		case <-b.closing:
+		case <-r.Context().Done():
+			b.unpark(c.tenant, req, wt)
+			return
+		}
+	}
+}
+
+// unpark removes w from every set evalFetch may have put it in.
+func (b *Broker) unpark(tenantName string, req *fetchRequest, w *waiter) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.st.tenant(tenantName)
+	for i := range req.entries {
+		if q := t.queues[req.entries[i].queue]; q != nil {
+			delete(q.waiters, w)
+			if p := q.parts[req.entries[i].part]; p != nil {
+				delete(p.waiters, w)
+			}
+		}
+	}
+}
+
+func (b *Broker) draining() bool {
+	select {
+	case <-b.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+func renderFetch(req *fetchRequest, ev *fetchEval) []byte {
+	size := 32
+	for i := range ev.slots {
+		size += 128
+		for j := range ev.slots[i].recs {
+			r := &ev.slots[i].recs[j]
+			size += len(r.payload) + len(r.msgID) + len(r.txID) + renderOverhead
+		}
+	}
+	out := make([]byte, 0, size)
+	out = append(out, `{"entries":[`...)
+	var lastTS int64 = -1
+	var tsText string
+	for i := range ev.slots {
+		s, e := &ev.slots[i], &req.entries[i]
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"queue":`...)
+		out = appendString(out, e.queue)
+		out = append(out, `,"partition":`...)
+		out = appendString(out, e.part)
+		out = append(out, `,"records":[`...)
+		for j := range s.recs {
+			r := &s.recs[j]
+			if j > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, `{"offset":`...)
+			out = strconv.AppendInt(out, s.first+int64(j), 10)
+			out = append(out, `,"transactionId":`...)
+			out = appendString(out, r.transactionID())
+			out = append(out, `,"payload":`...)
+			if len(r.payload) == 0 {
+				out = append(out, "null"...)
+			} else {
+				out = append(out, r.payload...)
+			}
+			if r.ts != lastTS {
+				lastTS, tsText = r.ts, queen.FormatTS(time.UnixMicro(r.ts))
+			}
+			out = append(out, `,"ts":"`...)
+			out = append(out, tsText...)
+			out = append(out, `"}`...)
+		}
+		out = append(out, `],"highWatermark":`...)
+		out = strconv.AppendInt(out, s.hwm, 10)
+		out = append(out, `,"logStartOffset":`...)
+		out = strconv.AppendInt(out, s.lso, 10)
+		if s.err != "" {
+			out = append(out, `,"error":"`...)
+			out = append(out, s.err...)
+			out = append(out, '"')
+		}
+		out = append(out, '}')
+	}
+	return append(out, "]}"...)
+}

@@ -1,0 +1,474 @@
+package dev
+
+import (
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// kvResult is the outcome of one op, rendered by appendKVResult.
+type kvResult struct {
+	applied   bool
+	key       string
+	value     []byte // nil renders null
+	version   int64
+	reason    string
+	rows      []kvRowOut
+	missing   []string
+	truncated bool
+	nextAfter string
+	hasNext   bool
+	found     bool
+	row       *kvRow // get
+}
+
+type kvRowOut struct {
+	key string
+	row *kvRow
+}
+
+// kvFailure is a required write that did not apply: the call rolls back.
+type kvFailure struct {
+	op      *kvOp
+	reason  string
+	version int64
+	value   []byte
+}
+
+type undoEntry struct {
+	sp   *kvSpace
+	key  string
+	prev *kvRow
+}
+
+// kvExec applies one call's ops under b.mu, directly to the store, keeping
+// an undo log so that a lost required precondition (or a transaction that
+// fails after its rider) restores everything, including the version
+// sequence.
+type kvExec struct {
+	st        *state
+	t         *tenant
+	tenant    string
+	now       int64 // one clock instant per call, unix microseconds
+	undo      []undoEntry
+	ops       []op
+	seqBefore int64
+	mutBefore uint64
+	readUsed  int64
+}
+
+func (b *Broker) newKVExec(tenantName string, now time.Time) *kvExec {
+	return &kvExec{
+		st: b.st, t: b.st.tenant(tenantName), tenant: tenantName, now: now.UnixMicro(),
+		seqBefore: b.st.kvSeq, mutBefore: b.st.mutations,
+	}
+}
+
+func (x *kvExec) live(ns, key string) *kvRow {
+	sp := x.t.kv[ns]
+	if sp == nil {
+		return nil
+	}
+	if r := sp.get(key); r.live(x.now) {
+		return r
+	}
+	return nil
+}
+
+func (x *kvExec) write(ns, key string, row *kvRow) {
+	sp := x.t.space(ns)
+	x.undo = append(x.undo, undoEntry{sp: sp, key: key, prev: sp.get(key)})
+	o := &opKVSet{tenant: x.tenant, ns: ns, key: key, row: row}
+	_ = o.apply(x.st) // opKVSet.apply cannot fail
+	x.ops = append(x.ops, o)
+}
+
+func (x *kvExec) rollback() {
+	for i := len(x.undo) - 1; i >= 0; i-- {
+		u := x.undo[i]
+		u.sp.set(u.key, u.prev)
+	}
+	x.undo, x.ops = nil, nil
+	x.st.kvSeq = x.seqBefore
+	x.st.mutations = x.mutBefore
+}
+
+// logOps are the ops to put in the WAL frame: every write plus the version
+// sequence, so a version is never reissued after a restart.
+func (x *kvExec) logOps() []op {
+	if len(x.ops) == 0 {
+		return nil
+	}
+	return append(x.ops, &opKVSeq{seq: x.st.kvSeq})
+}
+
+// run applies ops: single-key ops in ascending (ns, key) byte order (ties
+// in input order), then getMany/getPrefix in input order. It stops at the
+// first required op that does not apply and returns it (the caller rolls
+// back).
+func (x *kvExec) run(ops []*kvOp) ([]kvResult, *kvFailure) {
+	res := make([]kvResult, len(ops))
+	single := make([]*kvOp, 0, len(ops))
+	var reads []*kvOp
+	for _, o := range ops {
+		if o.kind.singleKey() {
+			single = append(single, o)
+		} else {
+			reads = append(reads, o)
+		}
+	}
+	sort.SliceStable(single, func(i, j int) bool {
+		if single[i].ns != single[j].ns {
+			return single[i].ns < single[j].ns
+		}
+		return single[i].key < single[j].key
+	})
+	for _, o := range single {
+		r := &res[o.index]
+		x.single(o, r)
+		if o.required && (o.kind.writes() || o.kind == kvCheck) && !r.applied {
+			return nil, &kvFailure{op: o, reason: r.reason, version: r.version, value: r.value}
+		}
+	}
+	for _, o := range reads {
+		if o.kind == kvGetMany {
+			x.getMany(o, &res[o.index])
+		} else {
+			x.getPrefix(o, &res[o.index])
+		}
+	}
+	return res, nil
+}
+
+// verdict checks an expect precondition against the live row.
+func verdict(cur *kvRow, hasExpect bool, expect int64) string {
+	if !hasExpect {
+		return ""
+	}
+	switch {
+	case expect == 0 && cur != nil:
+		return queen.ReasonExists
+	case expect > 0 && cur == nil:
+		return queen.ReasonAbsent
+	case expect > 0 && cur.version != expect:
+		return queen.ReasonVersion
+	}
+	return ""
+}
+
+func (x *kvExec) miss(r *kvResult, o *kvOp, cur *kvRow, reason string) {
+	r.applied, r.key, r.reason = false, o.key, reason
+	if cur != nil {
+		r.value, r.version = cur.value, cur.version
+	}
+}
+
+func (x *kvExec) newRow(o *kvOp, value []byte) *kvRow {
+	x.st.kvSeq++
+	row := &kvRow{value: value, version: x.st.kvSeq, updated: x.now}
+	if o.ttl > 0 {
+		row.expires = x.now + o.ttl*1e6
+	}
+	return row
+}
+
+func (x *kvExec) single(o *kvOp, r *kvResult) {
+	cur := x.live(o.ns, o.key)
+	switch o.kind {
+	case kvPut, kvPutIfAbsent:
+		if why := verdict(cur, o.hasExpect, o.expect); why != "" {
+			x.miss(r, o, cur, why)
+			return
+		}
+		row := x.newRow(o, o.value)
+		x.write(o.ns, o.key, row)
+		r.applied, r.key, r.value, r.version = true, o.key, row.value, row.version
+	case kvDelete:
+		why := verdict(cur, o.hasExpect, o.expect)
+		if !o.hasExpect && cur == nil {
+			why = queen.ReasonAbsent
+		}
+		if why != "" {
+			x.miss(r, o, cur, why)
+			return
+		}
+		r.applied, r.key = true, o.key
+		if cur != nil {
+			r.value, r.version = cur.value, cur.version
+			x.write(o.ns, o.key, nil)
+		}
+	case kvIncr:
+		base := number{isInt: true}
+		if cur != nil {
+			n, ok := parseNumber(cur.value)
+			if !ok {
+				x.miss(r, o, cur, "type")
+				return
+			}
+			base = n
+		}
+		next := base.add(o.delta)
+		if (o.min != nil && next.less(*o.min)) || (o.max != nil && o.max.less(next)) {
+			x.miss(r, o, cur, "bounds")
+			return
+		}
+		row := x.newRow(o, next.json())
+		x.write(o.ns, o.key, row)
+		r.applied, r.key, r.value, r.version = true, o.key, row.value, row.version
+	case kvCheck:
+		if why := verdict(cur, true, o.expect); why != "" {
+			x.miss(r, o, cur, why)
+			return
+		}
+		r.applied, r.key = true, o.key
+		if cur != nil {
+			r.value, r.version = cur.value, cur.version
+		}
+	case kvGet:
+		if cur != nil {
+			r.found, r.row, r.key = true, cur, o.key
+			x.readUsed += int64(len(cur.value))
+		}
+	}
+}
+
+func (x *kvExec) budgetLeft() bool { return x.readUsed < kvReadBudget }
+
+func (x *kvExec) getMany(o *kvOp, r *kvResult) {
+	seen := make(map[string]bool, len(o.keys))
+	distinct := make([]string, 0, len(o.keys))
+	for _, k := range o.keys {
+		if !seen[k] {
+			seen[k] = true
+			distinct = append(distinct, k)
+		}
+	}
+	r.rows = []kvRowOut{}
+	r.missing = []string{}
+	sorted := append([]string(nil), distinct...)
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		row := x.live(o.ns, k)
+		if row == nil {
+			continue
+		}
+		if !x.budgetLeft() {
+			r.truncated = true
+			continue
+		}
+		x.readUsed += int64(len(row.value))
+		r.rows = append(r.rows, kvRowOut{key: k, row: row})
+	}
+	for _, k := range distinct {
+		if x.live(o.ns, k) == nil {
+			r.missing = append(r.missing, k)
+		}
+	}
+}
+
+func (x *kvExec) getPrefix(o *kvOp, r *kvResult) {
+	r.rows = []kvRowOut{}
+	sp := x.t.kv[o.ns]
+	if sp == nil {
+		return
+	}
+	start := o.prefix
+	if o.after > start {
+		start = o.after
+	}
+	i := sort.SearchStrings(sp.keys, start)
+	for ; i < len(sp.keys); i++ {
+		k := sp.keys[i]
+		if !strings.HasPrefix(k, o.prefix) {
+			break
+		}
+		if o.after != "" && k <= o.after {
+			continue
+		}
+		row := sp.rows[k]
+		if !row.live(x.now) {
+			continue
+		}
+		if len(r.rows) == o.limit || (!o.keysOnly && !x.budgetLeft()) {
+			r.truncated = true
+			break
+		}
+		if !o.keysOnly {
+			x.readUsed += int64(len(row.value))
+		}
+		r.rows = append(r.rows, kvRowOut{key: k, row: row})
+	}
+	if r.truncated {
+		switch {
+		case len(r.rows) > 0:
+			r.nextAfter, r.hasNext = r.rows[len(r.rows)-1].key, true
+		case o.after != "":
+			r.nextAfter, r.hasNext = o.after, true
+		}
+	}
+}
+
+// appendKVResult renders one result. flat/opIndex are the transaction's
+// flat index and rider position (opIndex < 0 on the KV route).
+func appendKVResult(dst []byte, o *kvOp, r *kvResult, flat, opIndex int) []byte {
+	dst = append(dst, `{"index":`...)
+	dst = strconv.AppendInt(dst, int64(flat), 10)
+	if opIndex >= 0 {
+		dst = append(dst, `,"opIndex":`...)
+		dst = strconv.AppendInt(dst, int64(opIndex), 10)
+		dst = append(dst, `,"type":"kv"`...)
+	}
+	dst = append(dst, `,"op":`...)
+	dst = appendString(dst, o.name)
+	switch o.kind {
+	case kvPut, kvPutIfAbsent, kvDelete, kvIncr, kvCheck:
+		dst = append(dst, `,"applied":`...)
+		dst = strconv.AppendBool(dst, r.applied)
+		dst = append(dst, `,"key":`...)
+		dst = appendString(dst, o.key)
+		dst = append(dst, `,"value":`...)
+		dst = appendRaw(dst, r.value)
+		dst = append(dst, `,"version":`...)
+		dst = strconv.AppendInt(dst, r.version, 10)
+		if !r.applied {
+			dst = append(dst, `,"reason":`...)
+			dst = appendString(dst, r.reason)
+		}
+	case kvGet:
+		dst = append(dst, `,"found":`...)
+		dst = strconv.AppendBool(dst, r.found)
+		if r.found {
+			dst = append(dst, `,"key":`...)
+			dst = appendString(dst, o.key)
+			dst = append(dst, `,"value":`...)
+			dst = appendRaw(dst, r.row.value)
+			dst = append(dst, `,"version":`...)
+			dst = strconv.AppendInt(dst, r.row.version, 10)
+			dst = appendRowTimes(dst, r.row)
+		}
+	case kvGetMany, kvGetPrefix:
+		dst = append(dst, `,"rows":[`...)
+		for i, row := range r.rows {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"key":`...)
+			dst = appendString(dst, row.key)
+			if !o.keysOnly {
+				dst = append(dst, `,"value":`...)
+				dst = appendRaw(dst, row.row.value)
+			}
+			dst = append(dst, `,"version":`...)
+			dst = strconv.AppendInt(dst, row.row.version, 10)
+			dst = appendRowTimes(dst, row.row)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+		if o.kind == kvGetMany {
+			dst = append(dst, `,"missing":[`...)
+			for i, k := range r.missing {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendString(dst, k)
+			}
+			dst = append(dst, ']')
+		}
+		dst = append(dst, `,"truncated":`...)
+		dst = strconv.AppendBool(dst, r.truncated)
+		if o.kind == kvGetPrefix {
+			dst = append(dst, `,"nextAfter":`...)
+			if r.hasNext {
+				dst = appendString(dst, r.nextAfter)
+			} else {
+				dst = append(dst, "null"...)
+			}
+		}
+	}
+	return append(dst, '}')
+}
+
+func appendRowTimes(dst []byte, row *kvRow) []byte {
+	dst = append(dst, `,"expiresAt":`...)
+	if row.expires == 0 {
+		dst = append(dst, "null"...)
+	} else {
+		dst = appendString(dst, queen.FormatTS(time.UnixMicro(row.expires)))
+	}
+	dst = append(dst, `,"updatedAt":`...)
+	return appendString(dst, queen.FormatTS(time.UnixMicro(row.updated)))
+}
+
+func appendRaw(dst, raw []byte) []byte {
+	if raw == nil {
+		return append(dst, "null"...)
+	}
+	return append(dst, raw...)
+}
+
+// appendPrecondition renders the fields of a lost required precondition
+// shared by the KV body and the transaction rollback body.
+func appendPrecondition(dst []byte, f *kvFailure, failedIndex int) []byte {
+	dst = append(dst, `"ok":false,"failedIndex":`...)
+	dst = strconv.AppendInt(dst, int64(failedIndex), 10)
+	dst = append(dst, `,"kvReason":`...)
+	dst = appendString(dst, f.reason)
+	dst = append(dst, `,"version":`...)
+	dst = strconv.AppendInt(dst, f.version, 10)
+	dst = append(dst, `,"value":`...)
+	return appendRaw(dst, f.value)
+}
+
+// handleKV answers §7.
+func (b *Broker) handleKV(w http.ResponseWriter, r *http.Request, c *call) {
+	raws, kerr := decodeKVBody(c.body)
+	if kerr != nil {
+		writeKVError(w, kerr)
+		return
+	}
+	ops, kerr := checkKVOps(raws, kvLimits{maxOps: kvMaxOps, maxKeys: kvMaxKeys})
+	if kerr != nil {
+		writeKVError(w, kerr)
+		return
+	}
+	if len(ops) == 0 {
+		writeBody(w, http.StatusOK, []byte(`{"results":[]}`))
+		return
+	}
+	b.mu.Lock()
+	x := b.newKVExec(c.tenant, b.now())
+	res, fail := x.run(ops)
+	var bt *batch
+	if fail != nil {
+		x.rollback()
+		bt = b.observed()
+	} else if logOps := x.logOps(); logOps != nil {
+		bt = b.logApplied(logOps)
+	} else {
+		bt = b.observed()
+	}
+	b.mu.Unlock()
+	if err := bt.wait(); err != nil {
+		writeKVError(w, &kvError{status: http.StatusInternalServerError, code: "kv_error", reason: "kv_error", detail: err.Error()})
+		return
+	}
+	if fail != nil {
+		out := append([]byte(nil), `{"reason":"kv_precondition",`...)
+		out = appendPrecondition(out, fail, fail.op.index)
+		writeBody(w, http.StatusOK, append(out, '}'))
+		return
+	}
+	out := make([]byte, 0, 256*len(ops))
+	out = append(out, `{"results":[`...)
+	for i, o := range ops {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendKVResult(out, o, &res[i], i, -1)
+	}
+	writeBody(w, http.StatusOK, append(out, "]}"...))
+}

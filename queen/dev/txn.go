@@ -1,0 +1,217 @@
+package dev
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// txnError is a transaction refused before anything was applied.
+type txnError struct {
+	status int
+	reason string
+	msg    string
+}
+
+func txnBad(format string, args ...any) *txnError {
+	return &txnError{status: http.StatusBadRequest, reason: "bad_request", msg: fmt.Sprintf(format, args...)}
+}
+
+func writeTxnError(w http.ResponseWriter, txID string, e *txnError) {
+	writeJSON(w, e.status, map[string]any{
+		"transactionId": txID, "success": false, "reason": e.reason, "error": e.msg, "results": []any{},
+	})
+}
+
+// txnRequest is a validated transaction body.
+type txnRequest struct {
+	items []pushItem
+	kv    []*kvOp
+}
+
+func decodeTxn(body []byte) (*txnRequest, *txnError) {
+	var raw struct {
+		Operations     json.RawMessage `json:"operations"`
+		KV             json.RawMessage `json:"kv"`
+		Timers         json.RawMessage `json:"timers"`
+		RequiredLeases json.RawMessage `json:"requiredLeases"`
+	}
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return nil, txnBad("bad body: %v", err)
+	}
+	req := &txnRequest{}
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"timers", raw.Timers}, {"requiredLeases", raw.RequiredLeases}} {
+		if f.raw == nil || isNull(f.raw) {
+			continue
+		}
+		var list []json.RawMessage
+		if json.Unmarshal(f.raw, &list) != nil {
+			return nil, txnBad("%s must be an array", f.name)
+		}
+		if len(list) > 0 {
+			return nil, txnBad("%s are not supported by queen-dev", f.name)
+		}
+	}
+	if raw.KV != nil && !isNull(raw.KV) {
+		var ops []json.RawMessage
+		if json.Unmarshal(raw.KV, &ops) != nil {
+			return nil, txnBad("kv must be an array")
+		}
+		kv, kerr := checkKVOps(ops, kvLimits{maxOps: txnMaxKVOps, maxKeys: txnMaxKVKeys, inTxn: true})
+		if kerr != nil {
+			e := txnBad("kv rider: %s: %s", kerr.reason, kerr.detail)
+			if kerr.status == http.StatusRequestEntityTooLarge {
+				e.status, e.reason = kerr.status, "payload_too_large"
+			}
+			return nil, e
+		}
+		req.kv = kv
+	}
+	if raw.Operations == nil || isNull(raw.Operations) {
+		if len(req.kv) == 0 {
+			return nil, txnBad("operations is required")
+		}
+		return req, nil
+	}
+	var ops []json.RawMessage
+	if json.Unmarshal(raw.Operations, &ops) != nil {
+		return nil, txnBad("operations must be an array")
+	}
+	for i, rawOp := range ops {
+		var head struct {
+			Type  *string          `json:"type"`
+			Items *json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(rawOp, &head); err != nil {
+			return nil, txnBad("operation %d: %v", i, err)
+		}
+		typ := ""
+		if head.Type != nil {
+			typ = *head.Type
+		}
+		switch typ {
+		case "push":
+		case "kv", "timer":
+			return nil, txnBad("operation %d: %s is a top-level rider (\"%ss\" / \"kv\"), not an operation", i, typ, typ)
+		case "ack":
+			return nil, txnBad("operation %d: ack is not supported by queen-dev (no lease consumption)", i)
+		default:
+			return nil, txnBad("operation %d: unknown type %q", i, typ)
+		}
+		var raws []rawItem
+		if head.Items == nil || isNull(*head.Items) {
+			var one rawItem
+			if err := json.Unmarshal(rawOp, &one); err != nil {
+				return nil, txnBad("operation %d: %v", i, err)
+			}
+			raws = []rawItem{one}
+		} else if err := json.Unmarshal(*head.Items, &raws); err != nil {
+			return nil, txnBad("operation %d: items: %v", i, err)
+		}
+		for j := range raws {
+			it, err := checkItem(len(req.items), &raws[j], true)
+			if err != nil {
+				return nil, txnBad("operation %d: %v", i, err)
+			}
+			req.items = append(req.items, it)
+		}
+	}
+	return req, nil
+}
+
+// handleTxn answers §8: the KV rider first, then the records, as one unit.
+func (b *Broker) handleTxn(w http.ResponseWriter, r *http.Request, c *call) {
+	txID := newUUID()
+	req, terr := decodeTxn(c.body)
+	if terr != nil {
+		writeTxnError(w, txID, terr)
+		return
+	}
+	n := len(req.items)
+
+	b.mu.Lock()
+	now := b.now()
+	x := b.newKVExec(c.tenant, now)
+	res, fail := x.run(req.kv)
+	var plan *pushPlan
+	var bt *batch
+	var err error
+	if fail != nil {
+		x.rollback()
+		bt = b.observed()
+	} else {
+		plan = b.planPush(c.tenant, req.items, now)
+		if plan.windowDup >= 0 {
+			x.rollback()
+			bt = b.observed()
+		} else {
+			frame := x.logOps()
+			for _, o := range plan.ops {
+				if err = o.apply(b.st); err != nil {
+					break
+				}
+				frame = append(frame, o)
+			}
+			if err == nil {
+				bt = b.logApplied(frame)
+				if bt == nil {
+					bt = b.observed()
+				}
+			}
+		}
+	}
+	b.mu.Unlock()
+	if err == nil {
+		err = bt.wait()
+	}
+	if err != nil {
+		writeTxnError(w, txID, &txnError{status: http.StatusInternalServerError, reason: "db_error", msg: err.Error()})
+		return
+	}
+
+	out := make([]byte, 0, 256+128*n+256*len(req.kv))
+	out = append(out, `{"transactionId":"`...)
+	out = append(out, txID...)
+	switch {
+	case fail != nil:
+		out = append(out, `","success":false,"reason":"kv_precondition","error":"kv_precondition_failed","results":[],`...)
+		out = appendPrecondition(out, fail, n+fail.op.index)
+		writeBody(w, http.StatusOK, append(out, '}'))
+		return
+	case plan.windowDup >= 0:
+		out = append(out, `","success":false,"reason":"duplicate","error":`...)
+		out = appendString(out, fmt.Sprintf("item %d: transactionId %q is already stored in %s/%s", plan.windowDup, req.items[plan.windowDup].txID, req.items[plan.windowDup].queue, req.items[plan.windowDup].part))
+		writeBody(w, http.StatusOK, append(out, `,"results":[]}`...))
+		return
+	}
+	out = append(out, `","success":true,"results":[`...)
+	for i := range req.items {
+		o := &plan.out[i]
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"index":`...)
+		out = strconv.AppendInt(out, int64(i), 10)
+		out = append(out, `,"type":"push","success":true,"transactionId":`...)
+		out = appendString(out, o.txID)
+		out = append(out, `,"messageId":"`...)
+		out = append(out, o.msgID...)
+		out = append(out, `","queueName":`...)
+		out = appendString(out, req.items[i].queue)
+		if o.duplicate {
+			out = append(out, `,"duplicate":true`...)
+		}
+		out = append(out, '}')
+	}
+	for i, o := range req.kv {
+		if n+i > 0 {
+			out = append(out, ',')
+		}
+		out = appendKVResult(out, o, &res[i], n+i, i)
+	}
+	writeBody(w, http.StatusOK, append(out, "]}"...))
+}
