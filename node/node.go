@@ -31,6 +31,7 @@ type Node struct {
 	topo  topology
 	cats  *catalogs
 	now   func() time.Time // the catalogue's clock; tests substitute it
+	idem  *idempotence     // producer ids and sequence windows (Produce, InitProducerId)
 
 	// Timeouts are fields so that framing tests can shorten them.
 	idleTimeout  time.Duration
@@ -66,6 +67,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	}
 	n.topo = singleTopology{n: n}
 	n.cats = newCatalogs(n)
+	n.idem = newIdempotence()
 	return n, nil
 }
 

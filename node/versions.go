@@ -7,8 +7,12 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // Windows are seed 001's support matrix. One row per line, sorted by API
 // key number; add a row when the handler lands.
 var apiTable = []apiRow{
-	{kmsg.Metadata.Int16(), 0, 9, handle((*Node).handleMetadata)},       // 3
-	{kmsg.ApiVersions.Int16(), 0, 3, handle((*Node).handleApiVersions)}, // 18
+	{kmsg.Produce.Int16(), 3, 9, handle((*Node).handleProduce)},               // 0
+	{kmsg.Fetch.Int16(), 4, 6, handle((*Node).handleFetch)},                   // 1
+	{kmsg.ListOffsets.Int16(), 1, 5, handle((*Node).handleListOffsets)},       // 2
+	{kmsg.Metadata.Int16(), 0, 9, handle((*Node).handleMetadata)},             // 3
+	{kmsg.ApiVersions.Int16(), 0, 3, handle((*Node).handleApiVersions)},       // 18
+	{kmsg.InitProducerID.Int16(), 0, 4, handle((*Node).handleInitProducerID)}, // 22
 }
 
 // apiIndex and advertised are apiTable keyed by API key and as the

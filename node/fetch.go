@@ -1,0 +1,238 @@
+package node
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// Fetch v4–v6. One request is one call to Queen's fetch route (chunked at
+// 1,024 partitions), and the long poll is that route's own: max_wait_ms
+// (clamped to 30 s) and min_bytes ride the call. Partitions are filled in
+// request order against the partition and response budgets (the response
+// capped at 32 MiB); the first record of the response is always delivered
+// whole, so an oversized record never stalls a consumer. Each partition's
+// records are re-encoded as ONE uncompressed RecordBatch v2 carrying their
+// original key, value, headers and timestamp. Both isolation levels read
+// the same log: nothing uncommitted is ever in it.
+const (
+	maxFetchResponse = 32 << 20
+	// maxQueenEntryBytes is the fetch route's own clamp of an entry's budget.
+	maxQueenEntryBytes = 8 << 20
+	// minChunkWait is the shortest long-poll slice a chunked fetch gives one
+	// chunk, so that more than 1,024 partitions still wait rather than spin.
+	minChunkWait = 100 * time.Millisecond
+)
+
+// fetchSlot is one partition of a fetch request on its way through.
+type fetchSlot struct {
+	topic string
+	resp  *kmsg.FetchResponseTopicPartition
+	max   int // partition_max_bytes
+	res   *queen.FetchResult
+}
+
+func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	var (
+		slots   []fetchSlot
+		entries []queen.FetchEntry
+		asked   []int // slot index of each entry
+	)
+	topics := make(map[string]topicVerdict)
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := &resp.Topics[i]
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+		tv, ok := topics[rt.Topic]
+		if !ok {
+			var err error
+			if tv, err = n.dataTopic(ctx, c, rt.Topic, fetchFault); err != nil {
+				return nil, err
+			}
+			resp.ThrottleMillis = max(resp.ThrottleMillis, tv.throttle)
+			topics[rt.Topic] = tv
+		}
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &st.Partitions[j]
+			*sp = kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			switch {
+			case tv.code != 0 || tv.failed:
+				sp.ErrorCode = tv.code
+				continue
+			case rp.Partition < 0 || rp.Partition >= tv.width:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			case rp.FetchOffset < 0:
+				// Queen refuses a negative offset for the whole call.
+				sp.ErrorCode = kerr.OffsetOutOfRange.Code
+				continue
+			}
+			slots = append(slots, fetchSlot{topic: rt.Topic, resp: sp, max: int(rp.PartitionMaxBytes)})
+			asked = append(asked, len(slots)-1)
+			entries = append(entries, queen.FetchEntry{
+				Queue:     rt.Topic,
+				Partition: strconv.FormatInt(int64(rp.Partition), 10),
+				Offset:    rp.FetchOffset,
+				MaxBytes:  queenEntryBudget(rp.PartitionMaxBytes),
+			})
+		}
+	}
+	if len(entries) == 0 {
+		return resp, nil
+	}
+
+	wait := time.Duration(min(max(req.MaxWaitMillis, 0), queen.MaxFetchWaitMs)) * time.Millisecond
+	results, err := fetchChunked(ctx, c.Queen(), entries, wait, int(max(req.MinBytes, 0)))
+	if err != nil {
+		code, throttle, _, fatal := fetchFault(err)
+		if fatal != nil {
+			return nil, fatal
+		}
+		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
+		for _, i := range asked {
+			slots[i].resp.ErrorCode = code // watermarks stay -1, no records
+		}
+		return resp, nil
+	}
+	for k, i := range asked {
+		slots[i].res = &results[k]
+	}
+
+	budget := maxFetchResponse
+	if req.Version >= 3 && req.MaxBytes >= 0 {
+		budget = min(budget, int(req.MaxBytes))
+	}
+	first := true
+	var recs []fetchedRecord
+	for i := range slots {
+		s := &slots[i]
+		r := s.res
+		s.resp.HighWatermark, s.resp.LastStableOffset, s.resp.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
+		switch r.Error {
+		case "":
+		case queen.FetchErrUnknownTopic:
+			s.resp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			continue
+		case queen.FetchErrOutOfRange:
+			s.resp.ErrorCode = kerr.OffsetOutOfRange.Code
+			continue
+		default:
+			s.resp.ErrorCode = kerr.UnknownServerError.Code
+			continue
+		}
+		recs = recs[:0]
+		size := batchHeaderLen
+		for _, fr := range r.Records {
+			rec := queen.DecodePayload(fr.Payload, queen.ParseTS(fr.TS))
+			est := recordBound(&rec)
+			if !first && (size+est > s.max || size+est > budget) {
+				break
+			}
+			first = false
+			recs = append(recs, fetchedRecord{offset: fr.Offset, rec: rec})
+			size += est
+		}
+		if len(recs) > 0 {
+			s.resp.RecordBatches = appendFetchBatch(nil, recs)
+			budget -= len(s.resp.RecordBatches)
+		}
+	}
+	return resp, nil
+}
+
+// queenEntryBudget asks Queen for a little more than the Kafka partition
+// budget: Queen counts stored bytes, and a stored envelope is base64, about
+// four thirds of the record it re-encodes to. The Kafka budget is applied
+// exactly afterwards.
+func queenEntryBudget(partitionMax int32) int {
+	b := int64(max(partitionMax, 1))
+	b += b/3 + 1024
+	return int(min(b, maxQueenEntryBytes))
+}
+
+// recordBound is an upper bound on r's encoded size in a batch: every
+// varint at its widest, plus the bytes themselves.
+func recordBound(r *queen.Record) int {
+	n := 5 + 1 + 10 + 5 + 5 + len(r.Key) + 5 + len(r.Value) + 5
+	for _, h := range r.Headers {
+		n += 10 + len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// fetchChunked runs entries through Queen's fetch route, at most 1,024 per
+// call. Up to 1,024 it is one call carrying the whole long poll. Beyond, a
+// first pass reads every chunk without waiting; when that gathered less
+// than minBytes, the remaining wait is spent in slices, one chunk after
+// another, until a chunk has data or the wait is over.
+func fetchChunked(ctx context.Context, q *queen.Client, entries []queen.FetchEntry, wait time.Duration, minBytes int) ([]queen.FetchResult, error) {
+	if len(entries) <= queen.MaxFetchEntries {
+		return q.Fetch(ctx, queen.FetchRequest{Entries: entries, MaxWaitMs: int(wait.Milliseconds()), MinBytes: minBytes})
+	}
+	deadline := time.Now().Add(wait)
+	results := make([]queen.FetchResult, len(entries))
+	chunks := (len(entries) + queen.MaxFetchEntries - 1) / queen.MaxFetchEntries
+	for round := 0; ; round++ {
+		got, errored := 0, false
+		for from := 0; from < len(entries); from += queen.MaxFetchEntries {
+			to := min(from+queen.MaxFetchEntries, len(entries))
+			call := queen.FetchRequest{Entries: entries[from:to], MinBytes: minBytes}
+			if round > 0 {
+				left := time.Until(deadline)
+				if left <= 0 {
+					return results, nil
+				}
+				call.MaxWaitMs = int(min(left, max(left/time.Duration(chunks), minChunkWait)).Milliseconds())
+			}
+			rs, err := q.Fetch(ctx, call)
+			if err != nil {
+				return nil, err
+			}
+			copy(results[from:to], rs)
+			for _, r := range rs {
+				errored = errored || r.Error != ""
+				for _, rec := range r.Records {
+					got += max(len(rec.Payload), 1)
+				}
+			}
+			if round > 0 && (got >= max(minBytes, 1) || errored) {
+				return results, nil
+			}
+		}
+		if got >= minBytes || errored || wait <= 0 || time.Until(deadline) <= 0 {
+			return results, nil
+		}
+	}
+}
+
+// fetchFault maps a failed Queen call on the fetch path (seed 001
+// "Throttling"): a 429 is throttle_time_ms with no records, error 0 and
+// watermarks -1; 401/403 TOPIC_AUTHORIZATION_FAILED; an answer that broke
+// the contract UNKNOWN_SERVER_ERROR; anything else NOT_LEADER_OR_FOLLOWER,
+// which every consumer retries after a metadata refresh.
+func fetchFault(err error) (code int16, throttle int32, msg string, fatal error) {
+	msg = faultMessage(err)
+	if ra, ok := queen.RetryAfter(err); ok {
+		return 0, queen.ThrottleMillis(ra), msg, nil
+	}
+	switch queen.KindOf(err) {
+	case queen.KindUnauthorized, queen.KindForbidden:
+		return kerr.TopicAuthorizationFailed.Code, 0, msg, nil
+	case queen.KindProtocol:
+		return kerr.UnknownServerError.Code, 0, msg, nil
+	case queen.KindCanceled:
+		return 0, 0, msg, err
+	}
+	return kerr.NotLeaderForPartition.Code, 0, msg, nil
+}

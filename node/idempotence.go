@@ -1,0 +1,291 @@
+package node
+
+import (
+	"cmp"
+	"container/list"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Idempotent produce (seed 001, "Transactions and the idempotent producer").
+// The facade keeps, per (producer, topic, partition), the window Kafka keeps
+// in its log: the last five batches' sequence ranges and the offsets they
+// got. A retried batch is answered from it and not written again; a gap is
+// refused. The window is process memory and bounded: a restart or an
+// eviction forgets it, and the producer recovers through KIP-360 (an epoch
+// bump, whose first batch is sequence 0).
+const (
+	maxSeqWindows    = 65536 // tracked producer-partitions, least recently used evicted
+	seqWindowBatches = 5     // Kafka's max.in.flight for an idempotent producer
+)
+
+// idempotence is the node's producer state: id allocation and windows.
+type idempotence struct {
+	ids *producerIDs
+	seq *sequencer
+}
+
+func newIdempotence() *idempotence {
+	return &idempotence{ids: newProducerIDs(), seq: newSequencer(maxSeqWindows)}
+}
+
+// windowKey names one sequence window. scope is the connection identity:
+// producer ids are allocated per tenant, so two tenants' equal ids are two
+// producers.
+type windowKey struct {
+	scope     string
+	pid       int64
+	topic     string
+	partition int32
+}
+
+type producerKey struct {
+	scope string
+	pid   int64
+}
+
+// seqBatch is one remembered batch: its sequence range and base offset.
+type seqBatch struct {
+	first, last int32
+	base        int64
+}
+
+type seqWindow struct {
+	key     windowKey
+	epoch   int16
+	batches [seqWindowBatches]seqBatch // ring; newest at head-1
+	n, head int
+	elem    *list.Element
+}
+
+// nextSeq is the sequence the window expects next. Sequences wrap from
+// MaxInt32 to 0, as Kafka's do.
+func (w *seqWindow) nextSeq() int32 {
+	if w.n == 0 {
+		return 0
+	}
+	return seqAdd(w.batches[(w.head+seqWindowBatches-1)%seqWindowBatches].last, 1)
+}
+
+func (w *seqWindow) find(first, last int32) (seqBatch, bool) {
+	for i := 0; i < w.n; i++ {
+		b := w.batches[(w.head+seqWindowBatches-1-i)%seqWindowBatches]
+		if b.first == first && b.last == last {
+			return b, true
+		}
+	}
+	return seqBatch{}, false
+}
+
+func (w *seqWindow) remember(b seqBatch) {
+	w.batches[w.head] = b
+	w.head = (w.head + 1) % seqWindowBatches
+	w.n = min(w.n+1, seqWindowBatches)
+}
+
+// seqAdd adds n to a sequence number with Kafka's wrap at MaxInt32.
+func seqAdd(s int32, n int32) int32 {
+	v := int64(s) + int64(n)
+	if v > math.MaxInt32 {
+		v -= math.MaxInt32 + 1
+	}
+	return int32(v)
+}
+
+// producerState is what the facade knows of one producer id. mu serialises
+// that producer's produces (held across the push), so two in-flight batches
+// of one producer-partition — an original and its retry arriving on two
+// connections — are sequenced one after the other and never both written.
+type producerState struct {
+	mu sync.Mutex
+	// epoch is the newest epoch granted or seen; bumpedFrom is the epoch
+	// the last KIP-360 bump moved from (-1 none), so that a retried bump is
+	// answered with what the first one granted rather than fenced.
+	epoch      int16
+	bumpedFrom int16
+	elem       *list.Element
+}
+
+// sequencer holds every window and producer, both bounded and evicted
+// least recently used first. Its own mutex guards only the maps and lists;
+// a window's content is guarded by its producer's mu.
+type sequencer struct {
+	mu        sync.Mutex
+	max       int
+	windows   map[windowKey]*seqWindow
+	wlru      list.List // *seqWindow, most recent at the front
+	producers map[producerKey]*producerState
+	plru      list.List // producerKey
+}
+
+func newSequencer(max int) *sequencer {
+	return &sequencer{max: max, windows: make(map[windowKey]*seqWindow), producers: make(map[producerKey]*producerState)}
+}
+
+// producer returns the state of k, creating it at epoch.
+func (s *sequencer) producer(k producerKey, epoch int16) *producerState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.producers[k]; ok {
+		s.plru.MoveToFront(p.elem)
+		return p
+	}
+	p := &producerState{epoch: epoch, bumpedFrom: -1}
+	p.elem = s.plru.PushFront(k)
+	s.producers[k] = p
+	if len(s.producers) > s.max {
+		oldest := s.plru.Back()
+		s.plru.Remove(oldest)
+		delete(s.producers, oldest.Value.(producerKey))
+	}
+	return p
+}
+
+// lockProducers locks the producers of keys (deduplicated, in a fixed order
+// so that two requests never wait on each other) and returns them by key.
+func (s *sequencer) lockProducers(keys []producerKey, epochs map[producerKey]int16) (map[producerKey]*producerState, func()) {
+	slices.SortFunc(keys, func(a, b producerKey) int {
+		if c := cmp.Compare(a.scope, b.scope); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.pid, b.pid)
+	})
+	keys = slices.Compact(keys)
+	held := make(map[producerKey]*producerState, len(keys))
+	order := make([]*producerState, 0, len(keys))
+	for _, k := range keys {
+		p := s.producer(k, epochs[k])
+		p.mu.Lock()
+		held[k] = p
+		order = append(order, p)
+	}
+	return held, func() {
+		for i := len(order) - 1; i >= 0; i-- {
+			order[i].mu.Unlock()
+		}
+	}
+}
+
+// seqVerdict is check's answer for one batch: refuse with code, answer a
+// duplicate from the window, or accept and remember after the write.
+type seqVerdict struct {
+	code int16
+	dup  bool
+	base int64
+}
+
+// check decides a batch of producer p (whose mu the caller holds) covering
+// sequences first..last at epoch. Stale epochs are INVALID_PRODUCER_EPOCH,
+// Apache Kafka's answer to a produce from a fenced idempotent producer. A
+// window the facade does not hold accepts only sequence 0 — the first batch
+// of a producer, of a partition, or of an epoch after a bump — and refuses
+// anything else OUT_OF_ORDER_SEQUENCE_NUMBER (seed 001: a producer this
+// facade has never seen is refused; sequence 0 is what KIP-360 recovery and
+// Java's local epoch bump both send next, so refusing it too would leave
+// the producer nowhere to go).
+func (s *sequencer) check(p *producerState, k windowKey, epoch int16, first, last int32) seqVerdict {
+	if epoch < p.epoch {
+		return seqVerdict{code: kerr.InvalidProducerEpoch.Code}
+	}
+	if epoch > p.epoch {
+		p.epoch = epoch
+	}
+	w := s.window(k, false)
+	switch {
+	case w == nil || w.epoch < epoch || w.n == 0:
+		if first != 0 {
+			return seqVerdict{code: kerr.OutOfOrderSequenceNumber.Code}
+		}
+		return seqVerdict{}
+	case w.epoch > epoch:
+		return seqVerdict{code: kerr.InvalidProducerEpoch.Code}
+	}
+	if b, ok := w.find(first, last); ok {
+		return seqVerdict{dup: true, base: b.base}
+	}
+	if first != w.nextSeq() {
+		return seqVerdict{code: kerr.OutOfOrderSequenceNumber.Code}
+	}
+	return seqVerdict{}
+}
+
+// accepted remembers a batch written at base. A window of an older epoch is
+// started over.
+func (s *sequencer) accepted(k windowKey, epoch int16, first, last int32, base int64) {
+	w := s.window(k, true)
+	if w.epoch != epoch {
+		*w = seqWindow{key: k, epoch: epoch, elem: w.elem}
+	}
+	w.remember(seqBatch{first: first, last: last, base: base})
+}
+
+// window returns k's window (touching it), creating an empty one when
+// create; creating may evict the least recently used window.
+func (s *sequencer) window(k windowKey, create bool) *seqWindow {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w, ok := s.windows[k]; ok {
+		s.wlru.MoveToFront(w.elem)
+		return w
+	}
+	if !create {
+		return nil
+	}
+	w := &seqWindow{key: k, epoch: -1}
+	w.elem = s.wlru.PushFront(w)
+	s.windows[k] = w
+	if len(s.windows) > s.max {
+		oldest := s.wlru.Back()
+		s.wlru.Remove(oldest)
+		delete(s.windows, oldest.Value.(*seqWindow).key)
+	}
+	return w
+}
+
+// windowCount is how many windows are held (tests and logs).
+func (s *sequencer) windowCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.windows)
+}
+
+// bumpResult is the outcome of a KIP-360 epoch bump.
+type bumpResult int
+
+const (
+	bumpGranted   bumpResult = iota // epoch is the new epoch
+	bumpFenced                      // the request's epoch is older than the producer's
+	bumpExhausted                   // no epoch left: allocate a new producer id
+)
+
+// bump moves producer k from epoch to epoch+1 (KIP-360, InitProducerId v3+
+// with an existing id), which starts every window of it over at sequence 0.
+// A producer the facade does not know (restart, eviction, another node's
+// id) is granted the bump: that is the recovery seed 001 promises. The
+// producer's lock is taken, so a bump waits for its in-flight produce.
+func (s *sequencer) bump(k producerKey, epoch int16) (int16, bumpResult) {
+	p := s.producer(k, epoch)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.bumpedFrom == epoch && p.epoch == epoch+1:
+		return p.epoch, bumpGranted // the same bump, retried
+	case epoch < p.epoch:
+		return 0, bumpFenced
+	case epoch >= math.MaxInt16-1:
+		return 0, bumpExhausted
+	}
+	p.epoch, p.bumpedFrom = epoch+1, epoch
+	return p.epoch, bumpGranted
+}
+
+// granted records a freshly allocated producer id at epoch 0.
+func (s *sequencer) granted(k producerKey) {
+	p := s.producer(k, 0)
+	p.mu.Lock()
+	p.epoch, p.bumpedFrom = 0, -1
+	p.mu.Unlock()
+}

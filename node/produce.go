@@ -1,0 +1,342 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// Produce v3–v9. Each record becomes one Queen message whose payload is the
+// envelope of seed 001; Kafka partition n is Queen partition "n". The whole
+// request is ONE push (Queen stores each partition's items together, at
+// contiguous offsets), and the base offset answered is the one Queen
+// assigned. acks=1 and acks=all are the same durable call; acks=0 is
+// processed the same and answered with no frame.
+
+// producePart is one partition of a produce request on its way through.
+type producePart struct {
+	topic string
+	resp  *kmsg.ProduceResponseTopicPartition
+	raw   []byte
+	rb    kmsg.RecordBatch
+
+	idempotent bool
+	key        windowKey
+	lastSeq    int32
+
+	items     [2]int // [first, end) in the push
+	logAppend bool
+}
+
+func (n *Node) handleProduce(ctx context.Context, c *Conn, req *kmsg.ProduceRequest) (kmsg.Response, error) {
+	resp, err := n.produce(ctx, c, req)
+	if err != nil {
+		return nil, err
+	}
+	if req.Acks == 0 {
+		// Nothing is owed to a fire-and-forget producer, so its failures
+		// exist only here.
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					msg := ""
+					if p.ErrorMessage != nil {
+						msg = *p.ErrorMessage
+					}
+					c.Logger().Warn("acks=0 produce failed", "topic", t.Topic, "partition", p.Partition, "error", kerr.ErrorForCode(p.ErrorCode), "reason", msg)
+				}
+			}
+		}
+		return nil, nil
+	}
+	return resp, nil
+}
+
+func (n *Node) produce(ctx context.Context, c *Conn, req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, error) {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	var parts []*producePart
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := &resp.Topics[i]
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		for j := range rt.Partitions {
+			sp := &st.Partitions[j]
+			*sp = kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rt.Partitions[j].Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			parts = append(parts, &producePart{topic: rt.Topic, resp: sp, raw: rt.Partitions[j].Records})
+		}
+	}
+	if req.TransactionID != nil {
+		// Transactions are not offered yet; Apache Kafka answers a
+		// transactional produce it will not authorize this way.
+		for _, p := range parts {
+			p.fail(kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported by this facade")
+		}
+		return resp, nil
+	}
+
+	// Topics and partitions (timeout_ms is not acted on: the Queen
+	// client's own ten-second budget bounds a produce, seed 001), then each
+	// batch's framing and checksum.
+	var live []*producePart
+	topics := make(map[string]topicVerdict)
+	for _, p := range parts {
+		tv, ok := topics[p.topic]
+		if !ok {
+			var err error
+			if tv, err = n.dataTopic(ctx, c, p.topic, pushFault); err != nil {
+				return nil, err
+			}
+			resp.ThrottleMillis = max(resp.ThrottleMillis, tv.throttle)
+			topics[p.topic] = tv
+		}
+		if tv.code != 0 {
+			p.fail(tv.code, tv.msg)
+			continue
+		}
+		if p.resp.Partition < 0 || p.resp.Partition >= tv.width {
+			p.fail(kerr.UnknownTopicOrPartition.Code, unknownPartitionMsg)
+			continue
+		}
+		if f := parseProduceBatch(p.raw, &p.rb); f != nil {
+			p.fail(f.code, f.msg)
+			continue
+		}
+		if p.rb.Attributes&attrCodecMask == codecZstd && req.Version < 7 {
+			p.fail(kerr.UnsupportedCompressionType.Code, "produce requests below version 7 are not allowed to use ZStandard compression")
+			continue
+		}
+		if p.rb.Attributes&attrTransactional != 0 {
+			p.fail(kerr.TransactionalIDAuthorizationFailed.Code, "transactional records without a transactional id")
+			continue
+		}
+		p.logAppend = p.rb.Attributes&attrLogAppendTime != 0
+		live = append(live, p)
+	}
+
+	// Idempotent batches are sequenced under their producer's lock, held
+	// until the write is answered and remembered.
+	var pkeys []producerKey
+	epochs := make(map[producerKey]int16)
+	scope := c.Identity()
+	for _, p := range live {
+		if p.rb.ProducerID >= 0 {
+			k := producerKey{scope: scope, pid: p.rb.ProducerID}
+			pkeys = append(pkeys, k)
+			epochs[k] = p.rb.ProducerEpoch
+		}
+	}
+	if len(pkeys) > 0 {
+		held, unlock := n.idem.seq.lockProducers(pkeys, epochs)
+		defer unlock()
+		kept := live[:0]
+		for _, p := range live {
+			if p.rb.ProducerID < 0 {
+				kept = append(kept, p)
+				continue
+			}
+			ps := held[producerKey{scope: scope, pid: p.rb.ProducerID}]
+			p.idempotent = true
+			p.key = windowKey{scope: scope, pid: p.rb.ProducerID, topic: p.topic, partition: p.resp.Partition}
+			p.lastSeq = seqAdd(p.rb.FirstSequence, max(p.rb.NumRecords, 1)-1)
+			v := n.idem.seq.check(ps, p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq)
+			switch {
+			case v.code != 0:
+				p.fail(v.code, "")
+			case v.dup:
+				p.resp.BaseOffset = v.base // answered as the first time, written once
+			default:
+				kept = append(kept, p)
+			}
+		}
+		live = kept
+	}
+
+	// Envelopes for every accepted record, into one buffer.
+	d := batchDecoders.Get().(*batchDecoder)
+	defer d.release()
+	var (
+		buf   []byte
+		ends  []int
+		owner []*producePart
+	)
+	allowance := maxDecompressed
+	for _, p := range live {
+		from := len(ends)
+		var spent int
+		var f *batchFault
+		buf, ends, spent, f = d.envelopes(&p.rb, buf, ends, allowance)
+		if f != nil {
+			p.fail(f.code, f.msg)
+			continue
+		}
+		allowance -= spent
+		p.items = [2]int{from, len(ends)}
+		owner = append(owner, p)
+	}
+	items := make([]queen.PushItem, len(ends))
+	start := 0
+	for _, p := range owner {
+		part := strconv.FormatInt(int64(p.resp.Partition), 10)
+		for i := p.items[0]; i < p.items[1]; i++ {
+			items[i] = queen.PushItem{Queue: p.topic, Partition: part, Payload: json.RawMessage(buf[start:ends[i]])}
+			start = ends[i]
+		}
+	}
+
+	// The push: one call for the whole request.
+	var results []queen.PushResult
+	if len(items) > 0 {
+		var err error
+		results, err = c.Queen().Push(ctx, items)
+		if err != nil {
+			code, throttle, msg, fatal := pushFault(err)
+			if fatal != nil {
+				return nil, fatal
+			}
+			resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
+			for _, p := range owner {
+				p.fail(code, msg)
+			}
+			return resp, nil
+		}
+	}
+	now := n.now().UnixMilli()
+	for _, p := range owner {
+		if p.items[0] == p.items[1] {
+			// An empty batch writes nothing; Kafka answers the log end,
+			// which only a write would tell us here.
+			p.fail(kerr.InvalidRecord.Code, "record batch carries no records")
+			continue
+		}
+		base, code, msg := partitionOutcome(results[p.items[0]:p.items[1]])
+		if code != 0 {
+			p.fail(code, msg)
+			continue
+		}
+		p.resp.BaseOffset = base
+		if p.logAppend {
+			p.resp.LogAppendTime = now
+		}
+		if p.idempotent {
+			n.idem.seq.accepted(p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq, base)
+		}
+	}
+	return resp, nil
+}
+
+// topicVerdict is what one request learns of one topic: its width, or the
+// code every partition of it is refused with.
+type topicVerdict struct {
+	width    int32
+	code     int16
+	throttle int32
+	msg      string
+	failed   bool // the catalogue could not be read (code may be 0 under a throttle)
+}
+
+const unknownPartitionMsg = "This server does not host this topic-partition."
+
+// dataTopic checks a topic named by a data-path request (Produce, Fetch,
+// ListOffsets). A topic not in the catalogue is UNKNOWN_TOPIC_OR_PARTITION:
+// a producer creates topics through Metadata, as against Apache Kafka, and
+// `__` names never exist (seed 001). fault maps a failed catalogue read the
+// way the calling API maps any Queen failure.
+func (n *Node) dataTopic(ctx context.Context, c *Conn, topic string, fault queenFault) (topicVerdict, error) {
+	if internalTopic(topic) {
+		return topicVerdict{code: kerr.UnknownTopicOrPartition.Code, msg: unknownPartitionMsg}, nil
+	}
+	if why := topicNameError(topic); why != "" {
+		return topicVerdict{code: kerr.InvalidTopicException.Code, msg: why}, nil
+	}
+	width, exists, err := n.topicWidth(ctx, c, topic)
+	if err != nil {
+		code, throttle, msg, fatal := fault(err)
+		return topicVerdict{code: code, throttle: throttle, msg: msg, failed: true}, fatal
+	}
+	if !exists {
+		return topicVerdict{code: kerr.UnknownTopicOrPartition.Code, msg: unknownPartitionMsg}, nil
+	}
+	return topicVerdict{width: width}, nil
+}
+
+// queenFault maps a failed Queen call to a partition's code, the throttle a
+// 429 carries, and the sanitised reason; fatal (a canceled call) closes the
+// connection instead.
+type queenFault func(err error) (code int16, throttle int32, msg string, fatal error)
+
+// partitionOutcome reads one partition's push results: every item stored,
+// at contiguous offsets from the first (anything else is not a batch Kafka
+// could have appended).
+func partitionOutcome(rs []queen.PushResult) (base int64, code int16, msg string) {
+	for i, r := range rs {
+		switch r.Status {
+		case queen.StatusQueued, queen.StatusDuplicate:
+		case queen.StatusBuffered:
+			// Spooled durably but not yet stored: no offset exists.
+			return -1, kerr.RequestTimedOut.Code, "queen buffered the write (maintenance mode); no offset yet"
+		default:
+			return -1, kerr.KafkaStorageError.Code, "queen could not store the write: status " + queen.Sanitize(r.Status)
+		}
+		if i == 0 {
+			base = *r.Offset
+		} else if *r.Offset != base+int64(i) {
+			return -1, kerr.UnknownServerError.Code, "queen stored the batch at non-contiguous offsets"
+		}
+	}
+	return base, 0, ""
+}
+
+// pushFault maps a failed Queen call on the produce path (seed 001
+// "Throttling", queen-api §0.2): a 429 is throttle_time_ms and the
+// retriable REQUEST_TIMED_OUT; 401/403 TOPIC_AUTHORIZATION_FAILED with the
+// reason; 413 MESSAGE_TOO_LARGE (a Java producer splits the batch and
+// retries); 400 INVALID_RECORD, refused whole and refused again if resent;
+// a transient, transport or server failure REQUEST_TIMED_OUT, which every
+// client's produce path retries; an answer that broke the contract
+// UNKNOWN_SERVER_ERROR. A canceled call is the connection going away.
+func pushFault(err error) (code int16, throttle int32, msg string, fatal error) {
+	msg = faultMessage(err)
+	if ra, ok := queen.RetryAfter(err); ok {
+		return kerr.RequestTimedOut.Code, queen.ThrottleMillis(ra), msg, nil
+	}
+	switch queen.KindOf(err) {
+	case queen.KindUnauthorized, queen.KindForbidden:
+		return kerr.TopicAuthorizationFailed.Code, 0, msg, nil
+	case queen.KindTooLarge:
+		return kerr.MessageTooLarge.Code, 0, msg, nil
+	case queen.KindBadRequest:
+		return kerr.InvalidRecord.Code, 0, msg, nil
+	case queen.KindProtocol:
+		return kerr.UnknownServerError.Code, 0, msg, nil
+	case queen.KindCanceled:
+		return 0, 0, msg, err
+	}
+	return kerr.RequestTimedOut.Code, 0, msg, nil
+}
+
+// faultMessage is the sanitised reason a Queen failure may show a client.
+func faultMessage(err error) string {
+	var qe *queen.Error
+	if errors.As(err, &qe) && qe.Message != "" {
+		return "queen: " + queen.Sanitize(qe.Message)
+	}
+	return "queen: " + queen.Sanitize(err.Error())
+}
+
+func (p *producePart) fail(code int16, msg string) {
+	p.resp.ErrorCode = code
+	p.resp.BaseOffset = -1
+	if msg != "" {
+		p.resp.ErrorMessage = &msg // encoded from v8 only
+	}
+}

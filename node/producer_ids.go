@@ -1,0 +1,105 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// Producer ids are unique across facade nodes and restarts: each node
+// reserves a block of them by a compare-and-set on one KV row and hands them
+// out from memory. A restart abandons the rest of its block, which costs
+// nothing but numbers.
+const (
+	producerIDsKey   = "qk:producerids"
+	producerIDBlock  = 1000
+	producerIDTries  = 8 // lost races before giving up (each attempt is one call)
+	maxProducerIDVal = 1<<62 - producerIDBlock
+)
+
+// kvCaller is the slice of queen.Client the allocator needs.
+type kvCaller interface {
+	KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, error)
+}
+
+// producerIDs hands out producer ids, per scope (connection identity: each
+// tenant's KV holds its own counter).
+type producerIDs struct {
+	mu     sync.Mutex
+	blocks map[string]*idBlock
+}
+
+type idBlock struct {
+	next, end int64
+	version   int64 // the row version last seen, the next reservation's expect
+}
+
+func newProducerIDs() *producerIDs { return &producerIDs{blocks: make(map[string]*idBlock)} }
+
+// idRow is the value of qk:producerids: the first id no node has reserved.
+type idRow struct {
+	Next *int64 `json:"next"`
+}
+
+// next returns a fresh producer id for scope, reserving a new block through
+// kv when the current one is spent.
+func (a *producerIDs) next(ctx context.Context, scope string, kv kvCaller) (int64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b := a.blocks[scope]
+	if b == nil {
+		b = &idBlock{}
+		a.blocks[scope] = b
+	}
+	if b.next >= b.end {
+		if err := b.reserve(ctx, kv); err != nil {
+			return 0, err
+		}
+	}
+	id := b.next
+	b.next++
+	return id, nil
+}
+
+// reserve claims [N, N+block) by writing next=N+block with expect = the row
+// version it was read at. The first attempt guesses the version last seen
+// (0, absent, on a fresh node); a lost race answers the current row, which
+// the next attempt uses, so each attempt is one call.
+func (b *idBlock) reserve(ctx context.Context, kv kvCaller) error {
+	var start int64
+	if b.version != 0 {
+		start = b.end // the row said so when we last wrote it
+	}
+	for try := 0; try < producerIDTries; try++ {
+		if start < 0 || start > maxProducerIDVal {
+			return fmt.Errorf("producer id counter %s is at %d, out of range", producerIDsKey, start)
+		}
+		expect := b.version
+		value := []byte(`{"next":` + strconv.FormatInt(start+producerIDBlock, 10) + `}`)
+		res, err := kv.KV(ctx, []queen.KVOp{{Op: queen.OpPut, NS: queen.Namespace, Key: producerIDsKey, Value: value, Forever: true, Expect: &expect}})
+		if err != nil {
+			return fmt.Errorf("reserve producer ids: %w", err)
+		}
+		r := res[0]
+		if r.Applied {
+			b.next, b.end, b.version = start, start+producerIDBlock, r.Version
+			return nil
+		}
+		// Lost: the verdict carries the live row (version 0 when absent).
+		b.version = r.Version
+		start = 0
+		if r.Version != 0 {
+			var row idRow
+			if err := json.Unmarshal(r.Value, &row); err != nil || row.Next == nil {
+				return fmt.Errorf("producer id counter %s holds %s, not {\"next\":N}", producerIDsKey, string(r.Value))
+			}
+			start = *row.Next
+		}
+	}
+	return errors.New("reserve producer ids: lost the compare-and-set too many times in a row")
+}
