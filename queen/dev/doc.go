@@ -75,6 +75,8 @@
 //
 //	{"route":"kv","token":"node-2-token","status":429,"retryAfter":2,"count":3}
 //
+// Fields:
+//
 //   - route: queues | configure | delete | push | fetch | kv | transaction |
 //     authme | any (required)
 //   - token: only callers presenting this bearer (so one facade among several
