@@ -96,8 +96,6 @@ type memKV struct {
 	mu      sync.Mutex
 	seq     int64
 	rows    map[string]memRow
-	calls   [][]queen.KVOp
-	fail    func(ops []queen.KVOp) error
 	budget  int // value bytes per call before rows are cut; 0 = unlimited
 	maxOps  int
 	maxKeys int
@@ -113,12 +111,6 @@ func newMemKV() *memKV { return &memKV{rows: map[string]memRow{}, maxOps: 256, m
 func (m *memKV) KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.calls = append(m.calls, append([]queen.KVOp(nil), ops...))
-	if m.fail != nil {
-		if err := m.fail(ops); err != nil {
-			return nil, err
-		}
-	}
 	bad := func(msg string) error {
 		return &queen.Error{Kind: queen.KindBadRequest, Status: 400, Route: "POST /api/v1/kv", Message: msg}
 	}
@@ -292,15 +284,8 @@ func clampLimit(l int) int {
 	return min(max(l, 1), 1000)
 }
 
-func (m *memKV) get(key string) (json.RawMessage, bool) {
+func (m *memKV) setBudget(b int) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.rows[key]
-	return r.value, ok
-}
-
-func (m *memKV) callCount() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.calls)
+	m.budget = b
+	m.mu.Unlock()
 }

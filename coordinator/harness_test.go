@@ -2,18 +2,24 @@ package coordinator
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"net/http/httptest"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/queen/dev"
 )
 
 type harness struct {
 	t     testing.TB
 	clock *fakeClock
-	kv    *memKV
+	kv    *recKV
 	c     *Coordinator
 	cl    Client
 }
@@ -23,8 +29,31 @@ const (
 	testRebalance = 20 * time.Second
 )
 
+// newHarness is a coordinator over the project's memory-only dev broker,
+// reached over HTTP through the real Queen client.
 func newHarness(t testing.TB, mod func(*Config)) *harness {
-	h := &harness{t: t, clock: newFakeClock(), kv: newMemKV()}
+	b, err := dev.New(dev.Options{SweepInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(b.Handler())
+	t.Cleanup(func() { srv.Close(); _ = b.Close() })
+	q, err := queen.New(queen.Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newHarnessOn(t, q, mod)
+}
+
+// newMemHarness is a coordinator over memKV, for the store behaviours the
+// dev broker cannot be made to show on demand (a read budget cutting rows).
+func newMemHarness(t testing.TB, mod func(*Config)) (*harness, *memKV) {
+	m := newMemKV()
+	return newHarnessOn(t, m, mod), m
+}
+
+func newHarnessOn(t testing.TB, inner KV, mod func(*Config)) *harness {
+	h := &harness{t: t, clock: newFakeClock(), kv: &recKV{inner: inner}}
 	cfg := Config{
 		KV:                h.kv,
 		Clock:             h.clock,
@@ -233,4 +262,81 @@ func (h *harness) fetch(group, topic string, parts ...int32) *kmsg.OffsetFetchRe
 	t.Topic, t.Partitions = topic, parts
 	r.Topics = append(r.Topics, t)
 	return h.c.OffsetFetch(context.Background(), h.cl, r)
+}
+
+// recKV records every call and can fail one before it reaches the store.
+type recKV struct {
+	inner KV
+	mu    sync.Mutex
+	calls [][]queen.KVOp
+	res   [][]queen.KVResult // aligned with calls; nil for a failed call
+	fail  func(ops []queen.KVOp) error
+}
+
+func (r *recKV) KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, error) {
+	r.mu.Lock()
+	i := len(r.calls)
+	r.calls = append(r.calls, append([]queen.KVOp(nil), ops...))
+	r.res = append(r.res, nil)
+	fail := r.fail
+	r.mu.Unlock()
+	if fail != nil {
+		if err := fail(ops); err != nil {
+			return nil, err
+		}
+	}
+	res, err := r.inner.KV(ctx, ops)
+	r.mu.Lock()
+	r.res[i] = res
+	r.mu.Unlock()
+	return res, err
+}
+
+func (r *recKV) resultsSince(n int) [][]queen.KVResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]queen.KVResult(nil), r.res[n:]...)
+}
+
+func (r *recKV) setFail(f func(ops []queen.KVOp) error) {
+	r.mu.Lock()
+	r.fail = f
+	r.mu.Unlock()
+}
+
+func (r *recKV) callCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
+func (r *recKV) callsSince(n int) [][]queen.KVOp {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]queen.KVOp(nil), r.calls[n:]...)
+}
+
+// get reads one key straight from the store.
+func (r *recKV) get(key string) (json.RawMessage, bool) {
+	res, err := r.inner.KV(context.Background(), []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: []string{key}}})
+	if err != nil || len(res[0].Rows) == 0 {
+		return nil, false
+	}
+	return res[0].Rows[0].Value, true
+}
+
+// count is how many rows the facade's namespace holds under prefix.
+func (r *recKV) count(prefix string) int {
+	res, err := r.inner.KV(context.Background(), []queen.KVOp{{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: prefix, Limit: 1000, KeysOnly: true}})
+	if err != nil {
+		panic(err)
+	}
+	return len(res[0].Rows)
+}
+
+// put writes a row unconditionally, as another process would.
+func (r *recKV) put(key string, value any) {
+	if _, err := r.inner.KV(context.Background(), []queen.KVOp{putOp(key, value)}); err != nil {
+		panic(err)
+	}
 }

@@ -28,5 +28,5 @@ const (
 	readKeysPerCall  = 128 // getMany keys and getPrefix page size for offsets
 	indexPageLimit   = 1000
 	maxMetadataBytes = 4096
-	maxReadRounds    = 8 // rereads of keys a read budget left unread
+	maxReadStalls    = 3 // rereads in a row that read nothing before giving up
 )

@@ -142,10 +142,7 @@ var errUnread = &queen.Error{Kind: queen.KindTransient, Route: "POST /api/v1/kv"
 func (c *Coordinator) readKeys(ctx context.Context, kv KV, keys []string) (map[string]queen.KVRow, error) {
 	out := make(map[string]queen.KVRow, len(keys))
 	todo := keys
-	for round := 0; len(todo) > 0; round++ {
-		if round == maxReadRounds {
-			return nil, errUnread
-		}
+	for stalls := 0; len(todo) > 0; {
 		var unread []string
 		for start := 0; start < len(todo); start += readKeysPerCall {
 			batch := todo[start:min(start+readKeysPerCall, len(todo))]
@@ -166,6 +163,16 @@ func (c *Coordinator) readKeys(ctx context.Context, kv KV, keys []string) (map[s
 					unread = append(unread, k)
 				}
 			}
+		}
+		// Rereading is bounded by progress, not by rounds: a budget that
+		// lets a few rows through per call is slow, one that lets none
+		// through is a failure the client retries.
+		if len(unread) == len(todo) {
+			if stalls++; stalls == maxReadStalls {
+				return nil, errUnread
+			}
+		} else {
+			stalls = 0
 		}
 		todo = unread
 	}

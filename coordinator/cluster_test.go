@@ -1,0 +1,229 @@
+package coordinator
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// movableOwnership is a node's view of the live set, which a test moves.
+type movableOwnership struct {
+	mu    sync.Mutex
+	self  Broker
+	owner Broker
+	err   error
+}
+
+func (o *movableOwnership) Owner(string) (Broker, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.owner, o.err
+}
+
+func (o *movableOwnership) Self() Broker { return o.self }
+
+func (o *movableOwnership) set(b Broker, err error) {
+	o.mu.Lock()
+	o.owner, o.err = b, err
+	o.mu.Unlock()
+}
+
+var (
+	node1 = Broker{NodeID: 1, Host: "n1", Port: 9092}
+	node2 = Broker{NodeID: 2, Host: "n2", Port: 9093}
+)
+
+// clusterPair is two fenced coordinators over ONE store, each believing it
+// owns every group (the stale-view window the fence exists for).
+func clusterPair(t *testing.T) (a, b *harness, oa, ob *movableOwnership) {
+	oa = &movableOwnership{self: node1, owner: node1}
+	ob = &movableOwnership{self: node2, owner: node2}
+	a = newHarness(t, func(c *Config) { c.Fenced, c.NodeID, c.Incarnation, c.Ownership = true, 1, "inc-1", oa })
+	b = newHarness(t, func(c *Config) { c.Fenced, c.NodeID, c.Incarnation, c.Ownership = true, 2, "inc-2", ob })
+	b.kv = a.kv
+	b.c.cfg.KV = a.kv
+	b.clock = a.clock
+	b.c.clock = a.clock
+	return a, b, oa, ob
+}
+
+func TestStaleOwnerCanNeverOverwriteANewerCommit(t *testing.T) {
+	a, b, _, _ := clusterPair(t)
+	// Node 1 coordinates billing; its consumer commits 10, then 16 is in
+	// flight while ownership moves to node 2 without node 1 noticing.
+	m1, gen1 := a.stableSolo("billing")
+	if c := a.commit(commitReq("billing", m1, gen1, "orders", map[int32]int64{3: 10})); c[0] != 0 {
+		t.Fatalf("first commit %d", c[0])
+	}
+	m2, gen2 := b.stableSolo("billing")
+	if c := b.commit(commitReq("billing", m2, gen2, "orders", map[int32]int64{3: 50})); c[0] != 0 {
+		t.Fatalf("new owner's commit %d", c[0])
+	}
+	// The stale owner's commit of 16 loses the fence: NOT_COORDINATOR, and
+	// 50 stays.
+	if c := a.commit(commitReq("billing", m1, gen1, "orders", map[int32]int64{3: 16})); c[0] != kerr.NotCoordinator.Code {
+		t.Fatalf("stale owner's commit answered %d", c[0])
+	}
+	if f := a.fetch("billing", "orders", 3); f.Topics[0].Partitions[0].Offset != 50 {
+		t.Fatalf("offset regressed to %d", f.Topics[0].Partitions[0].Offset)
+	}
+	// And node 1 dropped the group: its member is unknown now.
+	if a.state("billing") != "absent" {
+		t.Fatalf("stale owner still holds the group: %s", a.state("billing"))
+	}
+	if code := a.heartbeat("billing", m1, gen1); code != kerr.UnknownMemberID.Code {
+		t.Fatalf("stale member heartbeat %d", code)
+	}
+	// The same holds for an assign() commit and an offset delete from the
+	// stale side while it still holds an old version.
+	if c := b.commit(commitReq("plain", "", -1, "orders", map[int32]int64{0: 5})); c[0] != 0 {
+		t.Fatal(c)
+	}
+	if c := a.commit(commitReq("plain", "", -1, "orders", map[int32]int64{0: 100})); c[0] != 0 {
+		t.Fatal("takeover of a group this node never held must read the fence and succeed", c)
+	}
+	if c := b.commit(commitReq("plain", "", -1, "orders", map[int32]int64{0: 6})); c[0] != kerr.NotCoordinator.Code {
+		t.Fatalf("b now holds a stale version: %d", c[0])
+	}
+	if f := b.fetch("plain", "orders", 0); f.Topics[0].Partitions[0].Offset != 100 {
+		t.Fatalf("plain regressed to %d", f.Topics[0].Partitions[0].Offset)
+	}
+	if r := b.offsetDelete("plain", map[string][]int32{"orders": {0}}); r.ErrorCode != 0 {
+		// b dropped its state; its next write is a takeover again
+		t.Fatalf("takeover delete %d", r.ErrorCode)
+	}
+	if c := a.commit(commitReq("plain", "", -1, "orders", map[int32]int64{0: 7})); c[0] != kerr.NotCoordinator.Code {
+		t.Fatalf("a after b's fenced delete: %d", c[0])
+	}
+}
+
+func TestOwnFenceVersionIsRetriedOnce(t *testing.T) {
+	a, _, _, _ := clusterPair(t)
+	a.commit(commitReq("g", "", -1, "orders", map[int32]int64{0: 1}))
+	// Our own previous write applied but its answer was lost: the store's
+	// fence is ours at a version we do not hold.
+	g := a.c.lookup(a.cl, "g")
+	g.wmu.Lock()
+	g.fenceVer--
+	g.wmu.Unlock()
+	if c := a.commit(commitReq("g", "", -1, "orders", map[int32]int64{0: 2})); c[0] != 0 {
+		t.Fatalf("own fence retry %d", c[0])
+	}
+	// A fence naming another incarnation of the same node id is not ours.
+	a.kv.put(queen.FenceKey("g"), fenceValue{Node: 1, Incarnation: "older"})
+	if c := a.commit(commitReq("g", "", -1, "orders", map[int32]int64{0: 3})); c[0] != kerr.NotCoordinator.Code {
+		t.Fatalf("foreign fence %d", c[0])
+	}
+	if f := a.fetch("g", "orders", 0); f.Topics[0].Partitions[0].Offset != 2 {
+		t.Fatalf("offset %d", f.Topics[0].Partitions[0].Offset)
+	}
+}
+
+func TestNonOwnerAnswersNotCoordinator(t *testing.T) {
+	a, _, oa, _ := clusterPair(t)
+	m, gen := a.stableSolo("g")
+	a.commit(commitReq("g", m, gen, "orders", map[int32]int64{0: 9}))
+	parked := a.joinAsync(joinReq(3, "g", "")) // opens a rebalance, parks
+	oa.set(node2, nil)
+	ctx := context.Background()
+	if r := recv(t, a.joinAsync(joinReq(3, "g", m))); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("join %d", r.ErrorCode)
+	}
+	if r := recv(t, parked); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("a join parked when ownership moved: %d", r.ErrorCode)
+	}
+	if s := a.c.SyncGroup(ctx, a.cl, syncReq("g", m, gen, nil)); s.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("sync %d", s.ErrorCode)
+	}
+	if c := a.heartbeat("g", m, gen); c != kerr.NotCoordinator.Code {
+		t.Fatalf("heartbeat %d", c)
+	}
+	if c := a.leave("g", m); c != kerr.NotCoordinator.Code {
+		t.Fatalf("leave %d", c)
+	}
+	if c := a.commit(commitReq("g", m, gen, "orders", map[int32]int64{0: 1})); c[0] != kerr.NotCoordinator.Code {
+		t.Fatalf("commit %d", c[0])
+	}
+	dr := kmsg.NewPtrDescribeGroupsRequest()
+	dr.Groups = []string{"g"}
+	if d := a.c.DescribeGroups(ctx, a.cl, dr); d.Groups[0].ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("describe %d", d.Groups[0].ErrorCode)
+	}
+	if c := a.deleteGroups("g"); c[0] != kerr.NotCoordinator.Code {
+		t.Fatalf("delete %d", c[0])
+	}
+	if r := a.offsetDelete("g", map[string][]int32{"orders": {0}}); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("offset delete %d", r.ErrorCode)
+	}
+	// OffsetFetch is answered anywhere.
+	if f := a.fetch("g", "orders", 0); f.ErrorCode != 0 || f.Topics[0].Partitions[0].Offset != 9 {
+		t.Fatalf("fetch at a non-owner %+v", f)
+	}
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.Version = 3
+	fc.CoordinatorKey = "g"
+	if r := a.c.FindCoordinator(ctx, a.cl, fc); r.ErrorCode != 0 || r.NodeID != 2 || r.Host != "n2" || r.Port != 9093 {
+		t.Fatalf("find coordinator %+v", r)
+	}
+	fc.CoordinatorType = 1
+	if r := a.c.FindCoordinator(ctx, a.cl, fc); r.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("transaction key in a cluster %d", r.ErrorCode)
+	}
+	// Registry unavailable: every group RPC is COORDINATOR_NOT_AVAILABLE.
+	oa.set(Broker{}, ErrNoOwner)
+	if c := a.heartbeat("g", m, gen); c != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("heartbeat without a registry %d", c)
+	}
+	fc.CoordinatorType = 0
+	if r := a.c.FindCoordinator(ctx, a.cl, fc); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("find coordinator without a registry %d", r.ErrorCode)
+	}
+}
+
+func TestDropUnownedOnLiveSetChange(t *testing.T) {
+	a, _, oa, _ := clusterPair(t)
+	m, gen := a.stableSolo("g")
+	parked := a.joinAsync(joinReq(3, "g", ""))
+	oa.set(Broker{}, ErrNoOwner)
+	a.c.DropUnowned()
+	if a.state("g") == "absent" {
+		t.Fatal("an unknown owner is not a handover")
+	}
+	oa.set(node2, nil)
+	a.c.DropUnowned()
+	if r := recv(t, parked); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("parked join %d", r.ErrorCode)
+	}
+	if a.state("g") != "absent" {
+		t.Fatal("group kept")
+	}
+	// Ownership comes back: the group starts empty and members rejoin.
+	oa.set(node1, nil)
+	if c := a.heartbeat("g", m, gen); c != kerr.UnknownMemberID.Code {
+		t.Fatalf("returning ownership %d", c)
+	}
+}
+
+func TestFindCoordinatorSingleMode(t *testing.T) {
+	h := newHarness(t, nil)
+	for _, typ := range []int8{0, 1} {
+		r := kmsg.NewPtrFindCoordinatorRequest()
+		r.Version = 2
+		r.CoordinatorKey, r.CoordinatorType = "anything", typ
+		resp := h.c.FindCoordinator(context.Background(), h.cl, r)
+		if resp.ErrorCode != 0 || resp.NodeID != 0 || resp.Host != "127.0.0.1" || resp.Port != 9092 {
+			t.Fatalf("type %d: %+v", typ, resp)
+		}
+	}
+	r := kmsg.NewPtrFindCoordinatorRequest()
+	r.Version = 1
+	r.CoordinatorType = 7
+	if resp := h.c.FindCoordinator(context.Background(), h.cl, r); resp.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("unknown key type %d", resp.ErrorCode)
+	}
+}
