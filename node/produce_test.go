@@ -1,0 +1,266 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sethvargo/go-envconfig"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/queen/dev"
+)
+
+// dataEnv is a node in front of an in-process queen-dev broker, with a
+// Conn to drive handlers and a direct Queen client to look behind them.
+type dataEnv struct {
+	t       *testing.T
+	n       *Node
+	c       *Conn
+	q       *queen.Client
+	url     string
+	fetches atomic.Int64 // POST /api/v1/fetch calls seen
+}
+
+func newDataEnv(t *testing.T, opts dev.Options, env map[string]string) *dataEnv {
+	t.Helper()
+	opts.Faults = true
+	opts.SweepInterval = -1
+	b, err := dev.New(opts)
+	require.NoError(t, err)
+	e := &dataEnv{t: t}
+	h := b.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/fetch" {
+			e.fetches.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { srv.Close(); _ = b.Close() })
+	e.url = srv.URL
+	e.n = e.node(env)
+	e.c = testConn(t, e.n)
+	e.q, err = queen.New(queen.Config{URL: srv.URL})
+	require.NoError(t, err)
+	return e
+}
+
+// node builds another node over the same broker (a second facade, or the
+// same one after a restart).
+func (e *dataEnv) node(env map[string]string) *Node {
+	e.t.Helper()
+	m := testEnv(e.url)
+	for k, v := range env {
+		m[k] = v
+	}
+	cfg, err := LoadConfig(context.Background(), envconfig.MapLookuper(m))
+	require.NoError(e.t, err)
+	n, err := New(cfg, testLogger())
+	require.NoError(e.t, err)
+	return n
+}
+
+func (e *dataEnv) createTopic(name string) {
+	e.t.Helper()
+	_, err := e.q.Configure(context.Background(), name, nil)
+	require.NoError(e.t, err)
+}
+
+// fault installs dev-broker fault rules until cleared.
+func (e *dataEnv) fault(rules ...map[string]any) {
+	e.t.Helper()
+	body, _ := json.Marshal(map[string]any{"rules": rules})
+	resp, err := http.Post(e.url+"/dev/faults", "application/json", bytes.NewReader(body))
+	require.NoError(e.t, err)
+	resp.Body.Close()
+	require.Equal(e.t, http.StatusOK, resp.StatusCode)
+}
+
+func (e *dataEnv) clearFaults() {
+	req, _ := http.NewRequest(http.MethodDelete, e.url+"/dev/faults", nil)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	resp.Body.Close()
+}
+
+func produceReq(version, acks int16, topic string, partition int32, raw []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = version, acks, 30000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, raw
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// produceOn sends one batch through c and returns the partition answer.
+func (e *dataEnv) produceOn(c *Conn, version int16, topic string, partition int32, raw []byte) (*kmsg.ProduceResponse, kmsg.ProduceResponseTopicPartition) {
+	e.t.Helper()
+	resp, err := e.n.handleProduce(context.Background(), c, produceReq(version, -1, topic, partition, raw))
+	require.NoError(e.t, err)
+	pr := resp.(*kmsg.ProduceResponse)
+	return pr, pr.Topics[0].Partitions[0]
+}
+
+func (e *dataEnv) produce(topic string, partition int32, raw []byte) kmsg.ProduceResponseTopicPartition {
+	e.t.Helper()
+	_, p := e.produceOn(e.c, 9, topic, partition, raw)
+	return p
+}
+
+// stored reads partition's records straight from Queen.
+func (e *dataEnv) stored(topic string, partition int32) (queen.FetchResult, []queen.Record) {
+	e.t.Helper()
+	rs, err := e.q.Fetch(context.Background(), queen.FetchRequest{Entries: []queen.FetchEntry{{Queue: topic, Partition: fmt.Sprint(partition), Offset: 0, MaxBytes: 8 << 20}}})
+	require.NoError(e.t, err)
+	var out []queen.Record
+	for _, r := range rs[0].Records {
+		out = append(out, queen.DecodePayload(r.Payload, queen.ParseTS(r.TS)))
+	}
+	return rs[0], out
+}
+
+func TestProduceStoresEnvelopesAtRealOffsets(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("orders")
+	for _, codec := range []int{codecNone, codecGzip, codecSnappy, codecLz4, codecZstd} {
+		p := e.produce("orders", 1, testBatch{codec: codec, firstTS: 1787824800123, records: sampleRecords()}.encode(t))
+		require.Equal(t, int16(0), p.ErrorCode, kerr.ErrorForCode(p.ErrorCode))
+		require.Equal(t, int64(codec*3), p.BaseOffset, "codec %d", codec)
+	}
+	res, recs := e.stored("orders", 1)
+	require.Equal(t, int64(15), res.HighWatermark)
+	for i := 0; i < 15; i += 3 {
+		require.Equal(t, []byte("order-42"), recs[i].Key)
+		require.Equal(t, []queen.Header{{Key: "content-type", Value: []byte("application/json")}, {Key: "null-header"}}, recs[i].Headers)
+		require.Equal(t, int64(1787824800123), recs[i].Timestamp)
+		require.Nil(t, recs[i+1].Key)
+		require.Equal(t, []byte{}, recs[i+2].Key)
+		require.Nil(t, recs[i+2].Value)
+	}
+	// The stored payload is the envelope byte for byte.
+	raw, err := e.q.Fetch(context.Background(), queen.FetchRequest{Entries: []queen.FetchEntry{{Queue: "orders", Partition: "1", Offset: 1, MaxBytes: 1}}})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"k":null,"t":1787824800128,"v":"/wCA"}`, string(raw[0].Records[0].Payload))
+}
+
+func TestProduceRefusals(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("orders")
+	good := testBatch{firstTS: 1, records: sampleRecords()}.encode(t)
+
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, e.produce("absent", 0, good).ErrorCode, "not in the catalogue")
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, e.produce("__consumer_offsets", 0, good).ErrorCode)
+	require.Equal(t, kerr.InvalidTopicException.Code, e.produce("bad name", 0, good).ErrorCode)
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, e.produce("orders", 4, good).ErrorCode, "width is 4")
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, e.produce("orders", -1, good).ErrorCode)
+
+	bad := bytes.Clone(good)
+	bad[len(bad)-1] ^= 1
+	p := e.produce("orders", 0, bad)
+	require.Equal(t, kerr.CorruptMessage.Code, p.ErrorCode)
+	require.NotNil(t, p.ErrorMessage)
+	require.Contains(t, *p.ErrorMessage, "CRC")
+
+	_, zp := e.produceOn(e.c, 6, "orders", 0, testBatch{codec: codecZstd, firstTS: 1, records: sampleRecords()}.encode(t))
+	require.Equal(t, kerr.UnsupportedCompressionType.Code, zp.ErrorCode)
+
+	txn := produceReq(9, -1, "orders", 0, good)
+	id := "tx"
+	txn.TransactionID = &id
+	resp, err := e.n.handleProduce(context.Background(), e.c, txn)
+	require.NoError(t, err)
+	require.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode)
+
+	res, _ := e.stored("orders", 0)
+	require.Equal(t, int64(0), res.HighWatermark, "nothing refused was written")
+}
+
+// TestProduceManyPartitionsOnePush: every partition of a request goes in one
+// push, each answered its own base offset.
+func TestProduceManyPartitionsOnePush(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("a")
+	e.createTopic("b")
+	e.produce("a", 2, testBatch{firstTS: 1, records: sampleRecords()[:1]}.encode(t))
+	req := produceReq(9, -1, "a", 2, testBatch{firstTS: 1, records: sampleRecords()}.encode(t))
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = 3, testBatch{codec: codecLz4, firstTS: 1, records: sampleRecords()}.encode(t)
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "b"
+	rp.Partition = 0
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := e.n.handleProduce(context.Background(), e.c, req)
+	require.NoError(t, err)
+	pr := resp.(*kmsg.ProduceResponse)
+	require.Equal(t, int64(1), pr.Topics[0].Partitions[0].BaseOffset)
+	require.Equal(t, int64(0), pr.Topics[0].Partitions[1].BaseOffset)
+	require.Equal(t, int64(0), pr.Topics[1].Partitions[0].BaseOffset)
+	for _, tp := range pr.Topics {
+		for _, p := range tp.Partitions {
+			require.Equal(t, int16(0), p.ErrorCode)
+		}
+	}
+}
+
+func TestProduceAcksZeroAnswersNothing(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("orders")
+	resp, err := e.n.handleProduce(context.Background(), e.c, produceReq(9, 0, "orders", 0, testBatch{firstTS: 1, records: sampleRecords()}.encode(t)))
+	require.NoError(t, err)
+	require.Nil(t, resp)
+	res, _ := e.stored("orders", 0)
+	require.Equal(t, int64(3), res.HighWatermark, "processed exactly as with acks")
+	resp, err = e.n.handleProduce(context.Background(), e.c, produceReq(9, 0, "absent", 0, testBatch{firstTS: 1, records: sampleRecords()}.encode(t)))
+	require.NoError(t, err)
+	require.Nil(t, resp, "a failure is logged, not answered")
+}
+
+// TestProduceQueenFaults: each Queen failure becomes the code seed 001's
+// throttling table and queen-api §0.2 name.
+func TestProduceQueenFaults(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("orders")
+	batch := testBatch{firstTS: 1, records: sampleRecords()}.encode(t)
+	e.produce("orders", 0, batch) // the catalogue is loaded before faults start
+	two := 2
+	cases := []struct {
+		rule     map[string]any
+		code     int16
+		throttle int32
+	}{
+		{map[string]any{"route": "push", "status": 429, "retryAfter": two, "count": 1}, kerr.RequestTimedOut.Code, 2000},
+		{map[string]any{"route": "push", "status": 429, "count": 1}, kerr.RequestTimedOut.Code, 1000},
+		{map[string]any{"route": "push", "status": 403, "count": 1}, kerr.TopicAuthorizationFailed.Code, 0},
+		{map[string]any{"route": "push", "status": 401, "count": 1}, kerr.TopicAuthorizationFailed.Code, 0},
+		{map[string]any{"route": "push", "status": 503, "count": 1}, kerr.RequestTimedOut.Code, 0},
+		{map[string]any{"route": "push", "status": 500, "count": 1}, kerr.RequestTimedOut.Code, 0},
+		{map[string]any{"route": "push", "status": 413, "count": 1}, kerr.MessageTooLarge.Code, 0},
+		{map[string]any{"route": "push", "status": 400, "count": 1}, kerr.InvalidRecord.Code, 0},
+	}
+	for _, tc := range cases {
+		e.fault(tc.rule)
+		resp, p := e.produceOn(e.c, 9, "orders", 0, batch)
+		require.Equal(t, tc.code, p.ErrorCode, "%v: %v", tc.rule, kerr.ErrorForCode(p.ErrorCode))
+		require.Equal(t, tc.throttle, resp.ThrottleMillis, "%v", tc.rule)
+		require.Equal(t, int64(-1), p.BaseOffset)
+		if tc.code == kerr.TopicAuthorizationFailed.Code {
+			require.NotNil(t, p.ErrorMessage, "v8+ carries the reason")
+		}
+		e.clearFaults()
+	}
+	res, _ := e.stored("orders", 0)
+	require.Equal(t, int64(3), res.HighWatermark)
+}
