@@ -180,9 +180,13 @@ func TestHashIsStable(t *testing.T) {
 		o, _ := r.Owner(k)
 		got += fmt.Sprintf("%s=%d ", k, o)
 	}
-	const want = "billing=3 orders=3 g0=1 g1=1 g2=3 g3=2 "
+	const want = "billing=3 orders=1 g0=2 g1=1 g2=2 g3=1 "
 	if got != want {
 		t.Fatalf("owners changed:\n got %q\nwant %q", got, want)
+	}
+	// FNV-1a 64 of "1" (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
+	if h := Hash("1"); h != 0xaf63ac4c86019afc {
+		t.Fatalf("Hash(\"1\") = %#x", h)
 	}
 }
 
