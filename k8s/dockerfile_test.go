@@ -1,0 +1,62 @@
+package k8s
+
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// The image and the manifest are two files that must agree: the command the
+// StatefulSet runs has to exist in the image, and the user the pod insists
+// on has to be the one the image runs as.
+func TestDockerfileShipsWhatTheManifestRuns(t *testing.T) {
+	raw, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(raw)
+	var sts appsv1.StatefulSet
+	decode(t, "statefulset.yaml", &sts)
+	c := sts.Spec.Template.Spec.Containers[0]
+
+	for _, want := range []string{
+		"CGO_ENABLED=0",
+		"./cmd/queen-kafka",
+		"./cmd/queen-dev",
+		"COPY --from=build /out/queen-kafka /out/queen-dev /app/bin/",
+		"COPY --chmod=0555 k8s/entrypoint.sh " + c.Command[1],
+		"COPY --from=shell /bin/busybox " + c.Command[0],
+		`ENTRYPOINT ["/app/bin/queen-kafka"]`,
+		"EXPOSE 9092",
+	} {
+		if !strings.Contains(df, want) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	froms := regexp.MustCompile(`(?m)^FROM\s+(\S+)`).FindAllStringSubmatch(df, -1)
+	if len(froms) < 2 || !strings.HasPrefix(froms[len(froms)-1][1], "gcr.io/distroless/static") ||
+		!strings.HasSuffix(froms[len(froms)-1][1], ":nonroot") {
+		t.Errorf("final stage %v is not distroless static nonroot", froms)
+	}
+	user := regexp.MustCompile(`(?m)^USER\s+(\d+):(\d+)\s*$`).FindStringSubmatch(df)
+	if user == nil {
+		t.Fatal("Dockerfile sets no numeric USER")
+	}
+	uid, _ := strconv.ParseInt(user[1], 10, 64)
+	psc := sts.Spec.Template.Spec.SecurityContext
+	if uid == 0 || psc.RunAsUser == nil || *psc.RunAsUser != uid {
+		t.Errorf("image user %d, pod runAsUser %v", uid, psc.RunAsUser)
+	}
+	// Mirror of the entrypoint's default exec target.
+	script, err := os.ReadFile("entrypoint.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(script), `exec "${QK_EXEC:-/app/bin/queen-kafka}" "$@"`) {
+		t.Error("entrypoint does not exec /app/bin/queen-kafka by default")
+	}
+}
