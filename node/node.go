@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -30,8 +31,9 @@ type Node struct {
 	queen *queen.Client
 	topo  topology
 	cats  *catalogs
-	now   func() time.Time // the catalogue's clock; tests substitute it
-	idem  *idempotence     // producer ids and sequence windows (Produce, InitProducerId)
+	now   func() time.Time         // the catalogue's clock; tests substitute it
+	idem  *idempotence             // producer ids and sequence windows (Produce, InitProducerId)
+	coord *coordinator.Coordinator // consumer groups and committed offsets
 
 	// Timeouts are fields so that framing tests can shorten them.
 	idleTimeout  time.Duration
@@ -68,6 +70,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	n.topo = singleTopology{n: n}
 	n.cats = newCatalogs(n)
 	n.idem = newIdempotence()
+	n.coord = newCoordinator(n)
 	return n, nil
 }
 

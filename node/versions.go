@@ -7,12 +7,23 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // Windows are seed 001's support matrix. One row per line, sorted by API
 // key number; add a row when the handler lands.
 var apiTable = []apiRow{
-	{kmsg.Produce.Int16(), 3, 9, handle((*Node).handleProduce)},               // 0
-	{kmsg.Fetch.Int16(), 4, 6, handle((*Node).handleFetch)},                   // 1
-	{kmsg.ListOffsets.Int16(), 1, 5, handle((*Node).handleListOffsets)},       // 2
-	{kmsg.Metadata.Int16(), 0, 9, handle((*Node).handleMetadata)},             // 3
-	{kmsg.ApiVersions.Int16(), 0, 3, handle((*Node).handleApiVersions)},       // 18
-	{kmsg.InitProducerID.Int16(), 0, 4, handle((*Node).handleInitProducerID)}, // 22
+	{kmsg.Produce.Int16(), 3, 9, handle((*Node).handleProduce)},                 // 0
+	{kmsg.Fetch.Int16(), 4, 6, handle((*Node).handleFetch)},                     // 1
+	{kmsg.ListOffsets.Int16(), 1, 5, handle((*Node).handleListOffsets)},         // 2
+	{kmsg.Metadata.Int16(), 0, 9, handle((*Node).handleMetadata)},               // 3
+	{kmsg.OffsetCommit.Int16(), 2, 6, handle((*Node).handleOffsetCommit)},       // 8
+	{kmsg.OffsetFetch.Int16(), 1, 7, handle((*Node).handleOffsetFetch)},         // 9
+	{kmsg.FindCoordinator.Int16(), 0, 3, handle((*Node).handleFindCoordinator)}, // 10
+	{kmsg.JoinGroup.Int16(), 0, 4, handle((*Node).handleJoinGroup)},             // 11
+	{kmsg.Heartbeat.Int16(), 0, 2, handle((*Node).handleHeartbeat)},             // 12
+	{kmsg.LeaveGroup.Int16(), 0, 2, handle((*Node).handleLeaveGroup)},           // 13
+	{kmsg.SyncGroup.Int16(), 0, 2, handle((*Node).handleSyncGroup)},             // 14
+	{kmsg.DescribeGroups.Int16(), 0, 3, handle((*Node).handleDescribeGroups)},   // 15
+	{kmsg.ListGroups.Int16(), 0, 4, handle((*Node).handleListGroups)},           // 16
+	{kmsg.ApiVersions.Int16(), 0, 3, handle((*Node).handleApiVersions)},         // 18
+	{kmsg.InitProducerID.Int16(), 0, 4, handle((*Node).handleInitProducerID)},   // 22
+	{kmsg.DeleteGroups.Int16(), 0, 2, handle((*Node).handleDeleteGroups)},       // 42
+	{kmsg.OffsetDelete.Int16(), 0, 0, handle((*Node).handleOffsetDelete)},       // 47
 }
 
 // apiIndex and advertised are apiTable keyed by API key and as the

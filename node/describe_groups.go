@@ -1,0 +1,12 @@
+package node
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeGroups v0–v3, authorized operations omitted (Kafka's sentinel).
+func (n *Node) handleDescribeGroups(ctx context.Context, c *Conn, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
+	return n.coord.DescribeGroups(ctx, c.groupClient(), req), nil
+}
