@@ -33,7 +33,14 @@ func TestHeartbeatIsOneCallThatWritesAndReadsTheLiveSet(t *testing.T) {
 	}
 
 	held := a.HeldVersion()
+	changed := a.Changed()
 	h.tick(2)
+	select {
+	case <-changed:
+	default:
+		t.Error("Changed not signalled when node 2 appeared")
+	}
+	unchanged := a.Changed()
 	calls := rec.take()
 	if len(calls) != 1 {
 		t.Fatalf("one heartbeat made %d calls", len(calls))
@@ -68,6 +75,12 @@ func TestHeartbeatIsOneCallThatWritesAndReadsTheLiveSet(t *testing.T) {
 	}
 	if b.Err() != nil || a.Err() != nil {
 		t.Fatalf("unhealthy: %v / %v", a.Err(), b.Err())
+	}
+	h.tick(2)
+	select {
+	case <-unchanged:
+		t.Error("Changed signalled by a heartbeat that changed nothing")
+	default:
 	}
 }
 
