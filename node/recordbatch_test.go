@@ -26,6 +26,7 @@ type testBatch struct {
 	xerial   bool // snappy with the Java stream framing
 	firstTS  int64
 	attrs    int16 // extra attribute bits
+	idem     bool  // carries pid/epoch/firstSeq (otherwise producer id -1)
 	pid      int64
 	epoch    int16
 	firstSeq int32
@@ -70,7 +71,7 @@ func (tb testBatch) encode(t testing.TB) []byte {
 		raw = appendRecord(raw, &r)
 	}
 	pid := tb.pid
-	if pid == 0 {
+	if !tb.idem {
 		pid = -1
 	}
 	rb := kmsg.RecordBatch{

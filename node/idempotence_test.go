@@ -1,0 +1,249 @@
+package node
+
+import (
+	"context"
+	"math"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen/dev"
+)
+
+func idemBatch(t testing.TB, pid int64, epoch int16, seq int32, n int) []byte {
+	recs := make([]kmsg.Record, n)
+	for i := range recs {
+		recs[i] = kmsg.Record{Key: []byte{byte(i)}, Value: []byte("v")}
+	}
+	return testBatch{idem: true, pid: pid, epoch: epoch, firstSeq: seq, firstTS: 1, records: recs}.encode(t)
+}
+
+// initProducer asks the node for a producer id (v4, no transactional id).
+func (e *dataEnv) initProducer(c *Conn, pid int64, epoch int16) *kmsg.InitProducerIDResponse {
+	e.t.Helper()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.Version, req.ProducerID, req.ProducerEpoch, req.TransactionTimeoutMillis = 4, pid, epoch, 60000
+	resp, err := e.n.handleInitProducerID(context.Background(), c, req)
+	require.NoError(e.t, err)
+	return resp.(*kmsg.InitProducerIDResponse)
+}
+
+func (e *dataEnv) hwm(topic string, p int32) int64 {
+	res, _ := e.stored(topic, p)
+	return res.HighWatermark
+}
+
+func TestIdempotentRetryNotDuplicated(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("orders")
+	ip := e.initProducer(e.c, -1, -1)
+	require.Equal(t, int16(0), ip.ErrorCode)
+	pid := ip.ProducerID
+
+	require.Equal(t, int64(0), e.produce("orders", 0, idemBatch(t, pid, 0, 0, 3)).BaseOffset)
+	require.Equal(t, int64(3), e.produce("orders", 0, idemBatch(t, pid, 0, 3, 2)).BaseOffset)
+	// Both batches retried: answered with their first offsets, not written.
+	p := e.produce("orders", 0, idemBatch(t, pid, 0, 0, 3))
+	require.Equal(t, int16(0), p.ErrorCode)
+	require.Equal(t, int64(0), p.BaseOffset)
+	require.Equal(t, int64(3), e.produce("orders", 0, idemBatch(t, pid, 0, 3, 2)).BaseOffset)
+	require.Equal(t, int64(5), e.hwm("orders", 0))
+
+	// A gap is refused with nothing written.
+	p = e.produce("orders", 0, idemBatch(t, pid, 0, 9, 1))
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, p.ErrorCode)
+	require.Equal(t, int64(5), e.hwm("orders", 0))
+	require.Equal(t, int64(5), e.produce("orders", 0, idemBatch(t, pid, 0, 5, 1)).BaseOffset)
+
+	// Another partition of the same producer starts at sequence 0.
+	require.Equal(t, int64(0), e.produce("orders", 1, idemBatch(t, pid, 0, 0, 1)).BaseOffset)
+}
+
+// TestIdempotentWindowRemembersFiveBatches: the sixth batch back is no
+// longer answerable from the window and is refused, not rewritten.
+func TestIdempotentWindowRemembersFiveBatches(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("orders")
+	pid := e.initProducer(e.c, -1, -1).ProducerID
+	for i := int32(0); i < 6; i++ {
+		require.Equal(t, int64(i), e.produce("orders", 0, idemBatch(t, pid, 0, i, 1)).BaseOffset)
+	}
+	require.Equal(t, int64(1), e.produce("orders", 0, idemBatch(t, pid, 0, 1, 1)).BaseOffset, "fifth back: remembered")
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, e.produce("orders", 0, idemBatch(t, pid, 0, 0, 1)).ErrorCode, "sixth back: forgotten")
+	require.Equal(t, int64(6), e.hwm("orders", 0))
+}
+
+// TestIdempotentUnknownProducerAndEpochBump: a producer the facade never saw
+// (here: the same broker after a facade restart) is refused at any sequence
+// but 0, and recovers through KIP-360's bump.
+func TestIdempotentUnknownProducerAndEpochBump(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("orders")
+	pid := e.initProducer(e.c, -1, -1).ProducerID
+	require.Equal(t, int64(0), e.produce("orders", 0, idemBatch(t, pid, 0, 0, 42)).BaseOffset)
+
+	// Restart: a new node over the same Queen knows nothing.
+	e.n = e.node(nil)
+	e.c = testConn(t, e.n)
+	p := e.produce("orders", 0, idemBatch(t, pid, 0, 42, 1))
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, p.ErrorCode, "seed 001: refused, not accepted as Kafka 3.9 does")
+	require.Equal(t, int64(42), e.hwm("orders", 0))
+
+	bump := e.initProducer(e.c, pid, 0)
+	require.Equal(t, int16(0), bump.ErrorCode)
+	require.Equal(t, pid, bump.ProducerID)
+	require.Equal(t, int16(1), bump.ProducerEpoch)
+	again := e.initProducer(e.c, pid, 0)
+	require.Equal(t, int16(1), again.ProducerEpoch, "a retried bump answers the same epoch")
+
+	require.Equal(t, int64(42), e.produce("orders", 0, idemBatch(t, pid, 1, 0, 1)).BaseOffset)
+	require.Equal(t, int64(43), e.produce("orders", 0, idemBatch(t, pid, 1, 1, 1)).BaseOffset)
+	require.Equal(t, kerr.InvalidProducerEpoch.Code, e.produce("orders", 0, idemBatch(t, pid, 0, 2, 1)).ErrorCode, "the old epoch is fenced")
+	require.Equal(t, int64(44), e.hwm("orders", 0))
+
+	// Bumping from the fenced epoch is refused, per version.
+	b2 := e.initProducer(e.c, pid, 1)
+	require.Equal(t, int16(2), b2.ProducerEpoch)
+	stale := e.initProducer(e.c, pid, 0)
+	require.Equal(t, kerr.ProducerFenced.Code, stale.ErrorCode)
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.Version, req.ProducerID, req.ProducerEpoch = 3, pid, 0
+	resp, err := e.n.handleInitProducerID(context.Background(), e.c, req)
+	require.NoError(t, err)
+	require.Equal(t, kerr.InvalidProducerEpoch.Code, resp.(*kmsg.InitProducerIDResponse).ErrorCode, "v3 predates PRODUCER_FENCED")
+
+	// An exhausted epoch gets a new id.
+	last := e.initProducer(e.c, 77, math.MaxInt16-1)
+	require.Equal(t, int16(0), last.ErrorCode)
+	require.NotEqual(t, int64(77), last.ProducerID)
+	require.Equal(t, int16(0), last.ProducerEpoch)
+
+	// Java's idempotent producer bumps its epoch locally and starts at 0.
+	p = e.produce("orders", 1, idemBatch(t, pid, 5, 0, 1))
+	require.Equal(t, int16(0), p.ErrorCode)
+	require.Equal(t, int64(0), p.BaseOffset)
+	require.Equal(t, kerr.InvalidProducerEpoch.Code, e.produce("orders", 0, idemBatch(t, pid, 2, 0, 1)).ErrorCode, "and the local bump fences the older epoch")
+}
+
+// TestIdempotentConcurrentRetry: an original and its retry racing on two
+// connections are sequenced one after the other: one write, one offset.
+func TestIdempotentConcurrentRetry(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("orders")
+	pid := e.initProducer(e.c, -1, -1).ProducerID
+	batch := idemBatch(t, pid, 0, 0, 10)
+	conns := []*Conn{e.c, testConn(t, e.n), testConn(t, e.n), testConn(t, e.n)}
+	var wg sync.WaitGroup
+	bases := make([]int64, len(conns))
+	codes := make([]int16, len(conns))
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := e.n.handleProduce(context.Background(), c, produceReq(9, -1, "orders", 0, batch))
+			if err == nil {
+				p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+				bases[i], codes[i] = p.BaseOffset, p.ErrorCode
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range conns {
+		require.Equal(t, int16(0), codes[i])
+		require.Equal(t, int64(0), bases[i])
+	}
+	require.Equal(t, int64(10), e.hwm("orders", 0))
+}
+
+func TestSequencerEvictsLeastRecentlyUsed(t *testing.T) {
+	s := newSequencer(3)
+	k := func(p int32) windowKey { return windowKey{pid: 1, topic: "t", partition: p} }
+	p := s.producer(producerKey{pid: 1}, 0)
+	for i := int32(0); i < 3; i++ {
+		require.Equal(t, seqVerdict{}, s.check(p, k(i), 0, 0, 4))
+		s.accepted(k(i), 0, 0, 4, 100)
+	}
+	require.True(t, s.check(p, k(0), 0, 0, 4).dup) // touch 0: 1 is now the oldest
+	s.accepted(k(3), 0, 0, 4, 100)
+	require.Equal(t, 3, s.windowCount())
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, s.check(p, k(1), 0, 5, 9).code, "evicted: an unknown window")
+	require.Equal(t, seqVerdict{}, s.check(p, k(0), 0, 5, 9), "kept")
+}
+
+func TestSequenceWrap(t *testing.T) {
+	require.Equal(t, int32(0), seqAdd(math.MaxInt32, 1))
+	require.Equal(t, int32(4), seqAdd(math.MaxInt32-5, 10))
+	s := newSequencer(10)
+	k := windowKey{pid: 1, topic: "t"}
+	p := s.producer(producerKey{pid: 1}, 0)
+	s.accepted(k, 0, math.MaxInt32-1, math.MaxInt32, 7)
+	require.Equal(t, seqVerdict{}, s.check(p, k, 0, 0, 3), "after MaxInt32 comes 0")
+}
+
+func TestInitProducerIDTransactionalRefused(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	req := kmsg.NewPtrInitProducerIDRequest()
+	id := "txn-1"
+	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch = 4, &id, -1, -1
+	resp, err := e.n.handleInitProducerID(context.Background(), e.c, req)
+	require.NoError(t, err)
+	r := resp.(*kmsg.InitProducerIDResponse)
+	require.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, r.ErrorCode)
+	require.Equal(t, int64(-1), r.ProducerID)
+}
+
+// TestProducerIDsUniqueAcrossNodesAndRestarts: three nodes allocating at
+// once over one Queen, then a restarted one, never hand out an id twice.
+func TestProducerIDsUniqueAcrossNodesAndRestarts(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	nodes := []*Node{e.n, e.node(nil), e.node(nil)}
+	seen := make(map[int64]bool)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		c := testConn(t, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < producerIDBlock+5; i++ {
+				req := kmsg.NewPtrInitProducerIDRequest()
+				req.Version, req.ProducerID, req.ProducerEpoch = 4, -1, -1
+				resp, err := n.handleInitProducerID(context.Background(), c, req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				r := resp.(*kmsg.InitProducerIDResponse)
+				mu.Lock()
+				if r.ErrorCode != 0 || seen[r.ProducerID] {
+					t.Errorf("code %d, id %d repeated=%v", r.ErrorCode, r.ProducerID, seen[r.ProducerID])
+				}
+				seen[r.ProducerID] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	e.n = e.node(nil) // a restart
+	r := e.initProducer(testConn(t, e.n), -1, -1)
+	require.False(t, seen[r.ProducerID], "a restart abandons its block, never reuses it")
+	require.GreaterOrEqual(t, r.ProducerID, int64(6*producerIDBlock))
+}
+
+// TestProducerIDsFaults: a Queen failure is a retriable code (a 429 also
+// throttles); 403 is CLUSTER_AUTHORIZATION_FAILED.
+func TestProducerIDsFaults(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	one := 1
+	e.fault(map[string]any{"route": "kv", "status": 429, "retryAfter": one, "count": 1})
+	r := e.initProducer(e.c, -1, -1)
+	require.Equal(t, kerr.CoordinatorLoadInProgress.Code, r.ErrorCode)
+	require.Equal(t, int32(1000), r.ThrottleMillis)
+	e.fault(map[string]any{"route": "kv", "status": 403, "count": 1})
+	require.Equal(t, kerr.ClusterAuthorizationFailed.Code, e.initProducer(e.c, -1, -1).ErrorCode)
+	e.clearFaults()
+	require.Equal(t, int16(0), e.initProducer(e.c, -1, -1).ErrorCode)
+}
