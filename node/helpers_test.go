@@ -33,10 +33,10 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// newTestNode builds a node over a fake Queen without binding.
-func newTestNode(t *testing.T, env map[string]string) (*Node, *fakeQueen) {
+// newTestNode builds a node over an in-process dev broker without binding.
+func newTestNode(t *testing.T, env map[string]string) (*Node, *devQueen) {
 	t.Helper()
-	fq, url := newFakeQueen(t)
+	fq, url := newDevQueen(t)
 	e := testEnv(url)
 	for k, v := range env {
 		e[k] = v

@@ -94,7 +94,8 @@ func TestMetadataWidthFloorNeverNarrowsAndClamps(t *testing.T) {
 	other := fq.addQueue("stale", 0)
 	_ = other
 	fq.putRow(queen.TopicCfgKey("stale"), map[string]any{"qid": "q-of-a-deleted-queue", "set": map[string]any{}, "at": 1, "partitions": 50})
-	fq.addQueue("huge", 150_000)
+	hid := fq.addQueue("huge", 0)
+	fq.putRow(queen.TopicCfgKey("huge"), map[string]any{"qid": hid, "set": map[string]any{}, "at": 1, "partitions": 150_000})
 
 	resp := metadata(t, n, c, 9, false, "declared", "stale", "huge")
 	if got := len(topicOf(t, resp, "declared").Partitions); got != 8 {
@@ -108,9 +109,7 @@ func TestMetadataWidthFloorNeverNarrowsAndClamps(t *testing.T) {
 	}
 
 	// The record disappears: the width stays where it was.
-	fq.mu.Lock()
-	delete(fq.kv, queen.TopicCfgKey("declared"))
-	fq.mu.Unlock()
+	fq.delRow(queen.TopicCfgKey("declared"))
 	clk.advance(catalogTTL + time.Millisecond)
 	resp = metadata(t, n, c, 9, false, "declared")
 	if got := len(topicOf(t, resp, "declared").Partitions); got != 8 {
@@ -158,6 +157,7 @@ func TestMetadataAllTopicsHidesInternalAndInvalid(t *testing.T) {
 func TestMetadataInternalAndInvalidNames(t *testing.T) {
 	n, fq := newTestNode(t, nil)
 	fq.addQueue("__consumer_offsets", 1)
+	before := fq.count("POST /api/v1/configure")
 	resp := metadata(t, n, testConn(t, n), 9, true, "__consumer_offsets", "__new", "bad name", "..", string(make([]byte, 250)))
 	want := []int16{kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicOrPartition.Code, kerr.InvalidTopicException.Code, kerr.InvalidTopicException.Code, kerr.InvalidTopicException.Code}
 	for i, tp := range resp.Topics {
@@ -165,7 +165,7 @@ func TestMetadataInternalAndInvalidNames(t *testing.T) {
 			t.Errorf("topic %d: error %d, want %d", i, tp.ErrorCode, want[i])
 		}
 	}
-	if got := fq.count("POST /api/v1/configure"); got != 0 {
+	if got := fq.count("POST /api/v1/configure") - before; got != 0 {
 		t.Fatalf("%d configure calls: nothing may be created", got)
 	}
 }
@@ -181,9 +181,8 @@ func TestMetadataAutoCreate(t *testing.T) {
 	if tp := topicOf(t, resp, "fresh"); tp.ErrorCode != 0 || len(tp.Partitions) != 4 {
 		t.Fatalf("auto-created topic: %+v", tp)
 	}
-	q := fq.queue("fresh")
-	if q == nil || len(q.options) != 0 {
-		t.Fatalf("auto-create must send the queue name only: %+v", q)
+	if body := fq.lastBody("POST /api/v1/configure"); fq.queue("fresh") == nil || len(body) != 1 || body["queue"] != "fresh" {
+		t.Fatalf("auto-create must send the queue name only: %v", body)
 	}
 	// Below v4 there is no flag and creation is always allowed.
 	for v := int16(0); v < 4; v++ {
@@ -223,9 +222,10 @@ func TestMetadataAutoCreateCapPerRequest(t *testing.T) {
 
 func TestMetadataAllTopicsPartitionBudget(t *testing.T) {
 	n, fq := newTestNode(t, map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": "1"})
-	fq.addQueue("a", 100_000)
-	fq.addQueue("b", 99_999)
-	fq.addQueue("c", 2) // past the budget
+	for name, floor := range map[string]int{"a": 100_000, "b": 99_999, "c": 2 /* past the budget */} {
+		id := fq.addQueue(name, 0)
+		fq.putRow(queen.TopicCfgKey(name), map[string]any{"qid": id, "set": map[string]any{}, "at": 1, "partitions": floor})
+	}
 	fq.addQueue("d", 1) // still fits
 	resp := metadata(t, n, testConn(t, n), 9, false)
 	var names []string
@@ -255,7 +255,7 @@ func TestMetadataQueenFaults(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(fmt.Sprint(tc.status, tc.ra), func(t *testing.T) {
 			n, fq := newTestNode(t, nil)
-			fq.fault = func(*http.Request) (int, string, string) { return tc.status, tc.ra, `{"error":"no"}` }
+			fq.setFault(func(*http.Request) (int, string, string) { return tc.status, tc.ra, `{"error":"no"}` })
 			resp := metadata(t, n, testConn(t, n), 9, true, "orders")
 			if resp.ThrottleMillis != tc.throttle || resp.Topics[0].ErrorCode != tc.code {
 				t.Fatalf("throttle %d code %d, want %d %d", resp.ThrottleMillis, resp.Topics[0].ErrorCode, tc.throttle, tc.code)
@@ -272,7 +272,7 @@ func TestMetadataServesPreviousListingOnQueenBlip(t *testing.T) {
 	c := testConn(t, n)
 	fq.addQueue("orders", 1)
 	metadata(t, n, c, 9, false, "orders")
-	fq.fault = func(*http.Request) (int, string, string) { return 503, "", "" }
+	fq.setFault(func(*http.Request) (int, string, string) { return 503, "", "" })
 	clk.advance(catalogTTL)
 	if resp := metadata(t, n, c, 9, false, "orders"); resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("got %d", resp.Topics[0].ErrorCode)
@@ -287,6 +287,7 @@ func TestTopicWidthIsCached(t *testing.T) {
 	withClock(n)
 	c := testConn(t, n)
 	fq.addQueue("orders", 6)
+	before := fq.count("GET /api/v1/resources/queues")
 	for i := 0; i < 50; i++ {
 		w, ok, err := n.topicWidth(t.Context(), c, "orders")
 		if err != nil || !ok || w != 6 {
@@ -296,7 +297,7 @@ func TestTopicWidthIsCached(t *testing.T) {
 	if _, ok, _ := n.topicWidth(t.Context(), c, "absent"); ok {
 		t.Fatal("absent topic exists")
 	}
-	if got := fq.count("GET /api/v1/resources/queues"); got != 1 {
+	if got := fq.count("GET /api/v1/resources/queues") - before; got != 1 {
 		t.Fatalf("%d listings for 51 lookups inside one TTL", got)
 	}
 }
@@ -306,8 +307,9 @@ func TestCatalogueRefreshIsShared(t *testing.T) {
 	n, fq := newTestNode(t, nil)
 	withClock(n)
 	fq.addQueue("orders", 1)
+	before := fq.count("GET /api/v1/resources/queues")
 	gate := make(chan struct{})
-	fq.fault = func(r *http.Request) (int, string, string) { <-gate; return 0, "", "" }
+	fq.setFault(func(r *http.Request) (int, string, string) { <-gate; return 0, "", "" })
 	var wg sync.WaitGroup
 	for i := 0; i < 20; i++ {
 		wg.Add(1)
@@ -321,7 +323,7 @@ func TestCatalogueRefreshIsShared(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // let the lookups pile up behind the gate
 	close(gate)
 	wg.Wait()
-	if got := fq.count("GET /api/v1/resources/queues"); got != 1 {
+	if got := fq.count("GET /api/v1/resources/queues") - before; got != 1 {
 		t.Fatalf("%d listings", got)
 	}
 }

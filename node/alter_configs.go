@@ -1,0 +1,41 @@
+package node
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleAlterConfigs is the deprecated FULL-REPLACEMENT form, honoured
+// literally: a key the request does not name returns to its default.
+// Keys the facade does not apply are refused, since accepting one would
+// report a setting nothing enforces.
+func (n *Node) handleAlterConfigs(ctx context.Context, c *Conn, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	for _, r := range req.Resources {
+		out := n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *kafkaTopicConfig) error {
+			*k = defaultTopicConfig()
+			for _, cfg := range r.Configs {
+				if !supportedTopicConfig(cfg.Name) {
+					return unappliedConfig(cfg.Name)
+				}
+				if cfg.Value == nil {
+					continue // already the default
+				}
+				if err := k.set(cfg.Name, *cfg.Value); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		rr.ErrorCode = out.code
+		if out.code != 0 {
+			rr.ErrorMessage = &out.msg
+		}
+		resp.ThrottleMillis = max(resp.ThrottleMillis, out.throttle)
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp, nil
+}

@@ -1,0 +1,83 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// alterOutcome is one resource's answer to an alter.
+type alterOutcome struct {
+	code     int16
+	msg      string
+	throttle int32
+}
+
+// alterTopicConfig is the path AlterConfigs and IncrementalAlterConfigs
+// share. Queen's configure route is a whole-row upsert (on older brokers)
+// whose options cannot be read back, so an alter is lossless only on a
+// topic whose complete bag the facade itself posted: those are the only
+// ones altered, and the COMPLETE bag is posted again with the change,
+// retentionEnabled stated explicitly.
+func (n *Node) alterTopicConfig(ctx context.Context, c *Conn, resType kmsg.ConfigResourceType, name string, validateOnly bool, change func(*kafkaTopicConfig) error) alterOutcome {
+	if resType != kmsg.ConfigResourceTypeTopic {
+		return alterOutcome{code: kerr.InvalidRequest.Code, msg: fmt.Sprintf("Config resource type %s cannot be altered through this facade: its own settings are environment variables, and topics are the only resource it configures.", resType)}
+	}
+	if topicNameError(name) != "" || internalTopic(name) {
+		return alterOutcome{code: kerr.UnknownTopicOrPartition.Code, msg: "This server does not host this topic-partition."}
+	}
+	cat := n.cats.forConn(c)
+	if err := cat.ensure(ctx, c, true); err != nil {
+		return alterFault(c, name, err)
+	}
+	info, ok := cat.lookup(name)
+	if !ok {
+		return alterOutcome{code: kerr.UnknownTopicOrPartition.Code, msg: "This server does not host this topic-partition."}
+	}
+	q := c.Queen()
+	rec, version, err := readTopicCfg(ctx, q, name)
+	if err != nil {
+		return alterFault(c, name, err)
+	}
+	if !facadeCreated(rec, info) {
+		return alterOutcome{code: kerr.PolicyViolation.Code, msg: fmt.Sprintf("Topic %s was not created through this facade, so its queue options cannot be read back and an alter here could not be lossless; change its retention through Queen's queue options instead.", name)}
+	}
+	k := topicConfigOf(rec)
+	if err := change(&k); err != nil {
+		return alterOutcome{code: kerr.InvalidConfig.Code, msg: err.Error()}
+	}
+	if validateOnly {
+		return alterOutcome{}
+	}
+	bag := maps.Clone(rec.Set)
+	maps.Copy(bag, k.retentionBag())
+	if _, err := q.Configure(ctx, name, bag); err != nil {
+		return alterFault(c, name, err)
+	}
+	next := &topicCfg{QID: rec.QID, Set: bag, At: n.now().UnixMilli(), Partitions: rec.Partitions, Kafka: k.kafkaMap()}
+	applied, _, err := writeTopicCfg(ctx, q, name, next, version)
+	if err != nil {
+		return alterFault(c, name, err)
+	}
+	if !applied {
+		// Another alter landed between our read and write; its bag is the
+		// one on record, ours is on the queue. Tell the client to retry so
+		// the two agree again.
+		return alterOutcome{code: kerr.RequestTimedOut.Code, msg: fmt.Sprintf("Topic %s was altered concurrently; retry.", name)}
+	}
+	cat.setCfg(name, next)
+	c.log.Info("topic config altered", "topic", name, "configs", next.Kafka, "retention", bag, "client_id", c.ClientID())
+	return alterOutcome{}
+}
+
+func alterFault(c *Conn, name string, err error) alterOutcome {
+	code, throttle, msg := topicFault(err)
+	if throttle > 0 {
+		code = kerr.RequestTimedOut.Code
+	}
+	c.log.Warn("alter topic config failed", "topic", name, "err", err)
+	return alterOutcome{code: code, msg: msg, throttle: throttle}
+}

@@ -1,0 +1,232 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// createPlan is one topic of a CreateTopics request that passed validation.
+type createPlan struct {
+	idx     int   // position in the response
+	version int64 // the record's version once written
+	name    string
+	width   int32
+	rf      int16
+	config  kafkaTopicConfig
+}
+
+// handleCreateTopics creates queues. The declared width is recorded under
+// qk:topiccfg:<topic> BEFORE the queue is created, so that no Metadata can
+// see the queue without its floor; the configure call sends the queue and
+// its retention only, and only for a queue the refreshed listing lacks.
+func (n *Node) handleCreateTopics(ctx context.Context, c *Conn, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
+	seen := make(map[string]int, len(req.Topics))
+	for _, t := range req.Topics {
+		seen[t.Topic]++
+	}
+	var plans []createPlan
+	for i, t := range req.Topics {
+		rt := &resp.Topics[i]
+		*rt = kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = t.Topic
+		if seen[t.Topic] > 1 {
+			setCreateError(rt, kerr.InvalidRequest.Code, fmt.Sprintf("Create topics request contains multiple entries for the topic %s", t.Topic))
+			continue
+		}
+		plan, code, msg := n.planCreate(t)
+		if code != 0 {
+			setCreateError(rt, code, msg)
+			continue
+		}
+		plan.idx = i
+		plans = append(plans, plan)
+	}
+	if len(plans) == 0 {
+		return resp, nil
+	}
+
+	cat := n.cats.forConn(c)
+	if err := cat.ensure(ctx, c, true); err != nil {
+		n.createFault(c, req, resp, plans, err)
+		return resp, nil
+	}
+	var created []createPlan
+	for _, p := range plans {
+		rt := &resp.Topics[p.idx]
+		if _, exists := cat.lookup(p.name); exists {
+			setCreateError(rt, kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' already exists.", p.name))
+			continue
+		}
+		if !req.ValidateOnly {
+			version, err := n.createTopic(ctx, c, p)
+			if err != nil {
+				n.createFault(c, req, resp, []createPlan{p}, err)
+				continue
+			}
+			p.version = version
+			created = append(created, p)
+		}
+		fillCreated(rt, p)
+	}
+	if len(created) > 0 {
+		n.bindCreated(ctx, c, cat, created)
+	}
+	return resp, nil
+}
+
+// planCreate validates one topic of the request.
+func (n *Node) planCreate(t kmsg.CreateTopicsRequestTopic) (createPlan, int16, string) {
+	p := createPlan{name: t.Topic, config: defaultTopicConfig()}
+	if msg := topicNameError(t.Topic); msg != "" {
+		return p, kerr.InvalidTopicException.Code, msg
+	}
+	if internalTopic(t.Topic) {
+		return p, kerr.InvalidTopicException.Code, fmt.Sprintf("Topic name %s is reserved: names beginning with __ are Kafka's internal topics, which this facade neither lists nor creates", t.Topic)
+	}
+	if len(t.ReplicaAssignment) > 0 {
+		return p, kerr.InvalidReplicaAssignment.Code, "Manual replica assignment is not supported: this facade places no replicas, and every partition is led by the broker Metadata names."
+	}
+	switch {
+	case t.NumPartitions == -1:
+		p.width = n.cfg.DefaultPartitions
+	case t.NumPartitions <= 0:
+		return p, kerr.InvalidPartitions.Code, "Number of partitions must be larger than 0, or -1 to use the default value."
+	case t.NumPartitions > maxAdvertisedWidth:
+		return p, kerr.InvalidPartitions.Code, fmt.Sprintf("Number of partitions %d is above this facade's ceiling of %d per topic.", t.NumPartitions, maxAdvertisedWidth)
+	default:
+		p.width = t.NumPartitions
+	}
+	switch {
+	case t.ReplicationFactor == -1:
+		p.rf = int16(len(n.topo.brokers()))
+	case t.ReplicationFactor <= 0:
+		return p, kerr.InvalidReplicationFactor.Code, "Replication factor must be larger than 0, or -1 to use the default value."
+	default:
+		// Accepted as asked: durability is Queen's, whatever the factor.
+		p.rf = t.ReplicationFactor
+	}
+	for _, cfg := range t.Configs {
+		if cfg.Value == nil || !supportedTopicConfig(cfg.Name) {
+			continue // accepted, not applied
+		}
+		if err := p.config.set(cfg.Name, *cfg.Value); err != nil {
+			return p, kerr.InvalidConfig.Code, err.Error()
+		}
+	}
+	return p, 0, ""
+}
+
+// createTopic records the declared width, then creates the queue, and
+// returns the record's version.
+func (n *Node) createTopic(ctx context.Context, c *Conn, p createPlan) (int64, error) {
+	q := c.Queen()
+	_, version, err := readTopicCfg(ctx, q, p.name)
+	if err != nil {
+		return 0, err
+	}
+	bag := p.config.retentionBag()
+	applied, version, err := writeTopicCfg(ctx, q, p.name, n.newTopicRecord(p, nil), version)
+	if err != nil {
+		return 0, err
+	}
+	if !applied {
+		return 0, errTopicRace
+	}
+	if _, err := q.Configure(ctx, p.name, bag); err != nil {
+		return 0, fmt.Errorf("create queue %s: %w", p.name, err)
+	}
+	c.log.Info("topic created", "topic", p.name, "partitions", p.width, "retention", bag, "client_id", c.ClientID())
+	return version, nil
+}
+
+func (n *Node) newTopicRecord(p createPlan, qid *string) *topicCfg {
+	return &topicCfg{QID: qid, Set: p.config.retentionBag(), At: n.now().UnixMilli(), Partitions: p.width, Kafka: p.config.kafkaMap()}
+}
+
+// errTopicRace is a record written by a concurrent creator between our read
+// and our write: that creator owns the topic.
+var errTopicRace = errors.New("topic record written concurrently")
+
+// bindCreated stamps the new queues' ids into their records, so that a
+// record outliving its queue (deleted natively, recreated) is recognised as
+// stale. Best effort: a record without a qid still applies to its queue.
+func (n *Node) bindCreated(ctx context.Context, c *Conn, cat *catalog, created []createPlan) {
+	if err := cat.ensure(ctx, c, true); err != nil {
+		c.log.Warn("created topics not re-listed", "err", err)
+	}
+	var ops []queen.KVOp
+	for _, p := range created {
+		t, ok := cat.lookup(p.name)
+		if !ok {
+			cat.added(p.name, nil)
+			t, _ = cat.lookup(p.name)
+		}
+		cat.setCfg(p.name, n.newTopicRecord(p, nil))
+		if t.queue.ID == "" {
+			continue
+		}
+		id := t.queue.ID
+		rec := n.newTopicRecord(p, &id)
+		op, err := putTopicCfgOp(p.name, rec, p.version)
+		if err != nil {
+			continue
+		}
+		ops = append(ops, op)
+		cat.setCfg(p.name, rec)
+	}
+	for len(ops) > 0 {
+		chunk := ops[:min(len(ops), 128)]
+		ops = ops[len(chunk):]
+		if _, err := c.Queen().KV(ctx, chunk); err != nil {
+			c.log.Warn("topic records not bound to their queue ids", "err", err)
+		}
+	}
+}
+
+func (n *Node) createFault(c *Conn, req *kmsg.CreateTopicsRequest, resp *kmsg.CreateTopicsResponse, plans []createPlan, err error) {
+	code, throttle, msg := topicFault(err)
+	switch {
+	case errors.Is(err, errTopicRace):
+		code = kerr.TopicAlreadyExists.Code
+	case throttle > 0:
+		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
+		if req.Version >= 6 {
+			code = kerr.ThrottlingQuotaExceeded.Code
+		} else {
+			code = kerr.RequestTimedOut.Code
+		}
+	}
+	c.log.Warn("create topics failed", "err", err)
+	for _, p := range plans {
+		rt := &resp.Topics[p.idx]
+		if code == kerr.TopicAlreadyExists.Code {
+			msg = fmt.Sprintf("Topic '%s' already exists.", p.name)
+		}
+		setCreateError(rt, code, msg)
+	}
+}
+
+func setCreateError(rt *kmsg.CreateTopicsResponseTopic, code int16, msg string) {
+	rt.ErrorCode = code
+	rt.ErrorMessage = &msg
+}
+
+// fillCreated reports the created topic (v5+): width, factor and the two
+// configs that are applied.
+func fillCreated(rt *kmsg.CreateTopicsResponseTopic, p createPlan) {
+	rt.NumPartitions = p.width
+	rt.ReplicationFactor = p.rf
+	for _, e := range describeEntries(p.config, nil, false, false) {
+		cfg := kmsg.NewCreateTopicsResponseTopicConfig()
+		cfg.Name, cfg.Value, cfg.Source = e.Name, e.Value, int8(e.Source)
+		rt.Configs = append(rt.Configs, cfg)
+	}
+}

@@ -1,0 +1,226 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The declared width is on record before the queue exists, and the
+// configure call carries the queue and its retention only.
+func TestCreateTopicsRecordsFloorBeforeQueue(t *testing.T) {
+	n, dq := newTestNode(t, nil)
+	c := testConn(t, n)
+	var recordAtConfigure *topicCfg
+	dq.setFault(func(r *http.Request) (int, string, string) {
+		if r.Method == http.MethodPost && r.URL.Path == "/api/v1/configure" {
+			rec, _, err := readTopicCfg(context.Background(), dq.q, "orders")
+			if err == nil {
+				recordAtConfigure = rec
+			}
+		}
+		return 0, "", ""
+	})
+	resp := createTopics(t, n, c, 5, false, createSpec{"orders", 3, 1, map[string]string{"retention.ms": "86400000", "segment.bytes": "1024"}})
+	rt := resp.Topics[0]
+	if rt.ErrorCode != 0 || rt.NumPartitions != 3 || rt.ReplicationFactor != 1 {
+		t.Fatalf("created: %+v", rt)
+	}
+	if recordAtConfigure == nil || recordAtConfigure.Partitions != 3 {
+		t.Fatalf("record at configure time: %+v", recordAtConfigure)
+	}
+	body := dq.lastBody("POST /api/v1/configure")
+	if fmt.Sprint(body) != "map[queue:orders retentionEnabled:true retentionSeconds:86400]" {
+		t.Fatalf("configure body %v", body)
+	}
+	rec := dq.record("orders")
+	q := dq.queue("orders")
+	if rec == nil || rec.QID == nil || q == nil || *rec.QID != q.ID || rec.Partitions != 3 || rec.Kafka["retention.ms"] != "86400000" || rec.Kafka["segment.bytes"] != "" {
+		t.Fatalf("record %+v, queue %+v", rec, q)
+	}
+	if w, ok, err := n.topicWidth(t.Context(), c, "orders"); err != nil || !ok || w != 3 {
+		t.Fatalf("width %d %v %v", w, ok, err)
+	}
+	// v5 reports the applied configs.
+	got := map[string]string{}
+	for _, cfg := range rt.Configs {
+		got[cfg.Name] = *cfg.Value
+	}
+	if got["retention.ms"] != "86400000" || got["cleanup.policy"] != "delete" || len(got) != 2 {
+		t.Fatalf("configs %v", got)
+	}
+}
+
+func TestCreateTopicsRetentionMapping(t *testing.T) {
+	cases := []struct {
+		configs map[string]string
+		code    int16
+		enabled bool
+		secs    float64
+	}{
+		{map[string]string{"retention.ms": "-1"}, 0, false, 0},
+		{map[string]string{}, 0, false, 0},
+		{map[string]string{"retention.ms": "1000"}, 0, true, 1},
+		{map[string]string{"retention.ms": "1999"}, 0, true, 1},
+		{map[string]string{"retention.ms": "604800000", "cleanup.policy": "compact"}, 0, false, 604800},
+		{map[string]string{"retention.ms": "604800000", "cleanup.policy": "compact,delete"}, 0, true, 604800},
+		{map[string]string{"retention.ms": "604800000", "cleanup.policy": "delete,compact"}, 0, true, 604800},
+		{map[string]string{"retention.ms": "999"}, kerr.InvalidConfig.Code, false, 0},
+		{map[string]string{"retention.ms": "0"}, kerr.InvalidConfig.Code, false, 0},
+		{map[string]string{"retention.ms": "-2"}, kerr.InvalidConfig.Code, false, 0},
+		{map[string]string{"retention.ms": "week"}, kerr.InvalidConfig.Code, false, 0},
+		{map[string]string{"cleanup.policy": "archive"}, kerr.InvalidConfig.Code, false, 0},
+	}
+	for i, tc := range cases {
+		t.Run(fmt.Sprint(tc.configs), func(t *testing.T) {
+			n, dq := newTestNode(t, nil)
+			name := fmt.Sprintf("t%d", i)
+			rt := createTopics(t, n, testConn(t, n), 4, false, createSpec{name, 1, 1, tc.configs}).Topics[0]
+			if rt.ErrorCode != tc.code {
+				t.Fatalf("error %d (%v), want %d", rt.ErrorCode, rt.ErrorMessage, tc.code)
+			}
+			if tc.code != 0 {
+				if rt.ErrorMessage == nil || dq.queue(name) != nil {
+					t.Fatalf("refused without a message, or created anyway")
+				}
+				return
+			}
+			body := dq.lastBody("POST /api/v1/configure")
+			if body["retentionEnabled"] != tc.enabled || body["retentionSeconds"] != tc.secs {
+				t.Fatalf("configure body %v", body)
+			}
+		})
+	}
+}
+
+func TestCreateTopicsValidation(t *testing.T) {
+	n, dq := newTestNode(t, nil)
+	c := testConn(t, n)
+	dq.addQueue("taken", 1)
+	resp := createTopics(t, n, c, 5, false,
+		createSpec{"bad name", 1, 1, nil},
+		createSpec{"__internal", 1, 1, nil},
+		createSpec{"..", 1, 1, nil},
+		createSpec{strings.Repeat("x", 250), 1, 1, nil},
+		createSpec{"zero", 0, 1, nil},
+		createSpec{"neg", -2, 1, nil},
+		createSpec{"toowide", 100_001, 1, nil},
+		createSpec{"rf0", 1, 0, nil},
+		createSpec{"taken", 1, 1, nil},
+		createSpec{"dup", 1, 1, nil},
+		createSpec{"dup", 2, 1, nil},
+		createSpec{"defaults", -1, -1, nil},
+		createSpec{"rf3", 2, 3, nil},
+	)
+	want := []int16{
+		kerr.InvalidTopicException.Code, kerr.InvalidTopicException.Code, kerr.InvalidTopicException.Code, kerr.InvalidTopicException.Code,
+		kerr.InvalidPartitions.Code, kerr.InvalidPartitions.Code, kerr.InvalidPartitions.Code, kerr.InvalidReplicationFactor.Code,
+		kerr.TopicAlreadyExists.Code, kerr.InvalidRequest.Code, kerr.InvalidRequest.Code, 0, 0,
+	}
+	for i, rt := range resp.Topics {
+		if rt.ErrorCode != want[i] {
+			t.Errorf("%s: error %d (%v), want %d", rt.Topic, rt.ErrorCode, rt.ErrorMessage, want[i])
+		}
+		if want[i] != 0 && rt.ErrorMessage == nil {
+			t.Errorf("%s: refused without error_message", rt.Topic)
+		}
+	}
+	if msg := resp.Topics[8].ErrorMessage; msg == nil || *msg != "Topic 'taken' already exists." {
+		t.Errorf("exists message %v", msg)
+	}
+	if d := resp.Topics[11]; d.NumPartitions != 4 || d.ReplicationFactor != 1 {
+		t.Errorf("-1/-1 answered %d/%d, want the default width 4 and one broker", d.NumPartitions, d.ReplicationFactor)
+	}
+	if r := resp.Topics[12]; r.ReplicationFactor != 3 {
+		t.Errorf("factor reported %d", r.ReplicationFactor)
+	}
+	for _, absent := range []string{"__internal", "zero", "dup"} {
+		if dq.queue(absent) != nil {
+			t.Errorf("%s was created", absent)
+		}
+	}
+	if rec := dq.record("defaults"); rec == nil || rec.Partitions != 4 {
+		t.Errorf("default width not recorded: %+v", rec)
+	}
+}
+
+func TestCreateTopicsManualAssignmentAndValidateOnly(t *testing.T) {
+	n, dq := newTestNode(t, nil)
+	c := testConn(t, n)
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = 4
+	tp := kmsg.NewCreateTopicsRequestTopic()
+	tp.Topic, tp.NumPartitions, tp.ReplicationFactor = "assigned", -1, -1
+	tp.ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{0}}}
+	req.Topics = append(req.Topics, tp)
+	if rt := call[*kmsg.CreateTopicsResponse](t, n, c, req).Topics[0]; rt.ErrorCode != kerr.InvalidReplicaAssignment.Code {
+		t.Fatalf("assignment: %d", rt.ErrorCode)
+	}
+	rt := createTopics(t, n, c, 5, true, createSpec{"dry", 7, 1, nil}).Topics[0]
+	if rt.ErrorCode != 0 || rt.NumPartitions != 7 || dq.queue("dry") != nil || dq.record("dry") != nil {
+		t.Fatalf("validate_only created something: %+v", rt)
+	}
+}
+
+func TestCreateTopicsQueenFaults(t *testing.T) {
+	cases := []struct {
+		name     string
+		version  int16
+		status   int
+		code     int16
+		throttle int32
+	}{
+		{"403", 5, 403, kerr.TopicAuthorizationFailed.Code, 0},
+		{"401", 5, 401, kerr.TopicAuthorizationFailed.Code, 0},
+		{"429 v6", 6, 429, kerr.ThrottlingQuotaExceeded.Code, 3000},
+		{"429 v5", 5, 429, kerr.RequestTimedOut.Code, 3000},
+		{"503", 5, 503, kerr.LeaderNotAvailable.Code, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n, dq := newTestNode(t, nil)
+			dq.setFault(func(r *http.Request) (int, string, string) {
+				if r.URL.Path == "/api/v1/configure" {
+					return tc.status, "3", "{\"error\":\"scope produce lacks admin\x1b[31m\"}"
+				}
+				return 0, "", ""
+			})
+			resp := createTopics(t, n, testConn(t, n), tc.version, false, createSpec{"orders", 1, 1, nil})
+			rt := resp.Topics[0]
+			if rt.ErrorCode != tc.code || resp.ThrottleMillis != tc.throttle {
+				t.Fatalf("code %d throttle %d", rt.ErrorCode, resp.ThrottleMillis)
+			}
+			if rt.ErrorMessage == nil || !strings.Contains(*rt.ErrorMessage, "scope produce lacks admin") || strings.Contains(*rt.ErrorMessage, "\x1b") {
+				t.Fatalf("message %v", rt.ErrorMessage)
+			}
+		})
+	}
+}
+
+// A concurrent creator that wrote the record between our read and write
+// owns the topic: the loser answers TOPIC_ALREADY_EXISTS.
+func TestCreateTopicsRecordRace(t *testing.T) {
+	n, dq := newTestNode(t, nil)
+	c := testConn(t, n)
+	raced := false
+	dq.setFault(func(r *http.Request) (int, string, string) {
+		if r.URL.Path != "/api/v1/kv" || raced {
+			return 0, "", ""
+		}
+		ops, _ := dq.lastBody("POST /api/v1/kv")["operations"].([]any)
+		if len(ops) == 1 && ops[0].(map[string]any)["op"] == "put" {
+			raced = true // the rival writes between our read and our write
+			dq.putRow("qk:topiccfg:orders", map[string]any{"qid": nil, "set": map[string]any{}, "at": 1, "partitions": 9})
+		}
+		return 0, "", ""
+	})
+	rt := createTopics(t, n, c, 5, false, createSpec{"orders", 1, 1, nil}).Topics[0]
+	if rt.ErrorCode != kerr.TopicAlreadyExists.Code {
+		t.Fatalf("got %d", rt.ErrorCode)
+	}
+}

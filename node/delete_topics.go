@@ -1,0 +1,56 @@
+package node
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// handleDeleteTopics drops each named queue, and then its qk:topiccfg
+// record (Queen's delete leaves the KV store alone).
+func (n *Node) handleDeleteTopics(ctx context.Context, c *Conn, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	cat := n.cats.forConn(c)
+	for _, name := range req.TopicNames {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		code, msg, throttle := n.deleteTopic(ctx, c, cat, name)
+		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
+		rt.ErrorCode = code
+		if code != 0 {
+			rt.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+func (n *Node) deleteTopic(ctx context.Context, c *Conn, cat *catalog, name string) (int16, string, int32) {
+	if topicNameError(name) != "" || internalTopic(name) {
+		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("There is no queue named %q: it is not a name a Kafka topic can have here.", name), 0
+	}
+	res, err := c.Queen().DeleteQueue(ctx, name)
+	if err != nil {
+		code, throttle, msg := topicFault(err)
+		if throttle > 0 {
+			code = kerr.RequestTimedOut.Code
+		}
+		c.log.Warn("delete topic failed", "topic", name, "err", err)
+		return code, msg, throttle
+	}
+	cat.removed(name)
+	// The record goes whether or not the queue existed: a leftover record
+	// must not give a future queue of this name a floor it never declared.
+	if _, err := c.Queen().KV(ctx, []queen.KVOp{{Op: queen.OpDelete, NS: queen.Namespace, Key: queen.TopicCfgKey(name)}}); err != nil {
+		c.log.Warn("topic record not deleted; a queue recreated under this name ignores it by its id", "topic", name, "err", err)
+	}
+	if !res.Deleted {
+		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("There is no queue named %q, so there is no topic to delete.", name), 0
+	}
+	c.log.Info("topic deleted", "topic", name, "client_id", c.ClientID())
+	return 0, "", 0
+}

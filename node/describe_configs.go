@@ -1,0 +1,100 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleDescribeConfigs answers truthfully and therefore briefly: a key is
+// reported only where the facade can name what enforces it. That is
+// retention.ms and cleanup.policy of a topic the facade created (from its
+// qk:topiccfg: record); a topic created any other way has no readable
+// retention, so it answers no entries rather than defaults nothing checks.
+// Broker resources answer no entries: the facade's settings are its
+// environment, not Kafka broker configs.
+func (n *Node) handleDescribeConfigs(ctx context.Context, c *Conn, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	cat := n.cats.forConn(c)
+	var refreshed bool
+	var refreshErr error
+	for _, r := range req.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		rr.Configs = []kmsg.DescribeConfigsResponseResourceConfig{}
+		switch r.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			if !refreshed {
+				refreshed, refreshErr = true, cat.ensure(ctx, c, false)
+			}
+			n.describeTopic(ctx, c, cat, refreshErr, req, r, &rr, resp)
+		case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+			if r.ResourceName != "" && !n.isBroker(r.ResourceName) {
+				setDescribeError(&rr, kerr.InvalidRequest.Code, fmt.Sprintf("Unknown broker %q: this cluster's brokers are the ids Metadata lists.", r.ResourceName))
+			}
+		default:
+			setDescribeError(&rr, kerr.InvalidRequest.Code, fmt.Sprintf("Config resource type %s is not described by this facade.", r.ResourceType))
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp, nil
+}
+
+func (n *Node) describeTopic(ctx context.Context, c *Conn, cat *catalog, refreshErr error, req *kmsg.DescribeConfigsRequest, r kmsg.DescribeConfigsRequestResource, rr *kmsg.DescribeConfigsResponseResource, resp *kmsg.DescribeConfigsResponse) {
+	name := r.ResourceName
+	if topicNameError(name) != "" || internalTopic(name) {
+		setDescribeError(rr, kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.")
+		return
+	}
+	if refreshErr != nil && !cat.loaded() {
+		code, throttle, msg := topicFault(refreshErr)
+		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
+		setDescribeError(rr, code, msg)
+		return
+	}
+	info, ok := cat.lookup(name)
+	if !ok {
+		setDescribeError(rr, kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.")
+		return
+	}
+	// The record is read afresh: an alter on another node must show.
+	rec, _, err := readTopicCfg(ctx, c.Queen(), name)
+	if err != nil {
+		code, throttle, msg := topicFault(err)
+		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
+		setDescribeError(rr, code, msg)
+		return
+	}
+	if !facadeCreated(rec, info) {
+		return
+	}
+	rr.Configs = describeEntries(topicConfigOf(rec), r.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+}
+
+// facadeCreated reports whether rec is a configure bag this facade posted
+// for the live queue of info: the only topics whose retention it can read
+// back, and so the only ones it describes or alters.
+func facadeCreated(rec *topicCfg, info topicInfo) bool {
+	return rec != nil && rec.Set != nil && rec.matches(info.queue.ID)
+}
+
+func (n *Node) isBroker(name string) bool {
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return false
+	}
+	for _, b := range n.topo.brokers() {
+		if int64(b.NodeID) == id {
+			return true
+		}
+	}
+	return false
+}
+
+func setDescribeError(rr *kmsg.DescribeConfigsResponseResource, code int16, msg string) {
+	rr.ErrorCode = code
+	rr.ErrorMessage = &msg
+}
