@@ -1,0 +1,245 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/queen/dev"
+)
+
+// fetchPart is one partition of a fetch request.
+type fetchPart struct {
+	topic     string
+	partition int32
+	offset    int64
+	max       int32
+}
+
+func fetchReq(version int16, waitMs, minBytes, maxBytes int32, parts ...fetchPart) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = version, -1, waitMs, minBytes, maxBytes
+	for _, p := range parts {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != p.topic {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = p.topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset = p.partition, p.offset, p.max, -1
+		t := &req.Topics[len(req.Topics)-1]
+		t.Partitions = append(t.Partitions, rp)
+	}
+	return req
+}
+
+func (e *dataEnv) fetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
+	e.t.Helper()
+	resp, err := e.n.handleFetch(context.Background(), e.c, req)
+	require.NoError(e.t, err)
+	return resp.(*kmsg.FetchResponse)
+}
+
+// readBatch decodes the single batch of a partition answer.
+func readBatch(t *testing.T, raw []byte) (kmsg.RecordBatch, []kmsg.Record) {
+	t.Helper()
+	var rb kmsg.RecordBatch
+	require.NoError(t, rb.ReadFrom(raw))
+	require.Equal(t, int(rb.Length)+batchLengthBase, len(raw), "one batch per partition")
+	var recs []kmsg.Record
+	body := rb.Records
+	for i := int32(0); i < rb.NumRecords; i++ {
+		l, n := binary.Varint(body)
+		var r kmsg.Record
+		require.NoError(t, r.ReadFrom(body[:n+int(l)]))
+		body = body[n+int(l):]
+		recs = append(recs, r)
+	}
+	require.Empty(t, body)
+	return rb, recs
+}
+
+func TestFetchReturnsRecordsAsProduced(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("orders")
+	e.produce("orders", 2, testBatch{codec: codecLz4, firstTS: 1787824800123, records: sampleRecords()}.encode(t))
+	e.produce("orders", 2, testBatch{codec: codecGzip, firstTS: 1787824801000, records: sampleRecords()[:1]}.encode(t))
+
+	resp := e.fetch(fetchReq(6, 0, 1, 1<<20, fetchPart{"orders", 2, 1, 1 << 20}))
+	p := resp.Topics[0].Partitions[0]
+	require.Equal(t, int16(0), p.ErrorCode)
+	require.Equal(t, int64(4), p.HighWatermark)
+	require.Equal(t, int64(4), p.LastStableOffset)
+	require.Equal(t, int64(0), p.LogStartOffset)
+	rb, recs := readBatch(t, p.RecordBatches)
+	require.Equal(t, int64(1), rb.FirstOffset)
+	require.Equal(t, int32(2), rb.LastOffsetDelta)
+	require.Equal(t, int64(-1), rb.ProducerID)
+	require.Equal(t, int32(-1), rb.PartitionLeaderEpoch)
+	require.Equal(t, int16(0), rb.Attributes, "uncompressed, CreateTime")
+	require.Len(t, recs, 3)
+	require.Nil(t, recs[0].Key)
+	require.Equal(t, []byte{0xff, 0x00, 0x80}, recs[0].Value)
+	require.Equal(t, int64(1787824800128), rb.FirstTimestamp+recs[0].TimestampDelta64)
+	require.Equal(t, []byte{}, recs[1].Key)
+	require.Nil(t, recs[1].Value)
+	require.Equal(t, []byte("order-42"), recs[2].Key)
+	require.Equal(t, []kmsg.Header{{Key: "content-type", Value: []byte("application/json")}, {Key: "null-header"}}, recs[2].Headers)
+	require.Equal(t, int64(1787824801000), rb.FirstTimestamp+recs[2].TimestampDelta64)
+	require.Equal(t, int64(1787824801000), rb.MaxTimestamp)
+}
+
+// TestFetchNativePayload: a record a native Queen producer wrote is served
+// with no key, its JSON text as the value and its append time.
+func TestFetchNativePayload(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	_, err := e.q.Push(context.Background(), []queen.PushItem{{Queue: "native", Partition: "0", Payload: json.RawMessage(`{"order":42}`)}})
+	require.NoError(t, err)
+	p := e.fetch(fetchReq(6, 0, 1, 1<<20, fetchPart{"native", 0, 0, 1 << 20})).Topics[0].Partitions[0]
+	require.Equal(t, int16(0), p.ErrorCode)
+	rb, recs := readBatch(t, p.RecordBatches)
+	require.Nil(t, recs[0].Key)
+	require.Equal(t, `{"order":42}`, string(recs[0].Value))
+	require.InDelta(t, time.Now().UnixMilli(), rb.FirstTimestamp, 60_000)
+}
+
+func TestFetchBoundaries(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("orders")
+	e.produce("orders", 0, testBatch{firstTS: 1, records: sampleRecords()}.encode(t))
+	resp := e.fetch(fetchReq(5, 0, 0, 1<<20,
+		fetchPart{"orders", 0, 3, 1 << 20},  // at the high watermark
+		fetchPart{"orders", 0, 4, 1 << 20},  // past it
+		fetchPart{"orders", 0, -1, 1 << 20}, // negative
+		fetchPart{"orders", 1, 0, 1 << 20},  // never written
+		fetchPart{"orders", 9, 0, 1 << 20},  // past the width
+		fetchPart{"absent", 0, 0, 1 << 20},
+		fetchPart{"__consumer_offsets", 0, 0, 1 << 20},
+	))
+	ps := resp.Topics[0].Partitions
+	require.Equal(t, int16(0), ps[0].ErrorCode)
+	require.Empty(t, ps[0].RecordBatches)
+	require.Equal(t, int64(3), ps[0].HighWatermark)
+	require.Equal(t, kerr.OffsetOutOfRange.Code, ps[1].ErrorCode)
+	require.Equal(t, int64(3), ps[1].HighWatermark, "real bounds with the error")
+	require.Equal(t, kerr.OffsetOutOfRange.Code, ps[2].ErrorCode)
+	require.Equal(t, int16(0), ps[3].ErrorCode)
+	require.Equal(t, int64(0), ps[3].HighWatermark)
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, ps[4].ErrorCode)
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, resp.Topics[1].Partitions[0].ErrorCode)
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, resp.Topics[2].Partitions[0].ErrorCode)
+}
+
+// TestFetchByteBudgets: partitions fill in request order; the first record
+// of the response is whole whatever the budgets, later partitions get only
+// what fits and are otherwise empty reads with real watermarks.
+func TestFetchByteBudgets(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("t")
+	big := make([]byte, 50_000)
+	for p := int32(0); p < 3; p++ {
+		recs := []kmsg.Record{{Value: big}, {Value: big}, {Value: []byte("small")}}
+		e.produce("t", p, testBatch{firstTS: 1, records: recs}.encode(t))
+	}
+	resp := e.fetch(fetchReq(6, 0, 1, 1<<20,
+		fetchPart{"t", 0, 0, 1000},    // first: one oversized record, whole
+		fetchPart{"t", 1, 0, 1000},    // not first: nothing fits
+		fetchPart{"t", 2, 2, 1 << 20}, // fits
+	))
+	ps := resp.Topics[0].Partitions
+	_, recs := readBatch(t, ps[0].RecordBatches)
+	require.Equal(t, 1, len(recs))
+	require.Equal(t, 50_000, len(recs[0].Value))
+	require.Empty(t, ps[1].RecordBatches)
+	require.Equal(t, int64(3), ps[1].HighWatermark)
+	_, recs = readBatch(t, ps[2].RecordBatches)
+	require.Equal(t, 1, len(recs))
+
+	// The response budget: 100,150 bytes hold the first partition's two big
+	// records (bounded at 61 + 2 x 50,041) but not its small third one, and
+	// nothing of the next partition.
+	resp = e.fetch(fetchReq(6, 0, 1, 100_150, fetchPart{"t", 0, 0, 1 << 20}, fetchPart{"t", 1, 0, 1 << 20}))
+	ps = resp.Topics[0].Partitions
+	_, recs = readBatch(t, ps[0].RecordBatches)
+	require.Equal(t, 2, len(recs))
+	require.Empty(t, ps[1].RecordBatches)
+	require.Equal(t, int64(3), ps[1].HighWatermark)
+	require.LessOrEqual(t, len(ps[0].RecordBatches), 100_150)
+}
+
+// TestFetchLongPollWokenByProduce: a fetch parked at the high watermark
+// answers as soon as a produce lands, not at max_wait_ms.
+func TestFetchLongPollWokenByProduce(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("orders")
+	done := make(chan *kmsg.FetchResponse, 1)
+	start := time.Now()
+	go func() {
+		resp, err := e.n.handleFetch(context.Background(), testConn(t, e.n), fetchReq(6, 25_000, 1, 1<<20, fetchPart{"orders", 0, 0, 1 << 20}))
+		if err != nil {
+			done <- nil
+			return
+		}
+		done <- resp.(*kmsg.FetchResponse)
+	}()
+	time.Sleep(200 * time.Millisecond)
+	e.produce("orders", 0, testBatch{firstTS: 1, records: sampleRecords()}.encode(t))
+	resp := <-done
+	require.NotNil(t, resp)
+	_, recs := readBatch(t, resp.Topics[0].Partitions[0].RecordBatches)
+	require.Len(t, recs, 3)
+	require.Less(t, time.Since(start), 20*time.Second, "woken by the write, not by the wait running out")
+}
+
+func TestFetchQueenFaults(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("orders")
+	e.produce("orders", 0, testBatch{firstTS: 1, records: sampleRecords()}.encode(t))
+	req := func() *kmsg.FetchRequest { return fetchReq(6, 0, 1, 1<<20, fetchPart{"orders", 0, 0, 1 << 20}) }
+	three := 3
+	e.fault(map[string]any{"route": "fetch", "status": 429, "retryAfter": three, "count": 1})
+	resp := e.fetch(req())
+	p := resp.Topics[0].Partitions[0]
+	require.Equal(t, int32(3000), resp.ThrottleMillis)
+	require.Equal(t, int16(0), p.ErrorCode)
+	require.Equal(t, int64(-1), p.HighWatermark)
+	require.Equal(t, int64(-1), p.LogStartOffset)
+	require.Empty(t, p.RecordBatches)
+
+	e.fault(map[string]any{"route": "fetch", "status": 403, "count": 1})
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code, e.fetch(req()).Topics[0].Partitions[0].ErrorCode)
+	e.fault(map[string]any{"route": "fetch", "status": 503, "count": 1})
+	require.Equal(t, kerr.NotLeaderForPartition.Code, e.fetch(req()).Topics[0].Partitions[0].ErrorCode)
+	require.Equal(t, int16(0), e.fetch(req()).Topics[0].Partitions[0].ErrorCode)
+}
+
+// TestFetchChunksPastQueenLimit: more than 1,024 partitions are read in
+// calls of at most 1,024 entries, answered in request order.
+func TestFetchChunksPastQueenLimit(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": "1100"})
+	e.createTopic("wide")
+	e.produce("wide", 1099, testBatch{firstTS: 1, records: sampleRecords()}.encode(t))
+	var parts []fetchPart
+	for p := int32(0); p < 1100; p++ {
+		parts = append(parts, fetchPart{"wide", p, 0, 1 << 20})
+	}
+	before := e.fetches.Load()
+	resp := e.fetch(fetchReq(6, 0, 1, 1<<20, parts...))
+	require.Equal(t, int64(2), e.fetches.Load()-before)
+	ps := resp.Topics[0].Partitions
+	require.Len(t, ps, 1100)
+	for i, p := range ps {
+		require.Equal(t, int32(i), p.Partition)
+		require.Equal(t, int16(0), p.ErrorCode, fmt.Sprint(i))
+	}
+	_, recs := readBatch(t, ps[1099].RecordBatches)
+	require.Len(t, recs, 3)
+}
