@@ -49,12 +49,12 @@ func TestFetchBoundaries(t *testing.T) {
 	e.pushN("q", "0", 5)
 	res, err := e.qc.Fetch(ctx(t), queen.FetchRequest{Entries: []queen.FetchEntry{
 		{Queue: "missing", Partition: "0", Offset: 0},
-		{Queue: "q", Partition: "0", Offset: 5},  // == HWM
-		{Queue: "q", Partition: "0", Offset: 6},  // > HWM
-		{Queue: "q", Partition: "7", Offset: 0},  // never written
-		{Queue: "q", Partition: "7", Offset: 1},  // beyond an empty log
-		{Queue: "q", Partition: "0", Offset: 3},  // mid-log
-		{Queue: "q", Partition: "0", Offset: 0},  // whole log
+		{Queue: "q", Partition: "0", Offset: 5}, // == HWM
+		{Queue: "q", Partition: "0", Offset: 6}, // > HWM
+		{Queue: "q", Partition: "7", Offset: 0}, // never written
+		{Queue: "q", Partition: "7", Offset: 1}, // beyond an empty log
+		{Queue: "q", Partition: "0", Offset: 3}, // mid-log
+		{Queue: "q", Partition: "0", Offset: 0}, // whole log
 		{Queue: "missing", Partition: "0", Offset: 9},
 	}})
 	if err != nil {

@@ -179,4 +179,3 @@ func (e *env) pushN(queue, part string, n int) []queen.PushResult {
 	}
 	return res
 }
-
