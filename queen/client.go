@@ -114,7 +114,9 @@ func (c *Client) Authenticated() bool { return c.token != "" }
 // other status becomes an *Error.
 func (c *Client) call(ctx context.Context, method, path, route string, timeout time.Duration, in, out any) error {
 	var body io.Reader
-	if in != nil {
+	if rb, ok := in.(rawBody); ok {
+		body = bytes.NewReader(rb)
+	} else if in != nil {
 		b, err := encodeBody(in)
 		if err != nil {
 			return &Error{Kind: KindProtocol, Route: route, Message: Sanitize("encode: " + err.Error()), Err: err}
@@ -154,6 +156,9 @@ func (c *Client) call(ctx context.Context, method, path, route string, timeout t
 	}
 	return nil
 }
+
+// rawBody is a request body a route has already rendered as JSON.
+type rawBody []byte
 
 // encodeBody renders a request body without HTML escaping: json.Marshal would
 // rewrite '<', '>' and '&' inside payloads (header names of the envelope) as

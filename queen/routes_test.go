@@ -446,3 +446,22 @@ func TestAuthMe(t *testing.T) {
 	_, err = f.client(t, "tok").AuthMe(bg)
 	mustKind(t, err, KindTransient)
 }
+
+func TestPushBodyEncoding(t *testing.T) {
+	f := newFake(t, answer(201, `[{"index":0,"status":"queued","offset":0},{"index":1,"status":"queued","offset":1}]`))
+	_, err := f.client(t, "").Push(bg, []PushItem{
+		{Queue: "q\"\\", Payload: nil, TransactionID: "tx\n1"},
+		{Queue: "q", Partition: "0", Payload: json.RawMessage(`{"a": [1, 2.50]}`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"items":[{"queue":"q\"\\","payload":null,"transactionId":"tx\n1"},{"queue":"q","partition":"0","payload":{"a": [1, 2.50]}}]}`
+	if got := f.last(t).Body; got != want {
+		t.Fatalf("\n got %s\nwant %s", got, want)
+	}
+	var decoded PushRequest
+	if err := json.Unmarshal([]byte(f.last(t).Body), &decoded); err != nil || decoded.Items[0].TransactionID != "tx\n1" || decoded.Items[0].Queue != "q\"\\" {
+		t.Fatalf("body does not decode back: %v %+v", err, decoded)
+	}
+}
