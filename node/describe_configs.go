@@ -56,6 +56,11 @@ func (n *Node) describeTopic(ctx context.Context, c *Conn, cat *catalog, refresh
 		return
 	}
 	info, ok := cat.lookup(name)
+	if !ok && cat.ensure(ctx, c, true) == nil {
+		// An admin asking about a topic created a moment ago, natively or
+		// through another node, gets the fresh answer, not the cached one.
+		info, ok = cat.lookup(name)
+	}
 	if !ok {
 		setDescribeError(rr, kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.")
 		return
