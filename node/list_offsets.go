@@ -89,7 +89,7 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 	q := c.Queen()
 
 	// Round 0: the bounds of every partition.
-	results, err := probeOffsets(ctx, q, searches, func(*offsetSearch) int64 { return 0 })
+	results, err := probeOffsets(ctx, q, searches, func(*offsetSearch) int64 { return 0 }, false)
 	if err != nil {
 		return resp, failSearches(resp, searches, err)
 	}
@@ -118,7 +118,7 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 		for _, s := range open {
 			s.probe = s.lo + (s.hi-s.lo)/2
 		}
-		results, err := probeOffsets(ctx, q, open, func(s *offsetSearch) int64 { return s.probe })
+		results, err := probeOffsets(ctx, q, open, func(s *offsetSearch) int64 { return s.probe }, true)
 		if err != nil {
 			return resp, failSearches(resp, open, err)
 		}
@@ -156,21 +156,51 @@ func (s *offsetSearch) step(r *queen.FetchResult) {
 	s.finished = s.lo >= s.hi
 }
 
-// probeOffsets reads one record at offset(s) for every search, in calls of
-// at most 1,024 entries, without waiting.
-func probeOffsets(ctx context.Context, q *queen.Client, searches []*offsetSearch, offset func(*offsetSearch) int64) ([]queen.FetchResult, error) {
-	out := make([]queen.FetchResult, 0, len(searches))
-	for from := 0; from < len(searches); from += queen.MaxFetchEntries {
-		to := min(from+queen.MaxFetchEntries, len(searches))
-		entries := make([]queen.FetchEntry, 0, to-from)
-		for _, s := range searches[from:to] {
-			entries = append(entries, queen.FetchEntry{Queue: s.topic, Partition: s.part, Offset: offset(s), MaxBytes: 1})
+// probeBudgets are the per-entry budgets a probe escalates through. Queen
+// delivers a record past an entry's budget only to the first entry of a
+// call, so a probe asks for a few KiB (one record and its neighbours); an
+// entry whose first record is larger comes back empty within its bounds and
+// is asked again with a larger budget, and past the last one alone in a
+// call of its own, where its first record is always delivered.
+var probeBudgets = []int{4 << 10, 256 << 10, maxQueenEntryBytes}
+
+// probeOffsets reads the first record at or after offset(s) for every
+// search (bounds only, when records is false), in calls of at most 1,024
+// entries, without waiting.
+func probeOffsets(ctx context.Context, q *queen.Client, searches []*offsetSearch, offset func(*offsetSearch) int64, records bool) ([]queen.FetchResult, error) {
+	out := make([]queen.FetchResult, len(searches))
+	pending := make([]int, len(searches))
+	for i := range pending {
+		pending[i] = i
+	}
+	for level := 0; len(pending) > 0; level++ {
+		budget, size := 1, queen.MaxFetchEntries
+		if records {
+			budget = probeBudgets[min(level, len(probeBudgets)-1)]
+			if level >= len(probeBudgets) {
+				size = 1 // alone: the call's first record is always delivered
+			}
 		}
-		rs, err := q.Fetch(ctx, queen.FetchRequest{Entries: entries})
-		if err != nil {
-			return nil, err
+		var cut []int
+		for from := 0; from < len(pending); from += size {
+			idx := pending[from:min(from+size, len(pending))]
+			entries := make([]queen.FetchEntry, 0, len(idx))
+			for _, i := range idx {
+				s := searches[i]
+				entries = append(entries, queen.FetchEntry{Queue: s.topic, Partition: s.part, Offset: offset(s), MaxBytes: budget})
+			}
+			rs, err := q.Fetch(ctx, queen.FetchRequest{Entries: entries})
+			if err != nil {
+				return nil, err
+			}
+			for k, i := range idx {
+				out[i] = rs[k]
+				if records && rs[k].Error == "" && len(rs[k].Records) == 0 && entries[k].Offset < rs[k].HighWatermark && size > 1 {
+					cut = append(cut, i)
+				}
+			}
 		}
-		out = append(out, rs...)
+		pending = cut
 	}
 	return out, nil
 }
