@@ -89,9 +89,9 @@ func TestFetchBudgetExtendsByMaxWait(t *testing.T) {
 		answer(200, `{"entries":[{"queue":"q","partition":"0","records":[],"highWatermark":0,"logStartOffset":0}]}`)(w, r, "")
 	})
 	c := f.clientTimeout(t, 50*time.Millisecond)
-	req := FetchRequest{Entries: []FetchEntry{{Queue: "q", Partition: "0"}}, MaxWaitMs: 400, MinBytes: 1}
+	req := FetchRequest{Entries: []FetchEntry{{Queue: "q", Partition: "0"}}, MaxWaitMs: 2000, MinBytes: 1}
 	if _, err := c.Fetch(bg, req); err != nil {
-		t.Fatalf("fetch with maxWaitMs 400 must get request timeout + 400 ms: %v", err)
+		t.Fatalf("fetch with maxWaitMs 2000 must get request timeout + 2 s: %v", err)
 	}
 	req.MaxWaitMs = 0
 	_, err := c.Fetch(bg, req)

@@ -149,6 +149,16 @@ func TestFetchByteBudget(t *testing.T) {
 	if len(fr[0].Records) != 4 {
 		t.Fatalf("default budget: %d records", len(fr[0].Records))
 	}
+	// At most 10 000 records per entry, whatever the byte budget.
+	small := uniq("small")
+	for i := 0; i < 11; i++ {
+		pushN(t, c, small, "0", 1000)
+	}
+	fr = must[[]queen.FetchResult](t)(c.Fetch(ctx, queen.FetchRequest{Entries: []queen.FetchEntry{
+		{Queue: small, Partition: "0", Offset: 0, MaxBytes: 8 << 20}}, MinBytes: 1}))
+	if n := len(fr[0].Records); n != 10000 || fr[0].HighWatermark != 11000 {
+		t.Fatalf("records per entry: %d (hwm %d), want the 10 000 cap", n, fr[0].HighWatermark)
+	}
 }
 
 // Refusals: negative offset, more than 1024 entries, bad bodies: 400 for
