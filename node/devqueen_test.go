@@ -169,10 +169,10 @@ func (d *devQueen) record(topic string) *topicCfg {
 	return rec
 }
 
-// injectFault installs a rule through the dev broker's own fault API.
-func (d *devQueen) injectFault(rule dev.FaultRule) {
+// injectFault replaces the dev broker's fault rules through its own API.
+func (d *devQueen) injectFault(rules ...dev.FaultRule) {
 	d.t.Helper()
-	b, _ := json.Marshal(rule)
+	b, _ := json.Marshal(map[string]any{"rules": rules})
 	resp, err := http.Post(d.url+"/dev/faults", "application/json", bytes.NewReader(b))
 	if err != nil {
 		d.t.Fatalf("inject fault: %v", err)

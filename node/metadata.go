@@ -33,6 +33,9 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 		return resp, nil
 	}
 	if refreshErr != nil {
+		// The previous listing answers, and a 429 still reaches the client
+		// as throttle_time_ms so that it backs off as asked.
+		_, resp.ThrottleMillis, _ = topicFault(refreshErr)
 		c.log.Warn("metadata: answering from the previous topic list", "err", refreshErr)
 	}
 

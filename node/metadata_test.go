@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/queen/dev"
 )
 
 // fakeClock drives the catalogue's TTL without sleeping.
@@ -280,6 +281,10 @@ func TestMetadataServesPreviousListingOnQueenBlip(t *testing.T) {
 	if w, ok, err := n.topicWidth(t.Context(), c, "orders"); err != nil || !ok || w != 4 {
 		t.Fatalf("topicWidth %d %v %v", w, ok, err)
 	}
+	fq.setFault(func(*http.Request) (int, string, string) { return 429, "5", "" })
+	if resp := metadata(t, n, c, 9, false, "orders"); resp.Topics[0].ErrorCode != 0 || resp.ThrottleMillis != 5000 {
+		t.Fatalf("throttled refresh over a previous listing: code %d throttle %d", resp.Topics[0].ErrorCode, resp.ThrottleMillis)
+	}
 }
 
 func TestTopicWidthIsCached(t *testing.T) {
@@ -325,5 +330,23 @@ func TestCatalogueRefreshIsShared(t *testing.T) {
 	wg.Wait()
 	if got := fq.count("GET /api/v1/resources/queues") - before; got != 1 {
 		t.Fatalf("%d listings", got)
+	}
+}
+
+// The same mapping against the dev broker's own fault injection: a 429
+// with Retry-After on the queue listing, then a 403.
+func TestMetadataDevBrokerFaults(t *testing.T) {
+	n, dq := newTestNode(t, nil)
+	seven := 7
+	dq.injectFault(dev.FaultRule{Route: "queues", Status: 429, RetryAfter: &seven, Count: 1})
+	resp := metadata(t, n, testConn(t, n), 9, false, "orders")
+	if resp.ThrottleMillis != 7000 || resp.Topics[0].ErrorCode != kerr.LeaderNotAvailable.Code {
+		t.Fatalf("429: throttle %d code %d", resp.ThrottleMillis, resp.Topics[0].ErrorCode)
+	}
+	n2, dq2 := newTestNode(t, nil)
+	dq2.injectFault(dev.FaultRule{Route: "queues", Status: 403, Count: 1})
+	resp = metadata(t, n2, testConn(t, n2), 9, false, "orders")
+	if resp.ThrottleMillis != 0 || resp.Topics[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("403: throttle %d code %d", resp.ThrottleMillis, resp.Topics[0].ErrorCode)
 	}
 }
