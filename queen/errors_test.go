@@ -197,3 +197,37 @@ func TestSanitize(t *testing.T) {
 		t.Errorf("escapes count toward the cut: %q", got)
 	}
 }
+
+func TestErrorStrings(t *testing.T) {
+	seen := map[string]bool{}
+	for k := KindNone; k <= KindCanceled; k++ {
+		s := k.String()
+		if strings.HasPrefix(s, "kind(") || seen[s] {
+			t.Fatalf("kind %d has no distinct name: %q", int(k), s)
+		}
+		seen[s] = true
+	}
+	if Kind(99).String() != "kind(99)" {
+		t.Fatal("unknown kind name")
+	}
+	e := &Error{Kind: KindThrottled, Route: routePush, Status: 429, Message: "slow down"}
+	if got := e.Error(); got != "queen POST /api/v1/push: throttled (HTTP 429): slow down" {
+		t.Fatal(got)
+	}
+	cause := errors.New("connection reset")
+	e = &Error{Kind: KindTransport, Route: routeKV, Message: "reset", Err: cause}
+	if got := e.Error(); got != "queen POST /api/v1/kv: transport: reset" || !errors.Is(e, cause) {
+		t.Fatalf("%q / unwrap", got)
+	}
+	pe := &PreconditionError{Index: 2, KVReason: ReasonVersion, Version: 9}
+	if !strings.Contains(pe.Error(), "op 2") || !strings.Contains(pe.Error(), "version 9") {
+		t.Fatal(pe.Error())
+	}
+	te := &TxnError{Reason: "duplicate", Message: "dup"}
+	if te.Error() != "queen transaction rolled back: duplicate: dup" || te.Fenced() {
+		t.Fatal(te.Error())
+	}
+	if KindOf(pe) != KindProtocol || IsAuth(te) || Retriable(pe) {
+		t.Fatal("verdict errors are neither auth failures nor retriable")
+	}
+}
