@@ -134,6 +134,15 @@ func (c *Coordinator) getOrCreate(cl Client, id string) (*group, error) {
 	}
 	g := newGroup(c, k)
 	c.groups[k] = g
+	for other := range c.groups {
+		if other.id == id && other.identity != k.identity {
+			// Where identities fall back to hashed credentials (a broker
+			// with JWT_ENABLED), two credentials of one tenant make two
+			// groups writing the same offset keys; the operator must hear.
+			c.log.Warn("consumer group id is live under a second credential: these are two separate groups sharing committed offsets; give one consumer group one credential", "group", id)
+			break
+		}
+	}
 	return g, nil
 }
 
