@@ -1,0 +1,76 @@
+package dev
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+var fuzzRoutes = []string{"/api/v1/push", "/api/v1/fetch", "/api/v1/kv", "/api/v1/transaction", "/api/v1/configure"}
+
+// FuzzRequestDecoding throws arbitrary bodies at the decoders of push,
+// fetch, kv, transaction and configure (route picks one). It asserts that
+// nothing panics, every answer is JSON, and a refused body (4xx, a KV
+// precondition body, a rolled-back transaction) changed nothing.
+func FuzzRequestDecoding(f *testing.F) {
+	seeds := []struct {
+		route uint8
+		body  string
+	}{
+		{0, `{"items":[{"queue":"q","partition":"0","payload":{"k":null,"v":"eA=="}},{"queue":"q","payload":1,"transactionId":"t"}]}`},
+		{0, `{"items":[]}`},
+		{1, `{"entries":[{"queue":"q","partition":0,"offset":0,"maxBytes":10},{"queue":"x","offset":5}],"maxWaitMs":10,"minBytes":1}`},
+		{2, `{"operations":[{"op":"put","ns":"queen-kafka","key":"k","value":{"a":1},"forever":true,"expect":0,"required":true},{"op":"getPrefix","ns":"queen-kafka","prefix":"k","limit":3}]}`},
+		{2, `[{"op":"incr","ns":"a","key":"n","delta":1.5,"ttlSeconds":3,"max":10},{"op":"getMany","ns":"a","keys":["n","m"]}]`},
+		{3, `{"operations":[{"type":"push","items":[{"queue":"q","payload":1}]}],"kv":[{"op":"put","ns":"queen-kafka","key":"k","value":1,"forever":true,"expect":7,"required":true}]}`},
+		{4, `{"queue":"q","options":{"retentionEnabled":true,"retentionSeconds":5},"mode":"replace"}`},
+	}
+	for _, s := range seeds {
+		f.Add(s.route, []byte(s.body))
+	}
+	b, err := New(Options{SweepInterval: -1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	b.Drain() // fetches answer without parking
+	h := b.Handler()
+	for _, body := range []string{
+		`{"items":[{"queue":"q","partition":"0","payload":1},{"queue":"q","partition":"0","payload":2,"transactionId":"t"}]}`,
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/push", bytes.NewReader([]byte(body))))
+	}
+	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
+		path := fuzzRoutes[int(route)%len(fuzzRoutes)]
+		before := b.Mutations()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		if n := b.Panics(); n != 0 {
+			t.Fatalf("%s panicked on %q", path, body)
+		}
+		out := rec.Body.Bytes()
+		if !json.Valid(out) {
+			t.Fatalf("%s answered %d with invalid JSON %q", path, rec.Code, out)
+		}
+		refused := rec.Code >= 400
+		var verdict struct {
+			OK      *bool `json:"ok"`
+			Success *bool `json:"success"`
+		}
+		if rec.Code == 200 && json.Unmarshal(out, &verdict) == nil {
+			if (verdict.OK != nil && !*verdict.OK) || (verdict.Success != nil && !*verdict.Success) {
+				refused = true
+			}
+		}
+		if refused && b.Mutations() != before {
+			t.Fatalf("%s refused (%d %s) but wrote something; body %q", path, rec.Code, out, body)
+		}
+		switch rec.Code {
+		case 200, 201, 400, 413:
+		default:
+			t.Fatalf("%s answered %d %s", path, rec.Code, out)
+		}
+	})
+}
