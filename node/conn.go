@@ -34,6 +34,11 @@ type Conn struct {
 	identity atomic.Pointer[string]
 	clientID atomic.Pointer[string]
 
+	// budget bounds the bytes of requests read ahead and not yet
+	// answered: at most maxInFlight requests, and at most one maximum
+	// frame's worth of bytes, so read-ahead never multiplies the ceiling.
+	budget *byteBudget
+
 	stopping  atomic.Bool
 	closeOnce sync.Once
 }
@@ -41,6 +46,7 @@ type Conn struct {
 // queued is one decoded request waiting for its turn. preset is an answer
 // decided by the framing itself (ApiVersions at an unknown version).
 type queued struct {
+	size   int64 // frame bytes held against the read-ahead budget
 	hdr    requestHeader
 	row    apiRow
 	req    kmsg.Request
@@ -48,7 +54,7 @@ type queued struct {
 }
 
 func newConn(n *Node, nc net.Conn) *Conn {
-	c := &Conn{n: n, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String()}
+	c := &Conn{n: n, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: newByteBudget(maxFrame)}
 	c.log = n.log.With("remote", c.remote)
 	c.queen.Store(n.queen)
 	empty := ""
@@ -87,7 +93,10 @@ func (c *Conn) Logger() *slog.Logger { return c.log }
 func (c *Conn) frameLimit() int32 { return maxFrame }
 
 func (c *Conn) close() {
-	c.closeOnce.Do(func() { _ = c.nc.Close() })
+	c.closeOnce.Do(func() {
+		c.budget.close()
+		_ = c.nc.Close()
+	})
 }
 
 // stopReading ends the read loop at the next frame boundary (graceful
@@ -155,20 +164,46 @@ func (c *Conn) readRequest() (queued, error) {
 	if _, err := c.br.Peek(1); err != nil {
 		return queued{}, err
 	}
+	// A frame has begun: the rest of it has frameTimeout to arrive, except
+	// while the connection waits for its read-ahead budget.
 	if err := c.nc.SetReadDeadline(time.Now().Add(c.n.frameTimeout)); err != nil {
 		return queued{}, err
 	}
-	frame, err := readFrame(c.br, c.frameLimit())
+	prefix, err := c.br.Peek(4)
 	if err != nil {
-		if errors.Is(err, errFrameTooLarge) {
-			return queued{}, refuse("request %v", err)
-		}
-		if errors.Is(err, io.EOF) {
-			return queued{}, io.ErrUnexpectedEOF // the frame had begun
-		}
+		return queued{}, midFrame(err)
+	}
+	size, err := frameSize(prefix, c.frameLimit())
+	if err != nil {
+		return queued{}, refuse("request %v", err)
+	}
+	if !c.budget.acquire(int64(size)) {
+		return queued{}, net.ErrClosed
+	}
+	if err := c.nc.SetReadDeadline(time.Now().Add(c.n.frameTimeout)); err != nil {
+		c.budget.release(int64(size))
 		return queued{}, err
 	}
-	return decodeRequest(frame)
+	_, _ = c.br.Discard(4)
+	frame, err := readBody(c.br, size)
+	if err != nil {
+		c.budget.release(int64(size))
+		return queued{}, err
+	}
+	q, err := decodeRequest(frame)
+	if err != nil {
+		c.budget.release(int64(size))
+		return queued{}, err
+	}
+	q.size = int64(size)
+	return q, nil
+}
+
+func midFrame(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // decodeRequest turns one frame into a request the version table admits.
@@ -221,6 +256,9 @@ func (c *Conn) answerLoop(ctx context.Context, queue <-chan queued) {
 	for q := range queue {
 		c.clientID.Store(&q.hdr.clientID)
 		resp, err := c.answer(ctx, q)
+		// The request's bytes are garbage once handled; the response is
+		// bounded separately.
+		c.budget.release(q.size)
 		if err != nil {
 			c.log.Warn("request failed, closing connection", "api", kmsg.NameForKey(q.hdr.key), "version", q.hdr.version, "client_id", q.hdr.clientID, "err", err)
 			return

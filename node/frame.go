@@ -32,18 +32,34 @@ type requestHeader struct {
 }
 
 // readFrame reads one size-prefixed frame, refusing a size outside
-// [header minimum, limit] before allocating anything.
+// [0, limit] before allocating anything.
 func readFrame(r io.Reader, limit int32) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return nil, err
 	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 0 || n > limit {
-		return nil, fmt.Errorf("%w: size %d, limit %d", errFrameTooLarge, n, limit)
+	n, err := frameSize(size[:], limit)
+	if err != nil {
+		return nil, err
 	}
+	return readBody(r, n)
+}
+
+// frameSize checks a size prefix against the ceiling.
+func frameSize(prefix []byte, limit int32) (int32, error) {
+	n := int32(binary.BigEndian.Uint32(prefix))
+	if n < 0 || n > limit {
+		return 0, fmt.Errorf("%w: size %d, limit %d", errFrameTooLarge, n, limit)
+	}
+	return n, nil
+}
+
+func readBody(r io.Reader, n int32) ([]byte, error) {
 	buf := make([]byte, n)
 	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, io.ErrUnexpectedEOF // the frame had begun
+		}
 		return nil, err
 	}
 	return buf, nil
