@@ -65,6 +65,9 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
+			// Empty, never null: librdkafka and sarama refuse a null record set
+			// ("invalid MessageSetSize -1"), which is what a real broker never sends.
+			sp.RecordBatches = []byte{}
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			switch {
 			case tv.code != 0 || tv.failed:
