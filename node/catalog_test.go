@@ -1,0 +1,56 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// More topic records than one getPrefix page holds are all read, page by
+// page, and an unreadable record is treated as absent.
+func TestLoadTopicCfgsPages(t *testing.T) {
+	_, dq := newTestNode(t, nil)
+	const records = 2500
+	var ops []queen.KVOp
+	for i := 0; i < records; i++ {
+		v, _ := json.Marshal(map[string]any{"qid": nil, "set": map[string]any{}, "at": 1, "partitions": i + 1})
+		ops = append(ops, queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: queen.TopicCfgKey(fmt.Sprintf("t%05d", i)), Value: v, Forever: true})
+	}
+	ops = append(ops, queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: queen.TopicCfgKey("broken"), Value: json.RawMessage(`"not a record"`), Forever: true})
+	for len(ops) > 0 {
+		chunk := ops[:min(len(ops), 200)]
+		ops = ops[len(chunk):]
+		if _, err := dq.q.KV(t.Context(), chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := dq.count("POST /api/v1/kv")
+	cfgs, err := loadTopicCfgs(t.Context(), dq.q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfgs) != records {
+		t.Fatalf("%d records read, want %d", len(cfgs), records)
+	}
+	if cfgs["t02499"].Partitions != 2500 || cfgs["t00000"].Partitions != 1 {
+		t.Fatalf("wrong values: %+v %+v", cfgs["t02499"], cfgs["t00000"])
+	}
+	if calls := dq.count("POST /api/v1/kv") - before; calls < 3 {
+		t.Fatalf("%d calls for %d records: pages were not followed", calls, records)
+	}
+}
+
+// Two credentials never share a catalogue.
+func TestCataloguePerIdentity(t *testing.T) {
+	n, _ := newTestNode(t, nil)
+	a, b := testConn(t, n), testConn(t, n)
+	b.SetCredential(n.Queen(), "tenant-b")
+	if n.cats.forConn(a) == n.cats.forConn(b) {
+		t.Fatal("two identities share one catalogue")
+	}
+	if n.cats.forConn(a) != n.cats.forConn(testConn(t, n)) {
+		t.Fatal("one identity got two catalogues")
+	}
+}
