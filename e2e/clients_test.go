@@ -211,17 +211,20 @@ func produceKgo(t testing.TB, seeds []string, topic string, codec kgo.Compressio
 	t.Helper()
 	cl := newKgo(t, seeds, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(codec))
 	krs := make([]*kgo.Record, len(rs))
+	index := map[*kgo.Record]int{}
 	for i, r := range rs {
 		krs[i] = toKgo(topic, r)
+		index[krs[i]] = i
 	}
 	ctx := ctxT(t, 30*time.Second)
-	res := cl.ProduceSync(ctx, krs...)
-	for i, pr := range res {
+	// Results come back in completion order, not input order.
+	for _, pr := range cl.ProduceSync(ctx, krs...) {
+		i := index[pr.Record]
 		if pr.Err != nil {
 			t.Fatalf("kgo produce record %d (%v): %v", i, rs[i], pr.Err)
 		}
 		if pr.Record.Offset != rs[i].offset {
-			t.Errorf("kgo produce record %d: broker answered offset %d, want %d", i, pr.Record.Offset, rs[i].offset)
+			t.Errorf("kgo produce record %d (%v): broker answered offset %d, want %d", i, rs[i], pr.Record.Offset, rs[i].offset)
 		}
 	}
 }
@@ -370,7 +373,12 @@ func produceKafkaGo(t testing.TB, seeds []string, topic string, codec kafkago.Co
 		Balancer: kafkago.BalancerFunc(func(m kafkago.Message, _ ...int) int {
 			return m.Partition
 		}),
+		// Its own transport: kafka-go's shared default caches metadata across
+		// writers for seconds and would call a topic created a moment ago
+		// unknown without asking the broker.
+		Transport: &kafkago.Transport{MetadataTTL: time.Second},
 	}
+	defer w.Transport.(*kafkago.Transport).CloseIdleConnections()
 	defer w.Close()
 	msgs := make([]kafkago.Message, len(rs))
 	for i, r := range rs {

@@ -390,7 +390,7 @@ func facadeEnv(queenURL, addr string, overrides map[string]string) map[string]st
 		"QUEEN_KAFKA_ADVERTISED_ADDR":     addr,
 		"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS": "0",
 		"QUEEN_KAFKA_DEFAULT_PARTITIONS":  "8",
-		"LOG_LEVEL":                       "debug",
+		"LOG_LEVEL":                       "info",
 	}
 	for k, v := range overrides {
 		if v == "" {
@@ -476,7 +476,7 @@ func sharedEnv(t testing.TB) (*queenDev, *facade) {
 			return
 		}
 		port := freePort(t)
-		shared.dev = newQueenDev(data, port, devOptions{})
+		shared.dev = newQueenDev(data, port, devOptions{faults: true})
 		if err := shared.dev.start(); err != nil {
 			shared.err = fmt.Errorf("%w\n%s", err, shared.dev.out.From(0))
 			return
