@@ -1,0 +1,54 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A handler answering nil (acks=0 produce) sends no frame, and the next
+// request's answer is the next frame on the wire.
+func TestNilResponseSendsNoFrame(t *testing.T) {
+	key := kmsg.Produce.Int16()
+	saved, had := apiIndex[key]
+	apiIndex[key] = apiRow{key: key, min: 3, max: 9, handler: func(*Node, context.Context, *Conn, kmsg.Request) (kmsg.Response, error) {
+		return nil, nil
+	}}
+	t.Cleanup(func() {
+		if had {
+			apiIndex[key] = saved
+		} else {
+			delete(apiIndex, key)
+		}
+	})
+	n, _ := newTestNode(t, nil)
+	k := dial(t, serveTestNode(t, n))
+	p := kmsg.NewPtrProduceRequest()
+	p.Version, p.Acks = 7, 0
+	k.send(p)
+	api := kmsg.NewPtrApiVersionsRequest()
+	want := k.send(api)
+	if got, _ := k.recv(api); got != want {
+		t.Fatalf("first frame answers correlation id %d, want %d (the acks=0 request got a frame)", got, want)
+	}
+}
+
+func TestTLSListener(t *testing.T) {
+	certPath, keyPath := writeCert(t, t.TempDir(), "kafka.test")
+	n, _ := newTestNode(t, map[string]string{"QUEEN_KAFKA_TLS_CERT": certPath, "QUEEN_KAFKA_TLS_KEY": keyPath})
+	addr := serveTestNode(t, n)
+	tc, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, ServerName: "kafka.test"})
+	if err != nil {
+		t.Fatalf("tls dial: %v", err)
+	}
+	t.Cleanup(func() { tc.Close() })
+	k := &kclient{t: t, nc: tc, br: bufio.NewReader(tc), fmtr: kmsg.NewRequestFormatter()}
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	if resp := k.roundTrip(req).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
+		t.Fatalf("over TLS: %+v", resp)
+	}
+}
