@@ -1,8 +1,6 @@
 package node
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
@@ -15,18 +13,20 @@ import (
 // overwrite its successor's commits.
 func newCoordinator(n *Node) *coordinator.Coordinator {
 	self := coordinator.Broker{NodeID: int32(n.cfg.NodeID), Host: n.cfg.AdvertisedHost, Port: n.cfg.AdvertisedPort}
-	var inc [8]byte
-	_, _ = rand.Read(inc[:])
+	var own coordinator.Ownership = coordinator.Single{Node: self}
+	if n.cluster != nil {
+		own = clusterOwnership{n.cluster}
+	}
 	return coordinator.New(coordinator.Config{
 		KV:                n.queen,
-		Ownership:         coordinator.Single{Node: self},
+		Ownership:         own,
 		Log:               n.log.With("component", "coordinator"),
 		JoinDelay:         n.cfg.GroupJoinDelay,
 		MinSessionTimeout: n.cfg.GroupMinSessionTimeout,
 		MaxSessionTimeout: n.cfg.GroupMaxSessionTimeout,
 		Fenced:            n.cfg.Clustered(),
 		NodeID:            int32(n.cfg.NodeID),
-		Incarnation:       hex.EncodeToString(inc[:]),
+		Incarnation:       n.Incarnation(), // the registry row's: one per process
 	})
 }
 

@@ -34,6 +34,9 @@ type Node struct {
 	now   func() time.Time         // the catalogue's clock; tests substitute it
 	idem  *idempotence             // producer ids and sequence windows (Produce, InitProducerId)
 	coord *coordinator.Coordinator // consumer groups and committed offsets
+	// cluster is cluster mode (registry session, topology, ownership); nil
+	// in single mode, where none of it exists.
+	cluster *cluster
 
 	// Timeouts are fields so that framing tests can shorten them.
 	idleTimeout  time.Duration
@@ -68,6 +71,10 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		now:          time.Now,
 	}
 	n.topo = singleTopology{n: n}
+	if cfg.Clustered() {
+		n.cluster = newCluster(n)
+		n.topo = n.cluster.topo
+	}
 	n.cats = newCatalogs(n)
 	n.idem = newIdempotence()
 	n.coord = newCoordinator(n)

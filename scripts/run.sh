@@ -13,11 +13,20 @@ QUEEN_DEV_DATA=${QUEEN_DEV_DATA:-$PWD/.queen-dev}
 BASE_PORT=${BASE_PORT:-9092}
 TOKEN=${QUEEN_TOKEN:-queen-kafka-dev}
 
+# The facades stop first and queen-dev last, so that each facade's stop can
+# still delete its registry row (the hand-back that spares a restart the TTL
+# wait). queen-dev runs in a session of its own, because a terminal's Ctrl-C
+# signals the whole foreground process group at once.
+dev_pid=
 pids=()
 stop() {
   trap - INT TERM EXIT
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [ -n "$dev_pid" ]; then
+    kill -TERM "$dev_pid" 2>/dev/null || true
+    wait "$dev_pid" 2>/dev/null || true
+  fi
 }
 trap stop INT TERM EXIT
 
@@ -31,8 +40,8 @@ wait_port() { # host:port
   return 1
 }
 
-QUEEN_DEV_ADDR=$QUEEN_DEV_ADDR QUEEN_DEV_DATA=$QUEEN_DEV_DATA ./bin/queen-dev &
-pids+=($!)
+QUEEN_DEV_ADDR=$QUEEN_DEV_ADDR QUEEN_DEV_DATA=$QUEEN_DEV_DATA setsid ./bin/queen-dev &
+dev_pid=$!
 wait_port "$QUEEN_DEV_ADDR"
 
 bootstrap=()
@@ -61,4 +70,4 @@ bootstrap.servers=$list
 
 Ctrl-C stops everything.
 MSG
-wait -n "${pids[@]}"
+wait -n "$dev_pid" "${pids[@]}"

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -47,9 +48,19 @@ func run() int {
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+
+	// Cluster mode claims the node id between bind and serve: a port that
+	// cannot be bound never takes an id, and no client is answered before
+	// this node knows the cluster. The claim may wait out a predecessor's
+	// row; a stop during that wait is honoured.
+	if code, stop := join(n, log, sigs); stop {
+		return code
+	}
+
 	served := make(chan error, 1)
 	go func() { served <- n.Serve(context.Background()) }()
 
+	code := 0
 	select {
 	case err := <-served:
 		if err != nil {
@@ -59,6 +70,11 @@ func run() int {
 		return 0
 	case sig := <-sigs:
 		log.Info("shutting down", "signal", sig.String())
+	case err := <-n.Lost():
+		// Another process answers as this node now; serving on would be two
+		// brokers with one id. Stop, and say so loudly.
+		log.Error("fatal: this node id was taken by another facade process; stopping", "err", err)
+		code = 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
@@ -67,5 +83,38 @@ func run() int {
 	}
 	<-served
 	log.Info("stopped")
-	return 0
+	return code
+}
+
+// join runs the cluster claim (a no-op in single mode). stop reports that
+// the process must exit with code: 1 for a claim that failed (a
+// *registry.ConflictError carries the evidence in its message), 0 for a
+// signal that arrived while waiting.
+func join(n *node.Node, log *slog.Logger, sigs <-chan os.Signal) (code int, stop bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	joined := make(chan error, 1)
+	go func() { joined <- n.JoinCluster(ctx) }()
+	select {
+	case err := <-joined:
+		if err != nil {
+			log.Error("fatal boot", "err", err)
+			return 1, true
+		}
+		return 0, false
+	case sig := <-sigs:
+		log.Info("stopped while joining the cluster", "signal", sig.String())
+		cancel()
+		err := <-joined
+		sctx, scancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer scancel()
+		// A claim that completed anyway is handed back by Shutdown's release.
+		if serr := n.Shutdown(sctx); serr != nil {
+			log.Warn("shutdown incomplete", "err", serr)
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			log.Warn("cluster claim abandoned", "err", err)
+		}
+		return 0, true
+	}
 }

@@ -1,0 +1,88 @@
+package node
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/hashring"
+	"github.com/queen-mq/queen-kafka/registry"
+)
+
+// clusterTopology is Metadata in cluster mode, read from the registry's
+// last view: every live node is a broker at its own advertised address, the
+// controller is the lowest live id, and each partition's leader is the
+// rendezvous owner of that partition with every live node as a replica
+// (leader first). Every node serves every partition from the one shared
+// store, so leadership is an advertisement and a stale view costs a client
+// a redirect, never data; that is why Metadata may answer from a view the
+// registry no longer vouches for, while group ownership may not.
+type clusterTopology struct {
+	c *cluster
+
+	mu   sync.Mutex
+	src  *hashring.Ring // the view's ring the snapshot was built from
+	snap *topoSnapshot
+}
+
+// topoSnapshot is everything one view implies, built once per membership
+// change rather than once per partition.
+type topoSnapshot struct {
+	brokers    []kmsg.MetadataResponseBroker // ascending id, always including this node
+	controller int32
+	ring       *hashring.Ring // never empty
+}
+
+func newClusterTopology(c *cluster) *clusterTopology { return &clusterTopology{c: c} }
+
+func (t *clusterTopology) snapshot() *topoSnapshot {
+	v := t.c.view()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.snap == nil || t.src != v.Ring {
+		t.snap, t.src = buildSnapshot(t.c.self, v), v.Ring
+	}
+	return t.snap
+}
+
+// buildSnapshot turns a view into brokers, controller and ring. This node
+// is listed even when its own last view lacks it (the registry was briefly
+// unhealthy, or the row expired and is being re-acquired): a client is
+// never handed an empty broker list, and this node is reachable, since the
+// client is talking to it. Leaders stay on the view's ring so that they
+// agree with what the other nodes advertise; only an empty view falls back
+// to this node alone.
+func buildSnapshot(self registry.Node, v registry.View) *topoSnapshot {
+	nodes := slices.Clone(v.Nodes)
+	if _, ok := v.Node(self.ID); !ok {
+		i, _ := slices.BinarySearchFunc(nodes, self.ID, func(n registry.Node, id int32) int { return int(n.ID) - int(id) })
+		nodes = slices.Insert(nodes, i, self)
+	}
+	s := &topoSnapshot{brokers: make([]kmsg.MetadataResponseBroker, len(nodes))}
+	for i, n := range nodes {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = n.ID, n.Host, int32(n.Port)
+		s.brokers[i] = b
+	}
+	s.ring = v.Ring
+	if s.ring == nil || s.ring.Len() == 0 {
+		s.ring = hashring.New([]int32{self.ID})
+	}
+	s.controller, _ = s.ring.Controller()
+	return s
+}
+
+func (t *clusterTopology) brokers() []kmsg.MetadataResponseBroker {
+	return slices.Clone(t.snapshot().brokers)
+}
+
+func (t *clusterTopology) controllerID() int32 { return t.snapshot().controller }
+
+func (t *clusterTopology) clusterID() string { return t.c.n.cfg.Cluster }
+
+func (t *clusterTopology) leaderFor(topic string, p int32) (int32, []int32) {
+	r := t.snapshot().ring
+	leader, _ := r.Leader(topic, p)
+	return leader, r.Replicas(topic, p)
+}
