@@ -54,6 +54,17 @@ type catalog struct {
 	// a topic never narrows (a narrower count re-hashes keys onto other
 	// partitions). Keyed by name and queue id: a recreated queue starts over.
 	widest map[string]int32
+	// local remembers what this process created or deleted, stamped with
+	// a sequence number, so that a refresh whose listing was taken before
+	// the change does not undo it when it lands.
+	local map[string]localChange
+	seq   uint64
+}
+
+type localChange struct {
+	seq     uint64
+	present bool
+	info    topicInfo
 }
 
 type refreshCall struct {
@@ -193,6 +204,9 @@ func (cat *catalog) refresh(ctx context.Context, c *Conn) error {
 	if c != nil {
 		q = c.Queen()
 	}
+	cat.mu.Lock()
+	startSeq := cat.seq
+	cat.mu.Unlock()
 	queues, err := q.Queues(ctx)
 	if err != nil {
 		return fmt.Errorf("list queues: %w", err)
@@ -211,6 +225,18 @@ func (cat *catalog) refresh(ctx context.Context, c *Conn) error {
 	}
 	cat.mu.Lock()
 	defer cat.mu.Unlock()
+	for name, ch := range cat.local {
+		switch {
+		case ch.seq <= startSeq:
+			delete(cat.local, name) // the listing already reflects it
+		case ch.present:
+			if _, ok := topics[name]; !ok {
+				topics[name] = ch.info
+			}
+		default:
+			delete(topics, name)
+		}
+	}
 	cat.topics = topics
 	cat.loadedAt = cat.n.now()
 	for key := range cat.widest { // forget queues that are gone
@@ -283,9 +309,12 @@ func (cat *catalog) added(name string, cfg *topicCfg) {
 	if cat.topics == nil {
 		cat.topics = make(map[string]topicInfo)
 	}
-	if _, ok := cat.topics[name]; !ok {
-		cat.topics[name] = topicInfo{queue: queen.QueueInfo{Name: name}, cfg: cfg}
+	t, ok := cat.topics[name]
+	if !ok {
+		t = topicInfo{queue: queen.QueueInfo{Name: name}, cfg: cfg}
+		cat.topics[name] = t
 	}
+	cat.note(name, true, t)
 }
 
 // removed forgets a queue the facade just deleted.
@@ -298,6 +327,16 @@ func (cat *catalog) removed(name string) {
 			delete(cat.widest, key)
 		}
 	}
+	cat.note(name, false, topicInfo{})
+}
+
+// note stamps a local change; the caller holds mu.
+func (cat *catalog) note(name string, present bool, t topicInfo) {
+	if cat.local == nil {
+		cat.local = make(map[string]localChange)
+	}
+	cat.seq++
+	cat.local[name] = localChange{seq: cat.seq, present: present, info: t}
 }
 
 // setCfg replaces the record the catalogue holds for an existing topic.

@@ -1,8 +1,10 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/queen-mq/queen-kafka/queen"
@@ -52,5 +54,46 @@ func TestCataloguePerIdentity(t *testing.T) {
 	}
 	if n.cats.forConn(a) != n.cats.forConn(testConn(t, n)) {
 		t.Fatal("one identity got two catalogues")
+	}
+}
+
+// A refresh whose listing was taken before a local create or delete does
+// not undo it when it lands.
+func TestRefreshDoesNotUndoLocalChanges(t *testing.T) {
+	n, dq := newTestNode(t, nil)
+	withClock(n)
+	dq.addQueue("doomed", 1)
+	cat := n.cats.forConn(nil)
+	listed := make(chan struct{})
+	release := make(chan struct{})
+	dq.setFault(func(r *http.Request) (int, string, string) {
+		if r.URL.Path == "/api/v1/kv" { // the listing is taken; hold the refresh here
+			close(listed)
+			<-release
+		}
+		return 0, "", ""
+	})
+	done := make(chan error, 1)
+	go func() { done <- cat.ensure(context.Background(), nil, true) }()
+	<-listed
+	cat.added("born", nil)
+	cat.removed("doomed")
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cat.lookup("born"); !ok {
+		t.Fatal("a topic created during the refresh was dropped")
+	}
+	if _, ok := cat.lookup("doomed"); ok {
+		t.Fatal("a topic deleted during the refresh came back")
+	}
+	dq.setFault(nil)
+	// The next refresh's listing is authoritative again.
+	if err := cat.ensure(context.Background(), nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cat.lookup("doomed"); !ok {
+		t.Fatal("the queue still exists in Queen and must be listed")
 	}
 }
