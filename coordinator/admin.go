@@ -143,6 +143,9 @@ func (c *Coordinator) describe(ctx context.Context, cl Client, id string) kmsg.D
 			return d
 		}
 	}
+	if !storable(id) {
+		return d
+	}
 	rows, err := c.readKeys(ctx, c.kvFor(cl), []string{queen.GroupIndexKey(id)})
 	if err != nil {
 		c.log.Warn("describe group: reading the group index failed", "group", id, "err", err)
@@ -231,6 +234,12 @@ func (c *Coordinator) deleteRows(ctx context.Context, kv KV, g *group, gen int32
 	g.wmu.Lock()
 	defer g.wmu.Unlock()
 	id := g.key.id
+	if !storable(id) {
+		if inMemory {
+			return 0
+		}
+		return kerr.GroupIDNotFound.Code
+	}
 	var rows []queen.KVRow
 	if prefix := queen.GroupOffsetPrefix(id); len(prefix) <= queen.MaxKeyBytes {
 		var err error
@@ -379,9 +388,19 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, cl Client, req *kmsg.Off
 	return resp
 }
 
+// storable reports whether any row of group fits the store's key
+// ceiling. The index key is the shortest of a group's keys that is read,
+// so a group whose index key is too long has nothing in the store.
+func storable(group string) bool {
+	return len(queen.GroupIndexKey(group)) <= queen.MaxKeyBytes
+}
+
 // storeKnows reports whether the store has the group's index row or any
 // committed offset of it, in one call.
 func (c *Coordinator) storeKnows(ctx context.Context, kv KV, group string) (bool, error) {
+	if !storable(group) {
+		return false, nil
+	}
 	ops := []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: []string{queen.GroupIndexKey(group)}}}
 	if prefix := queen.GroupOffsetPrefix(group); len(prefix) <= queen.MaxKeyBytes {
 		ops = append(ops, queen.KVOp{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: prefix, Limit: 1, KeysOnly: true})

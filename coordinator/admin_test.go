@@ -199,3 +199,30 @@ func TestListGroupsMemoryAndIndex(t *testing.T) {
 		t.Fatalf("index-only group described %+v", d.Groups[0])
 	}
 }
+
+func TestOverlongEscapedGroupNeverReachesTheStore(t *testing.T) {
+	h := newHarness(t, nil)
+	id := strings.Repeat("ü", 200) // 200 characters, 1200 escaped bytes
+	calls := h.kv.callCount()
+	if c := h.commit(commitReq(id, "", -1, "orders", map[int32]int64{0: 1})); c[0] != kerr.InvalidCommitOffsetSize.Code {
+		t.Fatalf("commit %d", c[0])
+	}
+	h.c = New(h.c.cfg) // the commit created the group in memory, as Kafka does; look at the store
+	dr := kmsg.NewPtrDescribeGroupsRequest()
+	dr.Groups = []string{id}
+	if d := h.c.DescribeGroups(context.Background(), h.cl, dr); d.Groups[0].ErrorCode != 0 || d.Groups[0].State != "Dead" {
+		t.Fatalf("describe %+v", d.Groups[0])
+	}
+	if r := h.offsetDelete(id, map[string][]int32{"orders": {0}}); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("offset delete %d", r.ErrorCode)
+	}
+	if c := h.deleteGroups(id); c[0] != kerr.GroupIDNotFound.Code {
+		t.Fatalf("delete %d", c[0])
+	}
+	if f := h.fetch(id, "orders", 0); f.ErrorCode != 0 || f.Topics[0].Partitions[0].Offset != -1 {
+		t.Fatalf("fetch %+v", f)
+	}
+	if n := h.kv.callCount() - calls; n != 0 {
+		t.Fatalf("%d calls carried keys the store refuses", n)
+	}
+}
