@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -22,7 +23,7 @@ import (
 // dataEnv is a node in front of an in-process queen-dev broker, with a
 // Conn to drive handlers and a direct Queen client to look behind them.
 type dataEnv struct {
-	t       *testing.T
+	t       testing.TB
 	n       *Node
 	c       *Conn
 	q       *queen.Client
@@ -30,7 +31,7 @@ type dataEnv struct {
 	fetches atomic.Int64 // POST /api/v1/fetch calls seen
 }
 
-func newDataEnv(t *testing.T, opts dev.Options, env map[string]string) *dataEnv {
+func newDataEnv(t testing.TB, opts dev.Options, env map[string]string) *dataEnv {
 	t.Helper()
 	opts.Faults = true
 	opts.SweepInterval = -1
@@ -47,7 +48,7 @@ func newDataEnv(t *testing.T, opts dev.Options, env map[string]string) *dataEnv 
 	t.Cleanup(func() { srv.Close(); _ = b.Close() })
 	e.url = srv.URL
 	e.n = e.node(env)
-	e.c = testConn(t, e.n)
+	e.c = e.conn(e.n)
 	e.q, err = queen.New(queen.Config{URL: srv.URL})
 	require.NoError(t, err)
 	return e
@@ -66,6 +67,13 @@ func (e *dataEnv) node(env map[string]string) *Node {
 	n, err := New(cfg, testLogger())
 	require.NoError(e.t, err)
 	return n
+}
+
+// conn is a Conn of n for driving handlers directly.
+func (e *dataEnv) conn(n *Node) *Conn {
+	a, b := net.Pipe()
+	e.t.Cleanup(func() { a.Close(); b.Close() })
+	return newConn(n, a)
 }
 
 func (e *dataEnv) createTopic(name string) {
