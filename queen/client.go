@@ -151,11 +151,21 @@ func (c *Client) call(ctx context.Context, method, path, route string, timeout t
 	if out == nil {
 		return nil
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return &Error{Kind: KindProtocol, Route: route, Status: resp.StatusCode, Message: Sanitize("decode: " + err.Error()), Err: err}
+	var derr error
+	if d, ok := out.(bodyDecoder); ok {
+		derr = d.decodeBody(raw)
+	} else {
+		derr = json.Unmarshal(raw, out)
+	}
+	if derr != nil {
+		return &Error{Kind: KindProtocol, Route: route, Status: resp.StatusCode, Message: Sanitize("decode: " + derr.Error()), Err: derr}
 	}
 	return nil
 }
+
+// bodyDecoder is a response body with its own decoder (the fetch answer,
+// see decodeFetchResponse).
+type bodyDecoder interface{ decodeBody(raw []byte) error }
 
 // rawBody is a request body a route has already rendered as JSON.
 type rawBody []byte

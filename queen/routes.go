@@ -195,10 +195,11 @@ func (c *Client) Fetch(ctx context.Context, req FetchRequest) ([]FetchResult, er
 	if wait > MaxFetchWaitMs {
 		wait = MaxFetchWaitMs
 	}
-	var out FetchResponse
-	if err := c.call(ctx, http.MethodPost, "/api/v1/fetch", routeFetch, c.timeout+time.Duration(wait)*time.Millisecond, req, &out); err != nil {
+	var dec fetchDecoder
+	if err := c.call(ctx, http.MethodPost, "/api/v1/fetch", routeFetch, c.timeout+time.Duration(wait)*time.Millisecond, req, &dec); err != nil {
 		return nil, err
 	}
+	out := dec.resp
 	if len(out.Entries) != len(req.Entries) {
 		return nil, protocolError(routeFetch, "%d results for %d entries", len(out.Entries), len(req.Entries))
 	}

@@ -1,0 +1,456 @@
+package queen
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// decodeFetchResponse parses the 200 body of POST /api/v1/fetch in one pass.
+// encoding/json validates the whole body, then decodes it, re-scanning and
+// copying every payload: most of the client's CPU on the consume path.
+// Here each byte is scanned once and payloads alias body (which the caller
+// owns and never reuses).
+//
+// The result is exactly what json.Unmarshal into FetchResponse gives, and an
+// input json.Unmarshal refuses is refused (FuzzFetchDecode checks both).
+// Rare shapes where encoding/json has extra rules — a key that differs from
+// a field name only in case, a string with escapes or invalid UTF-8 — are
+// handed to encoding/json rather than re-implemented.
+func decodeFetchResponse(body []byte) (FetchResponse, error) {
+	s := scanner{b: body}
+	out, err := s.response()
+	if err == nil {
+		s.ws()
+		if s.i != len(s.b) {
+			err = s.errf("data after the top-level value")
+		}
+	}
+	if errors.Is(err, errFallback) {
+		out = FetchResponse{}
+		err = json.Unmarshal(body, &out)
+	}
+	return out, err
+}
+
+// fetchDecoder plugs decodeFetchResponse into Client.call.
+type fetchDecoder struct{ resp FetchResponse }
+
+func (d *fetchDecoder) decodeBody(raw []byte) (err error) {
+	d.resp, err = decodeFetchResponse(raw)
+	return err
+}
+
+// errFallback asks for the encoding/json path.
+var errFallback = errors.New("fallback to encoding/json")
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) errf(format string, args ...any) error {
+	return fmt.Errorf("fetch response at byte %d: %s", s.i, fmt.Sprintf(format, args...))
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek skips whitespace and returns the next byte (0 at the end).
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *scanner) literal(lit string) error {
+	if !bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
+		return s.errf("invalid literal")
+	}
+	s.i += len(lit)
+	return nil
+}
+
+// null consumes a null literal if one is next.
+func (s *scanner) null() (bool, error) {
+	if s.peek() != 'n' {
+		return false, nil
+	}
+	return true, s.literal("null")
+}
+
+// object iterates an object's members; each calls member with the raw key
+// bytes (undecoded) positioned at the value.
+func (s *scanner) object(member func(key []byte) error) error {
+	if s.peek() != '{' {
+		return s.errf("want an object")
+	}
+	s.i++
+	if s.peek() == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		if s.peek() != '"' {
+			return s.errf("want a member name")
+		}
+		key, escaped, err := s.stringSpan()
+		if err != nil {
+			return err
+		}
+		if escaped {
+			return errFallback // a key spelled with escapes: let encoding/json match it
+		}
+		if s.peek() != ':' {
+			return s.errf("want ':'")
+		}
+		s.i++
+		s.ws()
+		if err := member(key); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return nil
+		default:
+			return s.errf("want ',' or '}'")
+		}
+	}
+}
+
+// array iterates an array's elements.
+func (s *scanner) array(elem func() error) error {
+	if s.peek() != '[' {
+		return s.errf("want an array")
+	}
+	s.i++
+	if s.peek() == ']' {
+		s.i++
+		return nil
+	}
+	for {
+		s.ws()
+		if err := elem(); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return nil
+		default:
+			return s.errf("want ',' or ']'")
+		}
+	}
+}
+
+// stringSpan consumes a string and returns its bytes between the quotes
+// and whether it holds an escape or a byte that is not valid UTF-8.
+func (s *scanner) stringSpan() (span []byte, odd bool, err error) {
+	s.i++ // opening quote
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			span = s.b[start:s.i]
+			s.i++
+			return span, odd, nil
+		case c == '\\':
+			odd = true
+			if s.i+1 >= len(s.b) {
+				return nil, false, s.errf("unterminated escape")
+			}
+			switch s.b[s.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i += 2
+			case 'u':
+				if s.i+6 > len(s.b) {
+					return nil, false, s.errf("short \\u escape")
+				}
+				for _, h := range s.b[s.i+2 : s.i+6] {
+					if !isHex(h) {
+						return nil, false, s.errf("bad \\u escape")
+					}
+				}
+				s.i += 6
+			default:
+				return nil, false, s.errf("bad escape")
+			}
+		case c < 0x20:
+			return nil, false, s.errf("control character in string")
+		case c < utf8.RuneSelf:
+			s.i++
+		default:
+			r, size := utf8.DecodeRune(s.b[s.i:])
+			if r == utf8.RuneError && size == 1 {
+				odd = true
+			}
+			s.i += size
+		}
+	}
+	return nil, false, s.errf("unterminated string")
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// str decodes a string value (null leaves it empty, as encoding/json does).
+func (s *scanner) str() (string, error) {
+	if isNull, err := s.null(); isNull || err != nil {
+		return "", err
+	}
+	if s.peek() != '"' {
+		return "", s.errf("want a string")
+	}
+	start := s.i
+	span, odd, err := s.stringSpan()
+	if err != nil {
+		return "", err
+	}
+	if !odd {
+		return string(span), nil
+	}
+	var v string // escapes and invalid UTF-8: encoding/json's exact rules
+	if err := json.Unmarshal(s.b[start:s.i], &v); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
+// number consumes a JSON number and returns its text.
+func (s *scanner) number() ([]byte, error) {
+	start := s.i
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	digits := func() int {
+		n := 0
+		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+			s.i++
+			n++
+		}
+		return n
+	}
+	intStart := s.i
+	n := digits()
+	if n == 0 || (n > 1 && s.b[intStart] == '0') {
+		return nil, s.errf("invalid number")
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if digits() == 0 {
+			return nil, s.errf("invalid number")
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if digits() == 0 {
+			return nil, s.errf("invalid number")
+		}
+	}
+	return s.b[start:s.i], nil
+}
+
+// int64 decodes an integer value (null leaves 0); a fraction, an exponent
+// or an overflow is an error, never a float64 round trip.
+func (s *scanner) int64() (int64, error) {
+	if isNull, err := s.null(); isNull || err != nil {
+		return 0, err
+	}
+	c := s.peek()
+	if c != '-' && (c < '0' || c > '9') {
+		return 0, s.errf("want an integer")
+	}
+	num, err := s.number()
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseInt(string(num), 10, 64)
+	if err != nil {
+		return 0, s.errf("want an int64, got %s", num)
+	}
+	return v, nil
+}
+
+// value consumes any JSON value, validating it, and returns its bytes.
+func (s *scanner) value() ([]byte, error) {
+	start := s.i
+	var err error
+	switch c := s.peek(); {
+	case c == '{':
+		err = s.object(func([]byte) error { _, err := s.value(); return err })
+	case c == '[':
+		err = s.array(func() error { _, err := s.value(); return err })
+	case c == '"':
+		_, _, err = s.stringSpan()
+	case c == 't':
+		err = s.literal("true")
+	case c == 'f':
+		err = s.literal("false")
+	case c == 'n':
+		err = s.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		_, err = s.number()
+	default:
+		err = s.errf("want a value")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.b[start:s.i], nil
+}
+
+// fields tracks which known member names an object has shown.
+type fields uint8
+
+// known reports which of names key is ("" for none). A repeated name (whose
+// merge rules encoding/json defines), an unknown key that matches a name
+// case-insensitively (as encoding/json would) or one holding non-ASCII
+// (Unicode case folding) takes the fallback.
+func (f *fields) known(key []byte, names ...string) (string, error) {
+	for i, n := range names {
+		if string(key) == n {
+			if *f&(1<<i) != 0 {
+				return "", errFallback
+			}
+			*f |= 1 << i
+			return n, nil
+		}
+	}
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			return "", errFallback
+		}
+	}
+	for _, n := range names {
+		if bytes.EqualFold(key, []byte(n)) {
+			return "", errFallback
+		}
+	}
+	return "", nil
+}
+
+func (s *scanner) response() (FetchResponse, error) {
+	var out FetchResponse
+	if isNull, err := s.null(); isNull || err != nil {
+		return out, err
+	}
+	var seen fields
+	err := s.object(func(key []byte) error {
+		name, err := seen.known(key, "entries")
+		if err != nil || name == "" {
+			if err == nil {
+				_, err = s.value()
+			}
+			return err
+		}
+		if isNull, err := s.null(); isNull || err != nil {
+			out.Entries = nil
+			return err
+		}
+		out.Entries = out.Entries[:0]
+		return s.array(func() error {
+			var e FetchResult
+			if err := s.result(&e); err != nil {
+				return err
+			}
+			out.Entries = append(out.Entries, e)
+			return nil
+		})
+	})
+	return out, err
+}
+
+func (s *scanner) result(e *FetchResult) error {
+	if isNull, err := s.null(); isNull || err != nil {
+		return err
+	}
+	var seen fields
+	return s.object(func(key []byte) error {
+		name, err := seen.known(key, "queue", "partition", "records", "highWatermark", "logStartOffset", "error")
+		if err != nil {
+			return err
+		}
+		switch name {
+		case "queue":
+			e.Queue, err = s.str()
+		case "partition":
+			e.Partition, err = s.str()
+		case "error":
+			e.Error, err = s.str()
+		case "highWatermark":
+			e.HighWatermark, err = s.int64()
+		case "logStartOffset":
+			e.LogStartOffset, err = s.int64()
+		case "records":
+			var isNull bool
+			if isNull, err = s.null(); isNull || err != nil {
+				e.Records = nil
+				return err
+			}
+			e.Records = e.Records[:0]
+			err = s.array(func() error {
+				var r FetchRecord
+				if err := s.record(&r); err != nil {
+					return err
+				}
+				e.Records = append(e.Records, r)
+				return nil
+			})
+		default:
+			_, err = s.value()
+		}
+		return err
+	})
+}
+
+func (s *scanner) record(r *FetchRecord) error {
+	if isNull, err := s.null(); isNull || err != nil {
+		return err
+	}
+	var seen fields
+	return s.object(func(key []byte) error {
+		name, err := seen.known(key, "offset", "transactionId", "payload", "ts")
+		if err != nil {
+			return err
+		}
+		switch name {
+		case "offset":
+			r.Offset, err = s.int64()
+		case "transactionId":
+			r.TransactionID, err = s.str()
+		case "ts":
+			r.TS, err = s.str()
+		case "payload":
+			var v []byte
+			if v, err = s.value(); err == nil {
+				r.Payload = v[:len(v):len(v)] // full slice: appending cannot touch the body
+			}
+		default:
+			_, err = s.value()
+		}
+		return err
+	})
+}
