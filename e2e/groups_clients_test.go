@@ -157,11 +157,13 @@ func testGroupKcat(t *testing.T, tg target) {
 	r1 := produceRound(t, tg, topic, parts, 3, "r1", 0)
 	run := func(want []rec) {
 		t.Helper()
-		k := startKcat(t, "-b", tg.bootstrap[0], "-G", group, "-o", "beginning", "-q", "-f", "%p %o %s\n", topic)
-		lines := k.waitLines(t, len(want), 30*time.Second)
-		time.Sleep(200 * time.Millisecond)
+		// auto.offset.reset rather than -o beginning: kcat applies -o to every
+		// assigned partition and so would ignore the committed offsets.
+		k := startKcat(t, "-b", tg.bootstrap[0], "-G", group, "-X", "auto.offset.reset=earliest", "-q", "-u", "-f", "%p %o %s\n", topic)
+		k.waitLines(t, len(want), 30*time.Second)
+		time.Sleep(300 * time.Millisecond) // room for a wrong extra record to show
 		k.interrupt()
-		lines = k.lines()
+		lines := k.lines()
 		var got []rec
 		for _, l := range lines {
 			f := strings.SplitN(l, " ", 3)

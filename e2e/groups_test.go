@@ -369,7 +369,7 @@ func testGroupEviction(t *testing.T, tg target) {
 	m1 := startMember(t, tg, "m1", group, topic, memberOpts{balancer: kgo.RangeBalancer()})
 	waitStable(t, tg, group, topic, 1, parts)
 	k := startKcat(t, "-b", tg.bootstrap[0], "-G", group, "-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500",
-		"-X", "partition.assignment.strategy=range", "-o", "beginning", "-q", "-f", "%p %o\n", topic)
+		"-X", "partition.assignment.strategy=range", "-o", "beginning", "-q", "-u", "-f", "%p %o\n", topic)
 	waitStable(t, tg, group, topic, 2, parts)
 	killedAt := time.Now()
 	k.kill()
@@ -416,15 +416,19 @@ func testGroupAdmin(t *testing.T, tg target) {
 	createTopic(t, tg, topic, parts, nil)
 	createTopic(t, tg, other, 1, nil)
 	r1 := produceRound(t, tg, topic, parts, 10, "r1", 0)
+	adm := newAdmin(t, tg.bootstrap)
+	ctx := ctxT(t, 60*time.Second)
+	// A simple (assign-style, generation -1) commit on another topic while
+	// the group is still empty; once it has members Kafka refuses those
+	// with UNKNOWN_MEMBER_ID, and so does the facade.
+	if err := adm.CommitAllOffsets(ctx, group, kadm.Offsets{other: {0: {Topic: other, Partition: 0, At: 1, LeaderEpoch: -1}}}); err != nil {
+		t.Errorf("simple commit on %s: %v", other, err)
+	}
 	m := startMember(t, tg, "m", group, topic, memberOpts{commitMax: fill(parts, 4)})
 	collect(t, len(r1), 20*time.Second, m)
 	assertCommitted(t, tg, group, topic, fill(parts, 4))
-	adm := newAdmin(t, tg.bootstrap)
-	ctx := ctxT(t, 60*time.Second)
-
-	// A simple (assign-style) commit on another topic under the same group.
-	if err := adm.CommitAllOffsets(ctx, group, kadm.Offsets{other: {0: {Topic: other, Partition: 0, At: 1, LeaderEpoch: -1}}}); err != nil {
-		t.Errorf("simple commit on %s: %v", other, err)
+	if err := adm.CommitAllOffsets(ctx, group, kadm.Offsets{other: {0: {Topic: other, Partition: 0, At: 1, LeaderEpoch: -1}}}); !errors.Is(err, kerr.UnknownMemberID) {
+		t.Errorf("simple commit to a live group: %v, want UNKNOWN_MEMBER_ID", err)
 	}
 
 	lgs, err := adm.ListGroups(ctx)

@@ -170,7 +170,7 @@ func TestKcatWalkthrough(t *testing.T) {
 	}
 
 	// Group consumption: billing reads all three, then commits on Ctrl-C.
-	k := startKcat(t, "-b", b, "-G", "billing", "-o", "beginning", "-q", "-f", "billing [%p] offset %o key=%k\n", "orders")
+	k := startKcat(t, "-b", b, "-G", "billing", "-o", "beginning", "-q", "-u", "-f", "billing [%p] offset %o key=%k\n", "orders")
 	k.waitLines(t, 3, 30*time.Second)
 	time.Sleep(200 * time.Millisecond)
 	k.interrupt()
