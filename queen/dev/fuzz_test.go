@@ -44,6 +44,9 @@ func FuzzRequestDecoding(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
 		path := fuzzRoutes[int(route)%len(fuzzRoutes)]
+		if path == "/api/v1/push" {
+			checkPushScan(t, body)
+		}
 		before := b.Mutations()
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
@@ -73,4 +76,36 @@ func FuzzRequestDecoding(f *testing.F) {
 			t.Fatalf("%s answered %d %s", path, rec.Code, out)
 		}
 	})
+}
+
+// checkPushScan: whenever the fast push decoder accepts a body, encoding/json
+// accepts it too and decodes the same items.
+func checkPushScan(t *testing.T, body []byte) {
+	fast, ok := scanPushBody(append([]byte(nil), body...))
+	if !ok {
+		return
+	}
+	var slow struct {
+		Items *[]rawItem `json:"items"`
+	}
+	if err := json.Unmarshal(body, &slow); err != nil || slow.Items == nil {
+		t.Fatalf("fast push decoder accepted %q, encoding/json: %v", body, err)
+	}
+	if len(fast) != len(*slow.Items) {
+		t.Fatalf("%d items fast, %d slow: %q", len(fast), len(*slow.Items), body)
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return "<nil>"
+		}
+		return "=" + *p
+	}
+	for i, f := range fast {
+		s := (*slow.Items)[i]
+		if str(f.Queue) != str(s.Queue) || str(f.TransactionID) != str(s.TransactionID) ||
+			!bytes.Equal(f.Partition, s.Partition) || !bytes.Equal(f.Payload, s.Payload) || (f.Payload == nil) != (s.Payload == nil) ||
+			(f.Partition == nil) != (s.Partition == nil) {
+			t.Fatalf("item %d differs: fast %+v slow %+v in %q", i, f, s, body)
+		}
+	}
 }

@@ -162,20 +162,33 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time) *p
 	return plan
 }
 
-// handlePush stores items (§5) and answers 201 with one result per item.
-func (b *Broker) handlePush(w http.ResponseWriter, r *http.Request, c *call) {
-	var body struct {
+// decodePushBody returns the items of a push body. The payloads it returns
+// are the caller's to keep (they alias a private copy of body, which may be
+// a pooled buffer).
+func decodePushBody(body []byte) ([]rawItem, error) {
+	own := append([]byte(nil), body...)
+	if raws, ok := scanPushBody(own); ok {
+		return raws, nil
+	}
+	var slow struct {
 		Items *[]rawItem `json:"items"`
 	}
-	if err := json.Unmarshal(c.body, &body); err != nil {
+	if err := json.Unmarshal(body, &slow); err != nil {
+		return nil, err
+	}
+	if slow.Items == nil {
+		return nil, fmt.Errorf("items is required")
+	}
+	return *slow.Items, nil
+}
+
+// handlePush stores items (§5) and answers 201 with one result per item.
+func (b *Broker) handlePush(w http.ResponseWriter, r *http.Request, c *call) {
+	raws, err := decodePushBody(c.body)
+	if err != nil {
 		badBody(w, err.Error())
 		return
 	}
-	if body.Items == nil {
-		badBody(w, "items is required")
-		return
-	}
-	raws := *body.Items
 	items := make([]pushItem, len(raws))
 	for i := range raws {
 		it, err := checkItem(i, &raws[i], false)

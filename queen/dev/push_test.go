@@ -231,3 +231,33 @@ func TestPushConcurrentNoSharedOffsets(t *testing.T) {
 		}
 	}
 }
+
+// The fast push decoder agrees with encoding/json on every shape it takes
+// and hands everything unusual to it.
+func TestScanPushBodyMatchesEncodingJSON(t *testing.T) {
+	accepted := []string{
+		`{"items":[{"queue":"q","partition":"0","payload":{"k":null,"v":"eA=="},"transactionId":"t","traceId":"x"}]}`,
+		` { "items" : [ ] , "other" : [1,{"a":[true,false,null,-0.5e+3]}] } `,
+		`{"items":[{"queue":"q\u00e9\n","payload":"\ud83d\ude00","partition":null,"transactionId":null}]}`,
+		`{"items":[{"queue":"q","queue":"r","payload":1,"payload":[1, 2]}]}`,
+		`{"items":[{"payload":12345678901234567890.123e-7}]}`,
+		"{\"items\":[{\"queue\":\"\xff\",\"payload\":\"\xfe\"}]}",
+	}
+	for _, body := range accepted {
+		if _, ok := scanPushBody([]byte(body)); !ok {
+			t.Errorf("fast path refused %q", body)
+		}
+		checkPushScan(t, []byte(body))
+	}
+	fallback := []string{
+		`{"ITEMS":[]}`, `{"items":[{"Queue":"q","payload":1}]}`, `{"items":[null]}`, `{"items":null}`,
+		`{"it\u0065ms":[]}`, `{"items":[{"queue":5,"payload":1}]}`, `{"items":[]} x`, `{"items":[{"payload":01}]}`,
+		`{"items":[{"payload":"\x"}]}`, "{\"items\":[{\"payload\":\"a\x01\"}]}", `{}`, `[]`, ``, `{"items":[{"payload":1,}]}`,
+		`{"items":[{"payload":-}]}`, `{"items":[{"payload":1.}]}`, `{"items":[{"payload":tru}]}`, `{"items":[{"DATA":1}]}`,
+	}
+	for _, body := range fallback {
+		if _, ok := scanPushBody([]byte(body)); ok {
+			t.Errorf("fast path took %q", body)
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package dev
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// benchInFlight is how many requests each benchmark keeps in flight.
+const benchInFlight = 16
+
+// kibPayload is a 1 KiB record in the facade's envelope shape.
+func kibPayload() string {
+	v := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), 740))
+	p := `{"k":null,"t":1787824800123,"v":"` + v + `"}`
+	return p + strings.Repeat(" ", 1024-len(p))
+}
+
+func benchServer(b *testing.B) (*Broker, *httptest.Server, *http.Client) {
+	b.Helper()
+	br, err := New(Options{Dir: b.TempDir(), SweepInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(br.Handler())
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * benchInFlight, MaxConnsPerHost: 2 * benchInFlight}}
+	b.Cleanup(func() {
+		srv.Close()
+		br.Close()
+	})
+	return br, srv, hc
+}
+
+func post(b *testing.B, hc *http.Client, url string, body []byte, want int) []byte {
+	resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		b.Error(err)
+		return nil
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		b.Errorf("status %d: %.200s", resp.StatusCode, out)
+	}
+	return out
+}
+
+// cpuTime is the process's user+system CPU time (client and server: the
+// benchmark runs both in this process).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func report(b *testing.B, records int64, cpu time.Duration) {
+	secs := b.Elapsed().Seconds()
+	if secs > 0 && records > 0 {
+		b.ReportMetric(float64(records)/secs, "records/s")
+		b.ReportMetric(cpu.Seconds()/float64(records)*1e6, "cpu-s/Mrec")
+	}
+}
+
+// BenchmarkPush: 1 KiB records in batches of 1, 100 and 500, 16 requests
+// in flight over real HTTP to a durable broker (every 201 is fsynced).
+func BenchmarkPush(b *testing.B) {
+	for _, batch := range []int{1, 100, 500} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			_, srv, hc := benchServer(b)
+			bodies := make([][]byte, 8)
+			for p := range bodies {
+				var sb strings.Builder
+				sb.WriteString(`{"items":[`)
+				for i := 0; i < batch; i++ {
+					if i > 0 {
+						sb.WriteByte(',')
+					}
+					fmt.Fprintf(&sb, `{"queue":"bench","partition":"%d","payload":%s}`, p, kibPayload())
+				}
+				sb.WriteString(`]}`)
+				bodies[p] = []byte(sb.String())
+			}
+			url := srv.URL + "/api/v1/push"
+			var n atomic.Int64
+			b.SetBytes(int64(batch * 1024))
+			b.SetParallelism((benchInFlight + 1) / 2)
+			cpu0 := cpuTime()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					post(b, hc, url, bodies[i%len(bodies)], http.StatusCreated)
+					n.Add(int64(batch))
+					i++
+				}
+			})
+			b.StopTimer()
+			report(b, n.Load(), cpuTime()-cpu0)
+		})
+	}
+}
+
+// BenchmarkFetch: 1 MiB fetches (about 1000 records of 1 KiB) from a
+// durable broker, 16 in flight.
+func BenchmarkFetch(b *testing.B) {
+	_, srv, hc := benchServer(b)
+	const parts, perPart = 4, 20000
+	var sb strings.Builder
+	for p := 0; p < parts; p++ {
+		for done := 0; done < perPart; done += 500 {
+			sb.Reset()
+			sb.WriteString(`{"items":[`)
+			for i := 0; i < 500; i++ {
+				if i > 0 {
+					sb.WriteByte(',')
+				}
+				fmt.Fprintf(&sb, `{"queue":"bench","partition":"%d","payload":%s}`, p, kibPayload())
+			}
+			sb.WriteString(`]}`)
+			post(b, hc, srv.URL+"/api/v1/push", []byte(sb.String()), http.StatusCreated)
+		}
+	}
+	url := srv.URL + "/api/v1/fetch"
+	var n, seq atomic.Int64
+	b.SetParallelism((benchInFlight + 1) / 2)
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			k := seq.Add(1)
+			body := fmt.Sprintf(`{"entries":[{"queue":"bench","partition":"%d","offset":%d,"maxBytes":1048576}]}`, k%parts, (k*997)%(perPart-1100))
+			out := post(b, hc, url, []byte(body), http.StatusOK)
+			n.Add(int64(bytes.Count(out, []byte(`"offset":`))))
+		}
+	})
+	b.StopTimer()
+	report(b, n.Load(), cpuTime()-cpu0)
+}

@@ -1,0 +1,358 @@
+package dev
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// scanPushBody is the push route's fast decoder: one validating pass over
+// {"items":[{…},…]} that slices every payload out of body instead of
+// copying it (encoding/json validates the whole body, then skips each
+// RawMessage again and copies it; on 500 × 1 KiB pushes that was most of the
+// broker's CPU). ok false means "not the plain shape": the caller then uses
+// encoding/json, which stays the authority for every error message and for
+// anything unusual (escaped or case-folded keys, null items, odd types).
+// The returned items alias body, which the caller must own.
+func scanPushBody(body []byte) (items []rawItem, ok bool) {
+	s := &scanner{b: body}
+	s.ws()
+	if !s.eat('{') {
+		return nil, false
+	}
+	found := false
+	for first := true; ; first = false {
+		s.ws()
+		if s.eat('}') {
+			break
+		}
+		if !first && (!s.eat(',') || !s.wsThen()) {
+			return nil, false
+		}
+		key, ok := s.key()
+		if !ok {
+			return nil, false
+		}
+		switch {
+		case key == "items":
+			if items, ok = s.items(); !ok {
+				return nil, false
+			}
+			found = true
+		case foldsTo(key, "items"):
+			return nil, false
+		default:
+			if !s.skip(0) {
+				return nil, false
+			}
+		}
+	}
+	s.ws()
+	if s.i != len(s.b) || !found {
+		return nil, false
+	}
+	return items, true
+}
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// wsThen skips whitespace and reports whether input remains.
+func (s *scanner) wsThen() bool {
+	s.ws()
+	return s.i < len(s.b)
+}
+
+func (s *scanner) eat(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// key reads an object key and the colon after it. Keys with escapes are
+// left to encoding/json.
+func (s *scanner) key() (string, bool) {
+	start := s.i
+	if !s.str() {
+		return "", false
+	}
+	raw := s.b[start+1 : s.i-1]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		return "", false
+	}
+	s.ws()
+	if !s.eat(':') {
+		return "", false
+	}
+	s.ws()
+	return string(raw), true
+}
+
+func (s *scanner) items() ([]rawItem, bool) {
+	if !s.eat('[') {
+		return nil, false
+	}
+	items := make([]rawItem, 0, 16)
+	for first := true; ; first = false {
+		s.ws()
+		if s.eat(']') {
+			return items, true
+		}
+		if !first {
+			if !s.eat(',') {
+				return nil, false
+			}
+			s.ws()
+		}
+		it, ok := s.item()
+		if !ok {
+			return nil, false
+		}
+		items = append(items, it)
+	}
+}
+
+func (s *scanner) item() (rawItem, bool) {
+	var it rawItem
+	if !s.eat('{') {
+		return it, false
+	}
+	for first := true; ; first = false {
+		s.ws()
+		if s.eat('}') {
+			return it, true
+		}
+		if !first {
+			if !s.eat(',') {
+				return it, false
+			}
+			s.ws()
+		}
+		key, ok := s.key()
+		if !ok {
+			return it, false
+		}
+		start := s.i
+		if !s.skip(0) {
+			return it, false
+		}
+		val := s.b[start:s.i]
+		switch key {
+		case "queue":
+			if it.Queue, ok = stringOrNull(val); !ok {
+				return it, false
+			}
+		case "transactionId":
+			if it.TransactionID, ok = stringOrNull(val); !ok {
+				return it, false
+			}
+		case "partition":
+			it.Partition = val[:len(val):len(val)]
+		case "payload":
+			it.Payload = val[:len(val):len(val)]
+		default:
+			for _, known := range [...]string{"queue", "transactionId", "partition", "payload", "data"} {
+				if foldsTo(key, known) {
+					return it, false
+				}
+			}
+		}
+	}
+}
+
+// stringOrNull decodes a JSON string token (nil for null); other types are
+// left to encoding/json.
+func stringOrNull(tok []byte) (*string, bool) {
+	if tok[0] == 'n' {
+		return nil, true
+	}
+	if tok[0] != '"' {
+		return nil, false
+	}
+	inner := tok[1 : len(tok)-1]
+	// encoding/json turns invalid UTF-8 into U+FFFD; only plain valid
+	// strings take the shortcut, so both paths decode alike.
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		v := string(inner)
+		return &v, true
+	}
+	var v string
+	if json.Unmarshal(tok, &v) != nil {
+		return nil, false
+	}
+	return &v, true
+}
+
+// foldsTo reports whether key matches name the way encoding/json matches
+// field names (case-insensitively) without being equal to it.
+func foldsTo(key, name string) bool {
+	return key != name && bytes.EqualFold([]byte(key), []byte(name))
+}
+
+// maxScanDepth bounds nesting; deeper documents go to encoding/json.
+const maxScanDepth = 1000
+
+// skip validates and passes one JSON value.
+func (s *scanner) skip(depth int) bool {
+	if s.i >= len(s.b) || depth > maxScanDepth {
+		return false
+	}
+	switch c := s.b[s.i]; {
+	case c == '"':
+		return s.str()
+	case c == '{':
+		s.i++
+		for first := true; ; first = false {
+			s.ws()
+			if s.eat('}') {
+				return true
+			}
+			if !first {
+				if !s.eat(',') {
+					return false
+				}
+				s.ws()
+			}
+			if !s.str() {
+				return false
+			}
+			s.ws()
+			if !s.eat(':') {
+				return false
+			}
+			s.ws()
+			if !s.skip(depth + 1) {
+				return false
+			}
+		}
+	case c == '[':
+		s.i++
+		for first := true; ; first = false {
+			s.ws()
+			if s.eat(']') {
+				return true
+			}
+			if !first {
+				if !s.eat(',') {
+					return false
+				}
+				s.ws()
+			}
+			if !s.skip(depth + 1) {
+				return false
+			}
+		}
+	case c == 't':
+		return s.lit("true")
+	case c == 'f':
+		return s.lit("false")
+	case c == 'n':
+		return s.lit("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return s.number()
+	}
+	return false
+}
+
+func (s *scanner) lit(w string) bool {
+	if len(s.b)-s.i >= len(w) && string(s.b[s.i:s.i+len(w)]) == w {
+		s.i += len(w)
+		return true
+	}
+	return false
+}
+
+// str passes a string token, validating escapes; raw control bytes are
+// invalid JSON. Other bytes (even invalid UTF-8) pass, as in encoding/json.
+func (s *scanner) str() bool {
+	if !s.eat('"') {
+		return false
+	}
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			return true
+		case c == '\\':
+			if s.i+1 >= len(s.b) {
+				return false
+			}
+			switch s.b[s.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i += 2
+			case 'u':
+				if s.i+6 > len(s.b) {
+					return false
+				}
+				for _, h := range s.b[s.i+2 : s.i+6] {
+					if !isHex(h) {
+						return false
+					}
+				}
+				s.i += 6
+			default:
+				return false
+			}
+		case c < 0x20:
+			return false
+		default:
+			s.i++
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// number passes a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *scanner) number() bool {
+	s.eat('-')
+	switch {
+	case s.eat('0'):
+	case s.i < len(s.b) && s.b[s.i] >= '1' && s.b[s.i] <= '9':
+		s.digits()
+	default:
+		return false
+	}
+	if s.eat('.') {
+		if !s.digits() {
+			return false
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if !s.eat('+') {
+			s.eat('-')
+		}
+		if !s.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *scanner) digits() bool {
+	start := s.i
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i > start
+}
