@@ -121,19 +121,21 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 	for i := range slots {
 		s := &slots[i]
 		r := s.res
-		s.resp.HighWatermark, s.resp.LastStableOffset, s.resp.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
 		switch r.Error {
 		case "":
 		case queen.FetchErrUnknownTopic:
+			// The queue is gone since the catalogue last looked: no bounds.
 			s.resp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			continue
 		case queen.FetchErrOutOfRange:
 			s.resp.ErrorCode = kerr.OffsetOutOfRange.Code
+			s.resp.HighWatermark, s.resp.LastStableOffset, s.resp.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
 			continue
 		default:
 			s.resp.ErrorCode = kerr.UnknownServerError.Code
 			continue
 		}
+		s.resp.HighWatermark, s.resp.LastStableOffset, s.resp.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
 		recs = recs[:0]
 		size := batchHeaderLen
 		for _, fr := range r.Records {

@@ -272,3 +272,19 @@ func TestProduceQueenFaults(t *testing.T) {
 	res, _ := e.stored("orders", 0)
 	require.Equal(t, int64(3), res.HighWatermark)
 }
+
+// TestPartitionOutcome: how one partition's push results become its answer.
+func TestPartitionOutcome(t *testing.T) {
+	off := func(o int64) *int64 { return &o }
+	base, code, _ := partitionOutcome([]queen.PushResult{{Status: queen.StatusQueued, Offset: off(7)}, {Status: queen.StatusQueued, Offset: off(8)}})
+	require.Equal(t, int64(7), base)
+	require.Equal(t, int16(0), code)
+	_, code, _ = partitionOutcome([]queen.PushResult{{Status: queen.StatusQueued, Offset: off(7)}, {Status: queen.StatusQueued, Offset: off(9)}})
+	require.Equal(t, kerr.UnknownServerError.Code, code, "a gap")
+	_, code, _ = partitionOutcome([]queen.PushResult{{Status: queen.StatusBuffered}})
+	require.Equal(t, kerr.RequestTimedOut.Code, code)
+	_, code, _ = partitionOutcome([]queen.PushResult{{Status: queen.StatusQueued, Offset: off(1)}, {Status: queen.StatusFailed}})
+	require.Equal(t, kerr.KafkaStorageError.Code, code)
+	_, code, _ = partitionOutcome([]queen.PushResult{{Status: queen.StatusError}})
+	require.Equal(t, kerr.KafkaStorageError.Code, code)
+}
