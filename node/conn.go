@@ -111,6 +111,9 @@ func (c *Conn) serve(parent context.Context) {
 	defer c.close()
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	// Encoding a response can panic on a malformed answer; that too ends
+	// one connection, never the process.
+	defer c.recoverAndClose("answer")
 	queue := make(chan queued, maxInFlight)
 	go func() {
 		defer close(queue)

@@ -52,3 +52,31 @@ func TestTLSListener(t *testing.T) {
 		t.Fatalf("over TLS: %+v", resp)
 	}
 }
+
+// A handler whose answer cannot be encoded closes its connection; the
+// process and the other connections carry on.
+func TestPanickingAnswerClosesOnlyThatConnection(t *testing.T) {
+	key := kmsg.Produce.Int16()
+	saved, had := apiIndex[key]
+	apiIndex[key] = apiRow{key: key, min: 3, max: 9, handler: func(*Node, context.Context, *Conn, kmsg.Request) (kmsg.Response, error) {
+		panic("handler bug")
+	}}
+	t.Cleanup(func() {
+		if had {
+			apiIndex[key] = saved
+		} else {
+			delete(apiIndex, key)
+		}
+	})
+	n, _ := newTestNode(t, nil)
+	addr := serveTestNode(t, n)
+	good := dial(t, addr)
+	bad := dial(t, addr)
+	p := kmsg.NewPtrProduceRequest()
+	p.Version = 7
+	bad.send(p)
+	bad.expectClosed()
+	if resp := good.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+		t.Fatalf("healthy connection disturbed: %d", resp.ErrorCode)
+	}
+}
