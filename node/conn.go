@@ -39,8 +39,9 @@ type Conn struct {
 	// frame's worth of bytes, so read-ahead never multiplies the ceiling.
 	budget *byteBudget
 
-	stopping  atomic.Bool
-	closeOnce sync.Once
+	authenticated atomic.Bool
+	stopping      atomic.Bool
+	closeOnce     sync.Once
 }
 
 // queued is one decoded request waiting for its turn. preset is an answer
@@ -87,10 +88,34 @@ func (c *Conn) ClientID() string { return *c.clientID.Load() }
 // Logger carries the connection's remote address.
 func (c *Conn) Logger() *slog.Logger { return c.log }
 
-// frameLimit is the ceiling of the next request frame. Every connection
-// may send maxFrame today; a SASL listener lowers it to preAuthMaxFrame
-// until the connection has authenticated.
-func (c *Conn) frameLimit() int32 { return maxFrame }
+// mustAuthenticate reports whether the connection still owes a SASL
+// authentication (QUEEN_KAFKA_SASL set and not yet done).
+func (c *Conn) mustAuthenticate() bool {
+	return c.n.cfg.SASL != "" && !c.authenticated.Load()
+}
+
+// MarkAuthenticated lifts the pre-authentication limits: every API of the
+// table, and frames up to the general ceiling.
+func (c *Conn) MarkAuthenticated() { c.authenticated.Store(true) }
+
+// frameLimit is the ceiling of the next request frame: preAuthMaxFrame
+// before a SASL listener's connection has authenticated, so that an
+// unauthenticated peer cannot make the facade allocate, maxFrame after.
+func (c *Conn) frameLimit() int32 {
+	if c.mustAuthenticate() {
+		return preAuthMaxFrame
+	}
+	return maxFrame
+}
+
+// preAuthKeys are what a connection may send before it authenticates:
+// negotiate versions, and authenticate. Anything else closes it with no
+// answer, as Apache Kafka's own authenticator does.
+var preAuthKeys = map[int16]bool{
+	kmsg.ApiVersions.Int16():      true,
+	kmsg.SASLHandshake.Int16():    true,
+	kmsg.SASLAuthenticate.Int16(): true,
+}
 
 func (c *Conn) close() {
 	c.closeOnce.Do(func() {
@@ -194,6 +219,9 @@ func (c *Conn) readRequest() (queued, error) {
 		return queued{}, err
 	}
 	q, err := decodeRequest(frame)
+	if err == nil && c.mustAuthenticate() && !preAuthKeys[q.hdr.key] {
+		err = refuse("%s before SASL authentication", kmsg.NameForKey(q.hdr.key))
+	}
 	if err != nil {
 		c.budget.release(int64(size))
 		return queued{}, err

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -79,4 +80,26 @@ func TestPanickingAnswerClosesOnlyThatConnection(t *testing.T) {
 	if resp := good.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
 		t.Fatalf("healthy connection disturbed: %d", resp.ErrorCode)
 	}
+}
+
+// On a SASL listener an unauthenticated connection may negotiate versions
+// and authenticate, nothing else, and its frames are capped at 64 KiB.
+func TestPreAuthenticationGate(t *testing.T) {
+	n, _ := newTestNode(t, map[string]string{"QUEEN_KAFKA_SASL": "plain"})
+	addr := serveTestNode(t, n)
+
+	k := dial(t, addr)
+	if resp := k.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+		t.Fatalf("ApiVersions before authentication: %d", resp.ErrorCode)
+	}
+	k.send(kmsg.NewPtrMetadataRequest())
+	k.expectClosed()
+
+	big := dial(t, addr)
+	var size [4]byte
+	binary.BigEndian.PutUint32(size[:], preAuthMaxFrame+1)
+	if _, err := big.nc.Write(size[:]); err != nil {
+		t.Fatal(err)
+	}
+	big.expectClosed()
 }
