@@ -60,6 +60,63 @@ func (n *Node) handleProduce(ctx context.Context, c *Conn, req *kmsg.ProduceRequ
 
 func (n *Node) produce(ctx context.Context, c *Conn, req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	parts := produceParts(req, resp)
+	if req.TransactionID != nil {
+		// Transactions are not offered yet; Apache Kafka answers a
+		// transactional produce it will not authorize this way.
+		for _, p := range parts {
+			p.fail(kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported by this facade")
+		}
+		return resp, nil
+	}
+	live, err := n.admitProduce(ctx, c, req.Version, resp, parts)
+	if err != nil {
+		return nil, err
+	}
+	// Idempotent batches are sequenced under their producer's lock, held
+	// until the write is answered and remembered.
+	live, unlock := n.sequenceProduce(c.Identity(), live)
+	defer unlock()
+
+	d := batchDecoders.Get().(*batchDecoder)
+	defer d.release()
+	items, owners := encodeProduce(d, live)
+	if len(items) == 0 {
+		return resp, nil
+	}
+	results, err := c.Queen().Push(ctx, items) // one call for the whole request
+	if err != nil {
+		code, throttle, msg, fatal := pushFault(err)
+		if fatal != nil {
+			return nil, fatal
+		}
+		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
+		for _, p := range owners {
+			p.fail(code, msg)
+		}
+		return resp, nil
+	}
+	now := n.now().UnixMilli()
+	for _, p := range owners {
+		base, code, msg := partitionOutcome(results[p.items[0]:p.items[1]])
+		if code != 0 {
+			p.fail(code, msg)
+			continue
+		}
+		p.resp.BaseOffset = base
+		if p.logAppend {
+			p.resp.LogAppendTime = now
+		}
+		if p.idempotent {
+			n.idem.seq.accepted(p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq, base)
+		}
+	}
+	return resp, nil
+}
+
+// produceParts lays out the response in request order and returns one
+// producePart per partition, each pointing at its answer.
+func produceParts(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) []*producePart {
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	var parts []*producePart
 	for i := range req.Topics {
@@ -75,18 +132,14 @@ func (n *Node) produce(ctx context.Context, c *Conn, req *kmsg.ProduceRequest) (
 			parts = append(parts, &producePart{topic: rt.Topic, resp: sp, raw: rt.Partitions[j].Records})
 		}
 	}
-	if req.TransactionID != nil {
-		// Transactions are not offered yet; Apache Kafka answers a
-		// transactional produce it will not authorize this way.
-		for _, p := range parts {
-			p.fail(kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported by this facade")
-		}
-		return resp, nil
-	}
+	return parts
+}
 
-	// Topics and partitions (timeout_ms is not acted on: the Queen
-	// client's own ten-second budget bounds a produce, seed 001), then each
-	// batch's framing and checksum.
+// admitProduce checks topics and partitions, then each batch's framing and
+// checksum, and returns the partitions still standing. timeout_ms is not
+// acted on: the Queen client's own ten-second budget bounds a produce
+// (seed 001).
+func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *kmsg.ProduceResponse, parts []*producePart) ([]*producePart, error) {
 	var live []*producePart
 	topics := make(map[string]topicVerdict)
 	for _, p := range parts {
@@ -99,11 +152,11 @@ func (n *Node) produce(ctx context.Context, c *Conn, req *kmsg.ProduceRequest) (
 			resp.ThrottleMillis = max(resp.ThrottleMillis, tv.throttle)
 			topics[p.topic] = tv
 		}
-		if tv.code != 0 {
+		switch {
+		case tv.code != 0:
 			p.fail(tv.code, tv.msg)
 			continue
-		}
-		if p.resp.Partition < 0 || p.resp.Partition >= tv.width {
+		case p.resp.Partition < 0 || p.resp.Partition >= tv.width:
 			p.fail(kerr.UnknownTopicOrPartition.Code, unknownPartitionMsg)
 			continue
 		}
@@ -111,23 +164,28 @@ func (n *Node) produce(ctx context.Context, c *Conn, req *kmsg.ProduceRequest) (
 			p.fail(f.code, f.msg)
 			continue
 		}
-		if p.rb.Attributes&attrCodecMask == codecZstd && req.Version < 7 {
+		switch {
+		case p.rb.Attributes&attrCodecMask == codecZstd && version < 7:
 			p.fail(kerr.UnsupportedCompressionType.Code, "produce requests below version 7 are not allowed to use ZStandard compression")
-			continue
-		}
-		if p.rb.Attributes&attrTransactional != 0 {
+		case p.rb.Attributes&attrTransactional != 0:
 			p.fail(kerr.TransactionalIDAuthorizationFailed.Code, "transactional records without a transactional id")
-			continue
+		case p.rb.NumRecords == 0:
+			p.fail(kerr.InvalidRecord.Code, "record batch carries no records")
+		default:
+			p.logAppend = p.rb.Attributes&attrLogAppendTime != 0
+			live = append(live, p)
 		}
-		p.logAppend = p.rb.Attributes&attrLogAppendTime != 0
-		live = append(live, p)
 	}
+	return live, nil
+}
 
-	// Idempotent batches are sequenced under their producer's lock, held
-	// until the write is answered and remembered.
+// sequenceProduce locks the producers of the idempotent batches among live
+// and decides each against its window: a refusal is answered, a retried
+// batch is answered with its first offsets and dropped from the write. The
+// returned unlock releases the producers once the write is remembered.
+func (n *Node) sequenceProduce(scope string, live []*producePart) ([]*producePart, func()) {
 	var pkeys []producerKey
 	epochs := make(map[producerKey]int16)
-	scope := c.Identity()
 	for _, p := range live {
 		if p.rb.ProducerID >= 0 {
 			k := producerKey{scope: scope, pid: p.rb.ProducerID}
@@ -135,39 +193,41 @@ func (n *Node) produce(ctx context.Context, c *Conn, req *kmsg.ProduceRequest) (
 			epochs[k] = p.rb.ProducerEpoch
 		}
 	}
-	if len(pkeys) > 0 {
-		held, unlock := n.idem.seq.lockProducers(pkeys, epochs)
-		defer unlock()
-		kept := live[:0]
-		for _, p := range live {
-			if p.rb.ProducerID < 0 {
-				kept = append(kept, p)
-				continue
-			}
-			ps := held[producerKey{scope: scope, pid: p.rb.ProducerID}]
-			p.idempotent = true
-			p.key = windowKey{scope: scope, pid: p.rb.ProducerID, topic: p.topic, partition: p.resp.Partition}
-			p.lastSeq = seqAdd(p.rb.FirstSequence, max(p.rb.NumRecords, 1)-1)
-			v := n.idem.seq.check(ps, p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq)
-			switch {
-			case v.code != 0:
-				p.fail(v.code, "")
-			case v.dup:
-				p.resp.BaseOffset = v.base // answered as the first time, written once
-			default:
-				kept = append(kept, p)
-			}
-		}
-		live = kept
+	if len(pkeys) == 0 {
+		return live, func() {}
 	}
+	held, unlock := n.idem.seq.lockProducers(pkeys, epochs)
+	kept := live[:0]
+	for _, p := range live {
+		if p.rb.ProducerID < 0 {
+			kept = append(kept, p)
+			continue
+		}
+		p.idempotent = true
+		p.key = windowKey{scope: scope, pid: p.rb.ProducerID, topic: p.topic, partition: p.resp.Partition}
+		p.lastSeq = seqAdd(p.rb.FirstSequence, p.rb.NumRecords-1)
+		v := n.idem.seq.check(held[producerKey{scope: scope, pid: p.rb.ProducerID}], p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq)
+		switch {
+		case v.code != 0:
+			p.fail(v.code, "")
+		case v.dup:
+			p.resp.BaseOffset = v.base // answered as the first time, written once
+		default:
+			kept = append(kept, p)
+		}
+	}
+	return kept, unlock
+}
 
-	// Envelopes for every accepted record, into one buffer.
-	d := batchDecoders.Get().(*batchDecoder)
-	defer d.release()
+// encodeProduce turns every accepted record into a push item, all envelopes
+// in one buffer, and returns the items and the partitions that own them
+// (each owning items[p.items[0]:p.items[1]]). The request's batches share
+// one decompression allowance.
+func encodeProduce(d *batchDecoder, live []*producePart) ([]queen.PushItem, []*producePart) {
 	var (
-		buf   []byte
-		ends  []int
-		owner []*producePart
+		buf    []byte
+		ends   []int
+		owners []*producePart
 	)
 	allowance := maxDecompressed
 	for _, p := range live {
@@ -181,57 +241,18 @@ func (n *Node) produce(ctx context.Context, c *Conn, req *kmsg.ProduceRequest) (
 		}
 		allowance -= spent
 		p.items = [2]int{from, len(ends)}
-		owner = append(owner, p)
+		owners = append(owners, p)
 	}
 	items := make([]queen.PushItem, len(ends))
 	start := 0
-	for _, p := range owner {
+	for _, p := range owners {
 		part := strconv.FormatInt(int64(p.resp.Partition), 10)
 		for i := p.items[0]; i < p.items[1]; i++ {
 			items[i] = queen.PushItem{Queue: p.topic, Partition: part, Payload: json.RawMessage(buf[start:ends[i]])}
 			start = ends[i]
 		}
 	}
-
-	// The push: one call for the whole request.
-	var results []queen.PushResult
-	if len(items) > 0 {
-		var err error
-		results, err = c.Queen().Push(ctx, items)
-		if err != nil {
-			code, throttle, msg, fatal := pushFault(err)
-			if fatal != nil {
-				return nil, fatal
-			}
-			resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
-			for _, p := range owner {
-				p.fail(code, msg)
-			}
-			return resp, nil
-		}
-	}
-	now := n.now().UnixMilli()
-	for _, p := range owner {
-		if p.items[0] == p.items[1] {
-			// An empty batch writes nothing; Kafka answers the log end,
-			// which only a write would tell us here.
-			p.fail(kerr.InvalidRecord.Code, "record batch carries no records")
-			continue
-		}
-		base, code, msg := partitionOutcome(results[p.items[0]:p.items[1]])
-		if code != 0 {
-			p.fail(code, msg)
-			continue
-		}
-		p.resp.BaseOffset = base
-		if p.logAppend {
-			p.resp.LogAppendTime = now
-		}
-		if p.idempotent {
-			n.idem.seq.accepted(p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq, base)
-		}
-	}
-	return resp, nil
+	return items, owners
 }
 
 // topicVerdict is what one request learns of one topic: its width, or the
