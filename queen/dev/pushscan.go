@@ -2,6 +2,7 @@ package dev
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -284,6 +285,14 @@ func (s *scanner) str() bool {
 		return false
 	}
 	for s.i < len(s.b) {
+		// Payload strings (base64 values) are long: pass 8 plain bytes at
+		// a time while none is a quote, a backslash or a control byte.
+		for s.i+8 <= len(s.b) && plain8(binary.LittleEndian.Uint64(s.b[s.i:])) {
+			s.i += 8
+		}
+		if s.i >= len(s.b) {
+			break
+		}
 		c := s.b[s.i]
 		switch {
 		case c == '"':
@@ -316,6 +325,20 @@ func (s *scanner) str() bool {
 		}
 	}
 	return false
+}
+
+const (
+	lsb8 = 0x0101010101010101
+	msb8 = 0x8080808080808080
+)
+
+// plain8 reports that none of the 8 bytes in x is below 0x20, '"' or '\\'
+// (the SWAR zero-byte test: a byte b is flagged by (b - n) & ^b & 0x80).
+func plain8(x uint64) bool {
+	quote := x ^ ('"' * lsb8)
+	backslash := x ^ ('\\' * lsb8)
+	special := (x-0x20*lsb8) & ^x | (quote-lsb8) & ^quote | (backslash-lsb8) & ^backslash
+	return special&msb8 == 0
 }
 
 func isHex(c byte) bool {
