@@ -137,6 +137,126 @@ func DecodePayload(payload json.RawMessage, ts time.Time) Record {
 }
 
 func decodeEnvelope(p []byte) (Record, bool) {
+	if r, ok := decodeCanonical(p); ok {
+		return r, true
+	}
+	return decodeEnvelopeStrict(p)
+}
+
+// decodeCanonical reads exactly AppendEnvelope's bytes (keys h, k, t, v in
+// that order, no whitespace, no escapes, canonical base64) in one pass. It
+// answers false for anything else, including valid envelopes in another
+// form, which decodeEnvelopeStrict then judges; FuzzEnvelopeFastPath checks
+// that the two agree wherever this one answers.
+func decodeCanonical(p []byte) (Record, bool) {
+	r := Record{Timestamp: -1}
+	i := 0
+	lit := func(s string) bool {
+		if len(p)-i < len(s) || string(p[i:i+len(s)]) != s {
+			return false
+		}
+		i += len(s)
+		return true
+	}
+	// b64 reads null or a quoted canonical base64 string.
+	b64 := func() ([]byte, bool) {
+		if lit("null") {
+			return nil, true
+		}
+		if !lit(`"`) {
+			return nil, false
+		}
+		end := bytes.IndexByte(p[i:], '"')
+		if end < 0 {
+			return nil, false
+		}
+		src := p[i : i+end]
+		i += end + 1
+		out := make([]byte, base64.StdEncoding.DecodedLen(len(src)))
+		n, err := base64.StdEncoding.Strict().Decode(out, src)
+		// A canonical encoding has no CR/LF (which Decode skips): its
+		// length is exactly that of the re-encoding.
+		if err != nil || base64.StdEncoding.EncodedLen(n) != len(src) {
+			return nil, false
+		}
+		return out[:n:n], true
+	}
+	if !lit("{") {
+		return Record{}, false
+	}
+	if lit(`"h":[`) {
+		for first := true; first || lit(","); first = false {
+			if !lit(`{"k":"`) {
+				return Record{}, false
+			}
+			end := bytes.IndexByte(p[i:], '"')
+			if end < 0 {
+				return Record{}, false
+			}
+			name := p[i : i+end]
+			for _, c := range name {
+				if c < 0x20 || c == '\\' {
+					return Record{}, false
+				}
+			}
+			if !utf8.Valid(name) {
+				return Record{}, false
+			}
+			i += end + 1
+			if !lit(`,"v":`) {
+				return Record{}, false
+			}
+			v, ok := b64()
+			if !ok || !lit("}") {
+				return Record{}, false
+			}
+			r.Headers = append(r.Headers, Header{Key: string(name), Value: v})
+		}
+		if !lit("],") {
+			return Record{}, false
+		}
+	}
+	var ok bool
+	if !lit(`"k":`) {
+		return Record{}, false
+	}
+	if r.Key, ok = b64(); !ok {
+		return Record{}, false
+	}
+	if lit(`,"t":`) {
+		start := i
+		if i < len(p) && p[i] == '-' {
+			i++
+		}
+		digits := i
+		for i < len(p) && p[i] >= '0' && p[i] <= '9' {
+			i++
+		}
+		// JSON integer without leading zeros; "-0" is left to the strict path.
+		if i == digits || (p[digits] == '0' && (i-digits > 1 || digits > start)) {
+			return Record{}, false
+		}
+		t, err := strconv.ParseInt(string(p[start:i]), 10, 64)
+		if err != nil {
+			return Record{}, false
+		}
+		r.Timestamp = t
+	}
+	if !lit(`,"v":`) {
+		return Record{}, false
+	}
+	if r.Value, ok = b64(); !ok {
+		return Record{}, false
+	}
+	if !lit("}") || i != len(p) {
+		return Record{}, false
+	}
+	return r, true
+}
+
+// decodeEnvelopeStrict is the general §11 decoder: any key order,
+// whitespace and escapes, strictly typed.
+func decodeEnvelopeStrict(p []byte) (Record, bool) {
 	p = bytes.TrimSpace(p)
 	if len(p) < 2 || p[0] != '{' {
 		return Record{}, false

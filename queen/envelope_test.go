@@ -5,8 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 var recordTS = time.Date(2026, 8, 28, 9, 15, 0, 123456000, time.UTC)
@@ -224,6 +226,32 @@ func FuzzEnvelope(f *testing.F) {
 			if d.Key != nil || d.Headers != nil || !bytes.Equal(d.Value, value) || d.Timestamp != recordTS.UnixMilli() {
 				t.Fatalf("native payload not served as itself: %q → %#v", value, d)
 			}
+		}
+	})
+}
+
+// FuzzEnvelopeFastPath: wherever the canonical one-pass reader answers, the
+// strict decoder agrees; and every AppendEnvelope output whose header names
+// need no JSON escape takes the fast path.
+func FuzzEnvelopeFastPath(f *testing.F) {
+	f.Add([]byte(`{"h":[{"k":"content-type","v":"YXBwbGljYXRpb24vanNvbg=="}],"k":"b3JkZXItNDI=","t":1787824800123,"v":"eyJ0b3RhbCI6MTJ9"}`), "n", []byte("v"))
+	f.Add([]byte(`{"k":null,"v":""}`), "", []byte(nil))
+	f.Add([]byte(`{"k":"a\/8=","t":-0,"v":null}`), "a\"b", []byte{0})
+	f.Fuzz(func(t *testing.T, p []byte, hname string, hval []byte) {
+		if fast, ok := decodeCanonical(p); ok {
+			strict, sok := decodeEnvelopeStrict(p)
+			if !sok || !reflect.DeepEqual(fast, strict) {
+				t.Fatalf("fast path disagrees on %q\nfast   %#v\nstrict %#v (%v)", p, fast, strict, sok)
+			}
+		}
+		r := Record{Key: p, Value: hval, Timestamp: int64(len(p)) - 1, Headers: []Header{{Key: hname, Value: hval}}}
+		enc := AppendEnvelope(nil, &r)
+		plain := utf8.ValidString(hname) && !strings.ContainsAny(hname, "\"\\")
+		for _, c := range []byte(hname) {
+			plain = plain && c >= 0x20
+		}
+		if _, ok := decodeCanonical(enc); plain && !ok {
+			t.Fatalf("our own encoding missed the fast path: %s", enc)
 		}
 	})
 }
