@@ -41,9 +41,8 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 	var (
-		slots   []fetchSlot
-		entries []queen.FetchEntry
-		asked   []int // slot index of each entry
+		slots   []fetchSlot        // the partitions Queen is asked about...
+		entries []queen.FetchEntry // ...and their entries, one for one
 	)
 	topics := make(map[string]topicVerdict)
 	for i := range req.Topics {
@@ -82,7 +81,6 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 				continue
 			}
 			slots = append(slots, fetchSlot{topic: rt.Topic, resp: sp, max: int(rp.PartitionMaxBytes)})
-			asked = append(asked, len(slots)-1)
 			entries = append(entries, queen.FetchEntry{
 				Queue:     rt.Topic,
 				Partition: strconv.FormatInt(int64(rp.Partition), 10),
@@ -103,19 +101,29 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 			return nil, fatal
 		}
 		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
-		for _, i := range asked {
+		for i := range slots {
 			slots[i].resp.ErrorCode = code // watermarks stay -1, no records
 		}
 		return resp, nil
 	}
-	for k, i := range asked {
-		slots[i].res = &results[k]
+	for i := range slots {
+		slots[i].res = &results[i]
 	}
 
 	budget := maxFetchResponse
 	if req.Version >= 3 && req.MaxBytes >= 0 {
 		budget = min(budget, int(req.MaxBytes))
 	}
+	fillFetch(slots, budget)
+	return resp, nil
+}
+
+// fillFetch answers every asked partition from its Queen result, in request
+// order, against the partition budgets and the response budget. The first
+// record of the response is always taken whole; after it a partition takes
+// records while they fit, and one whose next record does not fit is an
+// empty read with its real watermarks.
+func fillFetch(slots []fetchSlot, budget int) {
 	first := true
 	var recs []fetchedRecord
 	for i := range slots {
@@ -153,7 +161,6 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 			budget -= len(s.resp.RecordBatches)
 		}
 	}
-	return resp, nil
 }
 
 // queenEntryBudget asks Queen for a little more than the Kafka partition
