@@ -31,10 +31,9 @@ const (
 
 // fetchSlot is one partition of a fetch request on its way through.
 type fetchSlot struct {
-	topic string
-	resp  *kmsg.FetchResponseTopicPartition
-	max   int // partition_max_bytes
-	res   *queen.FetchResult
+	resp *kmsg.FetchResponseTopicPartition
+	max  int // partition_max_bytes
+	res  *queen.FetchResult
 }
 
 func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
@@ -80,7 +79,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 				sp.ErrorCode = kerr.OffsetOutOfRange.Code
 				continue
 			}
-			slots = append(slots, fetchSlot{topic: rt.Topic, resp: sp, max: int(rp.PartitionMaxBytes)})
+			slots = append(slots, fetchSlot{resp: sp, max: int(rp.PartitionMaxBytes)})
 			entries = append(entries, queen.FetchEntry{
 				Queue:     rt.Topic,
 				Partition: strconv.FormatInt(int64(rp.Partition), 10),
