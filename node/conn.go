@@ -3,6 +3,7 @@ package node
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,8 @@ type Conn struct {
 	br     *bufio.Reader
 	remote string
 	log    *slog.Logger
+	// serverName is set once by the handshake, before any request is read.
+	serverName string
 
 	queen    atomic.Pointer[queen.Client]
 	identity atomic.Pointer[string]
@@ -139,6 +142,10 @@ func (c *Conn) serve(parent context.Context) {
 	// Encoding a response can panic on a malformed answer; that too ends
 	// one connection, never the process.
 	defer c.recoverAndClose("answer")
+	if err := c.handshake(ctx); err != nil {
+		c.log.Info("TLS handshake failed, closing connection", "err", err)
+		return
+	}
 	queue := make(chan queued, maxInFlight)
 	go func() {
 		defer close(queue)
@@ -151,6 +158,33 @@ func (c *Conn) serve(parent context.Context) {
 	for range queue { // let the reader finish after a failure
 	}
 }
+
+// handshake completes a TLS connection's handshake up front, inside the
+// half-frame timeout, and with QUEEN_KAFKA_FORWARD_SNI_HOST turns the
+// server name the client dialled into the Host of this connection's calls.
+func (c *Conn) handshake(ctx context.Context) error {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	hctx, cancel := context.WithTimeout(ctx, c.n.frameTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		return err
+	}
+	c.serverName = tc.ConnectionState().ServerName
+	if c.n.cfg.ForwardSNIHost && c.serverName != "" {
+		// A proxy that routes by host may put two hosts in two tenants,
+		// so they never share a catalogue.
+		c.SetCredential(c.n.queen.As("", c.serverName), "host:"+c.serverName)
+	}
+	return nil
+}
+
+// ServerName is the TLS server name the client dialled ("" without TLS or
+// SNI). SASL derives the connection's credentialed client with it as Host
+// when QUEEN_KAFKA_FORWARD_SNI_HOST is on.
+func (c *Conn) ServerName() string { return c.serverName }
 
 func (c *Conn) recoverAndClose(where string) {
 	if r := recover(); r != nil {

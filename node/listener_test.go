@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
+	"net/http"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -51,6 +52,38 @@ func TestTLSListener(t *testing.T) {
 	req.Version = 3
 	if resp := k.roundTrip(req).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
 		t.Fatalf("over TLS: %+v", resp)
+	}
+}
+
+// With QUEEN_KAFKA_FORWARD_SNI_HOST the server name the client dialled is
+// the Host of that connection's calls to Queen.
+func TestForwardSNIHost(t *testing.T) {
+	certPath, keyPath := writeCert(t, t.TempDir(), "tenant-a.kafka.test")
+	n, dq := newTestNode(t, map[string]string{"QUEEN_KAFKA_TLS_CERT": certPath, "QUEEN_KAFKA_TLS_KEY": keyPath, "QUEEN_KAFKA_FORWARD_SNI_HOST": "true"})
+	hosts := make(chan string, 16)
+	dq.setFault(func(r *http.Request) (int, string, string) {
+		if r.URL.Path == "/api/v1/resources/queues" {
+			hosts <- r.Host
+		}
+		return 0, "", ""
+	})
+	addr := serveTestNode(t, n)
+	tc, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, ServerName: "tenant-a.kafka.test"})
+	if err != nil {
+		t.Fatalf("tls dial: %v", err)
+	}
+	t.Cleanup(func() { tc.Close() })
+	k := &kclient{t: t, nc: tc, br: bufio.NewReader(tc), fmtr: kmsg.NewRequestFormatter()}
+	k.roundTrip(kmsg.NewPtrMetadataRequest())
+	if h := <-hosts; h != "tenant-a.kafka.test" {
+		t.Fatalf("Queen saw Host %q", h)
+	}
+	n.cats.mu.Lock()
+	_, filed := n.cats.m["host:tenant-a.kafka.test"]
+	_, shared := n.cats.m[""]
+	n.cats.mu.Unlock()
+	if !filed || shared {
+		t.Fatal("the forwarded host's topic list must be filed under that host, not the node credential")
 	}
 }
 
@@ -103,3 +136,4 @@ func TestPreAuthenticationGate(t *testing.T) {
 	}
 	big.expectClosed()
 }
+
