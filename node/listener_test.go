@@ -136,4 +136,3 @@ func TestPreAuthenticationGate(t *testing.T) {
 	}
 	big.expectClosed()
 }
-
