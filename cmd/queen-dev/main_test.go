@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// TestMain lets the tests run this binary's main in a child process.
+func TestMain(m *testing.M) {
+	if os.Getenv("QUEEN_DEV_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestLoadConfig(t *testing.T) {
+	env := func(kv map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
+	}
+	c, err := loadConfig(env(nil))
+	if err != nil || c.addr != "127.0.0.1:6632" || c.dir != "./.queen-dev" || c.tokens != nil || c.faults || c.maxBody != 0 {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	c, err = loadConfig(env(map[string]string{"QUEEN_DEV_ADDR": "0.0.0.0:7000", "QUEEN_DEV_DATA": "/tmp/x",
+		"QUEEN_DEV_TOKENS": "a=t1,b=t2:ro", "QUEEN_DEV_FAULTS": "true", "QUEEN_MAX_BODY_BYTES": "1024"}))
+	if err != nil || c.addr != "0.0.0.0:7000" || c.dir != "/tmp/x" || len(c.tokens) != 2 || !c.faults || c.maxBody != 1024 {
+		t.Fatalf("set: %+v %v", c, err)
+	}
+	for name, bad := range map[string]map[string]string{
+		"QUEEN_DEV_ADDR":       {"QUEEN_DEV_ADDR": "nohost"},
+		"QUEEN_DEV_DATA":       {"QUEEN_DEV_DATA": " "},
+		"QUEEN_DEV_TOKENS":     {"QUEEN_DEV_TOKENS": "tok"},
+		"QUEEN_DEV_FAULTS":     {"QUEEN_DEV_FAULTS": "maybe"},
+		"QUEEN_MAX_BODY_BYTES": {"QUEEN_MAX_BODY_BYTES": "-1"},
+	} {
+		_, err := loadConfig(env(bad))
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	_, err = loadConfig(env(map[string]string{"QUEEN_DEV_TOKENS": "secret-token=t:zz"}))
+	if err == nil || strings.Contains(err.Error(), "secret-token") {
+		t.Errorf("token error must not echo the token: %v", err)
+	}
+}
+
+// proc is a queen-dev child process.
+type proc struct {
+	cmd  *exec.Cmd
+	url  string
+	boot string
+	logs chan string
+}
+
+var addrRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
+
+func start(t *testing.T, env ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append([]string{"QUEEN_DEV_TEST_MAIN=1", "QUEEN_DEV_ADDR=127.0.0.1:0"}, env...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, logs: make(chan string, 100)}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	lines := bufio.NewScanner(stderr)
+	got := make(chan string, 1)
+	go func() {
+		for lines.Scan() {
+			l := lines.Text()
+			if m := addrRE.FindStringSubmatch(l); m != nil && strings.Contains(l, "listening") {
+				select {
+				case got <- l:
+				default:
+				}
+			}
+			select {
+			case p.logs <- l:
+			default:
+			}
+		}
+	}()
+	select {
+	case l := <-got:
+		p.boot = l
+		p.url = "http://" + addrRE.FindStringSubmatch(l)[1]
+	case <-time.After(20 * time.Second):
+		t.Fatal("queen-dev did not log its boot line")
+	}
+	return p
+}
+
+func client(t *testing.T, url, token string) *queen.Client {
+	qc, err := queen.New(queen.Config{URL: url, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qc
+}
+
+// The binary: boot line without secrets, SIGKILL keeps every acknowledged
+// write, SIGTERM exits 0 after a final sync.
+func TestBinaryKillRestartAndTerm(t *testing.T) {
+	dir := t.TempDir()
+	env := []string{"QUEEN_DEV_DATA=" + dir, "QUEEN_DEV_TOKENS=very-secret=tenant1"}
+	p := start(t, env...)
+	if strings.Contains(p.boot, "very-secret") || !strings.Contains(p.boot, "auth=on") || !strings.Contains(p.boot, "tenants=1") ||
+		!strings.Contains(p.boot, "faults=false") || !strings.Contains(p.boot, dir) {
+		t.Errorf("boot line %q", p.boot)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	qc := client(t, p.url, "very-secret")
+	var acked []queen.PushResult
+	for i := 0; i < 20; i++ {
+		res, err := qc.Push(ctx, []queen.PushItem{{Queue: "q", Partition: "0", Payload: json.RawMessage(`[` + strings.Repeat("1,", i) + `0]`)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, res...)
+	}
+	kv, err := qc.KV(ctx, []queen.KVOp{{Op: queen.OpPut, NS: queen.Namespace, Key: "qk:x", Value: json.RawMessage(`{"v":1}`), Forever: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.cmd.Wait()
+
+	p2 := start(t, env...)
+	qc = client(t, p2.url, "very-secret")
+	fr, err := qc.Fetch(ctx, queen.FetchRequest{Entries: []queen.FetchEntry{{Queue: "q", Partition: "0", Offset: 0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(fr[0].HighWatermark) != len(acked) {
+		t.Fatalf("hwm %d after kill -9, %d acknowledged", fr[0].HighWatermark, len(acked))
+	}
+	for i, r := range fr[0].Records {
+		want := `[` + strings.Repeat("1,", i) + `0]`
+		if r.Offset != *acked[i].Offset || string(r.Payload) != want || r.TransactionID != acked[i].TransactionID {
+			t.Errorf("record %d: %+v", i, r)
+		}
+	}
+	got, err := qc.KV(ctx, []queen.KVOp{{Op: queen.OpGet, NS: queen.Namespace, Key: "qk:x"}})
+	if err != nil || !*got[0].Found || got[0].Version != kv[0].Version {
+		t.Errorf("kv after kill -9: %+v %v", got, err)
+	}
+
+	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p2.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("SIGTERM exit: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no exit after SIGTERM")
+	}
+}
+
+func TestBinaryBadEnvAndUsage(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "QUEEN_DEV_TEST_MAIN=1", "QUEEN_DEV_FAULTS=perhaps")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(string(out), "QUEEN_DEV_FAULTS") {
+		t.Errorf("bad env: %v %s", err, out)
+	}
+	cmd = exec.Command(os.Args[0], "-test.run=^$", "-h")
+	cmd.Env = append(os.Environ(), "QUEEN_DEV_TEST_MAIN=1")
+	out, _ = cmd.CombinedOutput()
+	if !strings.Contains(string(out), "QUEEN_DEV_ADDR") || !strings.Contains(string(out), "not Queen") {
+		t.Errorf("-h: %s", out)
+	}
+}
