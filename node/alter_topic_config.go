@@ -43,7 +43,7 @@ func (n *Node) alterTopicConfig(ctx context.Context, c *Conn, resType kmsg.Confi
 		return alterFault(c, name, err)
 	}
 	if !facadeCreated(rec, info) {
-		return alterOutcome{code: kerr.PolicyViolation.Code, msg: fmt.Sprintf("Topic %s was not created through this facade, so its queue options cannot be read back and an alter here could not be lossless; change its retention through Queen's queue options instead.", name)}
+		return alterOutcome{code: kerr.PolicyViolation.Code, msg: fmt.Sprintf("Topic %s was not created by CreateTopics through this facade (it was created natively, or on first use by Metadata), so its queue options cannot be read back and an alter here could not be lossless; change its retention through Queen's queue options instead.", name)}
 	}
 	k := topicConfigOf(rec)
 	if err := change(&k); err != nil {
