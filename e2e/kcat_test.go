@@ -233,7 +233,7 @@ func assertLines(t testing.TB, what, out string, want []string) {
 // under each codec it can use against this facade, and both kcat and
 // franz-go read them back exactly.
 func testKcatCodecs(t *testing.T, tg target) {
-	for _, codec := range []string{"none", "gzip", "snappy", "lz4"} {
+	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
 		t.Run(codec, func(t *testing.T) {
 			t.Parallel()
 			topic := uniq("kcat-" + codec)
