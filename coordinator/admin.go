@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"sort"
 	"strings"
@@ -264,7 +265,7 @@ func (c *Coordinator) deleteRows(ctx context.Context, kv KV, g *group, gen int32
 	writes = append(writes, deleteOp(queen.GroupIndexKey(id)))
 	if n, err := c.writeOps(ctx, kv, g, gen, writes); err != nil {
 		c.log.Warn("delete group failed", "group", id, "deleted", n, "of", len(writes), "err", err)
-		if err == errLostFence {
+		if errors.Is(err, errLostFence) {
 			return kerr.NotCoordinator.Code
 		}
 		return kvCode(err)
@@ -371,7 +372,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, cl Client, req *kmsg.Off
 	if err != nil {
 		c.log.Warn("offset delete failed", "group", req.Group, "deleted", n, "of", len(writes), "err", err)
 		code := kvCode(err)
-		if err == errLostFence {
+		if errors.Is(err, errLostFence) {
 			code = kerr.NotCoordinator.Code
 			c.dropGroup(g)
 		}

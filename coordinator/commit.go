@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -141,7 +142,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.Off
 	if err != nil {
 		c.log.Warn("offset commit failed", "group", req.Group, "written", n, "of", len(writes), "err", err)
 		code := kvCode(err)
-		if err == errLostFence {
+		if errors.Is(err, errLostFence) {
 			code = kerr.NotCoordinator.Code
 			c.dropGroup(g)
 		}

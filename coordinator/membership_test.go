@@ -396,3 +396,49 @@ func TestJoinContextEndLeavesMemberToSessionExpiry(t *testing.T) {
 		t.Fatalf("the silent member must expire, state %s", h.state("g"))
 	}
 }
+
+func TestEmptyGroupIDRules(t *testing.T) {
+	h := newHarness(t, nil)
+	// Membership APIs refuse an empty group id; the offset APIs take it, as
+	// Kafka's do.
+	if s := h.c.SyncGroup(context.Background(), h.cl, syncReq("", "m", 1, nil)); s.ErrorCode != kerr.InvalidGroupID.Code {
+		t.Fatalf("sync %d", s.ErrorCode)
+	}
+	if c := h.heartbeat("", "m", 1); c != kerr.InvalidGroupID.Code {
+		t.Fatalf("heartbeat %d", c)
+	}
+	if c := h.leave("", "m"); c != kerr.InvalidGroupID.Code {
+		t.Fatalf("leave %d", c)
+	}
+	if c := h.commit(commitReq("", "", -1, "orders", map[int32]int64{0: 3})); c[0] != 0 {
+		t.Fatalf("commit %d", c[0])
+	}
+	if f := h.fetch("", "orders", 0); f.ErrorCode != 0 || f.Topics[0].Partitions[0].Offset != 3 {
+		t.Fatalf("fetch %+v", f.Topics[0].Partitions[0])
+	}
+}
+
+func TestDescribeOutsideStableOmitsMemberBytes(t *testing.T) {
+	h := newHarness(t, nil)
+	j := recv(t, h.joinAsync(joinReq(3, "g", ""))) // CompletingRebalance
+	dr := kmsg.NewPtrDescribeGroupsRequest()
+	dr.Groups = []string{"g"}
+	d := h.c.DescribeGroups(context.Background(), h.cl, dr).Groups[0]
+	if d.State != "CompletingRebalance" || d.Protocol != "" || len(d.Members) != 1 || d.Members[0].MemberID != j.MemberID || d.Members[0].ProtocolMetadata != nil {
+		t.Fatalf("describe %+v", d)
+	}
+}
+
+func TestLeaveOfHandedOutMemberIDCompletesTheJoin(t *testing.T) {
+	h := newHarness(t, nil)
+	a, gen := h.stableSolo("g")
+	pendingID := recv(t, h.joinAsync(joinReq(4, "g", ""))).MemberID // MEMBER_ID_REQUIRED
+	ar := h.joinAsync(joinReq(3, "g", a))                           // leader rejoin opens a rebalance
+	pending(t, ar)                                                  // the handed-out id is still outstanding
+	if c := h.leave("g", pendingID); c != 0 {
+		t.Fatalf("leave of a pending id %d", c)
+	}
+	if r := recv(t, ar); r.ErrorCode != 0 || r.Generation != gen+1 {
+		t.Fatalf("join after the pending id left %+v", r)
+	}
+}
