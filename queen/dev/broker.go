@@ -3,6 +3,7 @@ package dev
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -75,6 +76,7 @@ type ReplayInfo struct {
 	Frames    int   // intact frames replayed
 	Bytes     int64 // bytes of intact frames
 	TornBytes int64 // bytes of a torn tail that were truncated
+	Compacted int64 // size of the rewritten log, 0 if boot did not compact
 }
 
 // New opens (or creates) the broker's storage and replays it. With
@@ -142,8 +144,25 @@ func (b *Broker) openStorage(dir string) error {
 	if res.tornBytes > 0 {
 		b.log.Warn("queen-dev: truncated a torn log tail", "bytes", res.tornBytes, "kept", res.validEnd)
 	}
-	// Entries that expired while the broker was down are simply dead rows;
-	// the first sweep removes them.
+	// A log mostly made of dead bytes (overwritten KV rows, deleted queues,
+	// retired records) is rewritten as a snapshot of the live state.
+	if live := b.st.liveBytes(); res.validEnd > compactMinBytes && res.validEnd > 2*live {
+		f.Close()
+		n, err := compactLog(dir, b.st, b.now().UnixMicro())
+		if err != nil {
+			lf.Close()
+			return err
+		}
+		b.log.Info("queen-dev: compacted the log", "from_bytes", res.validEnd, "to_bytes", n)
+		b.Replay.Compacted = n
+		if f, err = os.OpenFile(filepath.Join(dir, walName), os.O_RDWR, 0o644); err == nil {
+			_, err = f.Seek(0, io.SeekEnd)
+		}
+		if err != nil {
+			lf.Close()
+			return fmt.Errorf("reopen compacted log: %w", err)
+		}
+	}
 	b.lockFile = lf
 	b.wal = startWAL(f)
 	return nil

@@ -30,9 +30,11 @@
 // transaction needs the same batching machinery as a log, and fetch would
 // decode records from pages instead of handing out the pushed bytes. For a
 // development broker whose data fits in memory, a log of outcomes is smaller,
-// faster and easier to make crash-exact. The cost: the log is never
-// compacted, so a long-lived data directory grows with every write (delete it
-// to start over), and boot time grows with it.
+// faster and easier to make crash-exact. Dead bytes (overwritten KV rows,
+// deleted queues, retired records) stay in the log until the next boot: when
+// a log over 64 MiB is more than twice the live state, boot rewrites it as a
+// snapshot (temporary file, fsync, rename, directory fsync), so a crash during
+// compaction leaves either the old log or the new one.
 //
 // # Semantics worth knowing
 //

@@ -127,12 +127,7 @@ func (w *wal) run() {
 func (w *wal) flush(b *batch) {
 	buf := w.buf[:0]
 	for _, ops := range b.frames {
-		start := len(buf)
-		buf = append(buf, make([]byte, frameHeader)...)
-		buf = encodeFrame(buf, ops)
-		body := buf[start+frameHeader:]
-		binary.LittleEndian.PutUint32(buf[start:], uint32(len(body)))
-		binary.LittleEndian.PutUint32(buf[start+4:], crc32.Checksum(body, crcTable))
+		buf = appendFrame(buf, ops)
 	}
 	err := w.writeSync(buf)
 	if cap(buf) <= 64<<20 { // keep the buffer unless one huge batch inflated it
@@ -149,6 +144,17 @@ func (w *wal) flush(b *batch) {
 	b.err = err
 	b.frames = nil
 	close(b.done)
+}
+
+// appendFrame appends one framed request: length, CRC-32C, body.
+func appendFrame(buf []byte, ops []op) []byte {
+	start := len(buf)
+	buf = append(buf, make([]byte, frameHeader)...)
+	buf = encodeFrame(buf, ops)
+	body := buf[start+frameHeader:]
+	binary.LittleEndian.PutUint32(buf[start:], uint32(len(body)))
+	binary.LittleEndian.PutUint32(buf[start+4:], crc32.Checksum(body, crcTable))
+	return buf
 }
 
 func (w *wal) writeSync(buf []byte) error {
