@@ -74,7 +74,7 @@ func TestPushContiguousAndVerbatim(t *testing.T) {
 	c := shared.client(t, "")
 	q := uniq("mix")
 	var items []queen.PushItem
-	payloads := []string{`{"n":1.0e2}`, `123456789012345678901234567890`, `"str"`, `[1,{"a":null}]`, `{"é":"\u00e9"}`, `null`, `true`}
+	payloads := []string{`{"n":1.0e2}`, `123456789012345678901234567890`, `"str"`, `[1,{"a":null}]`, `{"é":"\u00e9"}`, `null`, `true`, "{ \"sp\" : [ 1 ,\n\t2 ] }"}
 	for i, p := range payloads {
 		items = append(items, queen.PushItem{Queue: q, Partition: fmt.Sprint(i % 2), Payload: json.RawMessage(p)})
 	}
