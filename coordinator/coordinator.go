@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -50,6 +51,7 @@ type Coordinator struct {
 
 	mu     sync.Mutex
 	groups map[groupKey]*group
+	closed atomic.Bool
 }
 
 // groupKey files a group under the identity that reached it, because a
@@ -201,6 +203,36 @@ func (c *Coordinator) DropUnowned() {
 	c.mu.Unlock()
 	for _, g := range lost {
 		c.dropGroup(g)
+	}
+}
+
+// Close is the coordinator's part of a node's stop: every JoinGroup and
+// SyncGroup parked here is answered NOT_COORDINATOR now, and later ones are
+// refused the same way without parking, so that a stop never waits a
+// rebalance timeout for a join to complete and members go looking for
+// their next coordinator at once. Heartbeats, commits and reads keep
+// working until the process ends, so a consumer's last commit still lands.
+func (c *Coordinator) Close() {
+	c.closed.Store(true)
+	c.mu.Lock()
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.mu.Unlock()
+	for _, g := range groups {
+		g.mu.Lock()
+		for _, m := range g.members {
+			if m.joinWait != nil {
+				m.joinWait <- joinResult{code: kerr.NotCoordinator.Code, generation: -1, memberID: m.id}
+				m.joinWait = nil
+			}
+			if m.syncWait != nil {
+				m.syncWait <- syncResult{code: kerr.NotCoordinator.Code}
+				m.syncWait = nil
+			}
+		}
+		g.mu.Unlock()
 	}
 }
 

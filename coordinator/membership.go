@@ -54,6 +54,9 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) joinOutcome {
 	if code := c.ownerCode(cl, req.Group); code != 0 {
 		return joinErr(code, req.MemberID)
 	}
+	if c.closed.Load() {
+		return joinErr(kerr.NotCoordinator.Code, req.MemberID)
+	}
 	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
 	if session < c.cfg.MinSessionTimeout || session > c.cfg.MaxSessionTimeout {
 		return joinErr(kerr.InvalidSessionTimeout.Code, req.MemberID)
@@ -197,6 +200,9 @@ func (c *Coordinator) sync(cl Client, req *kmsg.SyncGroupRequest) (syncResult, c
 	}
 	if code := c.ownerCode(cl, req.Group); code != 0 {
 		return fail(code)
+	}
+	if c.closed.Load() {
+		return fail(kerr.NotCoordinator.Code)
 	}
 	g := c.lookup(cl, req.Group)
 	if g == nil {

@@ -442,3 +442,20 @@ func TestLeaveOfHandedOutMemberIDCompletesTheJoin(t *testing.T) {
 		t.Fatalf("join after the pending id left %+v", r)
 	}
 }
+
+func TestCloseAnswersParkedRequestsAtOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	a, gen := h.stableSolo("g")
+	bj := h.joinAsync(joinReq(3, "g", "")) // parked until a rejoins
+	h.c.Close()
+	if r := recv(t, bj); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("parked join after Close %d", r.ErrorCode)
+	}
+	if r := recv(t, h.joinAsync(joinReq(3, "g", a))); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("join after Close %d", r.ErrorCode)
+	}
+	// A member of the current generation can still commit its last offsets.
+	if c := h.commit(commitReq("g", a, gen, "orders", map[int32]int64{0: 5})); c[0] != 0 {
+		t.Fatalf("commit after Close %d", c[0])
+	}
+}

@@ -136,6 +136,9 @@ func (n *Node) Serve(ctx context.Context) error {
 // the release steps still run, since a late release is only slower.
 func (n *Node) Shutdown(ctx context.Context) error {
 	n.closeListener()
+	// A JoinGroup parked in the coordinator would hold its connection's
+	// drain for up to a rebalance timeout; Close answers it now.
+	n.coord.Close()
 	drainErr := n.drain(ctx)
 	return errors.Join(drainErr, n.release(ctx))
 }
