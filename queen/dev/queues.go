@@ -99,6 +99,7 @@ func (b *Broker) handleConfigure(w http.ResponseWriter, r *http.Request, c *call
 	}
 	bag := top
 	if rawOpts, ok := top["options"]; ok && !isNull(rawOpts) {
+		bag = nil // a fresh map: Unmarshal into top would merge the two
 		if err := json.Unmarshal(rawOpts, &bag); err != nil || bag == nil {
 			badBody(w, "options must be an object")
 			return

@@ -78,6 +78,11 @@ func TestConfigureMergeReplaceNull(t *testing.T) {
 	if num(field(v, "options", "ttl")) != 7 || field(v, "namespace") != "top" || field(v, "task") != "t" {
 		t.Errorf("nested: %s", raw)
 	}
+	st, raw = e.post("/api/v1/configure", `{"queue":"q","retryLimit":9,"options":{"priority":5}}`)
+	v = wantStatus(t, st, raw, 200)
+	if num(field(v, "options", "retryLimit")) != 3 || num(field(v, "options", "priority")) != 5 {
+		t.Errorf("top-level option keys must be ignored beside a bag: %s", raw)
+	}
 	qs, _ := e.qc.Queues(c)
 	if len(qs) != 1 {
 		t.Errorf("configure of an existing queue created another: %+v", qs)
