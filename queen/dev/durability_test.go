@@ -267,6 +267,11 @@ func TestWritesAfterCloseFail(t *testing.T) {
 	if queen.KindOf(err) != queen.KindServer {
 		t.Errorf("push after close: %v", err)
 	}
+	// Nor is that unlogged record shown to a reader.
+	_, err = qc.Fetch(ctx(t), queen.FetchRequest{Entries: []queen.FetchEntry{{Queue: "q", Partition: "Default", Offset: 0}}})
+	if queen.KindOf(err) != queen.KindServer {
+		t.Errorf("fetch after close: %v", err)
+	}
 }
 
 func crc32c(b []byte) uint32 { return crc32.Checksum(b, crcTable) }

@@ -97,9 +97,20 @@ func (w *wal) append(ops []op) *batch {
 
 // tail returns the batch holding the newest frame, so that a reader can
 // wait until everything it may have observed is durable.
+// Once the log has failed (or closed), memory may hold changes that never
+// reached it, so readers get the failure too.
 func (w *wal) tail() *batch {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.failed != nil || w.closing {
+		err := w.failed
+		if err == nil {
+			err = errors.New("write-ahead log closed")
+		}
+		b := &batch{done: make(chan struct{}), err: err}
+		close(b.done)
+		return b
+	}
 	return w.last
 }
 
