@@ -201,3 +201,40 @@ func (g *group) writable() int16 {
 	}
 	return kerr.CoordinatorNotAvailable.Code
 }
+
+// TxnCommitCheck is Kafka's membership rule for TxnOffsetCommit, for the
+// transaction code that stages offsets itself: 0, or the code every
+// partition is answered. A member id must be a live member; a generation,
+// when given (>= 0), must be the group's current one.
+func (c *Coordinator) TxnCommitCheck(cl Client, group, memberID string, generation int32) int16 {
+	if !validGroupID(group, true) {
+		return kerr.InvalidGroupID.Code
+	}
+	if code := c.ownerCode(cl, group); code != 0 {
+		return code
+	}
+	g := c.lookup(cl, group)
+	if g == nil {
+		switch {
+		case memberID != "":
+			return kerr.UnknownMemberID.Code
+		case generation >= 0:
+			return kerr.IllegalGeneration.Code
+		}
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.state == stateDead:
+		return kerr.CoordinatorNotAvailable.Code
+	case memberID != "" && g.members[memberID] == nil:
+		return kerr.UnknownMemberID.Code
+	case generation >= 0 && generation != g.generation:
+		return kerr.IllegalGeneration.Code
+	}
+	if m := g.members[memberID]; m != nil {
+		g.touch(m)
+	}
+	return 0
+}

@@ -323,3 +323,27 @@ func TestFailedChunkIsNeverSuccess(t *testing.T) {
 		}
 	}
 }
+
+func TestTxnCommitCheck(t *testing.T) {
+	h := newHarness(t, nil)
+	a, gen := h.stableSolo("g")
+	cases := []struct {
+		group, member string
+		gen           int32
+		want          int16
+	}{
+		{"g", a, gen, 0},
+		{"g", "", -1, 0},
+		{"g", "ghost", gen, kerr.UnknownMemberID.Code},
+		{"g", a, gen + 1, kerr.IllegalGeneration.Code},
+		{"fresh", "", -1, 0},
+		{"fresh", "m", -1, kerr.UnknownMemberID.Code},
+		{"fresh", "", 4, kerr.IllegalGeneration.Code},
+		{strings.Repeat("x", 256), "", -1, kerr.InvalidGroupID.Code},
+	}
+	for _, tc := range cases {
+		if got := h.c.TxnCommitCheck(h.cl, tc.group, tc.member, tc.gen); got != tc.want {
+			t.Fatalf("%+v: %d", tc, got)
+		}
+	}
+}
