@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/queen-mq/queen-kafka/queen"
@@ -228,7 +230,12 @@ func (b *Broker) handleFetch(w http.ResponseWriter, r *http.Request, c *call) {
 				writeError(w, http.StatusInternalServerError, "fetch failed")
 				return
 			}
-			writeBody(w, http.StatusOK, renderFetch(req, ev))
+			bp := renderPool.Get().(*[]byte)
+			*bp = renderFetch((*bp)[:0], req, ev)
+			writeBody(w, http.StatusOK, *bp)
+			if cap(*bp) <= 16<<20 {
+				renderPool.Put(bp)
+			}
 			return
 		}
 		if timer == nil {
@@ -272,7 +279,12 @@ func (b *Broker) draining() bool {
 	}
 }
 
-func renderFetch(req *fetchRequest, ev *fetchEval) []byte {
+// renderPool recycles fetch bodies: they are large, and a fresh one would
+// be zeroed by the allocator only to be overwritten.
+var renderPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// renderFetch appends the fetch answer to out.
+func renderFetch(out []byte, req *fetchRequest, ev *fetchEval) []byte {
 	size := 32
 	for i := range ev.slots {
 		size += 128
@@ -281,7 +293,7 @@ func renderFetch(req *fetchRequest, ev *fetchEval) []byte {
 			size += len(r.payload) + len(r.msgID) + len(r.txID) + renderOverhead
 		}
 	}
-	out := make([]byte, 0, size)
+	out = slices.Grow(out, size)
 	out = append(out, `{"entries":[`...)
 	var lastTS int64 = -1
 	var tsText string
