@@ -36,6 +36,14 @@ func (b *Broker) Handler() http.Handler {
 	if b.opts.Faults {
 		mux.HandleFunc("/dev/faults", b.handleFaults)
 	}
+	// Other methods on a contract path get a JSON 405 rather than the
+	// mux's plain-text one.
+	for _, path := range []string{"/api/v1/resources/queues", "/api/v1/configure", "/api/v1/resources/queues/{queue}",
+		"/api/v1/push", "/api/v1/fetch", "/api/v1/kv", "/api/v1/transaction", "/auth/me", "/health"} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
+		})
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not found: "+r.Method+" "+r.URL.Path)
 	})

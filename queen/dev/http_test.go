@@ -14,6 +14,13 @@ func TestHealthAndUnknownRoutes(t *testing.T) {
 	if st != 200 || string(raw) != `{"status":"ok"}` {
 		t.Errorf("health: %d %s", st, raw)
 	}
+	for _, p := range []string{"/api/v1/push", "/api/v1/resources/queues/x", "/api/v1/kv"} {
+		st, raw, _ := e.do(http.MethodPut, p, "", "")
+		v := wantStatus(t, st, raw, 405)
+		if field(v, "error") == nil {
+			t.Errorf("%s: %s", p, raw)
+		}
+	}
 	for _, p := range []string{"/api/v1/pop", "/api/v1/kv/queen-kafka/k", "/", "/api/v1/resources/queues/"} {
 		st, raw, _ := e.do(http.MethodGet, p, "", "")
 		v := wantStatus(t, st, raw, 404)
