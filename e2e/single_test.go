@@ -34,6 +34,7 @@ func runBodies(t *testing.T, tg target) {
 		t.Run("list-offsets", func(t *testing.T) { t.Parallel(); testListOffsets(t, tg) })
 		t.Run("metadata", func(t *testing.T) { t.Parallel(); testMetadata(t, tg) })
 		t.Run("kcat-codecs", func(t *testing.T) { t.Parallel(); testKcatCodecs(t, tg) })
+		t.Run("edges", func(t *testing.T) { t.Parallel(); testEdges(t, tg) })
 	})
 	t.Run("groups", func(t *testing.T) {
 		t.Run("kgo-balancers", func(t *testing.T) { t.Parallel(); testGroupBalancers(t, tg) })
