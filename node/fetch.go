@@ -95,6 +95,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 	wait := time.Duration(min(max(req.MaxWaitMillis, 0), queen.MaxFetchWaitMs)) * time.Millisecond
 	results, err := fetchChunked(ctx, c.Queen(), entries, wait, int(max(req.MinBytes, 0)))
 	if err != nil {
+		logQueenFault(c, "fetch", err)
 		code, throttle, _, fatal := fetchFault(err)
 		if fatal != nil {
 			return nil, fatal

@@ -91,6 +91,7 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 	// Round 0: the bounds of every partition.
 	results, err := probeOffsets(ctx, q, searches, func(*offsetSearch) int64 { return 0 }, false)
 	if err != nil {
+		logQueenFault(c, "fetch", err)
 		return resp, failSearches(resp, searches, err)
 	}
 	var open []*offsetSearch
@@ -120,6 +121,7 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 		}
 		results, err := probeOffsets(ctx, q, open, func(s *offsetSearch) int64 { return s.probe }, true)
 		if err != nil {
+			logQueenFault(c, "fetch", err)
 			return resp, failSearches(resp, open, err)
 		}
 		still := open[:0]

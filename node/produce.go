@@ -86,6 +86,7 @@ func (n *Node) produce(ctx context.Context, c *Conn, req *kmsg.ProduceRequest) (
 	}
 	results, err := c.Queen().Push(ctx, items) // one call for the whole request
 	if err != nil {
+		logQueenFault(c, "push", err)
 		code, throttle, msg, fatal := pushFault(err)
 		if fatal != nil {
 			return nil, fatal
@@ -343,6 +344,16 @@ func pushFault(err error) (code int16, throttle int32, msg string, fatal error) 
 		return 0, 0, msg, err
 	}
 	return kerr.RequestTimedOut.Code, 0, msg, nil
+}
+
+// logQueenFault records a failed data-path call for the operator: a
+// throttle is routine and only a debug line, anything else a warning.
+func logQueenFault(c *Conn, route string, err error) {
+	if _, ok := queen.RetryAfter(err); ok {
+		c.Logger().Debug("queen throttled a data-path call", "route", route, "err", err)
+		return
+	}
+	c.Logger().Warn("queen data-path call failed", "route", route, "kind", queen.KindOf(err).String(), "err", err)
 }
 
 // faultMessage is the sanitised reason a Queen failure may show a client.
