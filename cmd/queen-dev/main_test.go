@@ -66,7 +66,7 @@ type proc struct {
 
 var addrRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
 
-func start(t *testing.T, env ...string) *proc {
+func start(t testing.TB, env ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append([]string{"QUEEN_DEV_TEST_MAIN=1", "QUEEN_DEV_ADDR=127.0.0.1:0"}, env...)...)

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// These benchmarks run the real binary in a child process and charge only
+// that process's CPU time (from /proc/<pid>/stat) to the records it served:
+// the "cpu-s/Mrec" figure is the broker's own cost, not the load generator's.
+
+const inFlight = 16
+
+func kib() string {
+	v := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), 740))
+	p := `{"k":null,"t":1787824800123,"v":"` + v + `"}`
+	return p + strings.Repeat(" ", 1024-len(p))
+}
+
+// procCPU is the child's user+system time; 0 where /proc is unavailable.
+func procCPU(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the parenthesised command name; utime and stime are
+	// fields 14 and 15 of the whole line, in clock ticks (100 per second).
+	rest := string(raw[bytes.LastIndexByte(raw, ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+func benchProc(b *testing.B) (*proc, *http.Client) {
+	p := start(b, "QUEEN_DEV_DATA="+b.TempDir())
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * inFlight}}
+	return p, hc
+}
+
+func send(b *testing.B, hc *http.Client, url string, body []byte, want int, buf *bytes.Buffer) []byte {
+	resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		b.Error(err)
+		return nil
+	}
+	buf.Reset()
+	_, _ = buf.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		b.Errorf("status %d: %.200s", resp.StatusCode, buf.Bytes())
+	}
+	return buf.Bytes()
+}
+
+func pushBody(batch, part int) []byte {
+	var sb strings.Builder
+	sb.WriteString(`{"items":[`)
+	for i := 0; i < batch; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"queue":"bench","partition":"%d","payload":%s}`, part, kib())
+	}
+	sb.WriteString(`]}`)
+	return []byte(sb.String())
+}
+
+func reportProc(b *testing.B, records int64, cpu time.Duration) {
+	if secs := b.Elapsed().Seconds(); secs > 0 && records > 0 {
+		b.ReportMetric(float64(records)/secs, "records/s")
+		if cpu > 0 {
+			b.ReportMetric(cpu.Seconds()/float64(records)*1e6, "cpu-s/Mrec")
+		}
+	}
+}
+
+// BenchmarkProcessPush: 1 KiB records, batches of 1, 100 and 500, 16
+// requests in flight, durable (every 201 fsynced), against the binary.
+func BenchmarkProcessPush(b *testing.B) {
+	for _, batch := range []int{1, 100, 500} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			p, hc := benchProc(b)
+			bodies := make([][]byte, 8)
+			for i := range bodies {
+				bodies[i] = pushBody(batch, i)
+			}
+			url := p.url + "/api/v1/push"
+			var n atomic.Int64
+			b.SetBytes(int64(batch * 1024))
+			b.SetParallelism((inFlight + 1) / 2)
+			cpu0 := procCPU(p.cmd.Process.Pid)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				var buf bytes.Buffer
+				for i := 0; pb.Next(); i++ {
+					send(b, hc, url, bodies[i%len(bodies)], http.StatusCreated, &buf)
+					n.Add(int64(batch))
+				}
+			})
+			b.StopTimer()
+			reportProc(b, n.Load(), procCPU(p.cmd.Process.Pid)-cpu0)
+		})
+	}
+}
+
+// BenchmarkProcessFetch: 1 MiB fetches of 1 KiB records, 16 in flight.
+func BenchmarkProcessFetch(b *testing.B) {
+	p, hc := benchProc(b)
+	const parts, perPart = 4, 20000
+	var buf bytes.Buffer
+	for part := 0; part < parts; part++ {
+		body := pushBody(500, part)
+		for done := 0; done < perPart; done += 500 {
+			send(b, hc, p.url+"/api/v1/push", body, http.StatusCreated, &buf)
+		}
+	}
+	url := p.url + "/api/v1/fetch"
+	var n, seq atomic.Int64
+	b.SetParallelism((inFlight + 1) / 2)
+	cpu0 := procCPU(p.cmd.Process.Pid)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var buf bytes.Buffer
+		for pb.Next() {
+			k := seq.Add(1)
+			body := fmt.Sprintf(`{"entries":[{"queue":"bench","partition":"%d","offset":%d,"maxBytes":1048576}]}`, k%parts, (k*997)%(perPart-1100))
+			out := send(b, hc, url, []byte(body), http.StatusOK, &buf)
+			n.Add(int64(bytes.Count(out, []byte(`"offset":`))))
+		}
+	})
+	b.StopTimer()
+	reportProc(b, n.Load(), procCPU(p.cmd.Process.Pid)-cpu0)
+}
