@@ -42,6 +42,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 	var (
 		slots   []fetchSlot        // the partitions Queen is asked about...
 		entries []queen.FetchEntry // ...and their entries, one for one
+		refused bool               // a partition already carries an error
 	)
 	topics := make(map[string]topicVerdict)
 	for i := range req.Topics {
@@ -66,17 +67,25 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 			// Empty, never null: librdkafka and sarama refuse a null record set
 			// ("invalid MessageSetSize -1"), which is what a real broker never sends.
 			sp.RecordBatches = []byte{}
+			if req.IsolationLevel == 1 {
+				// read_committed gets an empty aborted list, as from Kafka:
+				// nothing aborted is ever in this log.
+				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			}
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			switch {
 			case tv.code != 0 || tv.failed:
 				sp.ErrorCode = tv.code
+				refused = refused || tv.code != 0
 				continue
 			case rp.Partition < 0 || rp.Partition >= tv.width:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				refused = true
 				continue
 			case rp.FetchOffset < 0:
 				// Queen refuses a negative offset for the whole call.
 				sp.ErrorCode = kerr.OffsetOutOfRange.Code
+				refused = true
 				continue
 			}
 			slots = append(slots, fetchSlot{resp: sp, max: int(rp.PartitionMaxBytes)})
@@ -93,6 +102,11 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 	}
 
 	wait := time.Duration(min(max(req.MaxWaitMillis, 0), queen.MaxFetchWaitMs)) * time.Millisecond
+	if refused {
+		// An error is an answer: like Kafka (and Queen's own long poll,
+		// which returns at once on an erroring entry), do not park on it.
+		wait = 0
+	}
 	results, err := fetchChunked(ctx, c.Queen(), entries, wait, int(max(req.MinBytes, 0)))
 	if err != nil {
 		logQueenFault(c, "fetch", err)

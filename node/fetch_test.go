@@ -243,3 +243,21 @@ func TestFetchChunksPastQueenLimit(t *testing.T) {
 	_, recs := readBatch(t, ps[1099].RecordBatches)
 	require.Len(t, recs, 3)
 }
+
+// TestFetchErrorAnswersAtOnce: a partition refused before Queen is asked
+// (here: past the width) makes the fetch answer without parking, and
+// read_committed gets an empty aborted-transactions list.
+func TestFetchErrorAnswersAtOnce(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("orders")
+	req := fetchReq(6, 20_000, 1, 1<<20, fetchPart{"orders", 0, 0, 1 << 20}, fetchPart{"orders", 9, 0, 1 << 20})
+	req.IsolationLevel = 1
+	start := time.Now()
+	resp := e.fetch(req)
+	require.Less(t, time.Since(start), 10*time.Second, "answered at once, not after max_wait_ms")
+	ps := resp.Topics[0].Partitions
+	require.Equal(t, int16(0), ps[0].ErrorCode)
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, ps[1].ErrorCode)
+	require.NotNil(t, ps[0].AbortedTransactions)
+	require.NotNil(t, ps[0].RecordBatches, "an empty record set, never a null one")
+}
