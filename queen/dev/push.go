@@ -41,9 +41,13 @@ func checkItem(i int, raw *rawItem, inTxn bool) (pushItem, error) {
 		return it, fmt.Errorf("item %d: control characters in queue", i)
 	}
 	it.part = DefaultPartition
-	if raw.Partition != nil && !isNull(raw.Partition) {
-		if err := json.Unmarshal(raw.Partition, &it.part); err != nil {
+	if len(raw.Partition) > 0 {
+		part, ok := stringOrNull(raw.Partition)
+		if !ok {
 			return it, fmt.Errorf("item %d: partition must be a string", i)
+		}
+		if part != nil {
+			it.part = *part
 		}
 		if it.part == "" && !inTxn {
 			it.part = DefaultPartition
