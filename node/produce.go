@@ -143,7 +143,20 @@ func produceParts(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) []*produ
 func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *kmsg.ProduceResponse, parts []*producePart) ([]*producePart, error) {
 	var live []*producePart
 	topics := make(map[string]topicVerdict)
+	type tp struct {
+		topic string
+		p     int32
+	}
+	seen := make(map[tp]bool, len(parts))
 	for _, p := range parts {
+		k := tp{p.topic, p.resp.Partition}
+		if seen[k] {
+			// One batch per partition per request: a second would be
+			// sequenced against a window the first has not yet advanced.
+			p.fail(kerr.InvalidRequest.Code, "partition named twice in one produce request")
+			continue
+		}
+		seen[k] = true
 		tv, ok := topics[p.topic]
 		if !ok {
 			var err error

@@ -183,15 +183,23 @@ func TestProduceRefusals(t *testing.T) {
 	_, zp := e.produceOn(e.c, 6, "orders", 0, testBatch{codec: codecZstd, firstTS: 1, records: sampleRecords()}.encode(t))
 	require.Equal(t, kerr.UnsupportedCompressionType.Code, zp.ErrorCode)
 
+	twice := produceReq(9, -1, "orders", 0, good)
+	twice.Topics[0].Partitions = append(twice.Topics[0].Partitions, twice.Topics[0].Partitions[0])
+	resp, err := e.n.handleProduce(context.Background(), e.c, twice)
+	require.NoError(t, err)
+	tw := resp.(*kmsg.ProduceResponse).Topics[0].Partitions
+	require.Equal(t, int16(0), tw[0].ErrorCode)
+	require.Equal(t, kerr.InvalidRequest.Code, tw[1].ErrorCode, "a partition named twice")
+
 	txn := produceReq(9, -1, "orders", 0, good)
 	id := "tx"
 	txn.TransactionID = &id
-	resp, err := e.n.handleProduce(context.Background(), e.c, txn)
+	resp, err = e.n.handleProduce(context.Background(), e.c, txn)
 	require.NoError(t, err)
 	require.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode)
 
 	res, _ := e.stored("orders", 0)
-	require.Equal(t, int64(0), res.HighWatermark, "nothing refused was written")
+	require.Equal(t, int64(3), res.HighWatermark, "nothing refused was written")
 }
 
 // TestProduceManyPartitionsOnePush: every partition of a request goes in one
