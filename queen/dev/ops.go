@@ -102,9 +102,9 @@ func (o *opRecords) apply(s *state) error {
 			if p.dedup == nil {
 				p.dedup = map[string]dedupEntry{}
 			}
-			if _, seen := p.dedup[tx]; !seen {
-				p.dedup[tx] = dedupEntry{offset: o.base + int64(i), ts: o.ts, msgID: o.recs[i].msgID}
-			}
+			// The newest record wins: a transactionId is stored again only
+			// once its previous record left the dedup window.
+			p.dedup[tx] = dedupEntry{offset: o.base + int64(i), ts: o.ts, msgID: o.recs[i].msgID}
 		}
 	}
 	wakeAll(p.waiters)

@@ -171,6 +171,13 @@ func TestPushDedup(t *testing.T) {
 	if res[0].Status != queen.StatusQueued || *res[0].Offset != 3 {
 		t.Errorf("outside window: %+v", res[0])
 	}
+	res, err = e.qc.Push(ctx(t), []queen.PushItem{item("b", "0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Status != queen.StatusDuplicate || *res[0].Offset != 3 {
+		t.Errorf("a re-stored transactionId must dedup against its newest record: %+v", res[0])
+	}
 	// dedupWindowSeconds 0 disables dedup.
 	if _, err := e.qc.Configure(ctx(t), "q", map[string]any{"dedupWindowSeconds": 0}); err != nil {
 		t.Fatal(err)
