@@ -1,0 +1,376 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/hashring"
+)
+
+// ownedGroup is a fresh group id that the rendezvous ring over live assigns
+// to owner, so a test chooses its coordinator instead of discovering it.
+func ownedGroup(t testing.TB, live []int32, owner int32) string {
+	t.Helper()
+	r := hashring.New(live)
+	for range 10_000 {
+		g := uniq("g")
+		if o, _ := r.Owner(g); o == owner {
+			return g
+		}
+	}
+	t.Fatalf("no group owned by %d among %v", owner, live)
+	return ""
+}
+
+// TestClusterAgreesAndFormsOneGroup: every node reports the same brokers
+// (each at its own address), controller, cluster id, leaders and replicas;
+// two consumers of one group bootstrapped at different nodes form ONE
+// group with disjoint, covering assignments, and their commits read back
+// from every node.
+func TestClusterAgreesAndFormsOneGroup(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, clusterOpts{nodes: 3})
+	const parts = 6
+	topic := uniq("agree")
+	c.createTopic(t, topic, parts)
+	ring := hashring.New([]int32{1, 2, 3})
+
+	var first string
+	for id := 1; id <= 3; id++ {
+		resp, err := c.metadata(t, id, topic)
+		if err != nil {
+			t.Fatalf("metadata at node %d: %v", id, err)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "controller=%d cluster=%s brokers=", resp.ControllerID, strp(resp.ClusterID))
+		for i, br := range resp.Brokers {
+			if want := c.node(i + 1).addr; br.NodeID != int32(i+1) || fmt.Sprintf("%s:%d", br.Host, br.Port) != want {
+				t.Errorf("node %d lists broker %d as %d at %s:%d, want %d at %s", id, i, br.NodeID, br.Host, br.Port, i+1, want)
+			}
+			fmt.Fprintf(&b, "%d@%s:%d,", br.NodeID, br.Host, br.Port)
+		}
+		if resp.ControllerID != 1 || strp(resp.ClusterID) != `"queen"` {
+			t.Errorf("node %d: controller %d cluster %s, want 1 and queen", id, resp.ControllerID, strp(resp.ClusterID))
+		}
+		if tp := resp.Topics[0]; tp.ErrorCode != 0 || len(tp.Partitions) != parts {
+			t.Fatalf("node %d: topic %s error %v, %d partitions", id, topic, kerr.ErrorForCode(tp.ErrorCode), len(tp.Partitions))
+		}
+		for _, p := range resp.Topics[0].Partitions {
+			leader, _ := ring.Leader(topic, p.Partition)
+			if p.Leader != leader || !slices.Equal(p.Replicas, ring.Replicas(topic, p.Partition)) || !slices.Equal(p.ISR, p.Replicas) {
+				t.Errorf("node %d partition %d: leader %d replicas %v isr %v, want leader %d replicas %v",
+					id, p.Partition, p.Leader, p.Replicas, p.ISR, leader, ring.Replicas(topic, p.Partition))
+			}
+			fmt.Fprintf(&b, " p%d=%d%v", p.Partition, p.Leader, p.Replicas)
+		}
+		if first == "" {
+			first = b.String()
+		} else if b.String() != first {
+			t.Errorf("node %d disagrees with node 1:\n%s\n%s", id, b.String(), first)
+		}
+	}
+
+	group := uniq("g-one")
+	m1 := startMember(t, c.target("via-1", 1), "m1", group, topic, memberOpts{})
+	m3 := startMember(t, c.target("via-3", 3), "m3", group, topic, memberOpts{})
+	assigned := waitStable(t, c.target("all"), group, topic, 2, parts)
+	for member, ps := range assigned {
+		if len(ps) == 0 {
+			t.Errorf("member %s holds no partition: %v", member, assigned)
+		}
+	}
+	rs := produceRound(t, c.target("all"), topic, parts, 3, "r1", 0)
+	exactlyOnce(t, "one group across nodes", rs, collect(t, len(rs), 30*time.Second, m1, m3))
+	for id := 1; id <= 3; id++ {
+		eventually(t, 10*time.Second, fmt.Sprintf("commits read back from node %d", id), func() (bool, string) {
+			got, err := c.offsetsAt(t, id, group, topic, parts)
+			if err != nil {
+				return false, err.Error()
+			}
+			return fmt.Sprint(got) == fmt.Sprint(fill(parts, 3)), fmt.Sprint(got)
+		})
+	}
+}
+
+// TestClusterCoordinatorKill: SIGKILL of a group's coordinator under
+// continuous produce and consume. The group commits again through a
+// survivor, no acknowledged record is lost, committed offsets never go
+// backwards, and every duplicate is a record that was not yet committed
+// when the coordinator died.
+func TestClusterCoordinatorKill(t *testing.T) {
+	t.Parallel()
+	r := runFailover(t)
+	t.Logf("failover after SIGKILL (TTL %v, heartbeat %v, join delay 0): survivors agreed on node %d after %.2fs, group committing again after %.2fs; %d records acknowledged, %d redelivered",
+		clusterTTL, clusterHeartbeat, r.newOwner, r.agreed.Seconds(), r.committing.Seconds(), r.acked, r.duplicates)
+}
+
+// TestClusterStopRestartAndConflict: SIGTERM hands the id back, so peers
+// drop the node within about a heartbeat rather than a TTL; a restart with
+// the same id after a SIGKILL (its row still live) waits the row out and
+// then serves; a second live process with a live id exits 1 naming the
+// evidence.
+func TestClusterStopRestartAndConflict(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, clusterOpts{nodes: 3})
+
+	dropped := sigtermDrop(t, c, 3)
+	t.Logf("SIGTERM: peers dropped node 3 after %.3fs (heartbeat %v, TTL %v)", dropped.Seconds(), clusterHeartbeat, clusterTTL)
+	if dropped >= clusterTTL-clusterHeartbeat {
+		t.Errorf("peers dropped the stopped node after %v: that is the TTL backstop, not the hand-back", dropped)
+	}
+
+	n3 := c.node(3)
+	off := n3.out.Len()
+	if err := n3.restart(); err != nil {
+		t.Fatalf("restart after SIGTERM: %v", err)
+	}
+	logLine(t, n3, off, 10*time.Second, "node id claimed")
+	c.waitBrokers(t, 1, []int32{1, 2, 3}, 10*time.Second)
+
+	// SIGKILL leaves the row live for up to one TTL: the replacement waits.
+	n3.kill()
+	off = n3.out.Len()
+	if err := n3.restart(); err != nil {
+		t.Fatalf("restart after SIGKILL: %v", err)
+	}
+	logLine(t, n3, off, 10*time.Second, "node id is held by an existing registry row")
+	claimed := logLine(t, n3, off, 10*time.Second, "node id claimed")
+	m := regexp.MustCompile(`waited=(\S+)`).FindStringSubmatch(claimed)
+	waited, err := time.ParseDuration(strings.Trim(m[1], `"`))
+	if err != nil || waited < clusterHeartbeat {
+		t.Errorf("restart inside the TTL: %q, want a wait for the predecessor's row", claimed)
+	}
+	t.Logf("restart inside the TTL waited %v before adopting the id", waited)
+	for id := 1; id <= 3; id++ {
+		c.waitBrokers(t, id, []int32{1, 2, 3}, 10*time.Second)
+	}
+	if _, err := c.metadata(t, 3); err != nil {
+		t.Fatalf("restarted node 3 does not serve: %v", err)
+	}
+
+	// A second process claiming the live id 3 on another port.
+	env := facadeEnv(c.dev.url, "127.0.0.1:"+fmt.Sprint(freePort(t)), nodeEnv(3, c.tokens[2], nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, queenKafkBin)
+	cmd.Env = envList(env)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("a second process with live node id 3 kept running:\n%s", out)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 1 {
+		t.Errorf("second process with a live id exited %d (%v), want 1", code, err)
+	}
+	for _, want := range []string{"node id 3 is held by another live facade", "moved from version", "QUEEN_KAFKA_NODE_ID"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("conflict output lacks %q:\n%s", want, out)
+		}
+	}
+	if !n3.running() {
+		t.Error("the live holder of id 3 stopped because a second process tried its id")
+	}
+}
+
+// sigtermDrop stops node id with SIGTERM and returns how long it took until
+// every other node stopped listing it.
+func sigtermDrop(t testing.TB, c *testCluster, id int) time.Duration {
+	t.Helper()
+	var rest []int32
+	for i := range c.nodes {
+		if i+1 != id {
+			rest = append(rest, int32(i+1))
+		}
+	}
+	start := time.Now()
+	if !c.node(id).signal(syscall.SIGTERM, 10*time.Second) {
+		t.Fatalf("node %d ignored SIGTERM", id)
+	}
+	for _, other := range rest {
+		c.waitBrokers(t, int(other), rest, 2*clusterTTL)
+	}
+	return time.Since(start)
+}
+
+// TestClusterKVCut: one node's KV calls fail (queen-dev fault rule on its
+// token). It keeps serving produce and fetch, its group RPCs answer
+// COORDINATOR_NOT_AVAILABLE, and it answers them again once KV returns.
+func TestClusterKVCut(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, clusterOpts{nodes: 3})
+	topic := uniq("cut")
+	c.createTopic(t, topic, 2)
+	group := ownedGroup(t, []int32{1, 2, 3}, 2)
+	br := c.pin(t, 2)
+	ctx := ctxT(t, 60*time.Second)
+
+	c.dev.fault(t, map[string]any{"rules": []faultRule{{Route: "kv", Token: c.tokens[1], Status: 503}}})
+	clearFaults := func() {
+		req, _ := http.NewRequest(http.MethodDelete, c.dev.url+"/dev/faults", nil)
+		if resp, err := httpc.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	t.Cleanup(clearFaults)
+
+	eventually(t, 5*time.Second, "node 2 refuses FindCoordinator while its KV is cut", func() (bool, string) {
+		fc, err := c.findCoordinator(t, 2, group)
+		if err != nil {
+			return false, err.Error()
+		}
+		return fc.ErrorCode == kerr.CoordinatorNotAvailable.Code, fmt.Sprint(kerr.ErrorForCode(fc.ErrorCode))
+	})
+
+	// Produce and fetch through node 2 itself.
+	preq := kmsg.NewPtrProduceRequest()
+	preq.Acks, preq.TimeoutMillis = -1, 10_000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = topic
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = rawBatch(-1, -1, -1, "during-the-cut")
+	pt.Partitions = append(pt.Partitions, pp)
+	preq.Topics = append(preq.Topics, pt)
+	raw, err := br.Request(ctx, preq)
+	if err != nil {
+		t.Fatalf("produce at node 2: %v", err)
+	}
+	if p := raw.(*kmsg.ProduceResponse).Topics[0].Partitions[0]; p.ErrorCode != 0 {
+		t.Fatalf("produce at node 2 during the KV cut: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+	freq := kmsg.NewPtrFetchRequest()
+	freq.ReplicaID, freq.MaxBytes = -1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = topic
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	freq.Topics = append(freq.Topics, ft)
+	raw, err = br.Request(ctx, freq)
+	if err != nil {
+		t.Fatalf("fetch at node 2: %v", err)
+	}
+	if p := raw.(*kmsg.FetchResponse).Topics[0].Partitions[0]; p.ErrorCode != 0 || !bytes.Contains(p.RecordBatches, []byte("during-the-cut")) {
+		t.Fatalf("fetch at node 2 during the KV cut: %v, %d bytes without the record", kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches))
+	}
+
+	jreq := kmsg.NewPtrJoinGroupRequest()
+	jreq.Version = 3
+	jreq.Group, jreq.ProtocolType = group, "consumer"
+	jreq.SessionTimeoutMillis, jreq.RebalanceTimeoutMillis = 10_000, 10_000
+	jreq.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0}}}
+	raw, err = br.Request(ctx, jreq)
+	if err != nil {
+		t.Fatalf("join at node 2: %v", err)
+	}
+	if code := raw.(*kmsg.JoinGroupResponse).ErrorCode; code != kerr.CoordinatorNotAvailable.Code {
+		t.Errorf("JoinGroup at node 2 during the KV cut: %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(code))
+	}
+	if code, err := c.commitAt(t, 2, group, topic, 0, 1); err != nil || code != kerr.CoordinatorNotAvailable.Code {
+		t.Errorf("OffsetCommit at node 2 during the KV cut: %v %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(code), err)
+	}
+
+	clearFaults()
+	eventually(t, 10*time.Second, "node 2 coordinates its group again after KV returned", func() (bool, string) {
+		fc, err := c.findCoordinator(t, 2, group)
+		if err != nil {
+			return false, err.Error()
+		}
+		return fc.ErrorCode == 0 && fc.NodeID == 2, fmt.Sprintf("%v, node %d", kerr.ErrorForCode(fc.ErrorCode), fc.NodeID)
+	})
+	eventually(t, 10*time.Second, "a commit at node 2 after recovery", func() (bool, string) {
+		code, err := c.commitAt(t, 2, group, topic, 0, 1)
+		if err != nil {
+			return false, err.Error()
+		}
+		return code == 0, fmt.Sprint(kerr.ErrorForCode(code))
+	})
+	for id := 1; id <= 3; id++ {
+		if got, err := c.offsetsAt(t, id, group, topic, 2); err != nil || got[0] != 1 {
+			t.Errorf("offsets at node %d after recovery: %v %v", id, got, err)
+		}
+	}
+}
+
+// TestClusterStaleOwnerCannotRegressOffset is seed 000's "commit of 16 on
+// top of a commit of 50", made to happen. Node 2 coordinates the group and
+// has committed 10. Its next commit (16) passes its ownership check and is
+// then held between node 2 and Queen, and so are node 2's heartbeats, so
+// its row expires and the others drop it. The successor takes the group
+// over and commits 50. Only then does node 2's commit reach Queen: the
+// fence refuses it (node 2 answers NOT_COORDINATOR) and 50 stays, as every
+// node reads it.
+func TestClusterStaleOwnerCannotRegressOffset(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, clusterOpts{nodes: 3, proxies: true})
+	topic := uniq("stale")
+	c.createTopic(t, topic, 1)
+	group := ownedGroup(t, []int32{1, 2, 3}, 2)
+	successor, _ := hashring.New([]int32{1, 3}).Owner(group)
+
+	if code, err := c.commitAt(t, 2, group, topic, 0, 10); err != nil || code != 0 {
+		t.Fatalf("commit 10 at the owner: %v %v", kerr.ErrorForCode(code), err)
+	}
+
+	proxy := c.proxies[1]
+	proxy.holdKV(func(b []byte) bool { return bytes.Contains(b, []byte("qk:fence:")) })
+	type result struct {
+		code int16
+		err  error
+	}
+	stale := make(chan result, 1)
+	go func() {
+		code, err := c.commitAt(t, 2, group, topic, 0, 16)
+		stale <- result{code, err}
+	}()
+	select {
+	case <-proxy.held:
+	case r := <-stale:
+		t.Fatalf("node 2's commit of 16 was answered (%v %v) instead of reaching Queen", kerr.ErrorForCode(r.code), r.err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("node 2's commit of 16 never reached its KV call")
+	}
+	// Node 2 goes silent towards Queen without noticing anything yet.
+	proxy.holdKV(func([]byte) bool { return true })
+	c.waitBrokers(t, 1, []int32{1, 3}, 3*clusterTTL)
+	c.waitBrokers(t, 3, []int32{1, 3}, 3*clusterTTL)
+	eventually(t, 5*time.Second, fmt.Sprintf("nodes 1 and 3 agree node %d owns the group", successor), func() (bool, string) {
+		o := c.agreedOwner(t, group, 1, 3)
+		return o == successor, fmt.Sprintf("owner %d", o)
+	})
+	if code, err := c.commitAt(t, int(successor), group, topic, 0, 50); err != nil || code != 0 {
+		t.Fatalf("commit 50 at the successor: %v %v", kerr.ErrorForCode(code), err)
+	}
+
+	proxy.releaseAll()
+	select {
+	case r := <-stale:
+		if r.err != nil || r.code != kerr.NotCoordinator.Code {
+			t.Errorf("the stale owner's commit of 16 was answered %v %v, want NOT_COORDINATOR", kerr.ErrorForCode(r.code), r.err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the stale commit was never answered")
+	}
+	for id := 1; id <= 3; id++ {
+		eventually(t, 10*time.Second, fmt.Sprintf("offset 50 at node %d", id), func() (bool, string) {
+			got, err := c.offsetsAt(t, id, group, topic, 1)
+			if err != nil {
+				return false, err.Error()
+			}
+			return got[0] == 50, fmt.Sprint(got)
+		})
+	}
+	// Node 2 comes back once it reaches Queen again.
+	c.waitBrokers(t, 1, []int32{1, 2, 3}, 3*clusterTTL)
+}
