@@ -261,3 +261,29 @@ func TestFetchErrorAnswersAtOnce(t *testing.T) {
 	require.NotNil(t, ps[0].AbortedTransactions)
 	require.NotNil(t, ps[0].RecordBatches, "an empty record set, never a null one")
 }
+
+// TestFetchResponseCeiling: whatever max_bytes asks, a response stops at
+// 32 MiB; the partitions past it are empty reads with real watermarks.
+func TestFetchResponseCeiling(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": "8"})
+	e.createTopic("huge")
+	value := make([]byte, 5<<20)
+	var parts []fetchPart
+	for p := int32(0); p < 7; p++ {
+		require.Equal(t, int16(0), e.produce("huge", p, testBatch{firstTS: 1, records: []kmsg.Record{{Value: value}}}.encode(t)).ErrorCode)
+		parts = append(parts, fetchPart{"huge", p, 0, 8 << 20})
+	}
+	resp := e.fetch(fetchReq(6, 0, 1, 100<<20, parts...))
+	total := 0
+	for i, p := range resp.Topics[0].Partitions {
+		require.Equal(t, int16(0), p.ErrorCode)
+		require.Equal(t, int64(1), p.HighWatermark)
+		total += len(p.RecordBatches)
+		if i < 6 {
+			require.NotEmpty(t, p.RecordBatches, "partition %d fits", i)
+		} else {
+			require.Empty(t, p.RecordBatches, "partition %d is past 32 MiB", i)
+		}
+	}
+	require.LessOrEqual(t, total, maxFetchResponse)
+}
