@@ -2,6 +2,7 @@ package dev
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/queen-mq/queen-kafka/queen"
@@ -38,9 +39,17 @@ func TestAuthOff(t *testing.T) {
 		t.Fatalf("auth off: %+v %v", qs, err)
 	}
 	st, raw, _ := e.do("GET", "/auth/me", "", "")
-	v := wantStatus(t, st, raw, 200)
-	if field(v, "acting_cluster", "id") != "local" || field(v, "standalone") != true || field(v, "user_id") != "standalone" || field(v, "email") != nil {
-		t.Errorf("standalone identity: %s", raw)
+	wantStatus(t, st, raw, 200)
+	// The §9 standalone identity (cell_slug is the server id).
+	want := `{"user_id":"standalone","email":null,"tenant_slug":"local","is_operator":true,
+ "operator_enabled":true,"operator_live":true,
+ "acting_cluster":{"id":"local","slug":"local"},
+ "clusters":[{"id":"local","slug":"local","role":"admin","tenant_slug":"local",
+              "tenant_id":"00000000-0000-0000-0000-000000000001","status":"active","cell_slug":"queen-dev"}],
+ "act_cluster_header":"x-queen-act-cluster","role":"admin","cluster":null,"standalone":true}`
+	var got, exp any
+	if json.Unmarshal(raw, &got) != nil || json.Unmarshal([]byte(want), &exp) != nil || !reflect.DeepEqual(got, exp) {
+		t.Errorf("standalone identity:\n got %s\nwant %s", raw, want)
 	}
 	tenant, err := e.qc.AuthMe(ctx(t))
 	if err != nil || tenant != "local" {

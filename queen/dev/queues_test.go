@@ -2,6 +2,7 @@ package dev
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -210,5 +211,44 @@ func TestRetentionSweep(t *testing.T) {
 		if q.Name == "r" && q.Partitions != 1 {
 			t.Errorf("emptied partition must still count: %+v", q)
 		}
+	}
+}
+
+// The §2 example's shape: every field of a queue entry, live counts.
+func TestQueuesListContractShape(t *testing.T) {
+	clk := newFakeClock()
+	e := newEnv(t, Options{Now: clk.Now})
+	e.pushN("orders", "0", 2)
+	e.pushN("orders", "1", 1)
+	if _, err := e.qc.Configure(ctx(t), "empty", nil); err != nil {
+		t.Fatal(err)
+	}
+	st, raw, _ := e.do(http.MethodGet, "/api/v1/resources/queues?stats=cached&namespace=x", "", "")
+	v := wantStatus(t, st, raw, 200)
+	qs := field(v, "queues").([]any)
+	if len(qs) != 2 {
+		t.Fatalf("%s", raw)
+	}
+	var orders, empty any
+	for _, q := range qs {
+		switch field(q, "name") {
+		case "orders":
+			orders = q
+		case "empty":
+			empty = q
+		}
+	}
+	want := map[string]int64{"partitions": 2, "retainedBytes": 21}
+	for k, n := range want {
+		if num(field(orders, k)) != n {
+			t.Errorf("orders %s = %v, want %d (%s)", k, field(orders, k), n, raw)
+		}
+	}
+	if num(field(orders, "messages", "total")) != 3 || num(field(orders, "segments", "messages")) != 3 ||
+		field(orders, "namespace") != "" || field(orders, "task") != "" || field(orders, "createdAt") != "2026-08-28T09:15:00.123Z" {
+		t.Errorf("orders entry %s", raw)
+	}
+	if num(field(empty, "partitions")) != 0 || field(empty, "id") == field(orders, "id") {
+		t.Errorf("empty entry %s", raw)
 	}
 }
