@@ -162,6 +162,9 @@ func fillFetch(slots []fetchSlot, budget int) {
 		size := batchHeaderLen
 		for _, fr := range r.Records {
 			rec := queen.DecodePayload(fr.Payload, queen.ParseTS(fr.TS))
+			if rec.Timestamp < 0 {
+				rec.Timestamp = -1 // an unreadable ts is no timestamp, not year 1
+			}
 			est := recordBound(&rec)
 			if !first && (size+est > s.max || size+est > budget) {
 				break
