@@ -19,8 +19,10 @@ import (
 // record, and it never decreases along a partition. So the answer — the
 // earliest offset whose append time is at or after the target, with that
 // record's append time — is found by binary search over [log start, high
-// watermark), one record per probe, O(log n) probes, and every partition
-// asked about is probed in the same call each round. No match is offset -1
+// watermark), the first record at or after a probe per step, O(log n)
+// probes, and every partition asked about is probed in the same call each
+// round (a record too large for a probe's budget costs that partition a
+// retry, see probeBudgets). No match is offset -1
 // and timestamp -1, what offsetsForTimes turns into null. Note that this is
 // append time, not the producer's CreateTime that a consumer sees on the
 // record (seed 001's older "no match" text is superseded by issue 3).
