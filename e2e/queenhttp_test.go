@@ -117,11 +117,10 @@ func (d *queenDev) fetch(t testing.TB, queue, partition string, offset int64) fe
 // envelope is the payload the facade writes for one Kafka record (contract
 // §11). Pointers keep JSON null apart from an absent or empty field.
 type envelope struct {
-	K *string        `json:"k"`
-	V *string        `json:"v"`
-	H []envelopeHdr  `json:"h"`
-	T *int64         `json:"t"`
-	X map[string]any `json:"-"`
+	K *string       `json:"k"`
+	V *string       `json:"v"`
+	H []envelopeHdr `json:"h"`
+	T *int64        `json:"t"`
 }
 
 type envelopeHdr struct {
