@@ -1,0 +1,80 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestClusterBodies runs the very bodies TestSingleNode runs, unchanged,
+// against three cluster-mode facades: clients bootstrap at all three and
+// follow partition leaders and group coordinators wherever the ring puts
+// them (issue 5: "the single-node e2e body also runs … unchanged").
+func TestClusterBodies(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, clusterOpts{nodes: 3})
+	runBodies(t, c.target("cluster"))
+}
+
+// TestClusterTopicSeenEverywhere: a topic created through one node is at
+// its declared width at every other node from their first answer about it,
+// and served there; a widening through one node is what every node's next
+// Metadata reports (seed 003 "Partitions and width": CreateTopics writes the
+// width before it creates the queue, so on a cluster every node reports the
+// declared width from its first answer; seed 002: the next Metadata reports
+// an increase).
+func TestClusterTopicSeenEverywhere(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, clusterOpts{nodes: 3})
+	topic := uniq("everywhere")
+	createTopic(t, c.target("node-1", 1), topic, 3, nil)
+	width := func(id int) (int, int16) {
+		t.Helper()
+		resp, err := c.metadata(t, id, topic)
+		if err != nil {
+			t.Fatalf("metadata at node %d: %v", id, err)
+		}
+		return len(resp.Topics[0].Partitions), resp.Topics[0].ErrorCode
+	}
+	for _, id := range []int{2, 3} {
+		if n, code := width(id); n != 3 || code != 0 {
+			t.Errorf("node %d right after CreateTopics at node 1: %d partitions, error %d; want 3, 0", id, n, code)
+		}
+	}
+	// Produce pinned at node 2 (every node serves every partition).
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks = -1
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = 2
+	rp.Records = rawBatch(-1, -1, -1, "at node 2")
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	raw, err := c.pin(t, 2).Request(ctxT(t, 10*time.Second), req)
+	if err != nil {
+		t.Fatalf("produce at node 2: %v", err)
+	}
+	if p := raw.(*kmsg.ProduceResponse).Topics[0].Partitions[0]; p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Errorf("produce at node 2 right after CreateTopics at node 1: error %d base %d, want 0 / 0", p.ErrorCode, p.BaseOffset)
+	}
+
+	adm := newAdmin(t, c.addrs(1))
+	if res, err := adm.CreatePartitions(ctxT(t, 10*time.Second), 2, topic); err != nil || res[topic].Err != nil {
+		t.Fatalf("CreatePartitions +2 at node 1: %v %v", err, res[topic].Err)
+	}
+	start := time.Now()
+	for _, id := range []int{2, 3} {
+		if n, _ := width(id); n != 5 {
+			t.Errorf("node %d right after CreatePartitions at node 1: %d partitions, want 5", id, n)
+			eventually(t, 10*time.Second, fmt.Sprintf("node %d reports 5 partitions", id), func() (bool, string) {
+				n, _ := width(id)
+				return n == 5, fmt.Sprintf("%d partitions", n)
+			})
+			t.Logf("node %d caught up %.1fs after the widening", id, time.Since(start).Seconds())
+		}
+	}
+}
