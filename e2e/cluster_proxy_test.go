@@ -36,6 +36,8 @@ func startQueenProxy(t testing.TB, upstream string) *queenProxy {
 		t.Fatalf("proxy upstream %q: %v", upstream, err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(target)
+	// A facade killed mid-call is routine here; answer 502 without a log line.
+	rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) }
 	p := &queenProxy{release: make(chan struct{}), held: make(chan []byte, 64)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/api/v1/kv" {
