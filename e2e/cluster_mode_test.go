@@ -374,3 +374,58 @@ func TestClusterStaleOwnerCannotRegressOffset(t *testing.T) {
 	// Node 2 comes back once it reaches Queen again.
 	c.waitBrokers(t, 1, []int32{1, 2, 3}, 3*clusterTTL)
 }
+
+// TestClusterLostIDStopsTheProcess: node 3 loses touch with Queen for
+// longer than the TTL, so its row expires and a second process claims id 3.
+// When node 3 reaches Queen again its heartbeat finds the row written by
+// another incarnation: it must stop, exit 1 and say why, because two
+// brokers answering as one id split every group that id coordinates. The
+// new holder keeps serving and the peers list it at its own address.
+func TestClusterLostIDStopsTheProcess(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, clusterOpts{nodes: 3, proxies: true})
+	old := c.node(3)
+	off := old.out.Len()
+
+	c.proxies[2].holdKV(func([]byte) bool { return true })
+	c.waitBrokers(t, 1, []int32{1, 2}, 3*clusterTTL)
+
+	// The replacement talks to queen-dev directly, at an address of its own.
+	repl := newFacade(c.dev.url, freePort(t), nodeEnv(3, c.tokens[2], nil))
+	repl.name = "node-3-replacement@" + repl.addr
+	t.Cleanup(repl.kill)
+	if err := repl.start(); err != nil {
+		t.Fatalf("%v\n%s", err, repl.out.From(0))
+	}
+	repl.attachLogs(t)
+	logLine(t, repl, 0, 10*time.Second, "node id claimed")
+
+	c.proxies[2].releaseAll()
+	select {
+	case <-old.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the node whose id was taken kept running")
+	}
+	old.mu.Lock()
+	code := old.exitCode
+	old.mu.Unlock()
+	if code != 1 {
+		t.Errorf("the node whose id was taken exited %d, want 1", code)
+	}
+	logLine(t, old, off, time.Second, "this node id was taken by another facade process", repl.addr)
+	if !repl.running() {
+		t.Fatal("the new holder of id 3 stopped")
+	}
+	eventually(t, 10*time.Second, "node 1 lists node 3 at the replacement's address", func() (bool, string) {
+		resp, err := c.metadata(t, 1)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, b := range resp.Brokers {
+			if b.NodeID == 3 {
+				return fmt.Sprintf("%s:%d", b.Host, b.Port) == repl.addr, fmt.Sprintf("node 3 at %s:%d", b.Host, b.Port)
+			}
+		}
+		return false, "node 3 not listed"
+	})
+}
