@@ -329,3 +329,36 @@ func TestCompactionOnBoot(t *testing.T) {
 		t.Fatalf("writes after compaction:\nwant:\n%s\ngot:\n%s", want, got)
 	}
 }
+
+// A failed log write is sticky: that write and every later call answer 500
+// instead of acknowledging (or showing) state the log does not hold.
+func TestLogFailureIsSticky(t *testing.T) {
+	b, err := New(Options{Dir: t.TempDir(), SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(b.Handler())
+	defer srv.Close()
+	qc, _ := queen.New(queen.Config{URL: srv.URL})
+	e := &env{t: t, b: b, srv: srv, qc: qc}
+	e.pushN("q", "0", 1)
+	e.b.wal.f.Close() // every later write or sync fails
+	_, err = e.qc.Push(ctx(t), []queen.PushItem{{Queue: "q", Partition: "0", Payload: json.RawMessage(`2`)}})
+	if queen.KindOf(err) != queen.KindServer {
+		t.Fatalf("push with a failed log: %v", err)
+	}
+	_, err = e.qc.KV(ctx(t), []queen.KVOp{put("k", `1`)})
+	if queen.KindOf(err) != queen.KindServer {
+		t.Errorf("kv with a failed log: %v", err)
+	}
+	_, err = e.qc.Fetch(ctx(t), queen.FetchRequest{Entries: []queen.FetchEntry{{Queue: "q", Partition: "0", Offset: 0}}})
+	if queen.KindOf(err) != queen.KindServer {
+		t.Errorf("fetch with a failed log: %v", err)
+	}
+	if _, err := e.qc.Configure(ctx(t), "z", nil); queen.KindOf(err) != queen.KindServer {
+		t.Errorf("configure with a failed log: %v", err)
+	}
+	if err := b.Close(); err == nil {
+		t.Error("Close must report the log failure")
+	}
+}
