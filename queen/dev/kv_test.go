@@ -450,3 +450,13 @@ func TestKVIncr(t *testing.T) {
 		t.Fatalf("incr below min: %s", raw)
 	}
 }
+
+// A huge ttl does not overflow into "already expired".
+func TestKVHugeTTL(t *testing.T) {
+	e := newEnv(t, Options{})
+	st, raw := e.post("/api/v1/kv", `[{"op":"put","ns":"a","key":"k","value":1,"ttlSeconds":9000000000000},{"op":"get","ns":"a","key":"k"}]`)
+	v := wantStatus(t, st, raw, 200)
+	if field(v, "results", 1, "found") != true {
+		t.Errorf("huge ttl: %s", raw)
+	}
+}

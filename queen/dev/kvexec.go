@@ -1,6 +1,7 @@
 package dev
 
 import (
+	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -171,7 +172,10 @@ func (x *kvExec) newRow(o *kvOp, value []byte) *kvRow {
 	x.st.kvSeq++
 	row := &kvRow{value: value, version: x.st.kvSeq, updated: x.now}
 	if o.ttl > 0 {
-		row.expires = x.now + o.ttl*1e6
+		row.expires = math.MaxInt64 // a ttl past the year 294246 is forever in all but name
+		if o.ttl < (math.MaxInt64-x.now)/1e6 {
+			row.expires = x.now + o.ttl*1e6
+		}
 	}
 	return row
 }

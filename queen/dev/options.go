@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -76,11 +77,23 @@ func defaultOptions() queueOptions {
 	return o
 }
 
-func (o *queueOptions) retention() (enabled bool, seconds int64) {
-	return o[optRetentionEnabled].bool, o[optRetentionSeconds].num
+// retention reports whether retention is on and its age limit in
+// microseconds.
+func (o *queueOptions) retention() (enabled bool, micros int64) {
+	return o[optRetentionEnabled].bool, secondsToMicros(o[optRetentionSeconds].num)
 }
 
-func (o *queueOptions) dedupWindowSeconds() int64 { return o[optDedupWindow].num }
+// dedupWindow is dedupWindowSeconds in microseconds (0 = disabled).
+func (o *queueOptions) dedupWindow() int64 { return secondsToMicros(o[optDedupWindow].num) }
+
+// secondsToMicros saturates instead of overflowing: an absurd option value
+// must mean "very long", not wrap around to "already expired".
+func secondsToMicros(s int64) int64 {
+	if s > math.MaxInt64/4/1_000_000 {
+		return math.MaxInt64 / 4
+	}
+	return s * 1e6
+}
 
 func (o *queueOptions) encode(e *encoder) {
 	for i, s := range optSpecs {

@@ -134,7 +134,7 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time) *p
 				continue
 			}
 			if p != nil && p.dedup != nil {
-				window := q.opts.dedupWindowSeconds() * 1e6
+				window := q.opts.dedupWindow()
 				if e, ok := p.dedup[it.txID]; ok && window > 0 && nowUs-e.ts < window {
 					plan.out[i] = pushOutcome{msgID: e.msgID, txID: it.txID, offset: e.offset, duplicate: true}
 					if plan.windowDup < 0 {

@@ -252,3 +252,24 @@ func TestQueuesListContractShape(t *testing.T) {
 		t.Errorf("empty entry %s", raw)
 	}
 }
+
+// Absurd option values saturate: they never wrap into "expired".
+func TestHugeRetentionAndDedupWindow(t *testing.T) {
+	e := newEnv(t, Options{})
+	if _, err := e.qc.Configure(ctx(t), "h", map[string]any{"retentionEnabled": true, "retentionSeconds": int64(9e18), "dedupWindowSeconds": int64(9e18)}); err != nil {
+		t.Fatal(err)
+	}
+	item := []queen.PushItem{{Queue: "h", Partition: "0", Payload: json.RawMessage(`1`), TransactionID: "t"}}
+	if _, err := e.qc.Push(ctx(t), item); err != nil {
+		t.Fatal(err)
+	}
+	e.b.Sweep()
+	res, err := e.qc.Push(ctx(t), item)
+	if err != nil || res[0].Status != queen.StatusDuplicate {
+		t.Errorf("huge dedup window: %+v %v", res, err)
+	}
+	fr, _ := e.qc.Fetch(ctx(t), queen.FetchRequest{Entries: []queen.FetchEntry{{Queue: "h", Partition: "0", Offset: 0}}})
+	if fr[0].LogStartOffset != 0 || len(fr[0].Records) != 1 {
+		t.Errorf("huge retention expired records: %+v", fr[0])
+	}
+}

@@ -32,11 +32,11 @@ func (b *Broker) Sweep() {
 	var ops []op
 	for tn, t := range b.st.tenants {
 		for _, q := range t.queues {
-			enabled, secs := q.opts.retention()
-			window := q.opts.dedupWindowSeconds() * 1e6
+			enabled, age := q.opts.retention()
+			window := q.opts.dedupWindow()
 			for _, p := range q.parts {
-				if enabled && secs >= 1 {
-					cutoff := now - secs*1e6
+				if enabled && age >= 1e6 {
+					cutoff := now - age
 					// Records are in commit-time order, so the expired ones
 					// are a prefix.
 					n := sort.Search(len(p.recs), func(i int) bool { return p.recs[i].ts >= cutoff })
