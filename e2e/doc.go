@@ -8,6 +8,11 @@
 //
 // The package has no non-test code beyond this comment. The bodies in
 // single_test.go take the bootstrap address as a parameter so that the same
-// assertions run against a single-mode facade and, unchanged, against a
-// cluster-mode one.
+// assertions run against a single-mode facade (TestSingleNode) and,
+// unchanged, against a cluster of three (TestClusterBodies).
+//
+// TestMain builds ./cmd/queen-dev and ./cmd/queen-kafka once per run from
+// the module root, or from E2E_SRC when that is set (a clean export of a
+// commit, to test committed code while a shared tree is mid-edit). kcat must
+// be installed: the kcat tests fail, never skip, without it.
 package e2e
