@@ -123,7 +123,15 @@ func (b *Broker) openStorage(dir string) error {
 		return fmt.Errorf("data dir %s: %w", dir, err)
 	}
 	f, err := os.OpenFile(filepath.Join(dir, walName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err == nil {
+		// A new log's directory entry must be durable too, or a power loss
+		// could drop the whole file along with every fsynced frame.
+		err = syncDir(dir)
+	}
 	if err != nil {
+		if f != nil {
+			f.Close()
+		}
 		lf.Close()
 		return fmt.Errorf("open log: %w", err)
 	}
