@@ -354,3 +354,33 @@ func TestFetchTSMonotonic(t *testing.T) {
 		t.Errorf("ts %s is not the push commit time", res[0].Records[0].TS)
 	}
 }
+
+// Below minBytes the fetch stays parked; the write that reaches it answers.
+func TestFetchMinBytesAccumulates(t *testing.T) {
+	e := newEnv(t, Options{})
+	pushSized(t, e, "q", "0", 10)
+	done := make(chan []queen.FetchResult, 1)
+	go func() {
+		res, err := e.qc.Fetch(ctx(t), queen.FetchRequest{Entries: []queen.FetchEntry{{Queue: "q", Partition: "0", Offset: 1}}, MaxWaitMs: 30000, MinBytes: 100})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	waitParked(t, e.b, "q", "0")
+	pushSized(t, e, "q", "0", 50)
+	select {
+	case res := <-done:
+		t.Fatalf("answered below minBytes: %+v", res)
+	case <-time.After(300 * time.Millisecond): // spans at least one 200 ms re-check
+	}
+	pushSized(t, e, "q", "0", 60)
+	select {
+	case res := <-done:
+		if len(res[0].Records) != 2 || res[0].Records[0].Offset != 1 {
+			t.Fatalf("answer %+v", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("not answered once minBytes was reached")
+	}
+}
