@@ -108,7 +108,7 @@ func (n *Node) topicWidth(ctx context.Context, c *Conn, topic string) (width int
 	if err := cat.ensure(ctx, c, false); err != nil && !cat.loaded() {
 		return 0, false, err
 	}
-	t, ok := cat.lookup(topic)
+	t, ok := cat.find(ctx, c, topic)
 	if !ok {
 		return 0, false, nil
 	}

@@ -429,3 +429,50 @@ func TestClusterSnapshotListsSelf(t *testing.T) {
 		t.Fatalf("empty view leader %d", l)
 	}
 }
+
+// TestClusterServesATopicCreatedElsewhereAtOnce: a topic that appeared after
+// this node listed its catalogue is served on the first request naming it
+// (Metadata and the data path), not one catalogue TTL later, because in a
+// cluster clients are sent to this node as the leader right after another
+// node created the topic. Single mode keeps the TTL.
+func TestClusterServesATopicCreatedElsewhereAtOnce(t *testing.T) {
+	fq, url := newDevQueen(t)
+	n := joinedNode(t, url, 1)
+	clk := withClock(n)
+	c := testConn(t, n)
+	metadata(t, n, c, 9, false) // loads the catalogue
+	fq.addQueue("late", 2)
+	clk.advance(missRefreshAfter)
+	if tp := topicOf(t, metadata(t, n, c, 9, false, "late"), "late"); tp.ErrorCode != 0 {
+		t.Fatalf("Metadata for a topic created elsewhere: %v", kerr.ErrorForCode(tp.ErrorCode))
+	}
+
+	fq.addQueue("later", 2)
+	clk.advance(missRefreshAfter)
+	if _, ok, err := n.topicWidth(t.Context(), c, "later"); err != nil || !ok {
+		t.Fatalf("data path for a topic created elsewhere: exists=%v err=%v", ok, err)
+	}
+
+	// Of two misses in a row only the first lists the queues again.
+	clk.advance(missRefreshAfter)
+	before := fq.count("GET /api/v1/resources/queues")
+	if _, ok, _ := n.topicWidth(t.Context(), c, "never"); ok {
+		t.Fatal("a topic that does not exist was found")
+	}
+	if _, ok, _ := n.topicWidth(t.Context(), c, "never"); ok {
+		t.Fatal("a topic that does not exist was found")
+	}
+	if after := fq.count("GET /api/v1/resources/queues"); after-before != 1 {
+		t.Fatalf("two misses within %v listed queues %d times, want once", missRefreshAfter, after-before)
+	}
+
+	single, sq := newTestNode(t, nil)
+	sclk := withClock(single)
+	sc := testConn(t, single)
+	metadata(t, single, sc, 9, false)
+	sq.addQueue("late", 2)
+	sclk.advance(missRefreshAfter)
+	if tp := topicOf(t, metadata(t, single, sc, 9, false, "late"), "late"); tp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("single mode refreshed before the TTL: %v", kerr.ErrorForCode(tp.ErrorCode))
+	}
+}

@@ -61,7 +61,7 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 			resp.Topics = append(resp.Topics, n.metaTopicError(rt.Topic, kerr.UnknownTopicOrPartition.Code))
 			continue
 		}
-		if t, ok := cat.lookup(name); ok {
+		if t, ok := cat.find(ctx, c, name); ok {
 			resp.Topics = append(resp.Topics, n.metaTopic(name, cat.width(t)))
 			continue
 		}
