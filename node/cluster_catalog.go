@@ -2,35 +2,84 @@ package node
 
 import (
 	"context"
-	"time"
+	"sync"
 )
 
-// missRefreshAfter bounds how often a miss may force a catalogue refresh in
-// cluster mode: a stream of requests for a topic that does not exist costs
-// Queen at most one queue listing per interval.
-const missRefreshAfter = 250 * time.Millisecond
-
-// find is lookup, except that in cluster mode a miss on a listing older
-// than missRefreshAfter refreshes the catalogue once and looks again. A
+// find is lookup, except that in cluster mode a miss refreshes the
+// catalogue with a listing that begins after the miss, and looks again. A
 // topic created at another node a moment ago must be served here at once:
 // a client is sent straight to the leader the hash ring names, and stock
-// clients give up on UNKNOWN_TOPIC_OR_PARTITION after a few quick retries,
-// far inside catalogTTL. Single mode keeps the TTL alone, unchanged.
+// clients give up on UNKNOWN_TOPIC_OR_PARTITION after a few quick retries
+// (kafka-go after none), far inside catalogTTL. Single mode keeps the TTL
+// alone, unchanged.
 func (cat *catalog) find(ctx context.Context, c *Conn, topic string) (topicInfo, bool) {
 	t, ok := cat.lookup(topic)
 	if ok || cat.n.cluster == nil {
 		return t, ok
 	}
-	cat.mu.RLock()
-	fresh := !cat.loadedAt.IsZero() && cat.n.now().Sub(cat.loadedAt) < missRefreshAfter
-	cat.mu.RUnlock()
-	if fresh {
-		return topicInfo{}, false
-	}
-	if err := cat.ensure(ctx, c, true); err != nil {
+	if err := cat.n.cluster.misses.refresh(ctx, cat, c); err != nil {
 		// The miss stands; the caller's own refresh already decided how a
 		// failing Queen is answered.
 		return topicInfo{}, false
 	}
 	return cat.lookup(topic)
+}
+
+// missRefreshes coalesces the refreshes misses ask for, per catalogue: at
+// most one listing runs and one waits, and every miss arriving while one
+// runs joins the waiting one. So a burst of requests for a topic that does
+// not exist costs Queen two listings, not one each, and every miss is
+// answered from a listing that began after it arrived.
+type missRefreshes struct {
+	mu      sync.Mutex
+	running map[*catalog]*missCall
+	pending map[*catalog]*missCall
+}
+
+type missCall struct {
+	done chan struct{}
+	err  error
+}
+
+func (m *missRefreshes) refresh(ctx context.Context, cat *catalog, c *Conn) error {
+	m.mu.Lock()
+	if p := m.pending[cat]; p != nil {
+		m.mu.Unlock()
+		return p.wait(ctx)
+	}
+	if m.pending == nil {
+		m.pending, m.running = map[*catalog]*missCall{}, map[*catalog]*missCall{}
+	}
+	p := &missCall{done: make(chan struct{})}
+	m.pending[cat] = p
+	prev := m.running[cat]
+	m.mu.Unlock()
+
+	// The listing this call joins must begin after everyone who joined it
+	// arrived, so it waits for the one already running, whatever happens
+	// to this caller's context: the joiners depend on it.
+	if prev != nil {
+		<-prev.done
+	}
+	m.mu.Lock()
+	delete(m.pending, cat)
+	m.running[cat] = p
+	m.mu.Unlock()
+	p.err = cat.ensure(context.WithoutCancel(ctx), c, true)
+	m.mu.Lock()
+	if m.running[cat] == p {
+		delete(m.running, cat)
+	}
+	m.mu.Unlock()
+	close(p.done)
+	return p.err
+}
+
+func (p *missCall) wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
