@@ -330,3 +330,147 @@ func TestQueenRestart(t *testing.T) {
 		}
 	}
 }
+
+// rawConn is one plain TCP connection speaking Kafka frames by hand.
+type rawConn struct {
+	t testing.TB
+	c net.Conn
+}
+
+func dialRaw(t testing.TB, addr string) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, c: c}
+}
+
+// send writes a request with header v1 (null client id) and body.
+func (r *rawConn) send(key, version int16, corr int32, body []byte) {
+	r.t.Helper()
+	msg := []byte{byte(key >> 8), byte(key), byte(version >> 8), byte(version), byte(corr >> 24), byte(corr >> 16), byte(corr >> 8), byte(corr), 0xff, 0xff}
+	msg = append(msg, body...)
+	r.write(append([]byte{byte(len(msg) >> 24), byte(len(msg) >> 16), byte(len(msg) >> 8), byte(len(msg))}, msg...))
+}
+
+func (r *rawConn) write(b []byte) {
+	r.t.Helper()
+	_ = r.c.SetWriteDeadline(time.Now().Add(3 * time.Second))
+	if _, err := r.c.Write(b); err != nil {
+		r.t.Fatalf("write: %v", err)
+	}
+}
+
+// recv reads one response frame (without its size prefix), or returns the
+// read error (io.EOF / reset when the facade closed the connection).
+func (r *rawConn) recv() ([]byte, error) {
+	_ = r.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var size [4]byte
+	if _, err := ioReadFull(r.c, size[:]); err != nil {
+		return nil, err
+	}
+	n := int(size[0])<<24 | int(size[1])<<16 | int(size[2])<<8 | int(size[3])
+	buf := make([]byte, n)
+	_, err := ioReadFull(r.c, buf)
+	return buf, err
+}
+
+// closedByPeer asserts the facade closes the connection without answering.
+func (r *rawConn) closedByPeer(what string) {
+	r.t.Helper()
+	if b, err := r.recv(); err == nil {
+		r.t.Errorf("%s: answered %d bytes, want the connection closed without a frame", what, len(b))
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		r.t.Errorf("%s: connection left open (no answer, no close within 5 s)", what)
+	}
+}
+
+// TestMalformedInput: bad frames close one connection and never the
+// process; a corrupt batch is refused per partition; versions outside the
+// table are refused as seed 001 says.
+func TestMalformedInput(t *testing.T) {
+	t.Parallel()
+	dev, fac := sharedEnv(t)
+	tg := target{bootstrap: []string{fac.addr}, dev: dev}
+
+	t.Run("oversized-frame", func(t *testing.T) {
+		r := dialRaw(t, fac.addr)
+		r.write([]byte{0x7f, 0xff, 0xff, 0xff}) // a 2 GiB frame announced
+		r.closedByPeer("2 GiB frame")
+	})
+	t.Run("unknown-api-key", func(t *testing.T) {
+		r := dialRaw(t, fac.addr)
+		r.send(9999, 0, 1, nil)
+		r.closedByPeer("API key 9999")
+	})
+	t.Run("not-offered-api", func(t *testing.T) {
+		r := dialRaw(t, fac.addr)
+		r.send(21, 0, 1, []byte{0, 0, 0, 0, 0, 0, 0, 0}) // DeleteRecords
+		r.closedByPeer("DeleteRecords")
+	})
+	t.Run("version-above-window", func(t *testing.T) {
+		r := dialRaw(t, fac.addr)
+		r.send(3, 10, 1, []byte{0, 0, 0, 0}) // Metadata v10
+		r.closedByPeer("Metadata v10")
+	})
+	t.Run("truncated-body", func(t *testing.T) {
+		r := dialRaw(t, fac.addr)
+		r.send(0, 7, 1, []byte{0xff}) // Produce v7 with one byte of body
+		r.closedByPeer("truncated Produce")
+	})
+	t.Run("apiversions-v4", func(t *testing.T) {
+		// Java 4.x opens with v4; the answer is UNSUPPORTED_VERSION (35)
+		// carrying the table, in the v0 shape, so it retries at v3.
+		r := dialRaw(t, fac.addr)
+		r.send(18, 4, 42, []byte{0, 0, 0}) // compact strings + tags, empty
+		b, err := r.recv()
+		if err != nil {
+			t.Fatalf("ApiVersions v4: %v", err)
+		}
+		if len(b) < 10 || int32(b[0])<<24|int32(b[1])<<16|int32(b[2])<<8|int32(b[3]) != 42 {
+			t.Fatalf("ApiVersions v4: answer %x", b)
+		}
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.Version = 0
+		if err := resp.ReadFrom(b[4:]); err != nil {
+			t.Fatalf("ApiVersions v4 answer is not a v0 body: %v (%x)", err, b)
+		}
+		if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) == 0 {
+			t.Errorf("ApiVersions v4: error %d, %d keys; want UNSUPPORTED_VERSION with the table", resp.ErrorCode, len(resp.ApiKeys))
+		}
+	})
+	t.Run("bad-crc", func(t *testing.T) {
+		topic := uniq("crc")
+		createTopic(t, tg, topic, 1, nil)
+		batch := rawBatch(-1, -1, -1, "x")
+		batch[len(batch)-1] ^= 0xff // flip a byte the CRC covers
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks = -1
+		req.TimeoutMillis = 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = batch
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		raw, err := newKgo(t, tg.bootstrap).SeedBrokers()[0].Request(ctxT(t, 10*time.Second), req)
+		if err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+		if code := raw.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.CorruptMessage.Code {
+			t.Errorf("batch with a bad CRC: error %d (%v), want CORRUPT_MESSAGE", code, kerr.ErrorForCode(code))
+		}
+		if res := dev.fetch(t, topic, "0", 0); res.HighWatermark != 0 {
+			t.Errorf("a corrupt batch wrote %d records", res.HighWatermark)
+		}
+	})
+	// The process survived all of it and still serves.
+	if !fac.running() {
+		t.Fatalf("the facade died")
+	}
+	topic := uniq("after-garbage")
+	createTopic(t, tg, topic, 1, nil)
+	produceKgo(t, tg.bootstrap, topic, kgo.NoCompression(), []rec{{offset: 0, value: []byte("still here")}})
+}
