@@ -2,7 +2,14 @@ package node
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
 	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // find is lookup, except that in cluster mode a miss refreshes the
@@ -83,3 +90,66 @@ func (p *missCall) wait(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// syncNamed brings the catalogue up to date for the topics a cluster-mode
+// Metadata request names and the catalogue already holds: their topic
+// records are read (one KV call per thousand names) and, when any differs
+// from the cached one — another node widened the topic, declared its width
+// or changed its configs since this node's last listing — the catalogue is
+// refreshed with a listing that begins after this request arrived. So every
+// node's next Metadata reports a widening made at any node, as a broker's
+// does. A failed read changes nothing: the cached answer stands, as it
+// would within catalogTTL anyway.
+func (cat *catalog) syncNamed(ctx context.Context, c *Conn, topics []kmsg.MetadataRequestTopic) {
+	if cat.n.cluster == nil {
+		return
+	}
+	held := make(map[string]topicInfo, len(topics))
+	var keys []string
+	for _, rt := range topics {
+		if rt.Topic == nil {
+			continue
+		}
+		name := *rt.Topic
+		if t, ok := cat.lookup(name); ok {
+			if _, dup := held[name]; !dup {
+				held[name] = t
+				keys = append(keys, queen.TopicCfgKey(name))
+			}
+		}
+	}
+	q := cat.n.queen
+	if c != nil {
+		q = c.Queen()
+	}
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), syncKeysPerCall)]
+		keys = keys[len(chunk):]
+		res, err := q.KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: chunk}})
+		if err != nil || len(res) != 1 || res[0].Truncated {
+			return
+		}
+		fresh := make(map[string]*topicCfg, len(res[0].Rows))
+		for _, row := range res[0].Rows {
+			var cfg topicCfg
+			if json.Unmarshal(row.Value, &cfg) == nil {
+				fresh[strings.TrimPrefix(row.Key, queen.PrefixTopicCfg)] = &cfg
+			}
+		}
+		for _, k := range chunk {
+			name := strings.TrimPrefix(k, queen.PrefixTopicCfg)
+			t := held[name]
+			cfg := fresh[name]
+			if cfg != nil && !cfg.matches(t.queue.ID) {
+				cfg = nil // a leftover of a recreated queue, as refresh treats it
+			}
+			if !reflect.DeepEqual(cfg, t.cfg) {
+				_ = cat.n.cluster.misses.refresh(ctx, cat, c)
+				return
+			}
+		}
+	}
+}
+
+// syncKeysPerCall stays under Queen's 1024 keys per KV call.
+const syncKeysPerCall = 1000

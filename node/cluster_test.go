@@ -506,3 +506,34 @@ func TestClusterMissesShareRefreshes(t *testing.T) {
 		t.Fatalf("%d misses caused %d listings, want 2 (the running one and one shared)", burst, got)
 	}
 }
+
+// TestClusterSeesAWideningAtOnce: a topic widened through node 1 is at its
+// new width in node 2's next Metadata, although node 2 listed its catalogue
+// a moment before.
+func TestClusterSeesAWideningAtOnce(t *testing.T) {
+	_, url := newDevQueen(t)
+	n1, n2 := joinedNode(t, url, 1), joinedNode(t, url, 2)
+	c1, c2 := testConn(t, n1), testConn(t, n2)
+
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.Version, ct.TimeoutMillis = 4, 10_000
+	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "wide", NumPartitions: 3, ReplicationFactor: -1}}
+	if r := call[*kmsg.CreateTopicsResponse](t, n1, c1, ct); r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics at node 1: %v", kerr.ErrorForCode(r.Topics[0].ErrorCode))
+	}
+	if w := len(topicOf(t, metadata(t, n2, c2, 9, false, "wide"), "wide").Partitions); w != 3 {
+		t.Fatalf("node 2 right after the create: %d partitions, want 3", w)
+	}
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cp.Version, cp.TimeoutMillis = 1, 10_000
+	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "wide", Count: 5}}
+	if r := call[*kmsg.CreatePartitionsResponse](t, n1, c1, cp); r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreatePartitions at node 1: %v", kerr.ErrorForCode(r.Topics[0].ErrorCode))
+	}
+	if w := len(topicOf(t, metadata(t, n2, c2, 9, false, "wide"), "wide").Partitions); w != 5 {
+		t.Fatalf("node 2 right after the widening at node 1: %d partitions, want 5", w)
+	}
+	if w, ok, err := n2.topicWidth(t.Context(), c2, "wide"); err != nil || !ok || w != 5 {
+		t.Fatalf("node 2's data path after its Metadata: width %d exists %v err %v", w, ok, err)
+	}
+}

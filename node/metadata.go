@@ -45,6 +45,7 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 		return resp, nil
 	}
 
+	cat.syncNamed(ctx, c, req.Topics) // cluster mode only: another node may have widened a topic
 	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
 	created, refreshed := 0, false
 	for _, rt := range req.Topics {
