@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,6 +77,45 @@ func TestClusterTopicSeenEverywhere(t *testing.T) {
 				return n == 5, fmt.Sprintf("%d partitions", n)
 			})
 			t.Logf("node %d caught up %.1fs after the widening", id, time.Since(start).Seconds())
+		}
+	}
+}
+
+// TestClusterKcatList is seed 003's "Run it on a cluster" check: produce
+// through node 1 with kcat, list through node 2, and see three brokers at
+// their own addresses, one controller, and every partition led by a live
+// node with all three as replicas and in-sync replicas, leader first.
+func TestClusterKcatList(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, clusterOpts{nodes: 3})
+	topic := uniq("orders")
+	runKcat(t, "customer-123:{\"orderId\":8891}\n", "-P", "-b", c.node(1).addr, "-t", topic, "-K:")
+	out := runKcat(t, "", "-L", "-b", c.node(2).addr, "-t", topic)
+	if !strings.Contains(out, "3 brokers:") {
+		t.Errorf("kcat -L at node 2:\n%s\nwant 3 brokers", out)
+	}
+	controllers := 0
+	for id := 1; id <= 3; id++ {
+		line := fmt.Sprintf("broker %d at %s", id, c.node(id).addr)
+		if !strings.Contains(out, line) {
+			t.Errorf("kcat -L lacks %q:\n%s", line, out)
+		}
+		if strings.Contains(out, line+" (controller)") {
+			controllers++
+		}
+	}
+	if controllers != 1 {
+		t.Errorf("kcat -L names %d controllers, want 1:\n%s", controllers, out)
+	}
+	re := regexp.MustCompile(`partition (\d+), leader (\d+), replicas: ([\d,]+), isrs: ([\d,]+)`)
+	parts := re.FindAllStringSubmatch(out, -1)
+	if len(parts) == 0 {
+		t.Fatalf("kcat -L lists no partitions:\n%s", out)
+	}
+	for _, m := range parts {
+		reps := strings.Split(m[3], ",")
+		if len(reps) != 3 || reps[0] != m[2] || m[3] != m[4] {
+			t.Errorf("partition %s: leader %s replicas %s isrs %s; want 3 replicas, leader first, isr = replicas", m[1], m[2], m[3], m[4])
 		}
 	}
 }
