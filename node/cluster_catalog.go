@@ -91,6 +91,25 @@ func (p *missCall) wait(ctx context.Context) error {
 	}
 }
 
+// syncForMetadata brings the catalogue up to date for a cluster-mode
+// Metadata request, whatever this node's last listing missed because the
+// change was made at another node. A request for every topic is answered
+// from a listing that begins after it arrived (coalesced with concurrent
+// ones): a client that creates a topic through one node and then lists
+// through another, as kafka-go's writer does, must find it. A request
+// naming topics costs one KV read instead (syncNamed). Single mode keeps
+// catalogTTL alone.
+func (cat *catalog) syncForMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRequest) {
+	if cat.n.cluster == nil {
+		return
+	}
+	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
+		_ = cat.n.cluster.misses.refresh(ctx, cat, c) // a failure leaves the cached listing to answer
+		return
+	}
+	cat.syncNamed(ctx, c, req.Topics)
+}
+
 // syncNamed brings the catalogue up to date for the topics a cluster-mode
 // Metadata request names and the catalogue already holds: their topic
 // records are read (one KV call per thousand names) and, when any differs
@@ -101,9 +120,6 @@ func (p *missCall) wait(ctx context.Context) error {
 // does. A failed read changes nothing: the cached answer stands, as it
 // would within catalogTTL anyway.
 func (cat *catalog) syncNamed(ctx context.Context, c *Conn, topics []kmsg.MetadataRequestTopic) {
-	if cat.n.cluster == nil {
-		return
-	}
 	held := make(map[string]topicInfo, len(topics))
 	var keys []string
 	for _, rt := range topics {

@@ -449,6 +449,11 @@ func TestClusterServesATopicCreatedElsewhereAtOnce(t *testing.T) {
 	if _, ok, err := n.topicWidth(t.Context(), c, "later"); err != nil || !ok {
 		t.Fatalf("data path for a topic created elsewhere: exists=%v err=%v", ok, err)
 	}
+	fq.addQueue("listed", 2)
+	all := metadata(t, n, c, 9, false)
+	if !slices.ContainsFunc(all.Topics, func(tp kmsg.MetadataResponseTopic) bool { return tp.Topic != nil && *tp.Topic == "listed" }) {
+		t.Fatal("an all-topics Metadata omits a topic created elsewhere")
+	}
 
 	single, sq := newTestNode(t, nil)
 	sc := testConn(t, single)

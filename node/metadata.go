@@ -39,13 +39,13 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 		c.log.Warn("metadata: answering from the previous topic list", "err", refreshErr)
 	}
 
+	cat.syncForMetadata(ctx, c, req) // cluster mode only: another node may have created or widened a topic
 	// v0 asks for every topic with an empty list; v1+ with a null one.
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		n.metaAllTopics(c, cat, resp)
 		return resp, nil
 	}
 
-	cat.syncNamed(ctx, c, req.Topics) // cluster mode only: another node may have widened a topic
 	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
 	created, refreshed := 0, false
 	for _, rt := range req.Topics {
