@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -169,3 +170,35 @@ func (cat *catalog) syncNamed(ctx context.Context, c *Conn, topics []kmsg.Metada
 
 // syncKeysPerCall stays under Queen's 1024 keys per KV call.
 const syncKeysPerCall = 1000
+
+// widenRefreshFloor bounds the listings knownPartition may cause: a request
+// naming many partitions past a topic's width costs at most one per
+// interval per catalogue.
+const widenRefreshFloor = 100 * time.Millisecond
+
+// knownPartition reports whether partition p (≥ 0) of topic exists for a
+// data-path request (Produce, Fetch, ListOffsets): below the width the
+// request learned, or, in cluster mode, below the width after a refresh,
+// because another node may have widened the topic since this node's last
+// listing and the client, holding that node's fresh Metadata, was sent here
+// as the leader. tv.width is raised to what was learned. Single mode
+// answers from tv alone, unchanged.
+func (n *Node) knownPartition(ctx context.Context, c *Conn, topic string, tv *topicVerdict, p int32) bool {
+	if p < tv.width {
+		return true
+	}
+	if n.cluster == nil || p >= maxAdvertisedWidth {
+		return false
+	}
+	cat := n.cats.forConn(c)
+	cat.mu.RLock()
+	recent := !cat.loadedAt.IsZero() && n.now().Sub(cat.loadedAt) < widenRefreshFloor
+	cat.mu.RUnlock()
+	if !recent {
+		_ = n.cluster.misses.refresh(ctx, cat, c) // a failure leaves the refusal standing
+	}
+	if t, ok := cat.lookup(topic); ok {
+		tv.width = max(tv.width, cat.width(t))
+	}
+	return p < tv.width
+}

@@ -519,6 +519,7 @@ func TestClusterSeesAWideningAtOnce(t *testing.T) {
 	_, url := newDevQueen(t)
 	n1, n2 := joinedNode(t, url, 1), joinedNode(t, url, 2)
 	c1, c2 := testConn(t, n1), testConn(t, n2)
+	clk2 := withClock(n2)
 
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	ct.Version, ct.TimeoutMillis = 4, 10_000
@@ -535,10 +536,23 @@ func TestClusterSeesAWideningAtOnce(t *testing.T) {
 	if r := call[*kmsg.CreatePartitionsResponse](t, n1, c1, cp); r.Topics[0].ErrorCode != 0 {
 		t.Fatalf("CreatePartitions at node 1: %v", kerr.ErrorForCode(r.Topics[0].ErrorCode))
 	}
-	if w := len(topicOf(t, metadata(t, n2, c2, 9, false, "wide"), "wide").Partitions); w != 5 {
-		t.Fatalf("node 2 right after the widening at node 1: %d partitions, want 5", w)
+	// The data path first: a client holding node 1's Metadata addresses
+	// partition 4 at node 2 before node 2 answered any Metadata about it.
+	clk2.advance(widenRefreshFloor)
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.Version, lo.ReplicaID = 4, -1
+	lo.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "wide", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 4, Timestamp: -1, CurrentLeaderEpoch: -1}}}}
+	if r := call[*kmsg.ListOffsetsResponse](t, n2, c2, lo); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("ListOffsets of the new partition 4 at node 2: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
 	}
-	if w, ok, err := n2.topicWidth(t.Context(), c2, "wide"); err != nil || !ok || w != 5 {
+	cp.Topics[0].Count = 7
+	if r := call[*kmsg.CreatePartitionsResponse](t, n1, c1, cp); r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreatePartitions to 7 at node 1: %v", kerr.ErrorForCode(r.Topics[0].ErrorCode))
+	}
+	if w := len(topicOf(t, metadata(t, n2, c2, 9, false, "wide"), "wide").Partitions); w != 7 {
+		t.Fatalf("node 2 right after the widening at node 1: %d partitions, want 7", w)
+	}
+	if w, ok, err := n2.topicWidth(t.Context(), c2, "wide"); err != nil || !ok || w != 7 {
 		t.Fatalf("node 2's data path after its Metadata: width %d exists %v err %v", w, ok, err)
 	}
 }

@@ -78,7 +78,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 				sp.ErrorCode = tv.code
 				refused = refused || tv.code != 0
 				continue
-			case rp.Partition < 0 || rp.Partition >= tv.width:
+			case rp.Partition < 0 || !n.knownPartition(ctx, c, rt.Topic, &tv, rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				refused = true
 				continue

@@ -73,7 +73,7 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 			case tv.code != 0 || tv.failed:
 				sp.ErrorCode = tv.code
 				continue
-			case rp.Partition < 0 || rp.Partition >= tv.width:
+			case rp.Partition < 0 || !n.knownPartition(ctx, c, rt.Topic, &tv, rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue
 			}

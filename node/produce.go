@@ -170,7 +170,7 @@ func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *k
 		case tv.code != 0:
 			p.fail(tv.code, tv.msg)
 			continue
-		case p.resp.Partition < 0 || p.resp.Partition >= tv.width:
+		case p.resp.Partition < 0 || !n.knownPartition(ctx, c, p.topic, &tv, p.resp.Partition):
 			p.fail(kerr.UnknownTopicOrPartition.Code, unknownPartitionMsg)
 			continue
 		}
