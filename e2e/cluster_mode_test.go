@@ -429,3 +429,31 @@ func TestClusterLostIDStopsTheProcess(t *testing.T) {
 		return false, "node 3 not listed"
 	})
 }
+
+// TestClusterStopWhileJoining: a node that cannot reach the registry at
+// boot keeps retrying the claim (it never serves without knowing the
+// cluster), and a SIGTERM during that wait stops it at once, cleanly.
+func TestClusterStopWhileJoining(t *testing.T) {
+	t.Parallel()
+	requireBin(t, queenKafkBin)
+	f := newFacade("http://127.0.0.1:"+fmt.Sprint(freePort(t)), freePort(t), nodeEnv(1, "unreachable-token", nil))
+	t.Cleanup(f.kill)
+	if err := f.start(); err != nil {
+		t.Fatalf("%v\n%s", err, f.out.From(0))
+	}
+	f.attachLogs(t)
+	logLine(t, f, 0, 10*time.Second, "registry unreachable at boot")
+	if !f.running() {
+		t.Fatal("a node that cannot reach the registry at boot exited instead of retrying")
+	}
+	if !f.signal(syscall.SIGTERM, 5*time.Second) {
+		t.Fatal("SIGTERM during the claim did not stop the node within 5s")
+	}
+	f.mu.Lock()
+	code := f.exitCode
+	f.mu.Unlock()
+	if code != 0 {
+		t.Errorf("stop during the claim exited %d, want 0", code)
+	}
+	logLine(t, f, 0, time.Second, "stopped while joining the cluster")
+}
