@@ -13,6 +13,13 @@ import (
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
+// clusterSyncBudget bounds how long one request waits for the cluster-mode
+// catalogue work below; past it the request is answered from the cached
+// catalogue, as it would be within catalogTTL. A Queen that hangs must not
+// stall every Metadata for the Queen client's whole 10 s budget: clients
+// need Metadata to keep producing and fetching through an outage.
+const clusterSyncBudget = time.Second
+
 // find is lookup, except that in cluster mode a miss refreshes the
 // catalogue with a listing that begins after the miss, and looks again. A
 // topic created at another node a moment ago must be served here at once:
@@ -25,6 +32,8 @@ func (cat *catalog) find(ctx context.Context, c *Conn, topic string) (topicInfo,
 	if ok || cat.n.cluster == nil {
 		return t, ok
 	}
+	ctx, cancel := context.WithTimeout(ctx, clusterSyncBudget)
+	defer cancel()
 	if err := cat.n.cluster.misses.refresh(ctx, cat, c); err != nil {
 		// The miss stands; the caller's own refresh already decided how a
 		// failing Queen is answered.
@@ -62,10 +71,16 @@ func (m *missRefreshes) refresh(ctx context.Context, cat *catalog, c *Conn) erro
 	m.pending[cat] = p
 	prev := m.running[cat]
 	m.mu.Unlock()
+	// The listing runs on its own, bounded by the Queen client's budget, so
+	// that every caller, this one included, can stop waiting at its own
+	// deadline while the others still get the answer.
+	go m.run(context.WithoutCancel(ctx), cat, c, p, prev)
+	return p.wait(ctx)
+}
 
-	// The listing this call joins must begin after everyone who joined it
-	// arrived, so it waits for the one already running, whatever happens
-	// to this caller's context: the joiners depend on it.
+func (m *missRefreshes) run(ctx context.Context, cat *catalog, c *Conn, p, prev *missCall) {
+	// The listing p stands for must begin after everyone who joined it
+	// arrived, so it waits for the one already running.
 	if prev != nil {
 		<-prev.done
 	}
@@ -73,14 +88,13 @@ func (m *missRefreshes) refresh(ctx context.Context, cat *catalog, c *Conn) erro
 	delete(m.pending, cat)
 	m.running[cat] = p
 	m.mu.Unlock()
-	p.err = cat.ensure(context.WithoutCancel(ctx), c, true)
+	p.err = cat.ensure(ctx, c, true)
 	m.mu.Lock()
 	if m.running[cat] == p {
 		delete(m.running, cat)
 	}
 	m.mu.Unlock()
 	close(p.done)
-	return p.err
 }
 
 func (p *missCall) wait(ctx context.Context) error {
@@ -104,6 +118,8 @@ func (cat *catalog) syncForMetadata(ctx context.Context, c *Conn, req *kmsg.Meta
 	if cat.n.cluster == nil {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, clusterSyncBudget)
+	defer cancel()
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		_ = cat.n.cluster.misses.refresh(ctx, cat, c) // a failure leaves the cached listing to answer
 		return
@@ -195,7 +211,9 @@ func (n *Node) knownPartition(ctx context.Context, c *Conn, topic string, tv *to
 	recent := !cat.loadedAt.IsZero() && n.now().Sub(cat.loadedAt) < widenRefreshFloor
 	cat.mu.RUnlock()
 	if !recent {
+		ctx, cancel := context.WithTimeout(ctx, clusterSyncBudget)
 		_ = n.cluster.misses.refresh(ctx, cat, c) // a failure leaves the refusal standing
+		cancel()
 	}
 	if t, ok := cat.lookup(topic); ok {
 		tv.width = max(tv.width, cat.width(t))

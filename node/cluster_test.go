@@ -556,3 +556,41 @@ func TestClusterSeesAWideningAtOnce(t *testing.T) {
 		t.Fatalf("node 2's data path after its Metadata: width %d exists %v err %v", w, ok, err)
 	}
 }
+
+// TestClusterMetadataDoesNotStallOnAHungQueen: the cluster-mode catalogue
+// sync waits at most clusterSyncBudget; past it Metadata is answered from
+// the cached catalogue rather than after the Queen client's whole budget.
+func TestClusterMetadataDoesNotStallOnAHungQueen(t *testing.T) {
+	fq, url := newDevQueen(t)
+	fq.addQueue("cached", 1)
+	n := joinedNode(t, url, 1)
+	c := testConn(t, n)
+	metadata(t, n, c, 9, false) // the cache the answers below come from
+
+	gate := make(chan struct{})
+	t.Cleanup(func() { close(gate) })
+	fq.setFault(func(r *http.Request) (int, string, string) {
+		if r.Method == http.MethodGet && r.URL.Path == "/api/v1/resources/queues" {
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+			}
+		}
+		return 0, "", ""
+	})
+	start := time.Now()
+	all := metadata(t, n, c, 9, false)
+	if took := time.Since(start); took > 3*clusterSyncBudget {
+		t.Fatalf("all-topics Metadata took %v with the queue listing hung", took)
+	}
+	if !slices.ContainsFunc(all.Topics, func(tp kmsg.MetadataResponseTopic) bool { return tp.Topic != nil && *tp.Topic == "cached" }) {
+		t.Fatal("the cached topic is missing from the answer")
+	}
+	start = time.Now()
+	if tp := topicOf(t, metadata(t, n, c, 9, false, "nope"), "nope"); tp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("a missing topic with the listing hung: %v", kerr.ErrorForCode(tp.ErrorCode))
+	}
+	if took := time.Since(start); took > 3*clusterSyncBudget {
+		t.Fatalf("a Metadata miss took %v with the queue listing hung", took)
+	}
+}
