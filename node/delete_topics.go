@@ -11,7 +11,8 @@ import (
 )
 
 // handleDeleteTopics drops each named queue, and then its qk:topiccfg
-// record (Queen's delete leaves the KV store alone).
+// record and every group's committed offsets of it (Queen's delete leaves
+// the KV store alone).
 func (n *Node) handleDeleteTopics(ctx context.Context, c *Conn, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	cat := n.cats.forConn(c)
@@ -47,6 +48,14 @@ func (n *Node) deleteTopic(ctx context.Context, c *Conn, cat *catalog, name stri
 	// must not give a future queue of this name a floor it never declared.
 	if _, err := c.Queen().KV(ctx, []queen.KVOp{{Op: queen.OpDelete, NS: queen.Namespace, Key: queen.TopicCfgKey(name)}}); err != nil {
 		c.log.Warn("topic record not deleted; a queue recreated under this name ignores it by its id", "topic", name, "err", err)
+	}
+	// So do the groups' committed offsets, for the same reason: a queue
+	// recreated under this name restarts at offset 0, and an old group
+	// resuming at its old positions would skip the new records silently.
+	if removed, err := n.coord.DeleteTopicOffsets(ctx, c.groupClient(), name); err != nil {
+		c.log.Warn("committed offsets of the deleted topic not all removed; a group may resume a recreated topic at stale offsets", "topic", name, "removed", removed, "err", err)
+	} else if removed > 0 {
+		c.log.Info("committed offsets of the deleted topic removed", "topic", name, "offsets", removed)
 	}
 	if !res.Deleted {
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("There is no queue named %q, so there is no topic to delete.", name), 0
