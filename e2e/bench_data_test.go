@@ -68,7 +68,7 @@ func (s spread) String() string { return fmt.Sprintf("%.0f/%.0f/%.0f", s.min, s.
 // produceViaFacade sends n 1 KiB records with acks=all, idempotence and lz4
 // and returns records/s.
 func produceViaFacade(b *testing.B, seeds []string, topic string, n int) float64 {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.Lz4Compression()),
 		kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(n))
 	if err != nil {
@@ -174,7 +174,7 @@ func BenchmarkProduceFacadeVsDirect(b *testing.B) {
 // against the timestamp the producer stamped.
 func latencyViaFacade(b *testing.B, seeds []string, topic string, rate int, d time.Duration) []float64 {
 	ctx := ctxT(b, time.Minute)
-	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
 		kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.Lz4Compression()))
 	if err != nil {
 		b.Fatal(err)
