@@ -102,6 +102,18 @@ func testEdges(t *testing.T, tg target) {
 		}
 	})
 
+	t.Run("wide-topic", func(t *testing.T) {
+		// 1,500 partitions: one fetch names more than the 1,024 entries one
+		// call to Queen's fetch route may carry, so the facade chunks it.
+		topic := uniq("wide")
+		createTopic(t, tg, topic, 1500, nil)
+		want := []rec{{partition: 0, value: []byte("first")}, {partition: 1023, value: []byte("last of chunk 1")},
+			{partition: 1024, value: []byte("first of chunk 2")}, {partition: 1499, value: []byte("last")}}
+		produceKgo(t, tg.bootstrap, topic, kgo.NoCompression(), want)
+		c := newKgo(t, tg.bootstrap, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		assertRecords(t, "wide topic", want, pollKgo(t, c, len(want), 20*time.Second), recOpts{nullVsEmpty: true})
+	})
+
 	t.Run("metadata-below-v4-autocreates", func(t *testing.T) {
 		// Below v4 the request has no flag, and the schema default is "allowed".
 		topic := uniq("mdv3")

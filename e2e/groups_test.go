@@ -328,16 +328,33 @@ func testGroupBalancers(t *testing.T, tg target) {
 // leaving hands them back; nothing is lost or read twice across both
 // rebalances.
 func testGroupJoinLeave(t *testing.T, tg target) {
+	for _, b := range []struct {
+		name string
+		bal  func() kgo.GroupBalancer
+	}{
+		{"range", kgo.RangeBalancer},
+		// Cooperative: partitions move in two rounds, and a member keeps
+		// consuming what it keeps while the other round runs.
+		{"cooperative-sticky", kgo.CooperativeStickyBalancer},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			groupJoinLeave(t, tg, b.bal)
+		})
+	}
+}
+
+func groupJoinLeave(t *testing.T, tg target, bal func() kgo.GroupBalancer) {
 	const parts = 4
 	topic, group := uniq("grp-jl"), uniq("g-jl")
 	createTopic(t, tg, topic, parts, nil)
-	m1 := startMember(t, tg, "m1", group, topic, memberOpts{balancer: kgo.RangeBalancer()})
+	m1 := startMember(t, tg, "m1", group, topic, memberOpts{balancer: bal()})
 	waitStable(t, tg, group, topic, 1, parts)
 	r1 := produceRound(t, tg, topic, parts, 5, "r1", 0)
 	collect(t, len(r1), 20*time.Second, m1)
 	assertCommitted(t, tg, group, topic, fill(parts, 5))
 
-	m2 := startMember(t, tg, "m2", group, topic, memberOpts{balancer: kgo.RangeBalancer()})
+	m2 := startMember(t, tg, "m2", group, topic, memberOpts{balancer: bal()})
 	split := waitStable(t, tg, group, topic, 2, parts)
 	for id, ps := range split {
 		if len(ps) != 2 {
