@@ -461,6 +461,20 @@ func testAdmin(t *testing.T, tg target) {
 			t.Errorf("after alter, retention.ms = %q, want %q", configValue(rc, "retention.ms"), newRet)
 		}
 	}
+	// The deprecated full-replacement AlterConfigs: a key it does not name
+	// goes back to its default (seed 001), here retention.ms to -1.
+	compact := "compact"
+	if ares, err := adm.AlterTopicConfigsState(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: &compact}}, topic); err != nil || len(ares) != 1 || ares[0].Err != nil {
+		t.Errorf("AlterConfigs cleanup.policy=compact: %v %+v", err, ares)
+	} else if rcs, err := adm.DescribeTopicConfigs(ctx, topic); err == nil {
+		rc, _ := rcs.On(topic, nil)
+		if v := configValue(rc, "retention.ms"); v != "" && v != "-1" {
+			t.Errorf("after a full-replacement AlterConfigs naming only cleanup.policy, retention.ms = %q, want its default", v)
+		}
+		if v := configValue(rc, "cleanup.policy"); v != "" && v != compact {
+			t.Errorf("after AlterConfigs cleanup.policy=compact, DescribeConfigs says %q", v)
+		}
+	}
 	// A natively created queue is not the facade's to alter.
 	nat := uniq("admin-native")
 	tg.dev.push(t, pushItem{Queue: nat, Partition: "0", Payload: json.RawMessage(`1`)})
