@@ -107,9 +107,21 @@ func testGroupSarama(t *testing.T, tg target) {
 		t.Errorf("one sarama member read nothing: %d / %d", len(h1.records()), len(h2.records()))
 	}
 	time.Sleep(300 * time.Millisecond) // one auto-commit interval and then some
-	stop1()
-	stop2()
 	assertCommitted(t, tg, group, topic, fill(parts, 5))
+
+	// One member leaves; the other takes every partition and resumes each
+	// at the committed offset.
+	stop2()
+	waitStable(t, tg, group, topic, 1, parts)
+	r2 := produceRound(t, tg, topic, parts, 3, "r2", 5)
+	eventually(t, 20*time.Second, "the remaining sarama member consumed round 2", func() (bool, string) {
+		got = append(h1.records(), h2.records()...)
+		return len(got) >= len(want)+len(r2), fmt.Sprintf("%d of %d", len(got), len(want)+len(r2))
+	})
+	time.Sleep(300 * time.Millisecond)
+	exactlyOnce(t, "sarama group across a leave", append(append([]rec{}, want...), r2...), append(h1.records(), h2.records()...))
+	stop1()
+	assertCommitted(t, tg, group, topic, fill(parts, 8))
 }
 
 // testGroupKafkaGo: a kafka-go Reader with a GroupID reads a topic and
