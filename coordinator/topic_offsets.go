@@ -8,6 +8,15 @@ import (
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
+// A sweep's first look under each group: sweepPrefixesPerCall getPrefix ops
+// of sweepPageLimit keys each, within the contract's 1024 keys per call
+// (§7.3: a getPrefix counts its limit, clamped to 1..1000).
+const (
+	sweepKeysPerCall     = 1024
+	sweepPageLimit       = 16
+	sweepPrefixesPerCall = sweepKeysPerCall / sweepPageLimit
+)
+
 // DeleteTopicOffsets removes every committed offset of topic from every
 // group the store's qk:groups: index names, and returns how many it
 // removed. Apache Kafka drops a deleted topic's offsets from its groups;
@@ -54,16 +63,19 @@ func (c *Coordinator) DeleteTopicOffsets(ctx context.Context, cl Client, topic s
 	return len(keys), nil
 }
 
-// keysUnder lists the keys under each prefix: one getPrefix op per prefix,
-// maxOpsPerCall of them per call, and a prefix whose first page came back
-// truncated is paged through on its own.
+// keysUnder lists the keys under each prefix: one small getPrefix op per
+// prefix, as many per call as the contract's key budget allows (a getPrefix
+// counts its limit against the 1024 keys of a call), and a prefix whose
+// first page came back truncated is paged through on its own. A group
+// rarely holds more than a few partitions of one topic, so the small first
+// page is usually the only one.
 func (c *Coordinator) keysUnder(ctx context.Context, kv KV, prefixes []string) ([]string, error) {
 	var keys []string
-	for start := 0; start < len(prefixes); start += maxOpsPerCall {
-		batch := prefixes[start:min(start+maxOpsPerCall, len(prefixes))]
+	for start := 0; start < len(prefixes); start += sweepPrefixesPerCall {
+		batch := prefixes[start:min(start+sweepPrefixesPerCall, len(prefixes))]
 		ops := make([]queen.KVOp, len(batch))
 		for i, p := range batch {
-			ops[i] = queen.KVOp{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: p, Limit: readKeysPerCall, KeysOnly: true}
+			ops[i] = queen.KVOp{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: p, Limit: sweepPageLimit, KeysOnly: true}
 		}
 		res, err := kv.KV(ctx, ops)
 		if err != nil {

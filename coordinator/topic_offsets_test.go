@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -21,10 +22,15 @@ func TestDeleteTopicOffsetsSweepsEveryGroup(t *testing.T) {
 	h.commit(commitReq("g2", "", -1, "orders", wide))
 	h.commit(commitReq("g3", "", -1, "orders2", map[int32]int64{0: 3}))
 	h.commit(commitReq("a:b c", "", -1, "orders", map[int32]int64{7: 70}))
+	// Enough groups that one getPrefix per group at a generous page size
+	// would pass the contract's 1024 keys per call.
+	for i := range 100 {
+		h.commit(commitReq(fmt.Sprintf("many-%03d", i), "", -1, "orders", map[int32]int64{int32(i % 4): 1}))
+	}
 
 	calls := h.kv.callCount()
 	n, err := h.c.DeleteTopicOffsets(t.Context(), h.cl, "orders")
-	if err != nil || n != 2+300+1 {
+	if err != nil || n != 2+300+1+100 {
 		t.Fatalf("removed %d, %v", n, err)
 	}
 	sweep := h.kv.callsSince(calls)
@@ -45,6 +51,20 @@ func TestDeleteTopicOffsetsSweepsEveryGroup(t *testing.T) {
 	for _, call := range sweep {
 		if len(call) > maxOpsPerCall {
 			t.Fatalf("%d ops in one call", len(call))
+		}
+		keys := 0
+		for _, op := range call {
+			switch op.Op {
+			case queen.OpGetPrefix:
+				keys += op.Limit
+			case queen.OpGetMany:
+				keys += len(op.Keys)
+			default:
+				keys++
+			}
+		}
+		if keys > 1024 {
+			t.Fatalf("%d keys in one call", keys)
 		}
 		seen := map[string]bool{}
 		for _, op := range call {
