@@ -194,3 +194,53 @@ func testGroupKcat(t *testing.T, tg target) {
 	run(r2)
 	assertCommitted(t, tg, group, topic, fill(parts, 5))
 }
+
+// testGroupKafkaGoSplit: two kafka-go Readers of one group split the topic
+// disjointly and covering, and read each record once between them.
+func testGroupKafkaGoSplit(t *testing.T, tg target) {
+	const parts = 4
+	topic, group := uniq("grp-kgsplit"), uniq("g-kgsplit")
+	createTopic(t, tg, topic, parts, nil)
+	var (
+		mu  sync.Mutex
+		got []rec
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		r := kafkago.NewReader(kafkago.ReaderConfig{
+			Brokers: tg.bootstrap, GroupID: group, Topic: topic,
+			MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 250 * time.Millisecond,
+			StartOffset: kafkago.FirstOffset, HeartbeatInterval: 500 * time.Millisecond,
+			SessionTimeout: 6 * time.Second, RebalanceTimeout: 5 * time.Second,
+			JoinGroupBackoff: 200 * time.Millisecond, CommitInterval: 0,
+		})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer r.Close()
+			for {
+				m, err := r.ReadMessage(ctx)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				got = append(got, rec{partition: int32(m.Partition), offset: m.Offset, key: m.Key, value: m.Value})
+				mu.Unlock()
+			}
+		}()
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	waitStable(t, tg, group, topic, 2, parts)
+	want := produceRound(t, tg, topic, parts, 5, "r1", 0)
+	eventually(t, 20*time.Second, "the kafka-go readers consumed every record", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) >= len(want), fmt.Sprintf("%d of %d", len(got), len(want))
+	})
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	exactlyOnce(t, "kafka-go readers", want, got)
+	mu.Unlock()
+	assertCommitted(t, tg, group, topic, fill(parts, 5))
+}

@@ -43,6 +43,7 @@ func runBodies(t *testing.T, tg target) {
 		t.Run("consumer-restart", func(t *testing.T) { t.Parallel(); testGroupConsumerRestart(t, tg) })
 		t.Run("sarama", func(t *testing.T) { t.Parallel(); testGroupSarama(t, tg) })
 		t.Run("kafka-go", func(t *testing.T) { t.Parallel(); testGroupKafkaGo(t, tg) })
+		t.Run("kafka-go-split", func(t *testing.T) { t.Parallel(); testGroupKafkaGoSplit(t, tg) })
 		t.Run("kcat", func(t *testing.T) { t.Parallel(); testGroupKcat(t, tg) })
 		t.Run("admin", func(t *testing.T) { t.Parallel(); testGroupAdmin(t, tg) })
 	})
