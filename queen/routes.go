@@ -149,10 +149,11 @@ func (c *Client) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	if len(items) == 0 {
 		return nil, nil
 	}
-	var raw []pushResultWire
-	if err := c.call(ctx, http.MethodPost, "/api/v1/push", routePush, c.timeout, pushBody(items), &raw); err != nil {
+	var dec pushDecoder
+	if err := c.call(ctx, http.MethodPost, "/api/v1/push", routePush, c.timeout, pushBody(items), &dec); err != nil {
 		return nil, err
 	}
+	raw := dec.results
 	if len(raw) != len(items) {
 		return nil, protocolError(routePush, "%d results for %d items", len(raw), len(items))
 	}

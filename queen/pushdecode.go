@@ -1,0 +1,151 @@
+package queen
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// decodePushResponse parses the 201 body of POST /api/v1/push (an array of
+// results) in one pass: through encoding/json it was most of the client's
+// CPU on the produce path (reflection per field, a validation pass, a
+// string allocation per field). The strings of all results are cut from ONE
+// copy of the body, and the status of a result is the package's constant
+// when it is one.
+//
+// The result is exactly what json.Unmarshal into []pushResultWire gives,
+// and an input json.Unmarshal refuses is refused (FuzzPushDecode checks
+// both); the shapes where encoding/json has extra rules (escapes, invalid
+// UTF-8, keys differing only in case, repeated keys) take encoding/json.
+func decodePushResponse(body []byte) ([]pushResultWire, error) {
+	s := scanner{b: body}
+	out, err := s.pushResults(string(body))
+	if err == nil {
+		s.ws()
+		if s.i != len(s.b) {
+			err = s.errf("data after the top-level value")
+		}
+	}
+	if errors.Is(err, errFallback) {
+		out = nil
+		err = json.Unmarshal(body, &out)
+	}
+	return out, err
+}
+
+// pushDecoder plugs decodePushResponse into Client.call.
+type pushDecoder struct{ results []pushResultWire }
+
+func (d *pushDecoder) decodeBody(raw []byte) (err error) {
+	d.results, err = decodePushResponse(raw)
+	return err
+}
+
+// pushResults decodes the array; text is body as a string, which every
+// decoded string is a substring of.
+func (s *scanner) pushResults(text string) ([]pushResultWire, error) {
+	if isNull, err := s.null(); isNull || err != nil {
+		return nil, err
+	}
+	if s.peek() != '[' {
+		return nil, s.errf("want an array")
+	}
+	// One result is at least 150 bytes of a real broker's answer; the
+	// estimate only sizes the first allocation.
+	out := make([]pushResultWire, 0, len(s.b)/128+1)
+	var indexes []int // backing store of every Index pointer
+	err := s.array(func() error {
+		var w pushResultWire
+		if err := s.pushResult(&w, text, &indexes); err != nil {
+			return err
+		}
+		out = append(out, w)
+		return nil
+	})
+	return out, err
+}
+
+func (s *scanner) pushResult(w *pushResultWire, text string, indexes *[]int) error {
+	if isNull, err := s.null(); isNull || err != nil {
+		return err
+	}
+	var seen fields
+	return s.object(func(key []byte) error {
+		name, err := seen.known(key, "index", "message_id", "transaction_id", "queueName", "status", "offset")
+		if err != nil {
+			return err
+		}
+		switch name {
+		case "index":
+			var isNull bool
+			if isNull, err = s.null(); isNull || err != nil {
+				w.Index = nil
+				return err
+			}
+			var v int64
+			if v, err = s.int64(); err != nil {
+				return err
+			}
+			if cap(*indexes) == len(*indexes) {
+				// A new block: earlier pointers keep the old one alive.
+				*indexes = make([]int, 0, max(16, 2*cap(*indexes)))
+			}
+			*indexes = append(*indexes, int(v))
+			w.Index = &(*indexes)[len(*indexes)-1]
+		case "message_id":
+			w.MessageID, err = s.substr(text)
+		case "transaction_id":
+			w.TransactionID, err = s.substr(text)
+		case "queueName":
+			w.QueueName, err = s.substr(text)
+		case "status":
+			if w.Status, err = s.substr(text); err == nil {
+				w.Status = internStatus(w.Status)
+			}
+		case "offset":
+			var isNull bool
+			if isNull, err = s.null(); isNull || err != nil {
+				w.Offset = nil
+				return err
+			}
+			var v int64
+			if v, err = s.int64(); err == nil {
+				w.Offset = &v
+			}
+		default:
+			_, err = s.value()
+		}
+		return err
+	})
+}
+
+// substr decodes a string value as a substring of text (body as a string);
+// null leaves it empty, as encoding/json does for a fresh result. A string
+// with escapes or invalid UTF-8 takes the fallback.
+func (s *scanner) substr(text string) (string, error) {
+	if isNull, err := s.null(); isNull || err != nil {
+		return "", err
+	}
+	if s.peek() != '"' {
+		return "", s.errf("want a string")
+	}
+	start := s.i + 1
+	_, odd, err := s.stringSpan()
+	if err != nil {
+		return "", err
+	}
+	if odd {
+		return "", errFallback
+	}
+	return text[start : s.i-1], nil
+}
+
+// internStatus returns the package's constant for a known status, so that
+// a result does not keep the body's copy alive through its status alone.
+func internStatus(st string) string {
+	for _, c := range [...]string{StatusQueued, StatusDuplicate, StatusBuffered, StatusError, StatusFailed} {
+		if st == c {
+			return c
+		}
+	}
+	return st
+}

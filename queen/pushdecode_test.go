@@ -1,0 +1,111 @@
+package queen
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var pushSamples = []string{
+	`[{"index":0,"message_id":"0190aaaa-0000-7000-8000-000000000001","transaction_id":"0190aaaa-0000-7000-8000-000000000001","queueName":"orders","status":"queued","offset":41},
+ {"index":1,"message_id":"0190aaaa-0000-7000-8000-000000000002","transaction_id":"0190aaaa-0000-7000-8000-000000000002","queueName":"orders","status":"queued","offset":42}]`,
+	` [ { "status" : "buffered" , "index" : 2 , "queueName":"q" } , {"index":1,"status":"duplicate","offset":0,"extra":{"a":[1,2.5e-3,true,false,null,"s"]}} ] `,
+	`[{"index":0,"status":"error","offset":null},{"index":null,"status":"weird","offset":9223372036854775807},{"index":-0,"offset":-3}]`,
+	`null`, `[]`, `[null]`, `[{}]`, `[{"message_id":null,"queueName":null}]`,
+	`[{"queueName":"esc\"aped\u0041","status":"\u0071ueued"}]`,           // escapes
+	`[{"Index":3,"status":"queued"}]`,                                    // case-insensitive key
+	`[{"index":1,"index":2}]`,                                            // repeated key
+	`[{"queueName":"inv` + "\xff" + `alid"}]`,                            // invalid UTF-8
+	`[{"st\u0061tus":"queued"}]`,                                         // escaped key
+	`[{"qu` + "\xc3\xa9" + `ueName":"x"}]`,                               // non-ASCII key
+	`[{"queueName":"` + "\xc3\xa9\xe2\x82\xac" + `","status":"queued"}]`, // valid UTF-8 value
+}
+
+var pushInvalid = []string{
+	``, ` `, `{}`, `"x"`, `5`, `[5]`, `[[]]`, `[{"index":"1"}]`, `[{"index":1.0}]`, `[{"index":1e3}]`,
+	`[{"index":99999999999999999999}]`, `[{"offset":1.5}]`, `[{"offset":"1"}]`, `[{"status":5}]`,
+	`[{"queueName":true}]`, `[{"index":01}]`, `[{"extra":}]`, `[{"extra":[1,]}]`, `[{"a" 1}]`,
+	`[] x`, `[{}`, `[{"status":"a` + "\n" + `"}]`, `[{"status":"\x"}]`, `[{"status":"\u12"}]`,
+	`[{"extra":tru}]`, `[{"offset":-}]`, `[{,}]`, `[{"a":1,}]`, `[,]`, `[{}{}]`,
+}
+
+// normPush makes nil and empty result lists compare equal.
+func normPush(rs []pushResultWire) []pushResultWire {
+	if len(rs) == 0 {
+		return nil
+	}
+	return rs
+}
+
+func TestPushDecodeMatchesEncodingJSON(t *testing.T) {
+	for _, in := range pushSamples {
+		var want []pushResultWire
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatalf("sample refused by encoding/json: %s: %v", in, err)
+		}
+		got, err := decodePushResponse([]byte(in))
+		if err != nil || !reflect.DeepEqual(normPush(got), normPush(want)) {
+			t.Fatalf("%s\n got %+v (%v)\nwant %+v", in, got, err, want)
+		}
+	}
+	for _, in := range pushInvalid {
+		var std []pushResultWire
+		if json.Unmarshal([]byte(in), &std) == nil {
+			t.Fatalf("encoding/json accepts %q: not an invalid sample", in)
+		}
+		if _, err := decodePushResponse([]byte(in)); err == nil {
+			t.Fatalf("accepted %q", in)
+		}
+	}
+}
+
+// TestPushDecodeIndexesDistinct: the Index pointers share blocks of one
+// backing store; each must still point at its own value.
+func TestPushDecodeIndexesDistinct(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := 0; i < 100; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`{"index":` + itoa(i) + `,"status":"queued","offset":` + itoa(1000+i) + `}`)
+	}
+	b.WriteString("]")
+	got, err := decodePushResponse([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range got {
+		if *w.Index != i || *w.Offset != int64(1000+i) || w.Status != StatusQueued {
+			t.Fatalf("result %d: index %d offset %d status %q", i, *w.Index, *w.Offset, w.Status)
+		}
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// FuzzPushDecode: the one-pass decoder never accepts what encoding/json
+// refuses, and whatever it accepts decodes exactly as encoding/json does.
+func FuzzPushDecode(f *testing.F) {
+	for _, s := range append(append([]string{}, pushSamples...), pushInvalid...) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var want []pushResultWire
+		stdErr := json.Unmarshal(in, &want)
+		got, err := decodePushResponse(in)
+		if stdErr != nil {
+			if err == nil {
+				t.Fatalf("accepted what encoding/json refuses (%v): %q", stdErr, in)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("refused what encoding/json accepts: %v: %q", err, in)
+		}
+		if !reflect.DeepEqual(normPush(got), normPush(want)) {
+			t.Fatalf("differs from encoding/json on %q\n got %+v\nwant %+v", in, got, want)
+		}
+	})
+}
