@@ -239,10 +239,11 @@ func (n *Node) sequenceProduce(scope string, live []*producePart) ([]*producePar
 // one decompression allowance.
 func encodeProduce(d *batchDecoder, live []*producePart) ([]queen.PushItem, []*producePart) {
 	var (
-		buf    []byte
+		buf    = d.out[:0]
 		ends   []int
 		owners []*producePart
 	)
+	defer func() { d.out = buf }()
 	allowance := maxDecompressed
 	for _, p := range live {
 		from := len(ends)
