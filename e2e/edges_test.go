@@ -114,6 +114,27 @@ func testEdges(t *testing.T, tg target) {
 		assertRecords(t, "wide topic", want, pollKgo(t, c, len(want), 20*time.Second), recOpts{nullVsEmpty: true})
 	})
 
+	t.Run("record-larger-than-fetch-budget", func(t *testing.T) {
+		// A 3 MiB record against 1 MiB partition and response budgets: the
+		// first batch is always whole, so the consumer never stalls on it.
+		topic := uniq("big")
+		createTopic(t, tg, topic, 1, nil)
+		big := make([]byte, 3<<20)
+		for i := range big {
+			big[i] = byte(i * 7)
+		}
+		want := []rec{{offset: 0, value: big}, {offset: 1, value: []byte("small after big")}}
+		cl := newKgo(t, tg.bootstrap, kgo.ProducerBatchMaxBytes(8<<20), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		for _, r := range want {
+			if err := cl.ProduceSync(ctx, toKgo(topic, r)).FirstErr(); err != nil {
+				t.Fatalf("produce %d bytes: %v", len(r.value), err)
+			}
+		}
+		c := newKgo(t, tg.bootstrap, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+			kgo.FetchMaxPartitionBytes(1<<20), kgo.FetchMaxBytes(1<<20))
+		assertRecords(t, "oversized record", want, pollKgo(t, c, len(want), 20*time.Second), recOpts{nullVsEmpty: true})
+	})
+
 	t.Run("metadata-below-v4-autocreates", func(t *testing.T) {
 		// Below v4 the request has no flag, and the schema default is "allowed".
 		topic := uniq("mdv3")
