@@ -148,8 +148,9 @@ func (d *batchDecoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, a
 	}
 	// An envelope is the record's key and value in base64 (4/3) plus a few
 	// dozen bytes of framing: growing once up front saves the copies of
-	// append's incremental growth.
-	buf = slices.Grow(buf, len(body)/3*4+int(rb.NumRecords)*48)
+	// append's incremental growth. The record count is the client's claim,
+	// so it counts only as far as the body could hold that many records.
+	buf = slices.Grow(buf, len(body)/3*4+min(max(int(rb.NumRecords), 0), len(body))*48)
 	logAppend := rb.Attributes&attrLogAppendTime != 0
 	start, startEnds := len(buf), len(ends)
 	fail := func(f *batchFault) ([]byte, []int, int, *batchFault) { return buf[:start], ends[:startEnds], 0, f }
