@@ -23,7 +23,9 @@ import (
 // Conn is one client connection. Requests are read ahead (at most
 // maxInFlight decoded and waiting) and answered strictly one at a time in
 // arrival order, which is also what a Kafka broker does: a producer's
-// ordering across pipelined produces depends on it.
+// ordering across pipelined produces depends on it. Produce requests
+// already waiting behind one another are written as one push and then
+// answered in that order (conn_coalesce.go, produce_group.go).
 type Conn struct {
 	n      *Node
 	nc     net.Conn
@@ -318,35 +320,54 @@ func (c *Conn) logReadEnd(err error) {
 
 func (c *Conn) answerLoop(ctx context.Context, queue <-chan queued) {
 	var buf []byte
-	for q := range queue {
-		c.clientID.Store(&q.hdr.clientID)
-		resp, err := c.answer(ctx, q)
-		// The request's bytes are garbage once handled; the response is
-		// bounded separately.
-		c.budget.release(q.size)
+	var carry []queued // read, not yet answered, ahead of the queue
+	for {
+		group, rest, ok := nextGroup(queue, carry)
+		if !ok {
+			return
+		}
+		resps, taken, err := c.answerGroup(ctx, group)
 		if err != nil {
+			q := group[0]
 			c.log.Warn("request failed, closing connection", "api", kmsg.NameForKey(q.hdr.key), "version", q.hdr.version, "client_id", q.hdr.clientID, "err", err)
 			return
 		}
-		if resp == nil {
-			continue // acks=0: nothing is owed
-		}
-		buf = appendResponse(buf[:0], q.hdr.correlationID, q.hdr.flexible, resp)
-		if len(buf)-4 > maxFrame {
-			c.log.Error("response above the frame ceiling, closing connection", "api", kmsg.NameForKey(q.hdr.key), "bytes", len(buf)-4, "limit", maxFrame)
-			return
-		}
-		if err := c.nc.SetWriteDeadline(time.Now().Add(c.n.idleTimeout)); err != nil {
-			return
-		}
-		if _, err := c.nc.Write(buf); err != nil {
-			c.log.Info("response write failed, closing connection", "err", err)
-			return
-		}
-		if cap(buf) > 1<<20 {
-			buf = nil // do not pin a large response's buffer for the connection's life
+		carry = append(group[taken:len(group):len(group)], rest...)
+		for i, q := range group[:taken] {
+			if !c.writeAnswer(q, resps[i], &buf) {
+				return
+			}
 		}
 	}
+}
+
+// writeAnswer sends one request's answer (none for a nil resp: acks=0
+// owes nothing) and reports whether the connection lives on.
+func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
+	// The request's bytes are garbage once handled; the response is
+	// bounded separately.
+	c.budget.release(q.size)
+	buf := *bufp
+	defer func() { *bufp = buf }()
+	if resp == nil {
+		return true // acks=0: nothing is owed
+	}
+	buf = appendResponse(buf[:0], q.hdr.correlationID, q.hdr.flexible, resp)
+	if len(buf)-4 > maxFrame {
+		c.log.Error("response above the frame ceiling, closing connection", "api", kmsg.NameForKey(q.hdr.key), "bytes", len(buf)-4, "limit", maxFrame)
+		return false
+	}
+	if err := c.nc.SetWriteDeadline(time.Now().Add(c.n.idleTimeout)); err != nil {
+		return false
+	}
+	if _, err := c.nc.Write(buf); err != nil {
+		c.log.Info("response write failed, closing connection", "err", err)
+		return false
+	}
+	if cap(buf) > 1<<20 {
+		buf = nil // do not pin a large response's buffer for the connection's life
+	}
+	return true
 }
 
 // answer runs the handler. A panic is turned into an error so that one bad

@@ -70,20 +70,28 @@ func (w *seqWindow) nextSeq() int32 {
 	return seqAdd(w.batches[(w.head+seqWindowBatches-1)%seqWindowBatches].last, 1)
 }
 
-func (w *seqWindow) find(first, last int32) (seqBatch, bool) {
+// find returns the remembered batch first..last and its ring slot (-1 none).
+func (w *seqWindow) find(first, last int32) (seqBatch, int) {
 	for i := 0; i < w.n; i++ {
-		b := w.batches[(w.head+seqWindowBatches-1-i)%seqWindowBatches]
-		if b.first == first && b.last == last {
-			return b, true
+		at := (w.head + seqWindowBatches - 1 - i) % seqWindowBatches
+		if b := w.batches[at]; b.first == first && b.last == last {
+			return b, at
 		}
 	}
-	return seqBatch{}, false
+	return seqBatch{}, -1
 }
 
-func (w *seqWindow) remember(b seqBatch) {
-	w.batches[w.head] = b
+// accept remembers b as written at epoch, starting a window of an older
+// epoch over, and returns the ring slot b went to.
+func (w *seqWindow) accept(epoch int16, b seqBatch) int {
+	if w.epoch != epoch {
+		*w = seqWindow{key: w.key, epoch: epoch, elem: w.elem}
+	}
+	at := w.head
+	w.batches[at] = b
 	w.head = (w.head + 1) % seqWindowBatches
 	w.n = min(w.n+1, seqWindowBatches)
+	return at
 }
 
 // seqAdd adds n to a sequence number with Kafka's wrap at MaxInt32.
@@ -187,39 +195,42 @@ type seqVerdict struct {
 // Java's local epoch bump both send next, so refusing it too would leave
 // the producer nowhere to go).
 func (s *sequencer) check(p *producerState, k windowKey, epoch int16, first, last int32) seqVerdict {
-	if epoch < p.epoch {
-		return seqVerdict{code: kerr.InvalidProducerEpoch.Code}
+	v, _ := decideSeq(&p.epoch, s.window(k, false), epoch, first, last)
+	return v
+}
+
+// decideSeq is check's rule against a producer epoch and a window (nil:
+// none held), either the live ones or a coalesced group's projection of
+// them; a duplicate's ring slot is returned too (-1 otherwise).
+func decideSeq(producerEpoch *int16, w *seqWindow, epoch int16, first, last int32) (seqVerdict, int) {
+	if epoch < *producerEpoch {
+		return seqVerdict{code: kerr.InvalidProducerEpoch.Code}, -1
 	}
-	if epoch > p.epoch {
-		p.epoch = epoch
+	if epoch > *producerEpoch {
+		*producerEpoch = epoch
 	}
-	w := s.window(k, false)
 	switch {
 	case w == nil || w.epoch < epoch || w.n == 0:
 		if first != 0 {
-			return seqVerdict{code: kerr.OutOfOrderSequenceNumber.Code}
+			return seqVerdict{code: kerr.OutOfOrderSequenceNumber.Code}, -1
 		}
-		return seqVerdict{}
+		return seqVerdict{}, -1
 	case w.epoch > epoch:
-		return seqVerdict{code: kerr.InvalidProducerEpoch.Code}
+		return seqVerdict{code: kerr.InvalidProducerEpoch.Code}, -1
 	}
-	if b, ok := w.find(first, last); ok {
-		return seqVerdict{dup: true, base: b.base}
+	if b, at := w.find(first, last); at >= 0 {
+		return seqVerdict{dup: true, base: b.base}, at
 	}
 	if first != w.nextSeq() {
-		return seqVerdict{code: kerr.OutOfOrderSequenceNumber.Code}
+		return seqVerdict{code: kerr.OutOfOrderSequenceNumber.Code}, -1
 	}
-	return seqVerdict{}
+	return seqVerdict{}, -1
 }
 
 // accepted remembers a batch written at base. A window of an older epoch is
 // started over.
 func (s *sequencer) accepted(k windowKey, epoch int16, first, last int32, base int64) {
-	w := s.window(k, true)
-	if w.epoch != epoch {
-		*w = seqWindow{key: k, epoch: epoch, elem: w.elem}
-	}
-	w.remember(seqBatch{first: first, last: last, base: base})
+	s.window(k, true).accept(epoch, seqBatch{first: first, last: last, base: base})
 }
 
 // window returns k's window (touching it), creating an empty one when

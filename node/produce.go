@@ -2,9 +2,7 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -13,10 +11,12 @@ import (
 )
 
 // Produce v3–v9. Each record becomes one Queen message whose payload is the
-// envelope of seed 001; Kafka partition n is Queen partition "n". The whole
-// request is ONE push (Queen stores each partition's items together, at
-// contiguous offsets), and the base offset answered is the one Queen
-// assigned. acks=1 and acks=all are the same durable call; acks=0 is
+// envelope of seed 001; Kafka partition n is Queen partition "n". A request
+// is ONE push (Queen stores each partition's items together, at contiguous
+// offsets), and the base offset answered is the one Queen assigned. Produce
+// requests already waiting on a connection share that push and are then
+// answered one by one, each exactly as if it had been pushed alone (see
+// produceGroup). acks=1 and acks=all are the same durable call; acks=0 is
 // processed the same and answered with no frame.
 
 // producePart is one partition of a produce request on its way through.
@@ -30,89 +30,54 @@ type producePart struct {
 	key        windowKey
 	lastSeq    int32
 
-	items     [2]int // [first, end) in the push
+	env       []byte      // its envelopes, item i ending at ends[i]
+	items     [2]int      // [first, end) of its envelopes' ends
+	fault     *batchFault // the batch did not decode; answered only if sequencing keeps it
 	logAppend bool
+
+	// What the group's sequencing decided: written in the push, refused
+	// with seqCode, or a repeat of dupOf (a batch earlier in the group).
+	write   bool
+	seqCode int16
+	dupOf   *producePart
+	pushed  [2]int // [first, end) of its items in the push, when write
+	outcome pushOutcome
+}
+
+// pushOutcome is what the push did with one partition's items: stored at
+// base, or refused with code and msg.
+type pushOutcome struct {
+	base int64
+	code int16
+	msg  string
 }
 
 func (n *Node) handleProduce(ctx context.Context, c *Conn, req *kmsg.ProduceRequest) (kmsg.Response, error) {
-	resp, err := n.produce(ctx, c, req)
+	resps, _, err := n.produceGroup(ctx, c, []*kmsg.ProduceRequest{req})
 	if err != nil {
 		return nil, err
 	}
-	if req.Acks == 0 {
-		// Nothing is owed to a fire-and-forget producer, so its failures
-		// exist only here.
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					msg := ""
-					if p.ErrorMessage != nil {
-						msg = *p.ErrorMessage
-					}
-					c.Logger().Warn("acks=0 produce failed", "topic", t.Topic, "partition", p.Partition, "error", kerr.ErrorForCode(p.ErrorCode), "reason", msg)
-				}
-			}
-		}
-		return nil, nil
-	}
-	return resp, nil
+	return produceAnswer(c, req, resps[0]), nil
 }
 
-func (n *Node) produce(ctx context.Context, c *Conn, req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, error) {
-	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	parts := produceParts(req, resp)
-	if req.TransactionID != nil {
-		// Transactions are not offered yet; Apache Kafka answers a
-		// transactional produce it will not authorize this way.
-		for _, p := range parts {
-			p.fail(kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported by this facade")
-		}
-		return resp, nil
+// produceAnswer is what a produce request is owed: its response, or under
+// acks=0 nothing, its failures logged since they exist only here.
+func produceAnswer(c *Conn, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) kmsg.Response {
+	if req.Acks != 0 {
+		return resp
 	}
-	live, err := n.admitProduce(ctx, c, req.Version, resp, parts)
-	if err != nil {
-		return nil, err
-	}
-	// Idempotent batches are sequenced under their producer's lock, held
-	// until the write is answered and remembered.
-	live, unlock := n.sequenceProduce(c.Identity(), live)
-	defer unlock()
-
-	d := batchDecoders.Get().(*batchDecoder)
-	defer d.release()
-	items, owners := encodeProduce(d, live)
-	if len(items) == 0 {
-		return resp, nil
-	}
-	results, err := c.Queen().Push(ctx, items) // one call for the whole request
-	if err != nil {
-		logQueenFault(c, "push", err)
-		code, throttle, msg, fatal := pushFault(err)
-		if fatal != nil {
-			return nil, fatal
-		}
-		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
-		for _, p := range owners {
-			p.fail(code, msg)
-		}
-		return resp, nil
-	}
-	now := n.now().UnixMilli()
-	for _, p := range owners {
-		base, code, msg := partitionOutcome(results[p.items[0]:p.items[1]])
-		if code != 0 {
-			p.fail(code, msg)
-			continue
-		}
-		p.resp.BaseOffset = base
-		if p.logAppend {
-			p.resp.LogAppendTime = now
-		}
-		if p.idempotent {
-			n.idem.seq.accepted(p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq, base)
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				msg := ""
+				if p.ErrorMessage != nil {
+					msg = *p.ErrorMessage
+				}
+				c.Logger().Warn("acks=0 produce failed", "topic", t.Topic, "partition", p.Partition, "error", kerr.ErrorForCode(p.ErrorCode), "reason", msg)
+			}
 		}
 	}
-	return resp, nil
+	return nil
 }
 
 // produceParts lays out the response in request order and returns one
@@ -191,83 +156,6 @@ func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *k
 		}
 	}
 	return live, nil
-}
-
-// sequenceProduce locks the producers of the idempotent batches among live
-// and decides each against its window: a refusal is answered, a retried
-// batch is answered with its first offsets and dropped from the write. The
-// returned unlock releases the producers once the write is remembered.
-func (n *Node) sequenceProduce(scope string, live []*producePart) ([]*producePart, func()) {
-	var pkeys []producerKey
-	epochs := make(map[producerKey]int16)
-	for _, p := range live {
-		if p.rb.ProducerID >= 0 {
-			k := producerKey{scope: scope, pid: p.rb.ProducerID}
-			pkeys = append(pkeys, k)
-			epochs[k] = p.rb.ProducerEpoch
-		}
-	}
-	if len(pkeys) == 0 {
-		return live, func() {}
-	}
-	held, unlock := n.idem.seq.lockProducers(pkeys, epochs)
-	kept := live[:0]
-	for _, p := range live {
-		if p.rb.ProducerID < 0 {
-			kept = append(kept, p)
-			continue
-		}
-		p.idempotent = true
-		p.key = windowKey{scope: scope, pid: p.rb.ProducerID, topic: p.topic, partition: p.resp.Partition}
-		p.lastSeq = seqAdd(p.rb.FirstSequence, p.rb.NumRecords-1)
-		v := n.idem.seq.check(held[producerKey{scope: scope, pid: p.rb.ProducerID}], p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq)
-		switch {
-		case v.code != 0:
-			p.fail(v.code, "")
-		case v.dup:
-			p.resp.BaseOffset = v.base // answered as the first time, written once
-		default:
-			kept = append(kept, p)
-		}
-	}
-	return kept, unlock
-}
-
-// encodeProduce turns every accepted record into a push item, all envelopes
-// in one buffer, and returns the items and the partitions that own them
-// (each owning items[p.items[0]:p.items[1]]). The request's batches share
-// one decompression allowance.
-func encodeProduce(d *batchDecoder, live []*producePart) ([]queen.PushItem, []*producePart) {
-	var (
-		buf    = d.out[:0]
-		ends   []int
-		owners []*producePart
-	)
-	defer func() { d.out = buf }()
-	allowance := maxDecompressed
-	for _, p := range live {
-		from := len(ends)
-		var spent int
-		var f *batchFault
-		buf, ends, spent, f = d.envelopes(&p.rb, buf, ends, allowance)
-		if f != nil {
-			p.fail(f.code, f.msg)
-			continue
-		}
-		allowance -= spent
-		p.items = [2]int{from, len(ends)}
-		owners = append(owners, p)
-	}
-	items := make([]queen.PushItem, len(ends))
-	start := 0
-	for _, p := range owners {
-		part := strconv.FormatInt(int64(p.resp.Partition), 10)
-		for i := p.items[0]; i < p.items[1]; i++ {
-			items[i] = queen.PushItem{Queue: p.topic, Partition: part, Payload: json.RawMessage(buf[start:ends[i]])}
-			start = ends[i]
-		}
-	}
-	return items, owners
 }
 
 // topicVerdict is what one request learns of one topic: its width, or the

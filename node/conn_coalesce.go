@@ -1,0 +1,91 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// coalescable reports whether q may share a push with the Produce requests
+// around it.
+func coalescable(q queued) bool {
+	return q.preset == nil && q.hdr.key == kmsg.Produce.Int16()
+}
+
+// nextGroup takes the next request to answer, from carry (requests already
+// taken off the queue, in order) and then the queue, and returns it with
+// what is left of carry. A Produce comes with the Produce requests right
+// behind it that are already read and waiting, up to maxCoalesce; nothing
+// is waited for, and a request of another kind stays behind for its own
+// turn. ok is false once the queue is closed and drained.
+func nextGroup(queue <-chan queued, carry []queued) (group, rest []queued, ok bool) {
+	if len(carry) == 0 {
+		q, ok := <-queue
+		if !ok {
+			return nil, nil, false
+		}
+		carry = []queued{q}
+	}
+	if !coalescable(carry[0]) {
+		return carry[:1:1], carry[1:], true
+	}
+	group = make([]queued, 0, maxCoalesce)
+	for len(carry) > 0 && len(group) < maxCoalesce && coalescable(carry[0]) {
+		group, carry = append(group, carry[0]), carry[1:]
+	}
+	if len(carry) > 0 {
+		return group, carry, true
+	}
+	for len(group) < maxCoalesce {
+		select {
+		case q, ok := <-queue:
+			if !ok {
+				return group, nil, true // the next call sees the queue closed
+			}
+			if !coalescable(q) {
+				return group, []queued{q}, true
+			}
+			group = append(group, q)
+		default:
+			return group, nil, true
+		}
+	}
+	return group, nil, true
+}
+
+// answerGroup answers group (one request, or Produce requests to coalesce)
+// and returns the answers of the first taken requests, in order; the rest
+// are answered in a later group. A panic is turned into an error so that
+// one bad request closes one connection and never the process.
+func (c *Conn) answerGroup(ctx context.Context, group []queued) (resps []kmsg.Response, taken int, err error) {
+	if len(group) == 1 {
+		c.clientID.Store(&group[0].hdr.clientID)
+		resp, err := c.answer(ctx, group[0])
+		return []kmsg.Response{resp}, 1, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("handler panic", "api", kmsg.NameForKey(group[0].hdr.key), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			resps, taken, err = nil, 0, fmt.Errorf("handler panic: %v", r)
+		}
+	}()
+	c.clientID.Store(&group[len(group)-1].hdr.clientID)
+	reqs := make([]*kmsg.ProduceRequest, len(group))
+	for i, q := range group {
+		reqs[i] = q.req.(*kmsg.ProduceRequest)
+	}
+	answers, taken, err := c.n.produceGroup(ctx, c, reqs)
+	if err != nil {
+		return nil, 0, err
+	}
+	resps = make([]kmsg.Response, taken)
+	for i, a := range answers[:taken] {
+		if resp := produceAnswer(c, reqs[i], a); resp != nil {
+			resp.SetVersion(group[i].hdr.version)
+			resps[i] = resp
+		}
+	}
+	return resps, taken, nil
+}

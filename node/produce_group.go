@@ -1,0 +1,356 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// A Kafka producer keeps several produce requests in flight on one
+// connection (five for an idempotent one), and the connection answers them
+// one at a time. Those already read and waiting when one's turn comes are
+// written as ONE push with it and then answered in order, each as if it had
+// been pushed alone: one push keeps them in order, and a request costs the
+// facade and Queen one round trip fewer.
+const (
+	// maxCoalesce is how many produce requests may share a push.
+	maxCoalesce = 5
+	// coalesceBodyBytes bounds the push body of a group of two or more
+	// requests, far under Queen's body ceiling (QUEEN_MAX_BODY_BYTES, 64 MiB
+	// by default), so that requests which fit alone never meet it together.
+	coalesceBodyBytes = 16 << 20
+	// itemOverhead is a push item's bytes around its payload, less the
+	// topic name: {"queue":"","partition":"123","payload":},
+	itemOverhead = 48
+)
+
+// groupReq is one request of a group on its way through.
+type groupReq struct {
+	req  *kmsg.ProduceRequest
+	resp *kmsg.ProduceResponse
+	live []*producePart // admitted, in request order
+}
+
+// produceGroup runs reqs, consecutive Produce requests of one connection,
+// as one push and returns each request's response. It takes requests from
+// the front while the push body stays under coalesceBodyBytes (the first
+// always) and returns how many it took; the rest are left for another
+// group. Every phase keeps request order, so the answers are the ones
+// running the requests one after another gives:
+//
+//   - lay out and admit each request on its own (topics, partitions,
+//     framing, checksums), then decode its batches into envelopes, with
+//     its own decompression allowance;
+//   - sequence the idempotent batches of the whole group under their
+//     producers' locks against a projection of their windows, so that a
+//     batch of request 2 follows request 1's batch of the same
+//     producer-partition: a gap refuses only that batch and writes nothing
+//     of it, a repeat of an earlier batch is answered with that batch's
+//     offsets;
+//   - push every batch kept;
+//   - settle in request order against the live windows, remembering each
+//     written batch. A batch is answered as written only if it was, so a
+//     batch behind one whose write failed is refused as it would have been
+//     alone.
+func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRequest) ([]*kmsg.ProduceResponse, int, error) {
+	d := batchDecoders.Get().(*batchDecoder)
+	defer d.release()
+	chunk, ends := d.out[:0], []int(nil)
+	defer func() { d.out = chunk }() // the push is over before release
+
+	var group []*groupReq
+	body := 0
+	for i, req := range reqs {
+		r := &groupReq{req: req, resp: req.ResponseKind().(*kmsg.ProduceResponse)}
+		parts := produceParts(req, r.resp)
+		if req.TransactionID != nil {
+			// Transactions are not offered yet; Apache Kafka answers a
+			// transactional produce it will not authorize this way.
+			for _, p := range parts {
+				p.fail(kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported by this facade")
+			}
+			group = append(group, r)
+			continue
+		}
+		live, err := n.admitProduce(ctx, c, req.Version, r.resp, parts)
+		if err != nil {
+			return nil, 0, err
+		}
+		markChunk, markEnds := chunk, len(ends)
+		var grown int
+		chunk, ends, grown = encodeParts(d, live, chunk, ends)
+		if i > 0 && body+grown > coalesceBodyBytes {
+			chunk, ends = markChunk, ends[:markEnds]
+			break
+		}
+		body += grown
+		r.live = live
+		group = append(group, r)
+	}
+
+	held, unlock := n.sequenceGroup(c.Identity(), group)
+	defer unlock()
+	throttle, err := pushGroup(ctx, c, group, ends)
+	if err != nil {
+		return nil, 0, err
+	}
+	n.settleGroup(held, group, n.now().UnixMilli())
+
+	resps := make([]*kmsg.ProduceResponse, len(group))
+	for i, r := range group {
+		resps[i] = r.resp
+		if throttle > 0 && wrotePart(r) {
+			r.resp.ThrottleMillis = max(r.resp.ThrottleMillis, throttle)
+		}
+	}
+	return resps, len(group), nil
+}
+
+func wrotePart(r *groupReq) bool {
+	for _, p := range r.live {
+		if p.write {
+			return true
+		}
+	}
+	return false
+}
+
+// encodeParts decodes the batches of one request's live partitions into
+// envelopes under one decompression allowance: each batch's envelopes
+// (p.env, each ending at its entry of ends) follow the previous batch's in
+// chunk while they fit, and start an array of their own when they do not,
+// so that no batch's envelopes are ever copied to grow a shared buffer. A
+// batch that does not decode keeps its fault, answered only if sequencing
+// would have written it. grown estimates the push body bytes the request
+// adds; chunk is returned as the array the next batch continues in.
+func encodeParts(d *batchDecoder, live []*producePart, chunk []byte, ends []int) ([]byte, []int, int) {
+	allowance := maxDecompressed
+	grown := 0
+	for _, p := range live {
+		from := len(ends)
+		room := chunk[len(chunk):len(chunk)]
+		env, next, spent, f := d.envelopes(&p.rb, room, ends, allowance)
+		ends = next
+		if f != nil {
+			p.fault = f
+			continue
+		}
+		if cap(env) == cap(room) {
+			chunk = chunk[:len(chunk)+len(env)]
+		} else {
+			chunk = env // envelopes took an array of their own
+		}
+		allowance -= spent
+		p.env, p.items = env, [2]int{from, len(ends)}
+		grown += len(env) + (len(ends)-from)*(itemOverhead+len(p.topic))
+	}
+	return chunk, ends, grown
+}
+
+// seqProjection is a group's view of its producers' epochs and windows as
+// the group's batches so far would leave them; owners names the batch of
+// the group in each ring slot (nil: remembered before the group).
+type seqProjection struct {
+	epochs  map[producerKey]int16
+	windows map[windowKey]*projectedWindow
+}
+
+type projectedWindow struct {
+	w      seqWindow
+	owners [seqWindowBatches]*producePart
+}
+
+// sequenceGroup locks the producers of the group's idempotent batches and
+// decides each batch, in order, against the projection: write it, refuse
+// it (seqCode), or answer it as a repeat (of dupOf, or of a batch written
+// before the group). It returns the locked producers by key, and unlock,
+// which releases them once the group is settled.
+func (n *Node) sequenceGroup(scope string, group []*groupReq) (map[producerKey]*producerState, func()) {
+	var pkeys []producerKey
+	epochs := make(map[producerKey]int16)
+	firstReq := make(map[producerKey]int)
+	for ri, r := range group {
+		for _, p := range r.live {
+			if p.rb.ProducerID < 0 {
+				continue
+			}
+			k := producerKey{scope: scope, pid: p.rb.ProducerID}
+			pkeys = append(pkeys, k)
+			// A producer is created at the epoch the first request naming
+			// it carries (its last batch's, as that request alone would).
+			if fr, ok := firstReq[k]; !ok || fr == ri {
+				firstReq[k], epochs[k] = ri, p.rb.ProducerEpoch
+			}
+		}
+	}
+	unlock := func() {}
+	var held map[producerKey]*producerState
+	if len(pkeys) > 0 {
+		held, unlock = n.idem.seq.lockProducers(pkeys, epochs)
+	}
+	proj := seqProjection{epochs: make(map[producerKey]int16), windows: make(map[windowKey]*projectedWindow)}
+	for _, r := range group {
+		for _, p := range r.live {
+			if p.rb.ProducerID < 0 {
+				p.write = p.fault == nil
+				continue
+			}
+			pk := producerKey{scope: scope, pid: p.rb.ProducerID}
+			p.idempotent = true
+			p.key = windowKey{scope: scope, pid: p.rb.ProducerID, topic: p.topic, partition: p.resp.Partition}
+			p.lastSeq = seqAdd(p.rb.FirstSequence, p.rb.NumRecords-1)
+			pe, ok := proj.epochs[pk]
+			if !ok {
+				pe = held[pk].epoch
+			}
+			pw := proj.windows[p.key]
+			if pw == nil {
+				pw = &projectedWindow{w: seqWindow{key: p.key, epoch: -1}}
+				if w := n.idem.seq.window(p.key, false); w != nil {
+					pw.w = *w
+				}
+				proj.windows[p.key] = pw
+			}
+			epoch := p.rb.ProducerEpoch
+			v, at := decideSeq(&pe, &pw.w, epoch, p.rb.FirstSequence, p.lastSeq)
+			proj.epochs[pk] = pe
+			switch {
+			case v.code != 0:
+				p.seqCode = v.code
+			case v.dup:
+				p.dupOf = pw.owners[at] // nil: written before the group
+			case p.fault != nil:
+			default:
+				p.write = true
+				if pw.w.epoch != epoch {
+					pw.owners = [seqWindowBatches]*producePart{}
+				}
+				pw.owners[pw.w.accept(epoch, seqBatch{first: p.rb.FirstSequence, last: p.lastSeq, base: -1})] = p
+			}
+		}
+	}
+	return held, unlock
+}
+
+// pushGroup pushes the envelopes of every batch to be written as one call
+// and records each batch's outcome; a failed call is every such batch's
+// outcome, with the throttle a 429 carries. A canceled call is returned.
+func pushGroup(ctx context.Context, c *Conn, group []*groupReq, ends []int) (int32, error) {
+	count := 0
+	for _, r := range group {
+		for _, p := range r.live {
+			if p.write {
+				count += p.items[1] - p.items[0]
+			}
+		}
+	}
+	if count == 0 {
+		return 0, nil
+	}
+	items := make([]queen.PushItem, 0, count)
+	for _, r := range group {
+		for _, p := range r.live {
+			if !p.write {
+				continue
+			}
+			part := strconv.FormatInt(int64(p.resp.Partition), 10)
+			from := len(items)
+			start := 0
+			for i := p.items[0]; i < p.items[1]; i++ {
+				items = append(items, queen.PushItem{Queue: p.topic, Partition: part, Payload: json.RawMessage(p.env[start:ends[i]])})
+				start = ends[i]
+			}
+			p.pushed = [2]int{from, len(items)}
+		}
+	}
+	results, err := c.Queen().Push(ctx, items) // one call for the whole group
+	if err != nil {
+		logQueenFault(c, "push", err)
+		code, throttle, msg, fatal := pushFault(err)
+		if fatal != nil {
+			return 0, fatal
+		}
+		for _, r := range group {
+			for _, p := range r.live {
+				if p.write {
+					p.outcome = pushOutcome{base: -1, code: code, msg: msg}
+				}
+			}
+		}
+		return throttle, nil
+	}
+	for _, r := range group {
+		for _, p := range r.live {
+			if p.write {
+				base, code, msg := partitionOutcome(results[p.pushed[0]:p.pushed[1]])
+				p.outcome = pushOutcome{base: base, code: code, msg: msg}
+			}
+		}
+	}
+	return 0, nil
+}
+
+// settleGroup answers every live batch in request order. Idempotent
+// batches are decided again against the live windows, which take each
+// written batch as its turn comes: with every write of the group stored
+// that repeats the projection's verdicts; behind a failed write it gives
+// the verdict the batch would have met alone.
+func (n *Node) settleGroup(held map[producerKey]*producerState, group []*groupReq, now int64) {
+	s := n.idem.seq
+	for _, r := range group {
+		for _, p := range r.live {
+			if !p.idempotent {
+				p.settleWrite(now)
+				continue
+			}
+			v := s.check(held[producerKey{scope: p.key.scope, pid: p.key.pid}], p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq)
+			switch {
+			case v.code != 0:
+				p.fail(v.code, "")
+			case v.dup:
+				p.resp.BaseOffset = v.base // answered as the first time, written once
+			case p.write:
+				if p.settleWrite(now) {
+					s.accepted(p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq, p.outcome.base)
+				}
+			case p.dupOf != nil:
+				// A repeat of a batch of this group whose write failed: it
+				// was not written either, and is retried like its original.
+				p.fail(p.dupOf.outcome.code, p.dupOf.outcome.msg)
+			case p.fault != nil:
+				p.fail(p.fault.code, p.fault.msg)
+			default:
+				// Refused behind a batch whose write failed; alone it would
+				// have been taken, but nothing of it was written.
+				code := p.seqCode
+				if code == 0 {
+					code = kerr.OutOfOrderSequenceNumber.Code
+				}
+				p.fail(code, "")
+			}
+		}
+	}
+}
+
+// settleWrite answers a batch that is not sequenced (or that sequencing
+// kept) from its write, reporting whether it was stored.
+func (p *producePart) settleWrite(now int64) bool {
+	switch {
+	case p.fault != nil:
+		p.fail(p.fault.code, p.fault.msg)
+		return false
+	case p.outcome.code != 0:
+		p.fail(p.outcome.code, p.outcome.msg)
+		return false
+	}
+	p.resp.BaseOffset = p.outcome.base
+	if p.logAppend {
+		p.resp.LogAppendTime = now
+	}
+	return true
+}

@@ -1,0 +1,252 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const routePushCall = "POST /api/v1/push"
+
+// groupPart is one partition of a test produce request.
+type groupPart struct {
+	topic     string
+	partition int32
+	raw       []byte
+}
+
+func groupProduceReq(acks int16, parts ...groupPart) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 9, acks, 30000
+	for _, p := range parts {
+		i := len(req.Topics) - 1
+		if i < 0 || req.Topics[i].Topic != p.topic {
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = p.topic
+			req.Topics = append(req.Topics, rt)
+			i++
+		}
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = p.partition, p.raw
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	return req
+}
+
+// groupEnv is a node over its own dev broker with topics a and b (width 4).
+func groupEnv(t *testing.T) (*Node, *devQueen) {
+	n, fq := newTestNode(t, nil)
+	for _, topic := range []string{"a", "b"} {
+		_, err := fq.q.Configure(context.Background(), topic, nil)
+		require.NoError(t, err)
+	}
+	return n, fq
+}
+
+// answerQueued runs the connection's answer loop over reqs, all already
+// read and waiting, and returns the answers it wrote (nil for a request
+// that got no frame), checking correlation ids and order.
+func answerQueued(t *testing.T, n *Node, reqs []*kmsg.ProduceRequest) []*kmsg.ProduceResponse {
+	t.Helper()
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	c := newConn(n, a)
+	queue := make(chan queued, len(reqs))
+	fmtr := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
+	for i, req := range reqs {
+		frame := fmtr.AppendRequest(nil, req, int32(i+1))
+		q, err := decodeRequest(frame[4:])
+		require.NoError(t, err)
+		queue <- q
+	}
+	close(queue)
+	done := make(chan struct{})
+	go func() { defer close(done); c.answerLoop(context.Background(), queue) }()
+	k := &kclient{t: t, nc: b, br: bufio.NewReader(b)}
+	out := make([]*kmsg.ProduceResponse, len(reqs))
+	for i, req := range reqs {
+		if req.Acks == 0 {
+			continue
+		}
+		corr, resp := k.recv(req)
+		require.Equal(t, int32(i+1), corr, "answers in request order")
+		out[i] = resp.(*kmsg.ProduceResponse)
+	}
+	<-done
+	return out
+}
+
+// answerSequential runs reqs one at a time through the handler.
+func answerSequential(t *testing.T, n *Node, reqs []*kmsg.ProduceRequest) []*kmsg.ProduceResponse {
+	t.Helper()
+	c := testConn(t, n)
+	out := make([]*kmsg.ProduceResponse, len(reqs))
+	for i, req := range reqs {
+		resp, err := n.handleProduce(context.Background(), c, req)
+		require.NoError(t, err)
+		if resp != nil {
+			resp.SetVersion(req.Version)
+			out[i] = resp.(*kmsg.ProduceResponse)
+		}
+	}
+	return out
+}
+
+// stripTimes leaves what the comparison is about.
+func stripTimes(rs []*kmsg.ProduceResponse) []*kmsg.ProduceResponse {
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				r.Topics[i].Partitions[j].LogAppendTime = -1
+			}
+		}
+	}
+	return rs
+}
+
+// groupScenario: six pipelined requests over two topics with an idempotent
+// producer chained across requests, a refused partition, a gap, a repeat
+// of an earlier request's batch, and an acks=0 request in the middle.
+func groupScenario(t *testing.T) []*kmsg.ProduceRequest {
+	const pid = 7 << 32
+	plain := testBatch{firstTS: 1, records: sampleRecords()}.encode(t)
+	return []*kmsg.ProduceRequest{
+		groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 0, 3)}, groupPart{"a", 1, plain}, groupPart{"b", 0, idemBatch(t, pid, 0, 0, 2)}),
+		groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 3, 2)}, groupPart{"a", 9, plain}),
+		groupProduceReq(0, groupPart{"b", 0, idemBatch(t, pid, 0, 2, 1)}),
+		groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 7, 1)}, groupPart{"b", 1, plain}), // gap on a/0
+		groupProduceReq(1, groupPart{"a", 0, idemBatch(t, pid, 0, 0, 3)}),                            // repeat of the first
+		groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 5, 1)}, groupPart{"b", 0, idemBatch(t, pid, 0, 3, 1)}),
+	}
+}
+
+// TestCoalescedProduceMatchesSequential: requests already waiting on a
+// connection are written with one push per maxCoalesce of them and answered
+// exactly as one push each would answer them, and store the same records.
+func TestCoalescedProduceMatchesSequential(t *testing.T) {
+	ng, fg := groupEnv(t)
+	ns, fs := groupEnv(t)
+	before := fg.count(routePushCall)
+	grouped := stripTimes(answerQueued(t, ng, groupScenario(t)))
+	require.Equal(t, 2, fg.count(routePushCall)-before, "five requests in one push, the sixth in the next")
+
+	before = fs.count(routePushCall)
+	sequential := stripTimes(answerSequential(t, ns, groupScenario(t)))
+	require.Equal(t, 5, fs.count(routePushCall)-before, "one push per request that writes anything")
+	require.Equal(t, sequential, grouped)
+
+	// The outcomes themselves, so that agreeing on a wrong answer fails.
+	p := func(r *kmsg.ProduceResponse, ti, pi int) kmsg.ProduceResponseTopicPartition {
+		return r.Topics[ti].Partitions[pi]
+	}
+	require.Equal(t, int64(0), p(grouped[0], 0, 0).BaseOffset)
+	require.Equal(t, int64(3), p(grouped[1], 0, 0).BaseOffset, "chained on request 1's batch")
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, p(grouped[1], 0, 1).ErrorCode)
+	require.Nil(t, grouped[2], "acks=0 gets no frame")
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, p(grouped[3], 0, 0).ErrorCode, "the gap refuses only its batch")
+	require.Equal(t, int16(0), p(grouped[3], 1, 0).ErrorCode)
+	require.Equal(t, int64(0), p(grouped[4], 0, 0).BaseOffset, "a repeat is answered with its first offsets")
+	require.Equal(t, int64(5), p(grouped[5], 0, 0).BaseOffset, "nothing of the refused gap was written")
+	require.Equal(t, int64(3), p(grouped[5], 1, 0).BaseOffset, "chained on the acks=0 request's batch")
+
+	for _, tp := range []struct {
+		topic string
+		part  string
+	}{{"a", "0"}, {"a", "1"}, {"b", "0"}, {"b", "1"}} {
+		require.Equal(t, storedCount(t, fs, tp.topic, tp.part), storedCount(t, fg, tp.topic, tp.part), "%s/%s", tp.topic, tp.part)
+	}
+}
+
+func storedCount(t *testing.T, fq *devQueen, topic, partition string) int {
+	t.Helper()
+	e := &dataEnv{t: t, q: fq.q}
+	var p int32
+	for _, c := range partition {
+		p = p*10 + int32(c-'0')
+	}
+	_, recs := e.stored(topic, p)
+	return len(recs)
+}
+
+// TestCoalescedProduceFailedPush: when the shared push fails, every
+// request's written batches carry the failure, a batch chained behind a
+// failed one is refused as it would be alone, nothing is remembered, and
+// the producer resends from its first batch.
+func TestCoalescedProduceFailedPush(t *testing.T) {
+	const pid = 9 << 32
+	scenario := func() []*kmsg.ProduceRequest {
+		return []*kmsg.ProduceRequest{
+			groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 0, 2)}, groupPart{"b", 2, testBatch{firstTS: 1, records: sampleRecords()}.encode(t)}),
+			groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 2, 2)}),
+			groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 0, 2)}), // the client's repeat
+		}
+	}
+	failFirstPush := func(fq *devQueen) {
+		var failed atomic.Bool
+		fq.setFault(func(r *http.Request) (int, string, string) {
+			if r.URL.Path == "/api/v1/push" && failed.CompareAndSwap(false, true) {
+				return http.StatusServiceUnavailable, "", "unavailable"
+			}
+			return 0, "", ""
+		})
+	}
+	ng, fg := groupEnv(t)
+	failFirstPush(fg)
+	grouped := stripTimes(answerQueued(t, ng, scenario()))
+	ns, fs := groupEnv(t)
+	failFirstPush(fs)
+	sequential := stripTimes(answerSequential(t, ns, scenario()))
+
+	code := func(r *kmsg.ProduceResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode }
+	require.Equal(t, kerr.RequestTimedOut.Code, code(grouped[0]))
+	require.Equal(t, kerr.RequestTimedOut.Code, grouped[0].Topics[1].Partitions[0].ErrorCode)
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, code(grouped[1]), "behind a failed write")
+	require.Equal(t, kerr.RequestTimedOut.Code, code(sequential[0]))
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, code(sequential[1]))
+	// Alone, the repeat would have been written by a push of its own; in
+	// the group it shared the failed push, so it fails retriably instead.
+	require.Equal(t, int64(0), sequential[2].Topics[0].Partitions[0].BaseOffset)
+	require.Equal(t, kerr.RequestTimedOut.Code, code(grouped[2]))
+	require.Equal(t, 0, storedCount(t, fg, "a", "0"), "nothing written")
+
+	// Nothing was remembered: the producer starts over at sequence 0.
+	again := stripTimes(answerQueued(t, ng, []*kmsg.ProduceRequest{
+		groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 0, 2)}),
+		groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 2, 2)}),
+	}))
+	require.Equal(t, int64(0), again[0].Topics[0].Partitions[0].BaseOffset)
+	require.Equal(t, int64(2), again[1].Topics[0].Partitions[0].BaseOffset)
+}
+
+// TestCoalescedProduceCutAtBodyBound: a group stops before the request
+// that would take its push body past coalesceBodyBytes; that request is
+// answered by the next push, in order.
+func TestCoalescedProduceCutAtBodyBound(t *testing.T) {
+	n, fq := groupEnv(t)
+	big := []byte(strings.Repeat("x", 5<<20)) // 6.7 MiB of base64 per request
+	var reqs []*kmsg.ProduceRequest
+	for i := 0; i < 3; i++ {
+		reqs = append(reqs, groupProduceReq(-1, groupPart{"a", 0, testBatch{firstTS: 1, records: []kmsg.Record{{Value: big}}}.encode(t)}))
+	}
+	_, taken, err := n.produceGroup(context.Background(), testConn(t, n), reqs)
+	require.NoError(t, err)
+	require.Equal(t, 2, taken, "the third would pass %d bytes", coalesceBodyBytes)
+
+	before := fq.count(routePushCall)
+	got := answerQueued(t, n, reqs)
+	require.Equal(t, 2, fq.count(routePushCall)-before)
+	for i, r := range got {
+		require.Equal(t, int64(2+i), r.Topics[0].Partitions[0].BaseOffset)
+	}
+}
