@@ -1,0 +1,81 @@
+package node
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/queen-mq/queen-kafka/queen/dev"
+)
+
+// BenchmarkKgoProduceServed is the e2e produce benchmark's shape (1 KiB
+// records, acks=all, idempotent, lz4, franz-go at a 2 ms linger) against a
+// served node and an in-process queen-dev, so that the facade's whole
+// produce path — connection loop, handler, Queen client — can be profiled
+// with -cpuprofile in one process.
+func BenchmarkKgoProduceServed(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	e := newDataEnv(b, dev.Options{}, map[string]string{"QUEEN_KAFKA_ADDR": addr, "QUEEN_KAFKA_ADVERTISED_ADDR": addr, "QUEEN_KAFKA_DEFAULT_PARTITIONS": "8"})
+	serveBenchNode(b, e.n)
+	const n = 20000
+	value := []byte(strings.Repeat("q", 1024))
+	b.SetBytes(n * 1024)
+	for i := 0; i < b.N; i++ {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("bench-served-"+strconv.Itoa(i)), kgo.AllowAutoTopicCreation(),
+			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.Lz4Compression()),
+			kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+			b.Fatal(err)
+		}
+		var failed atomic.Int64
+		var wg sync.WaitGroup
+		wg.Add(n)
+		for j := 0; j < n; j++ {
+			cl.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(j)), Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					failed.Add(1)
+				}
+				wg.Done()
+			})
+		}
+		wg.Wait()
+		cancel()
+		cl.Close()
+		if f := failed.Load(); f > 0 {
+			b.Fatalf("%d records failed", f)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "rec/s")
+}
+
+// serveBenchNode serves n on its configured address until the benchmark ends.
+func serveBenchNode(b *testing.B, n *Node) {
+	b.Helper()
+	if _, err := n.Listen(); err != nil {
+		b.Fatalf("listen: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- n.Serve(context.Background()) }()
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = n.Shutdown(ctx)
+		<-done
+	})
+}
