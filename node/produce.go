@@ -45,11 +45,12 @@ type producePart struct {
 }
 
 // pushOutcome is what the push did with one partition's items: stored at
-// base, or refused with code and msg.
+// base, or refused with code and msg (and the throttle a 429 carried).
 type pushOutcome struct {
-	base int64
-	code int16
-	msg  string
+	base     int64
+	code     int16
+	msg      string
+	throttle int32
 }
 
 func (n *Node) handleProduce(ctx context.Context, c *Conn, req *kmsg.ProduceRequest) (kmsg.Response, error) {

@@ -1,9 +1,14 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -52,7 +57,7 @@ type groupReq struct {
 //     producer-partition: a gap refuses only that batch and writes nothing
 //     of it, a repeat of an earlier batch is answered with that batch's
 //     offsets;
-//   - push every batch kept;
+//   - push every batch kept (see pushGroup);
 //   - settle in request order against the live windows, remembering each
 //     written batch. A batch is answered as written only if it was, so a
 //     batch behind one whose write failed is refused as it would have been
@@ -95,8 +100,7 @@ func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRe
 
 	held, unlock := n.sequenceGroup(c.Identity(), group)
 	defer unlock()
-	throttle, err := pushGroup(ctx, c, group, ends)
-	if err != nil {
+	if err := pushGroup(ctx, c, group, ends); err != nil {
 		return nil, 0, err
 	}
 	n.settleGroup(held, group, n.now().UnixMilli())
@@ -104,20 +108,13 @@ func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRe
 	resps := make([]*kmsg.ProduceResponse, len(group))
 	for i, r := range group {
 		resps[i] = r.resp
-		if throttle > 0 && wrotePart(r) {
-			r.resp.ThrottleMillis = max(r.resp.ThrottleMillis, throttle)
+		for _, p := range r.live {
+			if p.write {
+				r.resp.ThrottleMillis = max(r.resp.ThrottleMillis, p.outcome.throttle)
+			}
 		}
 	}
 	return resps, len(group), nil
-}
-
-func wrotePart(r *groupReq) bool {
-	for _, p := range r.live {
-		if p.write {
-			return true
-		}
-	}
-	return false
 }
 
 // encodeParts decodes the batches of one request's live partitions into
@@ -237,62 +234,133 @@ func (n *Node) sequenceGroup(scope string, group []*groupReq) (map[producerKey]*
 	return held, unlock
 }
 
-// pushGroup pushes the envelopes of every batch to be written as one call
-// and records each batch's outcome; a failed call is every such batch's
-// outcome, with the throttle a 429 carries. A canceled call is returned.
-func pushGroup(ctx context.Context, c *Conn, group []*groupReq, ends []int) (int32, error) {
+// pushGroup writes the envelopes of every batch to be written and records
+// each batch's outcome. Queen keeps order within a partition and promises
+// nothing across partitions, even inside one push (queen-api §5), so a
+// group touching several partitions is written by up to maxPushShards
+// concurrent pushes, each holding whole partitions: every batch of one
+// partition, and so every chain of idempotent batches, stays in one push,
+// in group order. One push at a time per connection left Queen idle while
+// it decoded, and the facade idle while Queen stored. A canceled call is
+// returned.
+func pushGroup(ctx context.Context, c *Conn, group []*groupReq, ends []int) error {
+	var written []*producePart
 	count := 0
 	for _, r := range group {
 		for _, p := range r.live {
 			if p.write {
+				written = append(written, p)
 				count += p.items[1] - p.items[0]
 			}
 		}
 	}
 	if count == 0 {
-		return 0, nil
+		return nil
+	}
+	shards := shardParts(written, count)
+	if len(shards) == 1 {
+		return pushShard(ctx, c, shards[0], ends)
+	}
+	errs := make([]error, len(shards))
+	var wg sync.WaitGroup
+	for i := 1; i < len(shards); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					errs[i] = fmt.Errorf("push panic: %v", r)
+				}
+			}()
+			errs[i] = pushShard(ctx, c, shards[i], ends)
+		}()
+	}
+	errs[0] = pushShard(ctx, c, shards[0], ends)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+const (
+	// maxPushShards bounds the concurrent pushes of one group.
+	maxPushShards = 4
+	// minShardItems keeps small groups in one push, where a second call
+	// would cost more than it overlaps.
+	minShardItems = 256
+)
+
+// shardParts splits written (in group order) into pushes holding whole
+// partitions, balanced by item count, each in group order.
+func shardParts(written []*producePart, count int) [][]*producePart {
+	type tp struct {
+		topic string
+		p     int32
+	}
+	load := make(map[tp]int)
+	var keys []tp
+	for _, p := range written {
+		k := tp{p.topic, p.resp.Partition}
+		if _, ok := load[k]; !ok {
+			keys = append(keys, k)
+		}
+		load[k] += p.items[1] - p.items[0]
+	}
+	n := min(maxPushShards, len(keys), count/minShardItems)
+	if n <= 1 {
+		return [][]*producePart{written}
+	}
+	// Largest partitions first, each to the lightest push so far.
+	slices.SortStableFunc(keys, func(a, b tp) int { return cmp.Compare(load[b], load[a]) })
+	sums := make([]int, n)
+	shardOf := make(map[tp]int, len(keys))
+	for _, k := range keys {
+		i := slices.Index(sums, slices.Min(sums))
+		shardOf[k] = i
+		sums[i] += load[k]
+	}
+	shards := make([][]*producePart, n)
+	for _, p := range written {
+		i := shardOf[tp{p.topic, p.resp.Partition}]
+		shards[i] = append(shards[i], p)
+	}
+	return shards
+}
+
+// pushShard pushes the envelopes of parts as one call and records each
+// part's outcome; a failed call is every part's outcome, with the throttle
+// a 429 carries. A canceled call is returned.
+func pushShard(ctx context.Context, c *Conn, parts []*producePart, ends []int) error {
+	count := 0
+	for _, p := range parts {
+		count += p.items[1] - p.items[0]
 	}
 	items := make([]queen.PushItem, 0, count)
-	for _, r := range group {
-		for _, p := range r.live {
-			if !p.write {
-				continue
-			}
-			part := strconv.FormatInt(int64(p.resp.Partition), 10)
-			from := len(items)
-			start := 0
-			for i := p.items[0]; i < p.items[1]; i++ {
-				items = append(items, queen.PushItem{Queue: p.topic, Partition: part, Payload: json.RawMessage(p.env[start:ends[i]])})
-				start = ends[i]
-			}
-			p.pushed = [2]int{from, len(items)}
+	for _, p := range parts {
+		part := strconv.FormatInt(int64(p.resp.Partition), 10)
+		from := len(items)
+		start := 0
+		for i := p.items[0]; i < p.items[1]; i++ {
+			items = append(items, queen.PushItem{Queue: p.topic, Partition: part, Payload: json.RawMessage(p.env[start:ends[i]])})
+			start = ends[i]
 		}
+		p.pushed = [2]int{from, len(items)}
 	}
-	results, err := c.Queen().Push(ctx, items) // one call for the whole group
+	results, err := c.Queen().Push(ctx, items)
 	if err != nil {
 		logQueenFault(c, "push", err)
 		code, throttle, msg, fatal := pushFault(err)
 		if fatal != nil {
-			return 0, fatal
+			return fatal
 		}
-		for _, r := range group {
-			for _, p := range r.live {
-				if p.write {
-					p.outcome = pushOutcome{base: -1, code: code, msg: msg}
-				}
-			}
+		for _, p := range parts {
+			p.outcome = pushOutcome{base: -1, code: code, msg: msg, throttle: throttle}
 		}
-		return throttle, nil
+		return nil
 	}
-	for _, r := range group {
-		for _, p := range r.live {
-			if p.write {
-				base, code, msg := partitionOutcome(results[p.pushed[0]:p.pushed[1]])
-				p.outcome = pushOutcome{base: base, code: code, msg: msg}
-			}
-		}
+	for _, p := range parts {
+		base, code, msg := partitionOutcome(results[p.pushed[0]:p.pushed[1]])
+		p.outcome = pushOutcome{base: base, code: code, msg: msg}
 	}
-	return 0, nil
+	return nil
 }
 
 // settleGroup answers every live batch in request order. Idempotent

@@ -2,7 +2,9 @@ package node
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -249,4 +251,68 @@ func TestCoalescedProduceCutAtBodyBound(t *testing.T) {
 	for i, r := range got {
 		require.Equal(t, int64(2+i), r.Topics[0].Partitions[0].BaseOffset)
 	}
+}
+
+// TestCoalescedProduceShardsByPartition: a group touching several
+// partitions with enough records is written by concurrent pushes holding
+// whole partitions, so chains of one producer-partition stay in order, and
+// a push that fails fails only its own partitions.
+func TestCoalescedProduceShardsByPartition(t *testing.T) {
+	const pid = 11 << 32
+	n, fq := groupEnv(t)
+	batch := func(p int32, seq int32) groupPart {
+		return groupPart{"a", p, idemBatch(t, pid, 0, seq, 150)}
+	}
+	reqs := []*kmsg.ProduceRequest{
+		groupProduceReq(-1, batch(0, 0), batch(1, 0), batch(2, 0), batch(3, 0)),
+		groupProduceReq(-1, batch(0, 150), batch(1, 150), batch(2, 150), batch(3, 150)),
+	}
+	var failing atomic.Bool
+	var pushes atomic.Int64
+	fq.setFault(func(r *http.Request) (int, string, string) {
+		if r.URL.Path != "/api/v1/push" {
+			return 0, "", ""
+		}
+		pushes.Add(1)
+		if failing.Load() && strings.Contains(peekBody(r), `"partition":"2"`) {
+			return http.StatusServiceUnavailable, "", "unavailable"
+		}
+		return 0, "", ""
+	})
+	got := answerQueued(t, n, reqs)
+	require.Equal(t, int64(4), pushes.Load(), "1200 records over four partitions: four pushes")
+	for i, r := range got {
+		for j, p := range r.Topics[0].Partitions {
+			require.Equal(t, int16(0), p.ErrorCode, "request %d partition %d", i, j)
+			require.Equal(t, int64(150*i), p.BaseOffset, "request %d partition %d chained in order", i, j)
+		}
+	}
+
+	failing.Store(true)
+	got = answerQueued(t, n, []*kmsg.ProduceRequest{
+		groupProduceReq(-1, batch(0, 300), batch(1, 300), batch(2, 300), batch(3, 300)),
+		groupProduceReq(-1, batch(0, 450), batch(1, 450), batch(2, 450), batch(3, 450)),
+	})
+	for i, r := range got {
+		for j, p := range r.Topics[0].Partitions {
+			switch {
+			case j == 2 && i == 0:
+				require.Equal(t, kerr.RequestTimedOut.Code, p.ErrorCode, "the failed push's partition")
+			case j == 2:
+				require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, p.ErrorCode, "behind the failed batch")
+			default:
+				require.Equal(t, int16(0), p.ErrorCode, "request %d partition %d", i, j)
+				require.Equal(t, int64(300+150*i), p.BaseOffset)
+			}
+		}
+	}
+	require.Equal(t, 300, storedCount(t, fq, "a", "2"))
+	require.Equal(t, 600, storedCount(t, fq, "a", "1"))
+}
+
+// peekBody reads r's body and puts it back for the broker.
+func peekBody(r *http.Request) string {
+	b, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	return string(b)
 }
