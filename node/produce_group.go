@@ -25,6 +25,11 @@ import (
 const (
 	// maxCoalesce is how many produce requests may share a push.
 	maxCoalesce = 5
+	// coalesceFrameBytes bounds the frames of a group: sharing a push pays
+	// for small requests, whose round trips dominate; a large one is its
+	// own push, answered without waiting for the ones behind it, so that
+	// the producer can send the next while this one is stored.
+	coalesceFrameBytes = 512 << 10
 	// coalesceBodyBytes bounds the push body of a group of two or more
 	// requests, far under Queen's body ceiling (QUEEN_MAX_BODY_BYTES, 64 MiB
 	// by default), so that requests which fit alone never meet it together.

@@ -67,6 +67,7 @@ func answerQueued(t *testing.T, n *Node, reqs []*kmsg.ProduceRequest) []*kmsg.Pr
 		frame := fmtr.AppendRequest(nil, req, int32(i+1))
 		q, err := decodeRequest(frame[4:])
 		require.NoError(t, err)
+		q.size = int64(len(frame) - 4) // as readRequest holds it
 		queue <- q
 	}
 	close(queue)
@@ -231,15 +232,36 @@ func TestCoalescedProduceFailedPush(t *testing.T) {
 	require.Equal(t, int64(2), again[1].Topics[0].Partitions[0].BaseOffset)
 }
 
+// TestCoalescedProduceLargeFramesAlone: requests whose frames pass
+// coalesceFrameBytes together are each their own push.
+func TestCoalescedProduceLargeFramesAlone(t *testing.T) {
+	n, fq := groupEnv(t)
+	value := []byte(strings.Repeat("y", 300<<10)) // uncompressed: the frame is the size
+	var reqs []*kmsg.ProduceRequest
+	for i := 0; i < 3; i++ {
+		reqs = append(reqs, groupProduceReq(-1, groupPart{"a", 1, testBatch{firstTS: 1, records: []kmsg.Record{{Value: value}}}.encode(t)}))
+	}
+	before := fq.count(routePushCall)
+	got := answerQueued(t, n, reqs)
+	require.Equal(t, 3, fq.count(routePushCall)-before)
+	for i, r := range got {
+		require.Equal(t, int64(i), r.Topics[0].Partitions[0].BaseOffset)
+	}
+}
+
 // TestCoalescedProduceCutAtBodyBound: a group stops before the request
 // that would take its push body past coalesceBodyBytes; that request is
 // answered by the next push, in order.
 func TestCoalescedProduceCutAtBodyBound(t *testing.T) {
 	n, fq := groupEnv(t)
-	big := []byte(strings.Repeat("x", 5<<20)) // 6.7 MiB of base64 per request
+	// 6.7 MiB of base64 per request from a frame of a few KiB: small
+	// enough frames to be grouped, too large a push together.
+	big := []byte(strings.Repeat("x", 5<<20))
 	var reqs []*kmsg.ProduceRequest
 	for i := 0; i < 3; i++ {
-		reqs = append(reqs, groupProduceReq(-1, groupPart{"a", 0, testBatch{firstTS: 1, records: []kmsg.Record{{Value: big}}}.encode(t)}))
+		raw := testBatch{codec: codecLz4, firstTS: 1, records: []kmsg.Record{{Value: big}}}.encode(t)
+		require.Less(t, len(raw), coalesceFrameBytes/3)
+		reqs = append(reqs, groupProduceReq(-1, groupPart{"a", 0, raw}))
 	}
 	_, taken, err := n.produceGroup(context.Background(), testConn(t, n), reqs)
 	require.NoError(t, err)
