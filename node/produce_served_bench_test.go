@@ -29,13 +29,20 @@ func BenchmarkKgoProduceServed(b *testing.B) {
 	ln.Close()
 	e := newDataEnv(b, dev.Options{}, map[string]string{"QUEEN_KAFKA_ADDR": addr, "QUEEN_KAFKA_ADVERTISED_ADDR": addr, "QUEEN_KAFKA_DEFAULT_PARTITIONS": "8"})
 	serveBenchNode(b, e.n)
-	const n = 20000
-	value := []byte(strings.Repeat("q", 1024))
-	b.SetBytes(n * 1024)
+	// 1KiB: the e2e benchmark's shape, few large requests. small: 100-byte
+	// records with no linger, many small requests (where coalescing them
+	// into one push is what counts).
+	b.Run("1KiB", func(b *testing.B) { kgoProduce(b, addr, 20000, 1024, 2*time.Millisecond) })
+	b.Run("small", func(b *testing.B) { kgoProduce(b, addr, 20000, 100, 0) })
+}
+
+func kgoProduce(b *testing.B, addr string, n, size int, linger time.Duration) {
+	value := []byte(strings.Repeat("q", size))
+	b.SetBytes(int64(n * size))
 	for i := 0; i < b.N; i++ {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("bench-served-"+strconv.Itoa(i)), kgo.AllowAutoTopicCreation(),
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(strings.ReplaceAll("bench-"+b.Name()+"-"+strconv.Itoa(i), "/", "-")), kgo.AllowAutoTopicCreation(),
 			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.Lz4Compression()),
-			kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(n))
+			kgo.ProducerLinger(linger), kgo.MaxBufferedRecords(n))
 		if err != nil {
 			b.Fatal(err)
 		}
