@@ -36,12 +36,17 @@ type producePart struct {
 	logAppend bool
 
 	// What the group's sequencing decided: written in the push, refused
-	// with seqCode, or a repeat of dupOf (a batch earlier in the group).
-	write   bool
-	seqCode int16
-	dupOf   *producePart
-	pushed  [2]int // [first, end) of its items in the push, when write
-	outcome pushOutcome
+	// with seqCode, or a repeat of dupOf (a batch earlier in the group) or
+	// of a batch written before the group at dupBase. epochBefore is the
+	// producer's epoch as the batch met it.
+	write       bool
+	seqCode     int16
+	dup         bool
+	dupOf       *producePart
+	dupBase     int64
+	epochBefore int16
+	pushed      [2]int // [first, end) of its items in the push, when write
+	outcome     pushOutcome
 }
 
 // pushOutcome is what the push did with one partition's items: stored at

@@ -103,12 +103,12 @@ func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRe
 		group = append(group, r)
 	}
 
-	held, unlock := n.sequenceGroup(c.Identity(), group)
+	unlock := n.sequenceGroup(c.Identity(), group)
 	defer unlock()
 	if err := pushGroup(ctx, c, group, ends); err != nil {
 		return nil, 0, err
 	}
-	n.settleGroup(held, group, n.now().UnixMilli())
+	n.settleGroup(group, n.now().UnixMilli())
 
 	resps := make([]*kmsg.ProduceResponse, len(group))
 	for i, r := range group {
@@ -170,9 +170,9 @@ type projectedWindow struct {
 // sequenceGroup locks the producers of the group's idempotent batches and
 // decides each batch, in order, against the projection: write it, refuse
 // it (seqCode), or answer it as a repeat (of dupOf, or of a batch written
-// before the group). It returns the locked producers by key, and unlock,
-// which releases them once the group is settled.
-func (n *Node) sequenceGroup(scope string, group []*groupReq) (map[producerKey]*producerState, func()) {
+// before the group). The returned unlock releases the producers once the
+// group is settled.
+func (n *Node) sequenceGroup(scope string, group []*groupReq) func() {
 	var pkeys []producerKey
 	epochs := make(map[producerKey]int16)
 	firstReq := make(map[producerKey]int)
@@ -219,12 +219,14 @@ func (n *Node) sequenceGroup(scope string, group []*groupReq) (map[producerKey]*
 				proj.windows[p.key] = pw
 			}
 			epoch := p.rb.ProducerEpoch
+			p.epochBefore = pe
 			v, at := decideSeq(&pe, &pw.w, epoch, p.rb.FirstSequence, p.lastSeq)
 			proj.epochs[pk] = pe
 			switch {
 			case v.code != 0:
 				p.seqCode = v.code
 			case v.dup:
+				p.dup, p.dupBase = true, v.base
 				p.dupOf = pw.owners[at] // nil: written before the group
 			case p.fault != nil:
 			default:
@@ -236,7 +238,13 @@ func (n *Node) sequenceGroup(scope string, group []*groupReq) (map[producerKey]*
 			}
 		}
 	}
-	return held, unlock
+	// A producer's epoch moves with every batch it checks, written or
+	// not, and the same whatever the windows say: the projection's is the
+	// one the group leaves.
+	for pk, e := range proj.epochs {
+		held[pk].epoch = e
+	}
+	return unlock
 }
 
 // pushGroup writes the envelopes of every batch to be written and records
@@ -368,45 +376,73 @@ func pushShard(ctx context.Context, c *Conn, parts []*producePart, ends []int) e
 	return nil
 }
 
-// settleGroup answers every live batch in request order. Idempotent
-// batches are decided again against the live windows, which take each
-// written batch as its turn comes: with every write of the group stored
-// that repeats the projection's verdicts; behind a failed write it gives
-// the verdict the batch would have met alone.
-func (n *Node) settleGroup(held map[producerKey]*producerState, group []*groupReq, now int64) {
+// settleGroup answers every live batch in request order. An idempotent
+// batch keeps the projection's verdict, and a written one is remembered in
+// its window, unless a batch of the same window before it in the group
+// failed its write: the window then stands where running the requests one
+// by one would have left it, so the batch is decided again against it.
+// A batch is answered as written only if it was.
+func (n *Node) settleGroup(group []*groupReq, now int64) {
 	s := n.idem.seq
+	broken := make(map[windowKey]bool)
 	for _, r := range group {
 		for _, p := range r.live {
-			if !p.idempotent {
-				p.settleWrite(now)
-				continue
-			}
-			v := s.check(held[producerKey{scope: p.key.scope, pid: p.key.pid}], p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq)
 			switch {
-			case v.code != 0:
-				p.fail(v.code, "")
-			case v.dup:
-				p.resp.BaseOffset = v.base // answered as the first time, written once
+			case !p.idempotent:
+				p.settleWrite(now)
+			case broken[p.key]:
+				p.settleBehindFailure(s, now)
+			case p.seqCode != 0:
+				p.fail(p.seqCode, "")
+			case p.dupOf != nil:
+				// Its original, earlier in the group, was written: the
+				// window is not broken.
+				p.resp.BaseOffset = p.dupOf.outcome.base
+			case p.dup:
+				p.resp.BaseOffset = p.dupBase // answered as the first time, written once
 			case p.write:
 				if p.settleWrite(now) {
 					s.accepted(p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq, p.outcome.base)
+				} else {
+					broken[p.key] = true
 				}
-			case p.dupOf != nil:
-				// A repeat of a batch of this group whose write failed: it
-				// was not written either, and is retried like its original.
-				p.fail(p.dupOf.outcome.code, p.dupOf.outcome.msg)
-			case p.fault != nil:
-				p.fail(p.fault.code, p.fault.msg)
 			default:
-				// Refused behind a batch whose write failed; alone it would
-				// have been taken, but nothing of it was written.
-				code := p.seqCode
-				if code == 0 {
-					code = kerr.OutOfOrderSequenceNumber.Code
-				}
-				p.fail(code, "")
+				p.fail(p.fault.code, p.fault.msg)
 			}
 		}
+	}
+}
+
+// settleBehindFailure decides a batch whose window lost an earlier batch
+// of the group to a failed write, against the window as it stands.
+func (p *producePart) settleBehindFailure(s *sequencer, now int64) {
+	e := p.epochBefore
+	v, _ := decideSeq(&e, s.window(p.key, false), p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq)
+	switch {
+	case v.code != 0:
+		p.fail(v.code, "")
+	case v.dup:
+		p.resp.BaseOffset = v.base
+	case p.write:
+		// Alone it would have been written too: its own write decides.
+		if p.outcome.code == 0 && p.fault == nil {
+			s.accepted(p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq, p.outcome.base)
+		}
+		p.settleWrite(now)
+	case p.dupOf != nil:
+		// A repeat of the failed batch: not written either, and retried
+		// like its original.
+		p.fail(p.dupOf.outcome.code, p.dupOf.outcome.msg)
+	case p.fault != nil:
+		p.fail(p.fault.code, p.fault.msg)
+	default:
+		// Refused behind the failed batch; alone it would have been
+		// taken, but nothing of it was written.
+		code := p.seqCode
+		if code == 0 {
+			code = kerr.OutOfOrderSequenceNumber.Code
+		}
+		p.fail(code, "")
 	}
 }
 

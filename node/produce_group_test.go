@@ -375,3 +375,20 @@ func TestNextGroupKeepsOrder(t *testing.T) {
 	}
 	require.Equal(t, [][]int32{{1, 2}, {3}, {4, 5, 6, 7, 8}, {9, 10}, {11}, {12}}, got)
 }
+
+// TestCoalescedProduceWindowEvictedMidGroup: a written batch is answered
+// as written even when remembering an earlier batch of the group evicted
+// its window meanwhile (the node tracks a bounded number of windows).
+func TestCoalescedProduceWindowEvictedMidGroup(t *testing.T) {
+	const pid = 13 << 32
+	n, _ := groupEnv(t)
+	n.idem.seq = newSequencer(1)
+	got := answerQueued(t, n, []*kmsg.ProduceRequest{groupProduceReq(-1, groupPart{"a", 1, idemBatch(t, pid, 0, 0, 3)})})
+	require.Equal(t, int64(0), got[0].Topics[0].Partitions[0].BaseOffset)
+	// Partition 0's new window evicts partition 1's before 1 is settled.
+	got = answerQueued(t, n, []*kmsg.ProduceRequest{groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 0, 1)}, groupPart{"a", 1, idemBatch(t, pid, 0, 3, 1)})})
+	for j, p := range got[0].Topics[0].Partitions {
+		require.Equal(t, int16(0), p.ErrorCode, "partition %d", j)
+	}
+	require.Equal(t, int64(3), got[0].Topics[0].Partitions[1].BaseOffset)
+}
