@@ -44,20 +44,15 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 		entries []queen.FetchEntry // ...and their entries, one for one
 		refused bool               // a partition already carries an error
 	)
-	topics := make(map[string]topicVerdict)
+	topics := n.topicVerdicts(c, fetchFault, &resp.ThrottleMillis)
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := &resp.Topics[i]
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
-		tv, ok := topics[rt.Topic]
-		if !ok {
-			var err error
-			if tv, err = n.dataTopic(ctx, c, rt.Topic, fetchFault); err != nil {
-				return nil, err
-			}
-			resp.ThrottleMillis = max(resp.ThrottleMillis, tv.throttle)
-			topics[rt.Topic] = tv
+		tv, err := topics.of(ctx, rt.Topic)
+		if err != nil {
+			return nil, err
 		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
@@ -78,7 +73,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 				sp.ErrorCode = tv.code
 				refused = refused || tv.code != 0
 				continue
-			case rp.Partition < 0 || !n.knownPartition(ctx, c, rt.Topic, &tv, rp.Partition):
+			case !topics.hasPartition(ctx, rt.Topic, &tv, rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				refused = true
 				continue

@@ -48,20 +48,15 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
 	var searches []*offsetSearch
-	topics := make(map[string]topicVerdict)
+	topics := n.topicVerdicts(c, listOffsetsFault, &resp.ThrottleMillis)
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := &resp.Topics[i]
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(rt.Partitions))
-		tv, ok := topics[rt.Topic]
-		if !ok {
-			var err error
-			if tv, err = n.dataTopic(ctx, c, rt.Topic, listOffsetsFault); err != nil {
-				return nil, err
-			}
-			resp.ThrottleMillis = max(resp.ThrottleMillis, tv.throttle)
-			topics[rt.Topic] = tv
+		tv, err := topics.of(ctx, rt.Topic)
+		if err != nil {
+			return nil, err
 		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
@@ -73,7 +68,7 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 			case tv.code != 0 || tv.failed:
 				sp.ErrorCode = tv.code
 				continue
-			case rp.Partition < 0 || !n.knownPartition(ctx, c, rt.Topic, &tv, rp.Partition):
+			case !topics.hasPartition(ctx, rt.Topic, &tv, rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue
 			}

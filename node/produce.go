@@ -113,7 +113,7 @@ func produceParts(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) []*produ
 // (seed 001).
 func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *kmsg.ProduceResponse, parts []*producePart) ([]*producePart, error) {
 	var live []*producePart
-	topics := make(map[string]topicVerdict)
+	topics := n.topicVerdicts(c, pushFault, &resp.ThrottleMillis)
 	type tp struct {
 		topic string
 		p     int32
@@ -128,20 +128,15 @@ func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *k
 			continue
 		}
 		seen[k] = true
-		tv, ok := topics[p.topic]
-		if !ok {
-			var err error
-			if tv, err = n.dataTopic(ctx, c, p.topic, pushFault); err != nil {
-				return nil, err
-			}
-			resp.ThrottleMillis = max(resp.ThrottleMillis, tv.throttle)
-			topics[p.topic] = tv
+		tv, err := topics.of(ctx, p.topic)
+		if err != nil {
+			return nil, err
 		}
 		switch {
 		case tv.code != 0:
 			p.fail(tv.code, tv.msg)
 			continue
-		case p.resp.Partition < 0 || !n.knownPartition(ctx, c, p.topic, &tv, p.resp.Partition):
+		case !topics.hasPartition(ctx, p.topic, &tv, p.resp.Partition):
 			p.fail(kerr.UnknownTopicOrPartition.Code, unknownPartitionMsg)
 			continue
 		}

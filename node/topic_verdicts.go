@@ -1,0 +1,40 @@
+package node
+
+import "context"
+
+// topicVerdicts is what one data-path request (Produce, Fetch, ListOffsets)
+// has learned of the topics it names: each topic is checked once however
+// many times it is named, and the throttle a check carried raises the
+// response's throttle_time_ms once.
+type topicVerdicts struct {
+	n        *Node
+	c        *Conn
+	fault    queenFault
+	throttle *int32 // the response's throttle_time_ms
+	seen     map[string]topicVerdict
+}
+
+func (n *Node) topicVerdicts(c *Conn, fault queenFault, throttle *int32) *topicVerdicts {
+	return &topicVerdicts{n: n, c: c, fault: fault, throttle: throttle, seen: make(map[string]topicVerdict)}
+}
+
+// of returns topic's verdict, checking it with dataTopic the first time. An
+// error (a canceled call) closes the connection.
+func (v *topicVerdicts) of(ctx context.Context, topic string) (topicVerdict, error) {
+	if tv, ok := v.seen[topic]; ok {
+		return tv, nil
+	}
+	tv, err := v.n.dataTopic(ctx, v.c, topic, v.fault)
+	if err != nil {
+		return tv, err
+	}
+	*v.throttle = max(*v.throttle, tv.throttle)
+	v.seen[topic] = tv
+	return tv, nil
+}
+
+// hasPartition reports whether partition p of a topic whose verdict is tv
+// exists (see knownPartition, which may raise tv.width).
+func (v *topicVerdicts) hasPartition(ctx context.Context, topic string, tv *topicVerdict, p int32) bool {
+	return p >= 0 && v.n.knownPartition(ctx, v.c, topic, tv, p)
+}
