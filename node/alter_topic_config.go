@@ -74,10 +74,7 @@ func (n *Node) alterTopicConfig(ctx context.Context, c *Conn, resType kmsg.Confi
 }
 
 func alterFault(c *Conn, name string, err error) alterOutcome {
-	code, throttle, msg := topicFault(err)
-	if throttle > 0 {
-		code = kerr.RequestTimedOut.Code
-	}
+	code, throttle, msg := topicWriteFault(err)
 	c.log.Warn("alter topic config failed", "topic", name, "err", err)
 	return alterOutcome{code: code, msg: msg, throttle: throttle}
 }

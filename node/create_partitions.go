@@ -70,10 +70,7 @@ func (n *Node) widenTopic(ctx context.Context, c *Conn, cat *catalog, t kmsg.Cre
 	}
 	rec, err := n.raiseFloor(ctx, c, info, t.Count)
 	if err != nil {
-		code, throttle, msg := topicFault(err)
-		if throttle > 0 {
-			code = kerr.RequestTimedOut.Code
-		}
+		code, throttle, msg := topicWriteFault(err)
 		c.log.Warn("create partitions failed", "topic", t.Topic, "err", err)
 		return code, msg, throttle
 	}

@@ -36,10 +36,7 @@ func (n *Node) deleteTopic(ctx context.Context, c *Conn, cat *catalog, name stri
 	}
 	res, err := c.Queen().DeleteQueue(ctx, name)
 	if err != nil {
-		code, throttle, msg := topicFault(err)
-		if throttle > 0 {
-			code = kerr.RequestTimedOut.Code
-		}
+		code, throttle, msg := topicWriteFault(err)
 		c.log.Warn("delete topic failed", "topic", name, "err", err)
 		return code, msg, throttle
 	}

@@ -35,3 +35,15 @@ func topicFault(err error) (code int16, throttleMs int32, msg string) {
 	}
 	return kerr.LeaderNotAvailable.Code, 0, msg
 }
+
+// topicWriteFault is topicFault for a topic write refused by Queen
+// (DeleteTopics, CreatePartitions, the alter APIs): a 429 is answered
+// REQUEST_TIMED_OUT with its throttle_time_ms rather than
+// LEADER_NOT_AVAILABLE.
+func topicWriteFault(err error) (code int16, throttleMs int32, msg string) {
+	code, throttleMs, msg = topicFault(err)
+	if throttleMs > 0 {
+		code = kerr.RequestTimedOut.Code
+	}
+	return code, throttleMs, msg
+}
