@@ -30,10 +30,7 @@ func (n *Node) handleAlterConfigs(ctx context.Context, c *Conn, req *kmsg.AlterC
 		})
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		rr.ErrorCode = out.code
-		if out.code != 0 {
-			rr.ErrorMessage = &out.msg
-		}
+		rr.ErrorCode, rr.ErrorMessage = out.code, errorMessage(out.code, out.msg)
 		resp.ThrottleMillis = max(resp.ThrottleMillis, out.throttle)
 		resp.Resources = append(resp.Resources, rr)
 	}

@@ -38,10 +38,7 @@ func (n *Node) handleCreatePartitions(ctx context.Context, c *Conn, req *kmsg.Cr
 			code, msg, throttle = n.widenTopic(ctx, c, cat, t, req.ValidateOnly)
 			resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 		}
-		rt.ErrorCode = code
-		if code != 0 {
-			rt.ErrorMessage = &msg
-		}
+		rt.ErrorCode, rt.ErrorMessage = code, errorMessage(code, msg)
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil

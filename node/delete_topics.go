@@ -21,10 +21,7 @@ func (n *Node) handleDeleteTopics(ctx context.Context, c *Conn, req *kmsg.Delete
 		rt.Topic = kmsg.StringPtr(name)
 		code, msg, throttle := n.deleteTopic(ctx, c, cat, name)
 		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
-		rt.ErrorCode = code
-		if code != 0 {
-			rt.ErrorMessage = &msg
-		}
+		rt.ErrorCode, rt.ErrorMessage = code, errorMessage(code, msg)
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil

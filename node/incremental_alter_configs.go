@@ -24,10 +24,7 @@ func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, c *Conn, req *
 		})
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		rr.ErrorCode = out.code
-		if out.code != 0 {
-			rr.ErrorMessage = &out.msg
-		}
+		rr.ErrorCode, rr.ErrorMessage = out.code, errorMessage(out.code, out.msg)
 		resp.ThrottleMillis = max(resp.ThrottleMillis, out.throttle)
 		resp.Resources = append(resp.Resources, rr)
 	}

@@ -36,6 +36,15 @@ func topicFault(err error) (code int16, throttleMs int32, msg string) {
 	return kerr.LeaderNotAvailable.Code, 0, msg
 }
 
+// errorMessage is a response's error_message for code: the reason when
+// the code is an error, null when it is not.
+func errorMessage(code int16, msg string) *string {
+	if code == 0 {
+		return nil
+	}
+	return &msg
+}
+
 // topicWriteFault is topicFault for a topic write refused by Queen
 // (DeleteTopics, CreatePartitions, the alter APIs): a 429 is answered
 // REQUEST_TIMED_OUT with its throttle_time_ms rather than
