@@ -278,16 +278,27 @@ func (c *Coordinator) Heartbeat(ctx context.Context, cl Client, req *kmsg.Heartb
 	return resp
 }
 
-func (c *Coordinator) heartbeat(cl Client, req *kmsg.HeartbeatRequest) int16 {
-	if !validGroupID(req.Group, false) {
-		return kerr.InvalidGroupID.Code
+// memberGroup returns the group a request of an existing member
+// (Heartbeat, LeaveGroup) names, or the code refusing it: INVALID_GROUP_ID,
+// the ownership code, or UNKNOWN_MEMBER_ID for a group not held here.
+func (c *Coordinator) memberGroup(cl Client, id string) (*group, int16) {
+	if !validGroupID(id, false) {
+		return nil, kerr.InvalidGroupID.Code
 	}
-	if code := c.ownerCode(cl, req.Group); code != 0 {
-		return code
+	if code := c.ownerCode(cl, id); code != 0 {
+		return nil, code
 	}
-	g := c.lookup(cl, req.Group)
+	g := c.lookup(cl, id)
 	if g == nil {
-		return kerr.UnknownMemberID.Code
+		return nil, kerr.UnknownMemberID.Code
+	}
+	return g, 0
+}
+
+func (c *Coordinator) heartbeat(cl Client, req *kmsg.HeartbeatRequest) int16 {
+	g, code := c.memberGroup(cl, req.Group)
+	if g == nil {
+		return code
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -319,15 +330,9 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, cl Client, req *kmsg.Leave
 }
 
 func (c *Coordinator) leave(cl Client, req *kmsg.LeaveGroupRequest) int16 {
-	if !validGroupID(req.Group, false) {
-		return kerr.InvalidGroupID.Code
-	}
-	if code := c.ownerCode(cl, req.Group); code != 0 {
-		return code
-	}
-	g := c.lookup(cl, req.Group)
+	g, code := c.memberGroup(cl, req.Group)
 	if g == nil {
-		return kerr.UnknownMemberID.Code
+		return code
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
