@@ -38,7 +38,7 @@ func AppendEnvelope(dst []byte, r *Record) []byte {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"k":`...)
-			dst = appendJSONString(dst, h.Key)
+			dst = AppendJSONString(dst, h.Key)
 			dst = append(dst, `,"v":`...)
 			dst = appendB64(dst, h.Value)
 			dst = append(dst, '}')
@@ -65,26 +65,33 @@ func appendB64(dst, b []byte) []byte {
 	return append(dst, '"')
 }
 
-// appendJSONString writes s as a JSON string with the minimal escaping of
+// AppendJSONString appends s as a JSON string with the minimal escaping of
 // the reference facade's encoder (serde_json): '"', '\\' and controls below
 // 0x20 only (\b \f \n \r \t short forms, else \u00xx); no HTML escaping and
 // U+2028/U+2029 raw, unlike encoding/json. Invalid UTF-8 becomes U+FFFD,
-// since JSON text cannot carry it.
-func appendJSONString(dst []byte, s string) []byte {
+// since JSON text cannot carry it. The facade's request bodies and the dev
+// broker's responses are both written with it.
+func AppendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
+	start := 0 // s[start:i] needs no escaping and is not yet copied
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c >= utf8.RuneSelf {
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, s[start:i]...)
 				dst = append(dst, "\uFFFD"...)
-			} else {
-				dst = append(dst, s[i:i+size]...)
+				start = i + 1
 			}
 			i += size
 			continue
 		}
+		if c >= 0x20 && c != '"' && c != '\\' {
+			i++
+			continue
+		}
+		dst = append(dst, s[start:i]...)
 		switch c {
 		case '"', '\\':
 			dst = append(dst, '\\', c)
@@ -99,14 +106,12 @@ func appendJSONString(dst []byte, s string) []byte {
 		case '\t':
 			dst = append(dst, '\\', 't')
 		default:
-			if c < 0x20 {
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-			} else {
-				dst = append(dst, c)
-			}
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
 		}
 		i++
+		start = i
 	}
+	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
 

@@ -122,10 +122,10 @@ func pushBody(items []PushItem) rawBody {
 			b = append(b, ',')
 		}
 		b = append(b, `{"queue":`...)
-		b = appendJSONString(b, it.Queue)
+		b = AppendJSONString(b, it.Queue)
 		if it.Partition != "" {
 			b = append(b, `,"partition":`...)
-			b = appendJSONString(b, it.Partition)
+			b = AppendJSONString(b, it.Partition)
 		}
 		b = append(b, `,"payload":`...)
 		if len(it.Payload) == 0 {
@@ -135,7 +135,7 @@ func pushBody(items []PushItem) rawBody {
 		}
 		if it.TransactionID != "" {
 			b = append(b, `,"transactionId":`...)
-			b = appendJSONString(b, it.TransactionID)
+			b = AppendJSONString(b, it.TransactionID)
 		}
 		b = append(b, '}')
 	}

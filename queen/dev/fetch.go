@@ -303,9 +303,9 @@ func renderFetch(out []byte, req *fetchRequest, ev *fetchEval) []byte {
 			out = append(out, ',')
 		}
 		out = append(out, `{"queue":`...)
-		out = appendString(out, e.queue)
+		out = queen.AppendJSONString(out, e.queue)
 		out = append(out, `,"partition":`...)
-		out = appendString(out, e.part)
+		out = queen.AppendJSONString(out, e.part)
 		out = append(out, `,"records":[`...)
 		for j := range s.recs {
 			r := &s.recs[j]
@@ -315,7 +315,7 @@ func renderFetch(out []byte, req *fetchRequest, ev *fetchEval) []byte {
 			out = append(out, `{"offset":`...)
 			out = strconv.AppendInt(out, s.first+int64(j), 10)
 			out = append(out, `,"transactionId":`...)
-			out = appendString(out, r.transactionID())
+			out = queen.AppendJSONString(out, r.transactionID())
 			out = append(out, `,"payload":`...)
 			if len(r.payload) == 0 {
 				out = append(out, "null"...)

@@ -327,27 +327,27 @@ func appendKVResult(dst []byte, o *kvOp, r *kvResult, flat, opIndex int) []byte 
 		dst = append(dst, `,"type":"kv"`...)
 	}
 	dst = append(dst, `,"op":`...)
-	dst = appendString(dst, o.name)
+	dst = queen.AppendJSONString(dst, o.name)
 	switch o.kind {
 	case kvPut, kvPutIfAbsent, kvDelete, kvIncr, kvCheck:
 		dst = append(dst, `,"applied":`...)
 		dst = strconv.AppendBool(dst, r.applied)
 		dst = append(dst, `,"key":`...)
-		dst = appendString(dst, o.key)
+		dst = queen.AppendJSONString(dst, o.key)
 		dst = append(dst, `,"value":`...)
 		dst = appendRaw(dst, r.value)
 		dst = append(dst, `,"version":`...)
 		dst = strconv.AppendInt(dst, r.version, 10)
 		if !r.applied {
 			dst = append(dst, `,"reason":`...)
-			dst = appendString(dst, r.reason)
+			dst = queen.AppendJSONString(dst, r.reason)
 		}
 	case kvGet:
 		dst = append(dst, `,"found":`...)
 		dst = strconv.AppendBool(dst, r.found)
 		if r.found {
 			dst = append(dst, `,"key":`...)
-			dst = appendString(dst, o.key)
+			dst = queen.AppendJSONString(dst, o.key)
 			dst = append(dst, `,"value":`...)
 			dst = appendRaw(dst, r.row.value)
 			dst = append(dst, `,"version":`...)
@@ -361,7 +361,7 @@ func appendKVResult(dst []byte, o *kvOp, r *kvResult, flat, opIndex int) []byte 
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"key":`...)
-			dst = appendString(dst, row.key)
+			dst = queen.AppendJSONString(dst, row.key)
 			if !o.keysOnly {
 				dst = append(dst, `,"value":`...)
 				dst = appendRaw(dst, row.row.value)
@@ -378,7 +378,7 @@ func appendKVResult(dst []byte, o *kvOp, r *kvResult, flat, opIndex int) []byte 
 				if i > 0 {
 					dst = append(dst, ',')
 				}
-				dst = appendString(dst, k)
+				dst = queen.AppendJSONString(dst, k)
 			}
 			dst = append(dst, ']')
 		}
@@ -387,7 +387,7 @@ func appendKVResult(dst []byte, o *kvOp, r *kvResult, flat, opIndex int) []byte 
 		if o.kind == kvGetPrefix {
 			dst = append(dst, `,"nextAfter":`...)
 			if r.hasNext {
-				dst = appendString(dst, r.nextAfter)
+				dst = queen.AppendJSONString(dst, r.nextAfter)
 			} else {
 				dst = append(dst, "null"...)
 			}
@@ -401,10 +401,10 @@ func appendRowTimes(dst []byte, row *kvRow) []byte {
 	if row.expires == 0 {
 		dst = append(dst, "null"...)
 	} else {
-		dst = appendString(dst, queen.FormatTS(time.UnixMicro(row.expires)))
+		dst = queen.AppendJSONString(dst, queen.FormatTS(time.UnixMicro(row.expires)))
 	}
 	dst = append(dst, `,"updatedAt":`...)
-	return appendString(dst, queen.FormatTS(time.UnixMicro(row.updated)))
+	return queen.AppendJSONString(dst, queen.FormatTS(time.UnixMicro(row.updated)))
 }
 
 func appendRaw(dst, raw []byte) []byte {
@@ -420,7 +420,7 @@ func appendPrecondition(dst []byte, f *kvFailure, failedIndex int) []byte {
 	dst = append(dst, `"ok":false,"failedIndex":`...)
 	dst = strconv.AppendInt(dst, int64(failedIndex), 10)
 	dst = append(dst, `,"kvReason":`...)
-	dst = appendString(dst, f.reason)
+	dst = queen.AppendJSONString(dst, f.reason)
 	dst = append(dst, `,"version":`...)
 	dst = strconv.AppendInt(dst, f.version, 10)
 	dst = append(dst, `,"value":`...)

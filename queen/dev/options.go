@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/queen-mq/queen-kafka/queen"
 )
 
 type optKind byte
@@ -183,11 +185,11 @@ func (o *queueOptions) appendEcho(dst []byte) []byte {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendString(dst, s.name)
+		dst = queen.AppendJSONString(dst, s.name)
 		dst = append(dst, ':')
 		switch s.kind {
 		case optString:
-			dst = appendString(dst, o[i].str)
+			dst = queen.AppendJSONString(dst, o[i].str)
 		case optInt:
 			dst = strconv.AppendInt(dst, o[i].num, 10)
 		case optBool:

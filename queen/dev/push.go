@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // DefaultPartition is the partition of an item that names none.
@@ -234,9 +236,9 @@ func (b *Broker) handlePush(w http.ResponseWriter, r *http.Request, c *call) {
 		out = append(out, `,"message_id":"`...)
 		out = append(out, o.msgID...)
 		out = append(out, `","transaction_id":`...)
-		out = appendString(out, o.txID)
+		out = queen.AppendJSONString(out, o.txID)
 		out = append(out, `,"queueName":`...)
-		out = appendString(out, items[i].queue)
+		out = queen.AppendJSONString(out, items[i].queue)
 		if o.duplicate {
 			out = append(out, `,"status":"duplicate","offset":`...)
 		} else {

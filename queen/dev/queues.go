@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // handleQueues answers §2 with live partition counts.
@@ -33,15 +35,15 @@ func (b *Broker) handleQueues(w http.ResponseWriter, r *http.Request, c *call) {
 			out = append(out, ',')
 		}
 		out = append(out, `{"id":`...)
-		out = appendString(out, q.id)
+		out = queen.AppendJSONString(out, q.id)
 		out = append(out, `,"name":`...)
-		out = appendString(out, q.name)
+		out = queen.AppendJSONString(out, q.name)
 		out = append(out, `,"namespace":`...)
-		out = appendString(out, q.opts[optNamespace].str)
+		out = queen.AppendJSONString(out, q.opts[optNamespace].str)
 		out = append(out, `,"task":`...)
-		out = appendString(out, q.opts[optTask].str)
+		out = queen.AppendJSONString(out, q.opts[optTask].str)
 		out = append(out, `,"createdAt":`...)
-		out = appendString(out, time.UnixMilli(q.created).UTC().Format("2006-01-02T15:04:05.000Z"))
+		out = queen.AppendJSONString(out, time.UnixMilli(q.created).UTC().Format("2006-01-02T15:04:05.000Z"))
 		out = append(out, `,"partitions":`...)
 		out = strconv.AppendInt(out, int64(parts), 10)
 		out = append(out, `,"retainedBytes":`...)
@@ -149,11 +151,11 @@ func (b *Broker) handleConfigure(w http.ResponseWriter, r *http.Request, c *call
 	}
 	out := make([]byte, 0, 768)
 	out = append(out, `{"configured":true,"queue":`...)
-	out = appendString(out, name)
+	out = queen.AppendJSONString(out, name)
 	out = append(out, `,"namespace":`...)
-	out = appendString(out, set.opts[optNamespace].str)
+	out = queen.AppendJSONString(out, set.opts[optNamespace].str)
 	out = append(out, `,"task":`...)
-	out = appendString(out, set.opts[optTask].str)
+	out = queen.AppendJSONString(out, set.opts[optTask].str)
 	out = append(out, `,"options":`...)
 	out = set.opts.appendEcho(out)
 	out = append(out, '}')

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // txnError is a transaction refused before anything was applied.
@@ -184,7 +186,7 @@ func (b *Broker) handleTxn(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	case plan.windowDup >= 0:
 		out = append(out, `","success":false,"reason":"duplicate","error":`...)
-		out = appendString(out, fmt.Sprintf("item %d: transactionId %q is already stored in %s/%s", plan.windowDup, req.items[plan.windowDup].txID, req.items[plan.windowDup].queue, req.items[plan.windowDup].part))
+		out = queen.AppendJSONString(out, fmt.Sprintf("item %d: transactionId %q is already stored in %s/%s", plan.windowDup, req.items[plan.windowDup].txID, req.items[plan.windowDup].queue, req.items[plan.windowDup].part))
 		writeBody(w, http.StatusOK, append(out, `,"results":[]}`...))
 		return
 	}
@@ -197,11 +199,11 @@ func (b *Broker) handleTxn(w http.ResponseWriter, r *http.Request, c *call) {
 		out = append(out, `{"index":`...)
 		out = strconv.AppendInt(out, int64(i), 10)
 		out = append(out, `,"type":"push","success":true,"transactionId":`...)
-		out = appendString(out, o.txID)
+		out = queen.AppendJSONString(out, o.txID)
 		out = append(out, `,"messageId":"`...)
 		out = append(out, o.msgID...)
 		out = append(out, `","queueName":`...)
-		out = appendString(out, req.items[i].queue)
+		out = queen.AppendJSONString(out, req.items[i].queue)
 		if o.duplicate {
 			out = append(out, `,"duplicate":true`...)
 		}
