@@ -164,53 +164,14 @@ func (s *scanner) array(elem func() error) error {
 // stringSpan consumes a string and returns its bytes between the quotes
 // and whether it holds an escape or a byte that is not valid UTF-8.
 func (s *scanner) stringSpan() (span []byte, odd bool, err error) {
-	s.i++ // opening quote
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			span = s.b[start:s.i]
-			s.i++
-			return span, odd, nil
-		case c == '\\':
-			odd = true
-			if s.i+1 >= len(s.b) {
-				return nil, false, s.errf("unterminated escape")
-			}
-			switch s.b[s.i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i += 2
-			case 'u':
-				if s.i+6 > len(s.b) {
-					return nil, false, s.errf("short \\u escape")
-				}
-				for _, h := range s.b[s.i+2 : s.i+6] {
-					if !isHex(h) {
-						return nil, false, s.errf("bad \\u escape")
-					}
-				}
-				s.i += 6
-			default:
-				return nil, false, s.errf("bad escape")
-			}
-		case c < 0x20:
-			return nil, false, s.errf("control character in string")
-		case c < utf8.RuneSelf:
-			s.i++
-		default:
-			r, size := utf8.DecodeRune(s.b[s.i:])
-			if r == utf8.RuneError && size == 1 {
-				odd = true
-			}
-			s.i += size
-		}
+	start := s.i + 1
+	end, escaped, bad := ScanJSONString(s.b, s.i)
+	s.i = end
+	if bad != "" {
+		return nil, false, s.errf("%s", bad)
 	}
-	return nil, false, s.errf("unterminated string")
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+	span = s.b[start : end-1]
+	return span, escaped || !utf8.Valid(span), nil
 }
 
 // str decodes a string value (null leaves it empty, as encoding/json does).

@@ -2,9 +2,10 @@ package dev
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // scanPushBody is the push route's fast decoder: one validating pass over
@@ -278,71 +279,18 @@ func (s *scanner) lit(w string) bool {
 	return false
 }
 
-// str passes a string token, validating escapes; raw control bytes are
-// invalid JSON. Other bytes (even invalid UTF-8) pass, as in encoding/json.
+// str passes a string token (see queen.ScanJSONString: even invalid UTF-8
+// passes, as in encoding/json).
 func (s *scanner) str() bool {
-	if !s.eat('"') {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
 		return false
 	}
-	for s.i < len(s.b) {
-		// Payload strings (base64 values) are long: pass 8 plain bytes at
-		// a time while none is a quote, a backslash or a control byte.
-		for s.i+8 <= len(s.b) && plain8(binary.LittleEndian.Uint64(s.b[s.i:])) {
-			s.i += 8
-		}
-		if s.i >= len(s.b) {
-			break
-		}
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			return true
-		case c == '\\':
-			if s.i+1 >= len(s.b) {
-				return false
-			}
-			switch s.b[s.i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i += 2
-			case 'u':
-				if s.i+6 > len(s.b) {
-					return false
-				}
-				for _, h := range s.b[s.i+2 : s.i+6] {
-					if !isHex(h) {
-						return false
-					}
-				}
-				s.i += 6
-			default:
-				return false
-			}
-		case c < 0x20:
-			return false
-		default:
-			s.i++
-		}
+	end, _, bad := queen.ScanJSONString(s.b, s.i)
+	if bad != "" {
+		return false
 	}
-	return false
-}
-
-const (
-	lsb8 = 0x0101010101010101
-	msb8 = 0x8080808080808080
-)
-
-// plain8 reports that none of the 8 bytes in x is below 0x20, '"' or '\\'
-// (the SWAR zero-byte test: a byte b is flagged by (b - n) & ^b & 0x80).
-func plain8(x uint64) bool {
-	quote := x ^ ('"' * lsb8)
-	backslash := x ^ ('\\' * lsb8)
-	special := (x-0x20*lsb8) & ^x | (quote-lsb8) & ^quote | (backslash-lsb8) & ^backslash
-	return special&msb8 == 0
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+	s.i = end
+	return true
 }
 
 // number passes a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
