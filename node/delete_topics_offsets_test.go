@@ -14,8 +14,10 @@ import (
 func TestDeleteTopicsRemovesCommittedOffsets(t *testing.T) {
 	n, _ := newTestNode(t, nil)
 	c := testConn(t, n)
-	if rt := createTopics(t, n, c, 5, false, createSpec{"orders", 2, 1, nil}).Topics[0]; rt.ErrorCode != 0 {
-		t.Fatalf("create %d", rt.ErrorCode)
+	for _, name := range []string{"orders", "orders-archive"} {
+		if rt := createTopics(t, n, c, 5, false, createSpec{name, 2, 1, nil}).Topics[0]; rt.ErrorCode != 0 {
+			t.Fatalf("create %s: %d", name, rt.ErrorCode)
+		}
 	}
 	commit := func(group, topic string, offset int64) {
 		t.Helper()
