@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Regressions found by hands-on QA with clients the rest of the suite does
@@ -15,7 +19,9 @@ import (
 // partitions restart at offset 0), and the group's next consumer must read
 // the new topic from the start. Before the fix the old committed offset
 // survived the delete and kcat resumed at it, silently skipping the new
-// topic's first records (found with confluent-kafka-python).
+// topic's first records (found with confluent-kafka-python); and a live
+// consumer's commit on revoke, landing just after the delete, wrote the old
+// position back.
 func TestQADeletedTopicLeavesNoCommittedOffsets(t *testing.T) {
 	dev, fac := sharedEnv(t)
 	tg := target{name: "single", bootstrap: []string{fac.addr}, dev: dev}
@@ -38,6 +44,19 @@ func TestQADeletedTopicLeavesNoCommittedOffsets(t *testing.T) {
 	res, err := newAdmin(t, tg.bootstrap).DeleteTopics(ctxT(t, 15*time.Second), topic)
 	if err != nil || res[topic].Err != nil {
 		t.Fatalf("delete %s: %v %v", topic, err, res[topic].Err)
+	}
+	assertCommitted(t, tg, group, topic, map[int32]int64{})
+	// A consumer committing on revoke just after the delete must not write
+	// the old position back (Kafka refuses a commit for a partition it does
+	// not host).
+	var late kadm.Offsets
+	late.Add(kadm.Offset{Topic: topic, Partition: 0, At: 3, LeaderEpoch: -1})
+	cr, err := newAdmin(t, tg.bootstrap).CommitOffsets(ctxT(t, 15*time.Second), group, late)
+	if err != nil {
+		t.Fatalf("late commit: %v", err)
+	}
+	if r, _ := cr.Lookup(topic, 0); !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("late commit on the deleted topic answered %v, want UNKNOWN_TOPIC_OR_PARTITION", r.Err)
 	}
 	assertCommitted(t, tg, group, topic, map[int32]int64{})
 
