@@ -238,15 +238,7 @@ func (c *Client) KV(ctx context.Context, ops []KVOp) ([]KVResult, error) {
 		if out.FailedIndex != nil {
 			pe.Index = *out.FailedIndex
 		}
-		if out.KVReason != nil {
-			pe.KVReason = *out.KVReason
-		}
-		if out.Version != nil {
-			pe.Version = *out.Version
-		}
-		if isJSONNonNull(out.Value) {
-			pe.Value = out.Value
-		}
+		pe.KVReason, pe.Version, pe.Value = lostPrecondition(out.KVReason, out.Version, out.Value)
 		return nil, pe
 	}
 	results := make([]KVResult, len(wire.Results))
@@ -258,6 +250,22 @@ func (c *Client) KV(ctx context.Context, ops []KVOp) ([]KVResult, error) {
 		results[i].Index = *w.Index
 	}
 	return alignKV(routeKV, results, ops, func(r KVResult) int { return r.Index })
+}
+
+// lostPrecondition reads what a rolled-back call says of the required KV
+// write it lost (§7.4, §8): the reason and the current version, "" and 0
+// when absent, and the current value, nil when absent or null.
+func lostPrecondition(reason *string, version *int64, value json.RawMessage) (kvReason string, v int64, val []byte) {
+	if reason != nil {
+		kvReason = *reason
+	}
+	if version != nil {
+		v = *version
+	}
+	if isJSONNonNull(value) {
+		val = value
+	}
+	return kvReason, v, val
 }
 
 // alignKV puts results in op order, refusing a missing, repeated or
@@ -323,15 +331,7 @@ func (c *Client) Transaction(ctx context.Context, req TxnRequest) ([]KVResult, e
 				te.KVIndex = 0
 			}
 		}
-		if out.KVReason != nil {
-			te.KVReason = *out.KVReason
-		}
-		if out.Version != nil {
-			te.Version = *out.Version
-		}
-		if isJSONNonNull(out.Value) {
-			te.Value = out.Value
-		}
+		te.KVReason, te.Version, te.Value = lostPrecondition(out.KVReason, out.Version, out.Value)
 		return nil, te
 	}
 	// Flat index space (§8): push echoes take 0..items-1, the kv rider
