@@ -124,7 +124,7 @@ type sequencer struct {
 	mu        sync.Mutex
 	max       int
 	windows   map[windowKey]*seqWindow
-	wlru      list.List // *seqWindow, most recent at the front
+	wlru      list.List // windowKey, most recent at the front
 	producers map[producerKey]*producerState
 	plru      list.List // producerKey
 }
@@ -142,14 +142,23 @@ func (s *sequencer) producer(k producerKey, epoch int16) *producerState {
 		return p
 	}
 	p := &producerState{epoch: epoch, bumpedFrom: -1}
-	p.elem = s.plru.PushFront(k)
-	s.producers[k] = p
-	if len(s.producers) > s.max {
-		oldest := s.plru.Back()
-		s.plru.Remove(oldest)
-		delete(s.producers, oldest.Value.(producerKey))
-	}
+	p.elem = lruPut(s.producers, &s.plru, s.max, k, p)
 	return p
+}
+
+// lruPut stores v under k in m as its most recently used entry (order holds
+// m's keys, most recent at the front) and evicts the least recently used
+// entry once m holds more than max. It returns k's element in order, which
+// each use of the entry moves to the front.
+func lruPut[K comparable, V any](m map[K]V, order *list.List, max int, k K, v V) *list.Element {
+	e := order.PushFront(k)
+	m[k] = v
+	if len(m) > max {
+		oldest := order.Back()
+		order.Remove(oldest)
+		delete(m, oldest.Value.(K))
+	}
+	return e
 }
 
 // lockProducers locks the producers of keys (deduplicated, in a fixed order
@@ -246,13 +255,7 @@ func (s *sequencer) window(k windowKey, create bool) *seqWindow {
 		return nil
 	}
 	w := &seqWindow{key: k, epoch: -1}
-	w.elem = s.wlru.PushFront(w)
-	s.windows[k] = w
-	if len(s.windows) > s.max {
-		oldest := s.wlru.Back()
-		s.wlru.Remove(oldest)
-		delete(s.windows, oldest.Value.(*seqWindow).key)
-	}
+	w.elem = lruPut(s.windows, &s.wlru, s.max, k, w)
 	return w
 }
 
