@@ -68,16 +68,12 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 			}
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-			switch {
-			case tv.code != 0 || tv.failed:
-				sp.ErrorCode = tv.code
-				refused = refused || tv.code != 0
+			if code, ok := topics.refusal(ctx, rt.Topic, &tv, rp.Partition); ok {
+				sp.ErrorCode = code
+				refused = refused || code != 0
 				continue
-			case !topics.hasPartition(ctx, rt.Topic, &tv, rp.Partition):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				refused = true
-				continue
-			case rp.FetchOffset < 0:
+			}
+			if rp.FetchOffset < 0 {
 				// Queen refuses a negative offset for the whole call.
 				sp.ErrorCode = kerr.OffsetOutOfRange.Code
 				refused = true

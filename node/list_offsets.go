@@ -64,12 +64,8 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 			*sp = kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-			switch {
-			case tv.code != 0 || tv.failed:
-				sp.ErrorCode = tv.code
-				continue
-			case !topics.hasPartition(ctx, rt.Topic, &tv, rp.Partition):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if code, ok := topics.refusal(ctx, rt.Topic, &tv, rp.Partition); ok {
+				sp.ErrorCode = code
 				continue
 			}
 			searches = append(searches, &offsetSearch{

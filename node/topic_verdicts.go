@@ -1,6 +1,10 @@
 package node
 
-import "context"
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
 
 // topicVerdicts is what one data-path request (Produce, Fetch, ListOffsets)
 // has learned of the topics it names: each topic is checked once however
@@ -37,4 +41,18 @@ func (v *topicVerdicts) of(ctx context.Context, topic string) (topicVerdict, err
 // exists (see knownPartition, which may raise tv.width).
 func (v *topicVerdicts) hasPartition(ctx context.Context, topic string, tv *topicVerdict, p int32) bool {
 	return p >= 0 && v.n.knownPartition(ctx, v.c, topic, tv, p)
+}
+
+// refusal is the code a read (Fetch, ListOffsets) of partition p of a topic
+// whose verdict is tv is refused with, and whether it is refused: the
+// topic's own code when the topic was refused or could not be checked (0
+// under a bare throttle), UNKNOWN_TOPIC_OR_PARTITION when p does not exist.
+func (v *topicVerdicts) refusal(ctx context.Context, topic string, tv *topicVerdict, p int32) (code int16, refused bool) {
+	switch {
+	case tv.code != 0 || tv.failed:
+		return tv.code, true
+	case !v.hasPartition(ctx, topic, tv, p):
+		return kerr.UnknownTopicOrPartition.Code, true
+	}
+	return 0, false
 }
