@@ -56,16 +56,7 @@ func (s *scanner) errf(format string, args ...any) error {
 	return fmt.Errorf("fetch response at byte %d: %s", s.i, fmt.Sprintf(format, args...))
 }
 
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *scanner) ws() { s.i = SkipJSONSpace(s.b, s.i) }
 
 // peek skips whitespace and returns the next byte (0 at the end).
 func (s *scanner) peek() byte {

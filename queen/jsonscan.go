@@ -54,6 +54,20 @@ func ScanJSONString(b []byte, i int) (end int, escaped bool, bad string) {
 	return len(b), false, "unterminated string"
 }
 
+// SkipJSONSpace returns the index of the first byte of b at or after i
+// that is not JSON whitespace (len(b) if none is).
+func SkipJSONSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
 const (
 	lsb8 = 0x0101010101010101
 	msb8 = 0x8080808080808080

@@ -61,16 +61,7 @@ type scanner struct {
 	i int
 }
 
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *scanner) ws() { s.i = queen.SkipJSONSpace(s.b, s.i) }
 
 // wsThen skips whitespace and reports whether input remains.
 func (s *scanner) wsThen() bool {
