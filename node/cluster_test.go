@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sethvargo/go-envconfig"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -35,25 +34,6 @@ func clusterEnv(id int) map[string]string {
 		"QUEEN_KAFKA_CLUSTER_TTL_MS":       "3000",
 		"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS":  "0",
 	}
-}
-
-// newNodeOn builds a node in front of an existing dev broker (several nodes
-// share one, as facades share one Queen).
-func newNodeOn(t *testing.T, url string, env map[string]string) *Node {
-	t.Helper()
-	e := testEnv(url)
-	for k, v := range env {
-		e[k] = v
-	}
-	cfg, err := LoadConfig(context.Background(), envconfig.MapLookuper(e))
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	n, err := New(cfg, testLogger())
-	if err != nil {
-		t.Fatalf("new: %v", err)
-	}
-	return n
 }
 
 // joinedNode is a cluster node that has claimed its id; the test's end

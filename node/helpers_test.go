@@ -37,6 +37,13 @@ func testLogger() *slog.Logger {
 func newTestNode(t *testing.T, env map[string]string) (*Node, *devQueen) {
 	t.Helper()
 	fq, url := newDevQueen(t)
+	return newNodeOn(t, url, env), fq
+}
+
+// newNodeOn builds a node in front of an existing dev broker (several nodes
+// share one, as facades share one Queen).
+func newNodeOn(t *testing.T, url string, env map[string]string) *Node {
+	t.Helper()
 	e := testEnv(url)
 	for k, v := range env {
 		e[k] = v
@@ -49,7 +56,7 @@ func newTestNode(t *testing.T, env map[string]string) (*Node, *devQueen) {
 	if err != nil {
 		t.Fatalf("new: %v", err)
 	}
-	return n, fq
+	return n
 }
 
 // serveTestNode binds and serves n on loopback until the test ends.
