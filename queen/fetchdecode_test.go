@@ -1,8 +1,6 @@
 package queen
 
 import (
-	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -33,25 +31,7 @@ var fetchInvalid = []string{
 }
 
 func TestFetchDecodeMatchesEncodingJSON(t *testing.T) {
-	for _, in := range fetchSamples {
-		var want FetchResponse
-		if err := json.Unmarshal([]byte(in), &want); err != nil {
-			t.Fatalf("sample refused by encoding/json: %s: %v", in, err)
-		}
-		got, err := decodeFetchResponse([]byte(in))
-		if err != nil || !reflect.DeepEqual(normFetch(got), normFetch(want)) {
-			t.Fatalf("%s\n got %+v (%v)\nwant %+v", in, got, err, want)
-		}
-	}
-	for _, in := range fetchInvalid {
-		var std FetchResponse
-		if json.Unmarshal([]byte(in), &std) == nil {
-			t.Fatalf("encoding/json accepts %q: not an invalid sample", in)
-		}
-		if _, err := decodeFetchResponse([]byte(in)); err == nil {
-			t.Fatalf("accepted %q", in)
-		}
-	}
+	checkDecoderSamples(t, fetchSamples, fetchInvalid, decodeFetchResponse, normFetch)
 }
 
 func TestFetchDecodePayloadAliasing(t *testing.T) {
@@ -87,24 +67,5 @@ func normFetch(r FetchResponse) FetchResponse {
 // FuzzFetchDecode: the one-pass decoder never accepts what encoding/json
 // refuses, and whatever it accepts decodes exactly as encoding/json does.
 func FuzzFetchDecode(f *testing.F) {
-	for _, s := range append(append([]string{}, fetchSamples...), fetchInvalid...) {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		var want FetchResponse
-		stdErr := json.Unmarshal(in, &want)
-		got, err := decodeFetchResponse(in)
-		if stdErr != nil {
-			if err == nil {
-				t.Fatalf("accepted what encoding/json refuses (%v): %q", stdErr, in)
-			}
-			return
-		}
-		if err != nil {
-			t.Fatalf("refused what encoding/json accepts: %v: %q", err, in)
-		}
-		if !reflect.DeepEqual(normFetch(got), normFetch(want)) {
-			t.Fatalf("differs from encoding/json on %q\n got %+v\nwant %+v", in, got, want)
-		}
-	})
+	fuzzDecoder(f, fetchSamples, fetchInvalid, decodeFetchResponse, normFetch)
 }

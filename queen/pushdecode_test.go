@@ -2,7 +2,6 @@ package queen
 
 import (
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -39,25 +38,7 @@ func normPush(rs []pushResultWire) []pushResultWire {
 }
 
 func TestPushDecodeMatchesEncodingJSON(t *testing.T) {
-	for _, in := range pushSamples {
-		var want []pushResultWire
-		if err := json.Unmarshal([]byte(in), &want); err != nil {
-			t.Fatalf("sample refused by encoding/json: %s: %v", in, err)
-		}
-		got, err := decodePushResponse([]byte(in))
-		if err != nil || !reflect.DeepEqual(normPush(got), normPush(want)) {
-			t.Fatalf("%s\n got %+v (%v)\nwant %+v", in, got, err, want)
-		}
-	}
-	for _, in := range pushInvalid {
-		var std []pushResultWire
-		if json.Unmarshal([]byte(in), &std) == nil {
-			t.Fatalf("encoding/json accepts %q: not an invalid sample", in)
-		}
-		if _, err := decodePushResponse([]byte(in)); err == nil {
-			t.Fatalf("accepted %q", in)
-		}
-	}
+	checkDecoderSamples(t, pushSamples, pushInvalid, decodePushResponse, normPush)
 }
 
 // TestPushDecodeIndexesDistinct: the Index pointers share blocks of one
@@ -88,24 +69,5 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // FuzzPushDecode: the one-pass decoder never accepts what encoding/json
 // refuses, and whatever it accepts decodes exactly as encoding/json does.
 func FuzzPushDecode(f *testing.F) {
-	for _, s := range append(append([]string{}, pushSamples...), pushInvalid...) {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		var want []pushResultWire
-		stdErr := json.Unmarshal(in, &want)
-		got, err := decodePushResponse(in)
-		if stdErr != nil {
-			if err == nil {
-				t.Fatalf("accepted what encoding/json refuses (%v): %q", stdErr, in)
-			}
-			return
-		}
-		if err != nil {
-			t.Fatalf("refused what encoding/json accepts: %v: %q", err, in)
-		}
-		if !reflect.DeepEqual(normPush(got), normPush(want)) {
-			t.Fatalf("differs from encoding/json on %q\n got %+v\nwant %+v", in, got, want)
-		}
-	})
+	fuzzDecoder(f, pushSamples, pushInvalid, decodePushResponse, normPush)
 }
