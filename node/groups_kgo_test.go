@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -21,11 +20,7 @@ import (
 // after a facade restart a new member resumes exactly at the committed
 // offsets (only the records produced since arrive); kadm deletes the group.
 func TestKgoConsumerGroupCommitsAndResumesAfterRestart(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
-	env := map[string]string{"QUEEN_KAFKA_ADDR": addr, "QUEEN_KAFKA_ADVERTISED_ADDR": addr, "QUEEN_KAFKA_GROUP_JOIN_DELAY_MS": "0"}
+	addr, env := fixedAddrEnv(t, map[string]string{"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS": "0"})
 	e := newDataEnv(t, dev.Options{}, env)
 	serveTestNode(t, e.n)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

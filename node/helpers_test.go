@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"testing"
@@ -62,19 +63,50 @@ func newNodeOn(t *testing.T, url string, env map[string]string) *Node {
 // serveTestNode binds and serves n on loopback until the test ends.
 func serveTestNode(t *testing.T, n *Node) string {
 	t.Helper()
-	addr, err := n.Listen()
+	addr, stop := serveStoppable(t, n)
+	t.Cleanup(stop)
+	return addr
+}
+
+// serveStoppable binds and serves n; stop shuts it down and waits for
+// Serve to return.
+func serveStoppable(t testing.TB, n *Node) (addr string, stop func()) {
+	t.Helper()
+	a, err := n.Listen()
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- n.Serve(context.Background()) }()
-	t.Cleanup(func() {
+	return a.String(), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = n.Shutdown(ctx)
 		<-done
-	})
-	return addr.String()
+	}
+}
+
+// fixedAddrEnv is env plus one free loopback address as both
+// QUEEN_KAFKA_ADDR and QUEEN_KAFKA_ADVERTISED_ADDR: a node restarted on
+// the returned env listens where its clients left it.
+func fixedAddrEnv(t testing.TB, env map[string]string) (addr string, _ map[string]string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	addr = ln.Addr().String()
+	ln.Close()
+	out := map[string]string{"QUEEN_KAFKA_ADDR": addr, "QUEEN_KAFKA_ADVERTISED_ADDR": addr}
+	maps.Copy(out, env)
+	return addr, out
+}
+
+// producerState is the facade's state of producer pid (nil: never met).
+func (e *dataEnv) producerState(pid int64) *producerState {
+	e.n.idem.seq.mu.Lock()
+	defer e.n.idem.seq.mu.Unlock()
+	return e.n.idem.seq.producers[producerKey{pid: pid}]
 }
 
 // testConn is a Conn for driving handlers directly.

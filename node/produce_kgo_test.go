@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -19,11 +18,8 @@ import (
 // in play) through every codec, and reads the records back by timestamp
 // lookup and fetch: keys (null and empty), values, headers, timestamps.
 func TestKgoProduceConsumeAllCodecs(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
-	e := newDataEnv(t, dev.Options{}, map[string]string{"QUEEN_KAFKA_ADDR": addr, "QUEEN_KAFKA_ADVERTISED_ADDR": addr})
+	addr, env := fixedAddrEnv(t, nil)
+	e := newDataEnv(t, dev.Options{}, env)
 	serveTestNode(t, e.n)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -82,26 +78,10 @@ func TestKgoProduceConsumeAllCodecs(t *testing.T) {
 // its epoch (locally, as this franz-go does for an idempotent producer) and
 // restarting at sequence 0; every record lands exactly once.
 func TestKgoIdempotentProducerSurvivesFacadeRestart(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
-	env := map[string]string{"QUEEN_KAFKA_ADDR": addr, "QUEEN_KAFKA_ADVERTISED_ADDR": addr}
+	addr, env := fixedAddrEnv(t, nil)
 	e := newDataEnv(t, dev.Options{}, env)
 	e.createTopic("restart")
-	serve := func(n *Node) func() {
-		_, err := n.Listen()
-		require.NoError(t, err)
-		done := make(chan error, 1)
-		go func() { done <- n.Serve(context.Background()) }()
-		return func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = n.Shutdown(ctx)
-			<-done
-		}
-	}
-	stop := serve(e.n)
+	_, stop := serveStoppable(t, e.n)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }), kgo.MetadataMinAge(100*time.Millisecond))
@@ -117,12 +97,10 @@ func TestKgoIdempotentProducerSurvivesFacadeRestart(t *testing.T) {
 	send(0)
 	stop()
 	e.n = e.node(env)
-	stop = serve(e.n)
+	_, stop = serveStoppable(t, e.n)
 	defer stop()
 	send(10)
-	e.n.idem.seq.mu.Lock()
-	ps := e.n.idem.seq.producers[producerKey{pid: 0}]
-	e.n.idem.seq.mu.Unlock()
+	ps := e.producerState(0)
 	require.NotNil(t, ps, "the restarted facade met producer 0")
 	require.Equal(t, int16(1), ps.epoch, "recovered through one epoch bump")
 	_, recs := e.stored("restart", 0)
@@ -137,26 +115,10 @@ func TestKgoIdempotentProducerSurvivesFacadeRestart(t *testing.T) {
 // locally and restarting at sequence 0, with no InitProducerId: the
 // restarted facade must accept that first batch of a producer it never saw.
 func TestSaramaIdempotentProducerSurvivesFacadeRestart(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
-	env := map[string]string{"QUEEN_KAFKA_ADDR": addr, "QUEEN_KAFKA_ADVERTISED_ADDR": addr}
+	addr, env := fixedAddrEnv(t, nil)
 	e := newDataEnv(t, dev.Options{}, env)
 	e.createTopic("restart")
-	serve := func(n *Node) func() {
-		_, err := n.Listen()
-		require.NoError(t, err)
-		done := make(chan error, 1)
-		go func() { done <- n.Serve(context.Background()) }()
-		return func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = n.Shutdown(ctx)
-			<-done
-		}
-	}
-	stop := serve(e.n)
+	_, stop := serveStoppable(t, e.n)
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V2_8_0_0
 	cfg.Producer.Idempotent = true
@@ -187,12 +149,10 @@ func TestSaramaIdempotentProducerSurvivesFacadeRestart(t *testing.T) {
 	send(5)
 	stop()
 	e.n = e.node(env)
-	stop = serve(e.n)
+	_, stop = serveStoppable(t, e.n)
 	defer stop()
 	send(5)
-	e.n.idem.seq.mu.Lock()
-	ps := e.n.idem.seq.producers[producerKey{pid: 0}]
-	e.n.idem.seq.mu.Unlock()
+	ps := e.producerState(0)
 	require.NotNil(t, ps)
 	require.Equal(t, int16(1), ps.epoch, "sarama bumped locally")
 	require.Equal(t, int16(-1), ps.bumpedFrom, "without asking InitProducerId")
