@@ -11,20 +11,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// A handler answering nil (acks=0 produce) sends no frame, and the next
-// request's answer is the next frame on the wire.
-func TestNilResponseSendsNoFrame(t *testing.T) {
+// stubProduce answers Produce (v3-9) with handler until the test ends.
+func stubProduce(t *testing.T, handler func(*Node, context.Context, *Conn, kmsg.Request) (kmsg.Response, error)) {
 	key := kmsg.Produce.Int16()
 	saved, had := apiIndex[key]
-	apiIndex[key] = apiRow{key: key, min: 3, max: 9, handler: func(*Node, context.Context, *Conn, kmsg.Request) (kmsg.Response, error) {
-		return nil, nil
-	}}
+	apiIndex[key] = apiRow{key: key, min: 3, max: 9, handler: handler}
 	t.Cleanup(func() {
 		if had {
 			apiIndex[key] = saved
 		} else {
 			delete(apiIndex, key)
 		}
+	})
+}
+
+// A handler answering nil (acks=0 produce) sends no frame, and the next
+// request's answer is the next frame on the wire.
+func TestNilResponseSendsNoFrame(t *testing.T) {
+	stubProduce(t, func(*Node, context.Context, *Conn, kmsg.Request) (kmsg.Response, error) {
+		return nil, nil
 	})
 	n, _ := newTestNode(t, nil)
 	k := dial(t, serveTestNode(t, n))
@@ -90,17 +95,8 @@ func TestForwardSNIHost(t *testing.T) {
 // A handler whose answer cannot be encoded closes its connection; the
 // process and the other connections carry on.
 func TestPanickingAnswerClosesOnlyThatConnection(t *testing.T) {
-	key := kmsg.Produce.Int16()
-	saved, had := apiIndex[key]
-	apiIndex[key] = apiRow{key: key, min: 3, max: 9, handler: func(*Node, context.Context, *Conn, kmsg.Request) (kmsg.Response, error) {
+	stubProduce(t, func(*Node, context.Context, *Conn, kmsg.Request) (kmsg.Response, error) {
 		panic("handler bug")
-	}}
-	t.Cleanup(func() {
-		if had {
-			apiIndex[key] = saved
-		} else {
-			delete(apiIndex, key)
-		}
 	})
 	n, _ := newTestNode(t, nil)
 	addr := serveTestNode(t, n)
