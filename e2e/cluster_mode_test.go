@@ -249,15 +249,7 @@ func TestClusterKVCut(t *testing.T) {
 	if p := raw.(*kmsg.ProduceResponse).Topics[0].Partitions[0]; p.ErrorCode != 0 {
 		t.Fatalf("produce at node 2 during the KV cut: %v", kerr.ErrorForCode(p.ErrorCode))
 	}
-	freq := kmsg.NewPtrFetchRequest()
-	freq.ReplicaID, freq.MaxBytes = -1, 1<<20
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = topic
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.PartitionMaxBytes = 1 << 20
-	ft.Partitions = append(ft.Partitions, fp)
-	freq.Topics = append(freq.Topics, ft)
-	raw, err = br.Request(ctx, freq)
+	raw, err = br.Request(ctx, fetchP0(topic, 0, 0))
 	if err != nil {
 		t.Fatalf("fetch at node 2: %v", err)
 	}

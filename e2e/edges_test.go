@@ -62,17 +62,7 @@ func testEdges(t *testing.T, tg target) {
 		topic := uniq("oor")
 		createTopic(t, tg, topic, 1, nil)
 		produceKgo(t, tg.bootstrap, topic, kgo.NoCompression(), []rec{{offset: 0, value: []byte("only")}})
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID = -1
-		req.MaxBytes = 1 << 20
-		ft := kmsg.NewFetchRequestTopic()
-		ft.Topic = topic
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.FetchOffset = 5
-		fp.PartitionMaxBytes = 1 << 20
-		ft.Partitions = append(ft.Partitions, fp)
-		req.Topics = append(req.Topics, ft)
-		raw, err := cl.Request(ctx, req) // routed to the partition's leader
+		raw, err := cl.Request(ctx, fetchP0(topic, 0, 5)) // routed to the partition's leader
 		if err != nil {
 			t.Fatalf("fetch: %v", err)
 		}

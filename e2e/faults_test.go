@@ -128,16 +128,7 @@ func TestQueenFaults(t *testing.T) {
 		produceKgo(t, tg.bootstrap, topic, kgo.NoCompression(), []rec{{offset: 0, value: []byte("v")}})
 		_, br := seed(t)
 		set(t, faultRule{Route: "fetch", Status: 429, RetryAfter: secs(2), Count: 1})
-		req := kmsg.NewPtrFetchRequest()
-		req.Version = 6
-		req.ReplicaID = -1
-		req.MaxBytes = 1 << 20
-		ft := kmsg.NewFetchRequestTopic()
-		ft.Topic = topic
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.PartitionMaxBytes = 1 << 20
-		ft.Partitions = append(ft.Partitions, fp)
-		req.Topics = append(req.Topics, ft)
+		req := fetchP0(topic, 6, 0)
 		raw, err := br.Request(ctx, req)
 		if err != nil {
 			t.Fatalf("fetch: %v", err)
@@ -198,17 +189,7 @@ func TestQueenFaults(t *testing.T) {
 			if !errors.Is(err, kerr.TopicAuthorizationFailed) {
 				t.Errorf("kgo produce under %d: %v, want TOPIC_AUTHORIZATION_FAILED", status, err)
 			}
-			freq := kmsg.NewPtrFetchRequest()
-			freq.Version = 6
-			freq.ReplicaID = -1
-			freq.MaxBytes = 1 << 20
-			ft := kmsg.NewFetchRequestTopic()
-			ft.Topic = topic
-			fp := kmsg.NewFetchRequestTopicPartition()
-			fp.PartitionMaxBytes = 1 << 20
-			ft.Partitions = append(ft.Partitions, fp)
-			freq.Topics = append(freq.Topics, ft)
-			raw, err = br.Request(ctx, freq)
+			raw, err = br.Request(ctx, fetchP0(topic, 6, 0))
 			if err != nil {
 				t.Fatalf("fetch: %v", err)
 			}

@@ -1,0 +1,19 @@
+package e2e
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// fetchP0 is a consumer's Fetch of partition 0 of topic from offset at
+// version, 1 MiB for the partition and for the response.
+func fetchP0(topic string, version int16, offset int64) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = version
+	req.ReplicaID, req.MaxBytes = -1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = topic
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.FetchOffset = offset
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	return req
+}
