@@ -46,16 +46,7 @@ func TestClusterTopicSeenEverywhere(t *testing.T) {
 		}
 	}
 	// Produce pinned at node 2 (every node serves every partition).
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks = -1
-	req.TimeoutMillis = 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition = 2
-	rp.Records = rawBatch(-1, -1, -1, "at node 2")
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := produceRaw(topic, 2, 5000, rawBatch(-1, -1, -1, "at node 2"))
 	raw, err := c.pin(t, 2).Request(ctxT(t, 10*time.Second), req)
 	if err != nil {
 		t.Fatalf("produce at node 2: %v", err)

@@ -234,15 +234,7 @@ func TestClusterKVCut(t *testing.T) {
 	})
 
 	// Produce and fetch through node 2 itself.
-	preq := kmsg.NewPtrProduceRequest()
-	preq.Acks, preq.TimeoutMillis = -1, 10_000
-	pt := kmsg.NewProduceRequestTopic()
-	pt.Topic = topic
-	pp := kmsg.NewProduceRequestTopicPartition()
-	pp.Records = rawBatch(-1, -1, -1, "during-the-cut")
-	pt.Partitions = append(pt.Partitions, pp)
-	preq.Topics = append(preq.Topics, pt)
-	raw, err := br.Request(ctx, preq)
+	raw, err := br.Request(ctx, produceRaw(topic, 0, 10_000, rawBatch(-1, -1, -1, "during-the-cut")))
 	if err != nil {
 		t.Fatalf("produce at node 2: %v", err)
 	}

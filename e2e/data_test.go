@@ -339,17 +339,7 @@ func testRetriedBatch(t *testing.T, tg target) {
 
 	produce := func(batch []byte) (int16, int64) {
 		t.Helper()
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks = -1
-		req.TimeoutMillis = 10000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition = 0
-		rp.Records = batch
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		raw, err := br.Request(ctx, req)
+		raw, err := br.Request(ctx, produceRaw(topic, 0, 10000, batch))
 		if err != nil {
 			t.Fatalf("produce: %v", err)
 		}

@@ -37,16 +37,7 @@ func testEdges(t *testing.T, tg target) {
 	})
 
 	t.Run("internal-topic-produce", func(t *testing.T) {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks = -1
-		req.TimeoutMillis = 5000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "__consumer_offsets"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = rawBatch(-1, -1, -1, "x")
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		raw, err := seed.Request(ctx, req)
+		raw, err := seed.Request(ctx, produceRaw("__consumer_offsets", 0, 5000, rawBatch(-1, -1, -1, "x")))
 		if err != nil {
 			t.Fatalf("produce: %v", err)
 		}
@@ -469,16 +460,7 @@ func TestMalformedInput(t *testing.T) {
 		createTopic(t, tg, topic, 1, nil)
 		batch := rawBatch(-1, -1, -1, "x")
 		batch[len(batch)-1] ^= 0xff // flip a byte the CRC covers
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks = -1
-		req.TimeoutMillis = 5000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = batch
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		raw, err := newKgo(t, tg.bootstrap).SeedBrokers()[0].Request(ctxT(t, 10*time.Second), req)
+		raw, err := newKgo(t, tg.bootstrap).SeedBrokers()[0].Request(ctxT(t, 10*time.Second), produceRaw(topic, 0, 5000, batch))
 		if err != nil {
 			t.Fatalf("produce: %v", err)
 		}

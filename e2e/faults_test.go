@@ -76,16 +76,7 @@ func TestQueenFaults(t *testing.T) {
 		return cl, cl.SeedBrokers()[0]
 	}
 	produceReq := func(topic string, values ...string) *kmsg.ProduceRequest {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks = -1
-		req.TimeoutMillis = 10000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = rawBatch(-1, -1, -1, values...)
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		return req
+		return produceRaw(topic, 0, 10000, rawBatch(-1, -1, -1, values...))
 	}
 	ctx := ctxT(t, 120*time.Second)
 

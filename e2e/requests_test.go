@@ -17,3 +17,17 @@ func fetchP0(topic string, version int16, offset int64) *kmsg.FetchRequest {
 	req.Topics = append(req.Topics, ft)
 	return req
 }
+
+// produceRaw is an acks=all Produce of one record batch to one partition.
+func produceRaw(topic string, partition, timeoutMs int32, records []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, timeoutMs
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = partition
+	rp.Records = records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
