@@ -47,6 +47,17 @@ type Conn struct {
 	authenticated atomic.Bool
 	stopping      atomic.Bool
 	closeOnce     sync.Once
+
+	// sasl is the connection's SASL step (sasl_handshake.go): after a v0
+	// handshake the reader takes the next frame as a bare token.
+	sasl atomic.Int32
+	// closeAfterAnswer ends the connection once the answer being handled
+	// is written: a refused authentication.
+	closeAfterAnswer atomic.Bool
+	// turn hands the reader its next read while the connection has not
+	// authenticated: no read-ahead then, so that how the next frame is
+	// read, and under which ceiling, follows the answer before it.
+	turn chan struct{}
 }
 
 // queued is one decoded request waiting for its turn. preset is an answer
@@ -57,10 +68,14 @@ type queued struct {
 	row    apiRow
 	req    kmsg.Request
 	preset kmsg.Response
+	// lockstep: read before authentication; the reader waits for its answer.
+	lockstep bool
+	// raw: a SASL v0 token, read and answered without Kafka headers.
+	raw bool
 }
 
 func newConn(n *Node, nc net.Conn) *Conn {
-	c := &Conn{n: n, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: newByteBudget(maxFrame)}
+	c := &Conn{n: n, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: newByteBudget(maxFrame), turn: make(chan struct{}, 1)}
 	c.log = n.log.With("remote", c.remote)
 	c.queen.Store(n.queen)
 	empty := ""
@@ -207,6 +222,13 @@ func (c *Conn) readLoop(ctx context.Context, queue chan<- queued) {
 		case <-ctx.Done():
 			return
 		}
+		if q.lockstep {
+			select {
+			case <-c.turn:
+			case <-ctx.Done():
+				return
+			}
+		}
 	}
 }
 
@@ -254,7 +276,12 @@ func (c *Conn) readRequest() (queued, error) {
 		c.budget.release(int64(size))
 		return queued{}, err
 	}
-	q, err := decodeRequest(frame)
+	var q queued
+	if c.sasl.Load() == saslRawToken {
+		q, err = rawTokenRequest(frame)
+	} else {
+		q, err = decodeRequest(frame)
+	}
 	if err == nil && c.mustAuthenticate() && !preAuthKeys[q.hdr.key] {
 		err = refuse("%s before SASL authentication", kmsg.NameForKey(q.hdr.key))
 	}
@@ -263,6 +290,7 @@ func (c *Conn) readRequest() (queued, error) {
 		return queued{}, err
 	}
 	q.size = int64(size)
+	q.lockstep = c.mustAuthenticate()
 	return q, nil
 }
 
@@ -337,6 +365,9 @@ func (c *Conn) answerLoop(ctx context.Context, queue <-chan queued) {
 			if !c.writeAnswer(q, resps[i], &buf) {
 				return
 			}
+			if q.lockstep {
+				c.turn <- struct{}{}
+			}
 		}
 	}
 }
@@ -352,7 +383,14 @@ func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
 	if resp == nil {
 		return true // acks=0: nothing is owed
 	}
-	buf = appendResponse(buf[:0], q.hdr.correlationID, q.hdr.flexible, resp)
+	if q.raw {
+		var ok bool
+		if buf, ok = appendRawToken(buf[:0], resp); !ok {
+			return false // a refused v0 token has no bare answer: Kafka closes
+		}
+	} else {
+		buf = appendResponse(buf[:0], q.hdr.correlationID, q.hdr.flexible, resp)
+	}
 	if len(buf)-4 > maxFrame {
 		c.log.Error("response above the frame ceiling, closing connection", "api", kmsg.NameForKey(q.hdr.key), "bytes", len(buf)-4, "limit", maxFrame)
 		return false
@@ -367,7 +405,7 @@ func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
 	if cap(buf) > 1<<20 {
 		buf = nil // do not pin a large response's buffer for the connection's life
 	}
-	return true
+	return !c.closeAfterAnswer.Load()
 }
 
 // answer runs the handler. A panic is turned into an error so that one bad

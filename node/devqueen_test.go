@@ -34,7 +34,14 @@ type devQueen struct {
 
 func newDevQueen(t *testing.T) (*devQueen, string) {
 	t.Helper()
-	b, err := dev.New(dev.Options{SweepInterval: -1, Faults: true, Logger: testLogger()})
+	return newDevQueenTokens(t, nil)
+}
+
+// newDevQueenTokens is newDevQueen with auth on when tokens is not empty
+// (bearer token → tenant and role).
+func newDevQueenTokens(t *testing.T, tokens map[string]dev.Token) (*devQueen, string) {
+	t.Helper()
+	b, err := dev.New(dev.Options{SweepInterval: -1, Faults: true, Logger: testLogger(), Tokens: tokens})
 	if err != nil {
 		t.Fatalf("dev broker: %v", err)
 	}

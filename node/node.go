@@ -31,6 +31,7 @@ type Node struct {
 	queen *queen.Client
 	topo  topology
 	cats  *catalogs
+	ids   *identities              // SASL credentials' tenants (GET /auth/me)
 	now   func() time.Time         // the catalogue's clock; tests substitute it
 	idem  *idempotence             // producer ids and sequence windows (Produce, InitProducerId)
 	coord *coordinator.Coordinator // consumer groups and committed offsets
@@ -76,6 +77,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		n.topo = n.cluster.topo
 	}
 	n.cats = newCatalogs(n)
+	n.ids = newIdentities(n)
 	n.idem = newIdempotence()
 	n.coord = newCoordinator(n)
 	return n, nil

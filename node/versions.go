@@ -20,6 +20,7 @@ var apiTable = []apiRow{
 	{kmsg.SyncGroup.Int16(), 0, 2, handle((*Node).handleSyncGroup)},                             // 14
 	{kmsg.DescribeGroups.Int16(), 0, 3, handle((*Node).handleDescribeGroups)},                   // 15
 	{kmsg.ListGroups.Int16(), 0, 4, handle((*Node).handleListGroups)},                           // 16
+	{kmsg.SASLHandshake.Int16(), 0, 1, handle((*Node).handleSaslHandshake)},                     // 17
 	{kmsg.ApiVersions.Int16(), 0, 3, handle((*Node).handleApiVersions)},                         // 18
 	{kmsg.CreateTopics.Int16(), 2, 6, handle((*Node).handleCreateTopics)},                       // 19
 	{kmsg.DeleteTopics.Int16(), 1, 5, handle((*Node).handleDeleteTopics)},                       // 20
@@ -29,6 +30,7 @@ var apiTable = []apiRow{
 	{kmsg.DeleteACLs.Int16(), 1, 3, handle((*Node).handleDeleteAcls)},                           // 31
 	{kmsg.DescribeConfigs.Int16(), 1, 4, handle((*Node).handleDescribeConfigs)},                 // 32
 	{kmsg.AlterConfigs.Int16(), 0, 2, handle((*Node).handleAlterConfigs)},                       // 33
+	{kmsg.SASLAuthenticate.Int16(), 0, 1, handle((*Node).handleSaslAuthenticate)},               // 36
 	{kmsg.CreatePartitions.Int16(), 0, 3, handle((*Node).handleCreatePartitions)},               // 37
 	{kmsg.DeleteGroups.Int16(), 0, 2, handle((*Node).handleDeleteGroups)},                       // 42
 	{kmsg.IncrementalAlterConfigs.Int16(), 0, 1, handle((*Node).handleIncrementalAlterConfigs)}, // 44
