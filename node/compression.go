@@ -64,11 +64,18 @@ type zstdDecoder struct{ d *zstd.Decoder }
 
 var codecs decompressors
 
+// payFunc is asked before dst grows to a capacity; an error refuses the
+// growth and ends the decode with it.
+type payFunc func(capacity int) error
+
+func freeGrowth(int) error { return nil }
+
 // decompress appends the decompressed form of src (codec c) to dst and
 // returns it. Output is streamed through a limit, so a declared size is
 // never trusted and never more than limit bytes are produced (the caller
-// passes what is left of one frame's worth for the whole request).
-func (ds *decompressors) decompress(dst, src []byte, c int, limit int) ([]byte, error) {
+// passes what is left of one frame's worth for the whole request); every
+// growth of dst is paid for first.
+func (ds *decompressors) decompress(dst, src []byte, c int, limit int, pay payFunc) ([]byte, error) {
 	switch c {
 	case codecGzip:
 		g, _ := ds.gzip.Get().(*gzipDecoder)
@@ -80,9 +87,9 @@ func (ds *decompressors) decompress(dst, src []byte, c int, limit int) ([]byte, 
 		if err := g.r.Reset(&g.src); err != nil {
 			return dst, fmt.Errorf("gzip: %w", err)
 		}
-		return readLimited(dst, &g.r, limit)
+		return readLimited(dst, &g.r, limit, pay)
 	case codecSnappy:
-		return decodeSnappy(dst, src, limit)
+		return decodeSnappy(dst, src, limit, pay)
 	case codecLz4:
 		r, _ := ds.lz4.Get().(*lz4.Reader)
 		if r == nil {
@@ -90,7 +97,7 @@ func (ds *decompressors) decompress(dst, src []byte, c int, limit int) ([]byte, 
 		}
 		defer ds.lz4.Put(r)
 		r.Reset(bytes.NewReader(src))
-		return readLimited(dst, r, limit)
+		return readLimited(dst, r, limit, pay)
 	case codecZstd:
 		z, _ := ds.zstd.Get().(*zstdDecoder)
 		if z == nil {
@@ -109,25 +116,29 @@ func (ds *decompressors) decompress(dst, src []byte, c int, limit int) ([]byte, 
 		if err := z.d.Reset(bytes.NewReader(src)); err != nil {
 			return dst, fmt.Errorf("zstd: %w", err)
 		}
-		return readLimited(dst, z.d, limit)
+		return readLimited(dst, z.d, limit, pay)
 	}
 	return dst, fmt.Errorf("unknown compression codec %d", c)
 }
 
+// minDecodeBuffer is the least capacity a decompression buffer grows to.
+const minDecodeBuffer = 64 << 10
+
 // readLimited appends everything r yields to dst, refusing output past
 // limit. It grows dst with what actually arrives, never with what a header
-// claims.
-func readLimited(dst []byte, r io.Reader, limit int) ([]byte, error) {
+// claims, doubling its capacity (each byte is copied about once, where
+// append's 1.25x steps copy a large buffer four times over and leave the
+// copies for the collector) up to limit+1, the byte that proves a refusal.
+func readLimited(dst []byte, r io.Reader, limit int, pay payFunc) ([]byte, error) {
 	start := len(dst)
 	for {
 		if len(dst) == cap(dst) {
-			dst = append(dst, 0)[:len(dst)]
+			var err error
+			if dst, err = growCap(dst, max(2*cap(dst), minDecodeBuffer), start+limit+1, pay); err != nil {
+				return dst[:start], err
+			}
 		}
-		room := cap(dst) - len(dst)
-		if over := len(dst) - start + room - (limit + 1); over > 0 {
-			room -= over
-		}
-		n, err := r.Read(dst[len(dst) : len(dst)+room])
+		n, err := r.Read(dst[len(dst):cap(dst)])
 		dst = dst[:len(dst)+n]
 		if len(dst)-start > limit {
 			return dst[:start], errDecompressedTooLarge
@@ -143,9 +154,9 @@ func readLimited(dst []byte, r io.Reader, limit int) ([]byte, error) {
 
 // decodeSnappy decodes a raw Snappy block or the xerial framing, whichever
 // src is; Kafka producers send both.
-func decodeSnappy(dst, src []byte, limit int) ([]byte, error) {
+func decodeSnappy(dst, src []byte, limit int, pay payFunc) ([]byte, error) {
 	if len(src) < xerialHeaderLen || !bytes.Equal(src[:len(xerialMagic)], xerialMagic) {
-		return appendSnappyBlock(dst, src, len(dst), limit)
+		return appendSnappyBlock(dst, src, len(dst), limit, pay)
 	}
 	start := len(dst)
 	for rest := src[xerialHeaderLen:]; len(rest) > 0; {
@@ -158,7 +169,7 @@ func decodeSnappy(dst, src []byte, limit int) ([]byte, error) {
 			return dst[:start], errors.New("snappy: xerial block runs past the batch")
 		}
 		var err error
-		if dst, err = appendSnappyBlock(dst, rest[:n], start, limit); err != nil {
+		if dst, err = appendSnappyBlock(dst, rest[:n], start, limit, pay); err != nil {
 			return dst[:start], err
 		}
 		rest = rest[n:]
@@ -169,7 +180,7 @@ func decodeSnappy(dst, src []byte, limit int) ([]byte, error) {
 // appendSnappyBlock decodes one raw block onto dst. The block's declared
 // length is checked against what its own size can hold and against the
 // allowance (limit bytes counted from start) before anything is sized by it.
-func appendSnappyBlock(dst, block []byte, start, limit int) ([]byte, error) {
+func appendSnappyBlock(dst, block []byte, start, limit int, pay payFunc) ([]byte, error) {
 	n, err := s2.DecodedLen(block)
 	if err != nil {
 		return dst, fmt.Errorf("snappy: %w", err)
@@ -181,19 +192,26 @@ func appendSnappyBlock(dst, block []byte, start, limit int) ([]byte, error) {
 		return dst, errDecompressedTooLarge
 	}
 	at := len(dst)
-	dst = growLen(dst, n)
+	if cap(dst)-at < n {
+		if dst, err = growCap(dst, max(2*cap(dst), at+n), start+limit, pay); err != nil {
+			return dst, err
+		}
+	}
+	dst = dst[:at+n]
 	if _, err := s2.Decode(dst[at:], block); err != nil {
 		return dst[:at], fmt.Errorf("snappy: %w", err)
 	}
 	return dst, nil
 }
 
-// growLen extends b by n bytes, reallocating only when the capacity is short.
-func growLen(b []byte, n int) []byte {
-	if cap(b)-len(b) < n {
-		nb := make([]byte, len(b), len(b)+n+len(b)/4)
-		copy(nb, b)
-		b = nb
+// growCap reallocates b with capacity want, but no more than ceiling, once
+// pay has accepted it.
+func growCap(b []byte, want, ceiling int, pay payFunc) ([]byte, error) {
+	want = min(want, ceiling)
+	if err := pay(want); err != nil {
+		return b, err
 	}
-	return b[:len(b)+n]
+	nb := make([]byte, len(b), want)
+	copy(nb, b)
+	return nb, nil
 }

@@ -70,6 +70,11 @@ type groupReq struct {
 func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRequest) ([]*kmsg.ProduceResponse, int, error) {
 	d := batchDecoders.Get().(*batchDecoder)
 	defer d.release()
+	// The group's decoded records are paid for on the process-wide budget
+	// until its push is over.
+	claim := decodeClaim{budget: decodeBudget}
+	defer claim.release()
+	d.claim = &claim
 	chunk, ends := d.out[:0], []int(nil)
 	defer func() { d.out = chunk }() // the push is over before release
 
@@ -93,8 +98,20 @@ func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRe
 		}
 		markChunk, markEnds := chunk, len(ends)
 		var grown int
-		chunk, ends, grown = encodeParts(d, live, chunk, ends)
-		if i > 0 && body+grown > coalesceBodyBytes {
+		var busy bool
+		chunk, ends, grown, busy = encodeParts(d, live, chunk, ends)
+		for busy && i == 0 {
+			// The first request holds nothing else of the group: it gives
+			// back its budget and its buffers, waits for room, and decodes
+			// again. A request after it is left for a later group instead,
+			// so that nothing waits while holding budget.
+			d.scratch, chunk, ends = nil, nil, nil
+			if err := claim.restart(ctx); err != nil {
+				return nil, 0, err
+			}
+			chunk, ends, grown, busy = encodeParts(d, live, chunk, ends)
+		}
+		if i > 0 && (busy || body+grown > coalesceBodyBytes) {
 			chunk, ends = markChunk, ends[:markEnds]
 			break
 		}
@@ -129,17 +146,24 @@ func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRe
 // so that no batch's envelopes are ever copied to grow a shared buffer. A
 // batch that does not decode keeps its fault, answered only if sequencing
 // would have written it. grown estimates the push body bytes the request
-// adds; chunk is returned as the array the next batch continues in.
-func encodeParts(d *batchDecoder, live []*producePart, chunk []byte, ends []int) ([]byte, []int, int) {
+// adds; chunk is returned as the array the next batch continues in. busy
+// is the budget refusing to grow without waiting: the request's decode is
+// abandoned and must be run again.
+func encodeParts(d *batchDecoder, live []*producePart, chunk []byte, ends []int) ([]byte, []int, int, bool) {
 	allowance := maxDecompressed
 	grown := 0
+	d.recordCost = 0
 	for _, p := range live {
 		from := len(ends)
 		room := chunk[len(chunk):len(chunk)]
+		d.topicLen = len(p.topic)
 		env, next, spent, f := d.envelopes(&p.rb, room, ends, allowance)
 		ends = next
+		if f == faultBudgetBusy {
+			return chunk, ends, grown, true
+		}
+		p.fault = f
 		if f != nil {
-			p.fault = f
 			continue
 		}
 		if cap(env) == cap(room) {
@@ -151,7 +175,7 @@ func encodeParts(d *batchDecoder, live []*producePart, chunk []byte, ends []int)
 		p.env, p.items = env, [2]int{from, len(ends)}
 		grown += len(env) + (len(ends)-from)*(itemOverhead+len(p.topic))
 	}
-	return chunk, ends, grown
+	return chunk, ends, grown, false
 }
 
 // seqProjection is a group's view of its producers' epochs and windows as

@@ -105,7 +105,21 @@ type batchDecoder struct {
 	out  []byte
 	rec  kmsg.Record
 	hdrs []queen.Header
+
+	// claim pays for the scratch buffer's growth and for the records'
+	// cost on the process-wide decodeBudget; nil pays nothing (a caller
+	// that is not a produce request). recordCost is what the current
+	// request's records have cost so far, against maxRecordCost.
+	claim      *decodeClaim
+	recordCost int
+	// topicLen is the current batch's topic name length, which every one
+	// of its push items repeats.
+	topicLen int
 }
+
+// faultBudgetBusy is returned by envelopes when the claim could not grow
+// without waiting; the caller gives back its budget and decodes again.
+var faultBudgetBusy = &batchFault{code: kerr.MessageTooLarge.Code, msg: "decode budget busy"}
 
 var batchDecoders = sync.Pool{New: func() any { return new(batchDecoder) }}
 
@@ -120,6 +134,7 @@ func (d *batchDecoder) release() {
 		d.out = nil
 	}
 	d.out = d.out[:0]
+	d.claim, d.recordCost, d.topicLen = nil, 0, 0
 	d.rec = kmsg.Record{Headers: d.rec.Headers[:0]}
 	clear(d.hdrs)
 	d.hdrs = d.hdrs[:0]
@@ -135,13 +150,21 @@ func (d *batchDecoder) release() {
 func (d *batchDecoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, allowance int) ([]byte, []int, int, *batchFault) {
 	body := rb.Records
 	spent := 0
+	pay := freeGrowth
+	if d.claim != nil {
+		pay = d.claim.payScratch
+	}
 	if c := int(rb.Attributes & attrCodecMask); c != codecNone {
 		var err error
-		d.scratch, err = codecs.decompress(d.scratch[:0], body, c, allowance)
-		if err == errDecompressedTooLarge {
-			return buf, ends, 0, faultf(kerr.MessageTooLarge.Code, "record batch decompresses past the %d byte request ceiling", maxDecompressed)
+		if err = pay(cap(d.scratch)); err == nil {
+			d.scratch, err = codecs.decompress(d.scratch[:0], body, c, allowance, pay)
 		}
-		if err != nil {
+		switch {
+		case err == errBudgetBusy:
+			return buf, ends, 0, faultBudgetBusy
+		case err == errDecompressedTooLarge:
+			return buf, ends, 0, faultf(kerr.MessageTooLarge.Code, "record batch decompresses past the %d byte request ceiling", maxDecompressed)
+		case err != nil:
 			return buf, ends, 0, faultf(kerr.CorruptMessage.Code, "record batch does not decompress: %v", err)
 		}
 		body, spent = d.scratch, len(d.scratch)
@@ -149,11 +172,31 @@ func (d *batchDecoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, a
 	// An envelope is the record's key and value in base64 (4/3) plus a few
 	// dozen bytes of framing: growing once up front saves the copies of
 	// append's incremental growth. The record count is the client's claim,
-	// so it counts only as far as the body could hold that many records.
-	buf = slices.Grow(buf, len(body)/3*4+min(max(int(rb.NumRecords), 0), len(body))*48)
+	// so it counts only as far as the body could hold that many records,
+	// and the estimate only as far as the request's record cost may go.
+	buf = slices.Grow(buf, min(len(body)/3*4+min(max(int(rb.NumRecords), 0), len(body))*48, maxRecordCost-d.recordCost))
 	logAppend := rb.Attributes&attrLogAppendTime != 0
-	start, startEnds := len(buf), len(ends)
-	fail := func(f *batchFault) ([]byte, []int, int, *batchFault) { return buf[:start], ends[:startEnds], 0, f }
+	start, startEnds, startCost := len(buf), len(ends), d.recordCost
+	// Record cost is paid in steps, not per record, to keep the budget's
+	// lock off the hot path; a refused batch takes its payments back.
+	unpaid, paid := 0, 0
+	payRecords := func() *batchFault {
+		if d.claim != nil && unpaid > 0 {
+			paid += unpaid
+			if err := d.claim.payRecords(unpaid); err != nil {
+				return faultBudgetBusy
+			}
+		}
+		unpaid = 0
+		return nil
+	}
+	fail := func(f *batchFault) ([]byte, []int, int, *batchFault) {
+		d.recordCost = startCost
+		if d.claim != nil {
+			d.claim.records -= int64(paid)
+		}
+		return buf[:start], ends[:startEnds], 0, f
+	}
 	for i := int32(0); i < rb.NumRecords; i++ {
 		l, n := binary.Varint(body)
 		if n <= 0 || l < 0 || l > int64(len(body)-n) {
@@ -180,11 +223,24 @@ func (d *batchDecoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, a
 			}
 			r.Headers = d.hdrs
 		}
+		at := len(buf)
 		buf = queen.AppendEnvelope(buf, &r)
 		ends = append(ends, len(buf))
+		cost := len(buf) - at + recordOverhead + d.topicLen
+		if d.recordCost += cost; d.recordCost > maxRecordCost {
+			return fail(faultf(kerr.MessageTooLarge.Code, "records cost past the %d byte request ceiling once decoded", maxRecordCost))
+		}
+		if unpaid += cost; unpaid >= minClaimStep {
+			if f := payRecords(); f != nil {
+				return fail(f)
+			}
+		}
 	}
 	if len(body) != 0 {
 		return fail(faultf(kerr.CorruptMessage.Code, "record batch has %d bytes past its %d records", len(body), rb.NumRecords))
+	}
+	if f := payRecords(); f != nil {
+		return fail(f)
 	}
 	return buf, ends, spent, nil
 }

@@ -232,10 +232,10 @@ func TestRecordBatchDecompressionBomb(t *testing.T) {
 	big := make([]byte, 1<<20)
 	for _, codec := range []int{codecGzip, codecSnappy, codecLz4, codecZstd} {
 		comp := compressFor(t, codec, false, big)
-		out, err := codecs.decompress(nil, comp, codec, 1<<19)
+		out, err := codecs.decompress(nil, comp, codec, 1<<19, freeGrowth)
 		require.ErrorIs(t, err, errDecompressedTooLarge, "codec %d", codec)
 		require.LessOrEqual(t, cap(out), 1<<20, "codec %d allocated past the allowance", codec)
-		out, err = codecs.decompress(nil, comp, codec, 1<<20)
+		out, err = codecs.decompress(nil, comp, codec, 1<<20, freeGrowth)
 		require.NoError(t, err, "codec %d exactly at the allowance", codec)
 		require.Len(t, out, 1<<20)
 	}
@@ -243,7 +243,7 @@ func TestRecordBatchDecompressionBomb(t *testing.T) {
 	// the claim.
 	lie := binary.AppendUvarint(nil, 90<<20)
 	lie = append(lie, 0x00, 'x')
-	_, err := codecs.decompress(nil, lie, codecSnappy, maxDecompressed)
+	_, err := codecs.decompress(nil, lie, codecSnappy, maxDecompressed, freeGrowth)
 	require.Error(t, err)
 
 	rec := kmsg.Record{Value: big}

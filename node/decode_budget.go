@@ -1,0 +1,204 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"unsafe"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// decodeBudgetBytes is what every produce request in the process may hold
+// at once in decompressed records and in the envelopes and push items made
+// from them. One request may need a frame's worth of each (maxDecompressed
+// and maxRecordCost): the budget is exactly one such request, so the worst
+// request is never refused for want of room, and a thousand connections
+// sending bombs cost what one does. Ordinary requests hold a few hundred
+// KiB each and share it without waiting.
+// (minDecodeBuffer covers a pooled buffer's capacity and the refusal's
+// one byte past the ceiling.)
+const decodeBudgetBytes = maxDecompressed + maxRecordCost + minDecodeBuffer
+
+// maxRecordCost bounds what one request's records cost the facade once
+// decoded (their envelopes and recordOverhead each): a frame's worth, as
+// for the decompressed bytes, so that a million empty records in a few
+// hundred compressed KiB buy no more than a frame of records would. A
+// request within it makes a push body within one frame, past which Queen's
+// own body ceiling (64 MiB by default) refuses it anyway.
+const maxRecordCost = maxFrame
+
+// recordOverhead is what a record costs beyond its envelope: its end in the
+// ends index, its queen.PushItem, and its item's framing in the push body
+// (plus the topic name, counted per record).
+const recordOverhead = int(unsafe.Sizeof(int(0))+unsafe.Sizeof(queen.PushItem{})) + itemOverhead
+
+// minClaimStep is the least a claim takes from the budget at a time, so
+// that a request of many small records does not lock the budget per record.
+const minClaimStep = 256 << 10
+
+// errBudgetBusy is a claim that could not grow without waiting. Nothing
+// waits while holding budget: the request gives back what it holds and
+// waits with empty hands (decodeClaim.wait), so claims cannot deadlock.
+var errBudgetBusy = errors.New("decode budget busy")
+
+// orderedBudget is a weighted semaphore of bytes with first-come order, so
+// that a large claim is not starved by a stream of small ones, a try that
+// never waits, and waits bounded by a context: what a claim shared by every
+// connection needs, where a connection's read-ahead budget (byteBudget)
+// waits on a condition for its own reader only.
+type orderedBudget struct {
+	mu      sync.Mutex
+	free    int64
+	size    int64
+	peak    int64 // most ever held at once
+	waiters []*budgetWaiter
+}
+
+type budgetWaiter struct {
+	n     int64
+	ready chan struct{}
+}
+
+var decodeBudget = newOrderedBudget(decodeBudgetBytes)
+
+func newOrderedBudget(size int64) *orderedBudget { return &orderedBudget{free: size, size: size} }
+
+// tryAcquire takes n bytes if they are free and nobody is queued for them.
+func (b *orderedBudget) tryAcquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.waiters) > 0 || n > b.free {
+		return false
+	}
+	b.takeLocked(n)
+	return true
+}
+
+// acquire takes n bytes (at most the budget's size), waiting in order
+// until they are free or ctx ends.
+func (b *orderedBudget) acquire(ctx context.Context, n int64) error {
+	n = min(n, b.size)
+	b.mu.Lock()
+	if len(b.waiters) == 0 && n <= b.free {
+		b.takeLocked(n)
+		b.mu.Unlock()
+		return nil
+	}
+	w := &budgetWaiter{n: n, ready: make(chan struct{})}
+	b.waiters = append(b.waiters, w)
+	b.mu.Unlock()
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		select {
+		case <-w.ready:
+			// Granted as ctx ended: hand the bytes on.
+			b.free += n
+			b.grantLocked()
+		default:
+			for i, q := range b.waiters {
+				if q == w {
+					b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
+					break
+				}
+			}
+			// The head may have been what kept smaller claims behind it.
+			b.grantLocked()
+		}
+		return ctx.Err()
+	}
+}
+
+func (b *orderedBudget) release(n int64) {
+	b.mu.Lock()
+	b.free += n
+	b.grantLocked()
+	b.mu.Unlock()
+}
+
+func (b *orderedBudget) takeLocked(n int64) {
+	b.free -= n
+	b.peak = max(b.peak, b.size-b.free)
+}
+
+func (b *orderedBudget) grantLocked() {
+	for len(b.waiters) > 0 && b.waiters[0].n <= b.free {
+		w := b.waiters[0]
+		b.takeLocked(w.n)
+		b.waiters = b.waiters[1:]
+		close(w.ready)
+	}
+}
+
+// decodeClaim is one produce group's hold on the budget: the decompression
+// buffer's capacity (scratch) and the record cost of its requests
+// (records), paid for as they grow. A claim never waits while it holds
+// anything.
+type decodeClaim struct {
+	budget  *orderedBudget
+	held    int64
+	scratch int64
+	records int64
+}
+
+// cover takes from the budget, without waiting, what the claim's use
+// exceeds its hold by (in geometric steps, to keep the lock cold).
+func (c *decodeClaim) cover() error {
+	use := c.scratch + c.records
+	if use <= c.held {
+		return nil
+	}
+	if use > c.budget.size {
+		// Only a coalesced group gets here (one request's ceilings fit
+		// the budget, so a claim holding all of it never grows): busy
+		// stops the group before this request.
+		return errBudgetBusy
+	}
+	step := min(max(use-c.held, c.held/2, minClaimStep), c.budget.size-c.held)
+	if c.held+step < use || !c.budget.tryAcquire(step) {
+		return errBudgetBusy
+	}
+	c.held += step
+	return nil
+}
+
+// payScratch records the decompression buffer growing to capacity n.
+func (c *decodeClaim) payScratch(n int) error {
+	if int64(n) <= c.scratch {
+		return nil
+	}
+	c.scratch = int64(n)
+	return c.cover()
+}
+
+// payRecords adds n bytes of record cost.
+func (c *decodeClaim) payRecords(n int) error {
+	c.records += int64(n)
+	return c.cover()
+}
+
+// restart gives back everything after a busy claim and waits, holding
+// nothing, until the budget can give what the claim had reached and as much
+// again (so that a request contended more than once waits at most a few
+// times), then starts the claim over with that hold.
+func (c *decodeClaim) restart(ctx context.Context) error {
+	want := min(max(2*(c.scratch+c.records), minClaimStep), c.budget.size)
+	c.release()
+	if err := c.budget.acquire(ctx, want); err != nil {
+		return err
+	}
+	c.held = want
+	return nil
+}
+
+// release returns the claim's hold; the claim may be used again.
+func (c *decodeClaim) release() {
+	if c.held > 0 {
+		c.budget.release(c.held)
+	}
+	c.held, c.scratch, c.records = 0, 0, 0
+}
