@@ -426,3 +426,52 @@ func TestSaslForwardsSNIHost(t *testing.T) {
 		t.Fatalf("verification call %v, want %q first", seen, want)
 	}
 }
+
+// Before authentication a frame is read only once the one before it is
+// answered, so a client that pipelines its authentication is read right:
+// the bare token after a v0 handshake, and a request after the
+// authentication that admits it.
+func TestSaslPipelinedAuthentication(t *testing.T) {
+	_, _, addr := saslEnv(t)
+	fmtr := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
+
+	k := dial(t, addr)
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 0, "PLAIN"
+	wire := fmtr.AppendRequest(nil, hs, 1)
+	token := plainToken("u", "tok-a")
+	wire = append(binary.BigEndian.AppendUint32(wire, uint32(len(token))), token...)
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 9
+	wire = append(wire, fmtr.AppendRequest(nil, md, 2)...) // AppendRequest sizes its frame from dst[0]
+	if _, err := k.nc.Write(wire); err != nil {
+		t.Fatal(err)
+	}
+	if _, resp := k.recv(hs); resp.(*kmsg.SASLHandshakeResponse).ErrorCode != 0 {
+		t.Fatalf("pipelined v0 handshake: code %d", resp.(*kmsg.SASLHandshakeResponse).ErrorCode)
+	}
+	if answer, err := readFrame(k.br, maxFrame); err != nil || len(answer) != 0 {
+		t.Fatalf("pipelined raw token answer %x, %v", answer, err)
+	}
+	if corr, resp := k.recv(md); corr != 2 || len(resp.(*kmsg.MetadataResponse).Topics) != 1 {
+		t.Fatalf("Metadata pipelined behind the v0 flow: correlation %d, %+v", corr, resp)
+	}
+
+	k1 := dial(t, addr)
+	hs.Version = 1
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.Version, auth.SASLAuthBytes = 1, token
+	wire = fmtr.AppendRequest(nil, hs, 1)
+	wire = append(wire, fmtr.AppendRequest(nil, auth, 2)...)
+	wire = append(wire, fmtr.AppendRequest(nil, md, 3)...)
+	if _, err := k1.nc.Write(wire); err != nil {
+		t.Fatal(err)
+	}
+	k1.recv(hs)
+	if _, resp := k1.recv(auth); resp.(*kmsg.SASLAuthenticateResponse).ErrorCode != 0 {
+		t.Fatalf("pipelined SaslAuthenticate: code %d", resp.(*kmsg.SASLAuthenticateResponse).ErrorCode)
+	}
+	if corr, resp := k1.recv(md); corr != 3 || len(resp.(*kmsg.MetadataResponse).Topics) != 1 {
+		t.Fatalf("Metadata pipelined behind the v1 flow: correlation %d, %+v", corr, resp)
+	}
+}
