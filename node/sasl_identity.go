@@ -28,8 +28,9 @@ type identities struct {
 }
 
 type identityAnswer struct {
-	tenant  string    // "" when no tenant was named
-	retryAt time.Time // zero: a definite answer
+	tenant  string        // "" when no tenant was named
+	retryAt time.Time     // zero: a definite answer
+	asking  chan struct{} // non-nil while being asked; closed with the answer
 }
 
 func newIdentities(n *Node) *identities {
@@ -43,14 +44,31 @@ func credentialKey(host, token string) [sha256.Size]byte {
 }
 
 // identity is "tenant:<id>" when GET /auth/me names the tenant q acts for,
-// and otherwise the credential standing for itself, as its hash. A failure
-// to ask never fails an authentication.
+// and otherwise the credential standing for itself, as its hash. Callers
+// of one credential arriving while it is being asked (a fleet reconnecting)
+// wait for that one answer. A failure to ask never fails an authentication.
 func (ids *identities) identity(ctx context.Context, q *queen.Client, key [sha256.Size]byte, log *slog.Logger) string {
-	now := ids.n.now()
-	ids.mu.Lock()
-	a, known := ids.m[key]
-	ids.mu.Unlock()
-	if !known || !a.retryAt.IsZero() && !now.Before(a.retryAt) {
+	for {
+		now := ids.n.now()
+		ids.mu.Lock()
+		a, known := ids.m[key]
+		switch {
+		case known && a.asking != nil:
+			ids.mu.Unlock()
+			select {
+			case <-a.asking:
+				continue
+			case <-ctx.Done():
+				return a.name(key)
+			}
+		case known && (a.retryAt.IsZero() || now.Before(a.retryAt)):
+			ids.mu.Unlock()
+			return a.name(key)
+		}
+		asking := make(chan struct{})
+		ids.m[key] = identityAnswer{asking: asking}
+		ids.mu.Unlock()
+
 		a = identityAnswer{}
 		tenant, err := q.AuthMe(ctx)
 		switch {
@@ -65,7 +83,13 @@ func (ids *identities) identity(ctx context.Context, q *queen.Client, key [sha25
 		ids.mu.Lock()
 		ids.m[key] = a
 		ids.mu.Unlock()
+		close(asking)
+		return a.name(key)
 	}
+}
+
+// name is the identity an answer files the credential under.
+func (a identityAnswer) name(key [sha256.Size]byte) string {
 	if a.tenant != "" {
 		return "tenant:" + a.tenant
 	}

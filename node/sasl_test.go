@@ -475,3 +475,47 @@ func TestSaslPipelinedAuthentication(t *testing.T) {
 		t.Fatalf("Metadata pipelined behind the v1 flow: correlation %d, %+v", corr, resp)
 	}
 }
+
+// Connections of one credential authenticating while its /auth/me is being
+// asked wait for that one answer instead of asking again each.
+func TestSaslIdentityAskedOnceForConcurrentConnections(t *testing.T) {
+	_, dq, addr := saslEnv(t)
+	release := make(chan struct{})
+	dq.setFault(func(r *http.Request) (int, string, string) {
+		if r.URL.Path == "/auth/me" {
+			<-release
+		}
+		return 0, "", ""
+	})
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 1, "PLAIN"
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.Version, auth.SASLAuthBytes = 1, plainToken("u", "tok-a")
+	var ks []*kclient
+	for range 3 {
+		k := dial(t, addr)
+		k.send(hs)
+		k.send(auth) // pipelined: read once the handshake is answered
+		ks = append(ks, k)
+	}
+	// Hold the first question until every connection has verified its
+	// token, and a little beyond, so that each has reached the question.
+	for i := 0; dq.count("GET /api/v1/resources/queues") < len(ks); i++ {
+		if i == 500 {
+			t.Fatalf("only %d of %d connections verified their token", dq.count("GET /api/v1/resources/queues"), len(ks))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	asked := dq.count("GET /auth/me")
+	close(release)
+	for _, k := range ks {
+		k.recv(hs)
+		if _, resp := k.recv(auth); resp.(*kmsg.SASLAuthenticateResponse).ErrorCode != 0 {
+			t.Fatalf("authenticate: code %d", resp.(*kmsg.SASLAuthenticateResponse).ErrorCode)
+		}
+	}
+	if asked != 1 || dq.count("GET /auth/me") != 1 {
+		t.Fatalf("/auth/me asked %d times (%d while held) for %d concurrent connections of one credential", dq.count("GET /auth/me"), asked, len(ks))
+	}
+}
