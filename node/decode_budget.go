@@ -143,12 +143,17 @@ type decodeClaim struct {
 	held    int64
 	scratch int64
 	records int64
+	// reached is the most the claim has asked to cover, refused or not:
+	// a refused batch takes its record cost back, and a restart sized by
+	// what is left would be refused at the same record again.
+	reached int64
 }
 
 // cover takes from the budget, without waiting, what the claim's use
 // exceeds its hold by (in geometric steps, to keep the lock cold).
 func (c *decodeClaim) cover() error {
 	use := c.scratch + c.records
+	c.reached = max(c.reached, use)
 	if use <= c.held {
 		return nil
 	}
@@ -186,7 +191,7 @@ func (c *decodeClaim) payRecords(n int) error {
 // again (so that a request contended more than once waits at most a few
 // times), then starts the claim over with that hold.
 func (c *decodeClaim) restart(ctx context.Context) error {
-	want := min(max(2*(c.scratch+c.records), minClaimStep), c.budget.size)
+	want := min(max(2*c.reached, minClaimStep), c.budget.size)
 	c.release()
 	if err := c.budget.acquire(ctx, want); err != nil {
 		return err
@@ -200,5 +205,5 @@ func (c *decodeClaim) release() {
 	if c.held > 0 {
 		c.budget.release(c.held)
 	}
-	c.held, c.scratch, c.records = 0, 0, 0
+	c.held, c.scratch, c.records, c.reached = 0, 0, 0, 0
 }

@@ -174,22 +174,22 @@ func (d *batchDecoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, a
 	// append's incremental growth. The record count is the client's claim,
 	// so it counts only as far as the body could hold that many records,
 	// and the estimate only as far as the request's record cost may go.
-	buf = slices.Grow(buf, min(len(body)/3*4+min(max(int(rb.NumRecords), 0), len(body))*48, maxRecordCost-d.recordCost))
-	logAppend := rb.Attributes&attrLogAppendTime != 0
-	start, startEnds, startCost := len(buf), len(ends), d.recordCost
-	// Record cost is paid in steps, not per record, to keep the budget's
-	// lock off the hot path; a refused batch takes its payments back.
-	unpaid, paid := 0, 0
-	payRecords := func() *batchFault {
-		if d.claim != nil && unpaid > 0 {
-			paid += unpaid
-			if err := d.claim.payRecords(unpaid); err != nil {
+	// The estimate is paid for before it is allocated; the records' cost
+	// is then paid in steps past it, not per record, to keep the budget's
+	// lock off the hot path. A refused batch takes its payments back.
+	est := min(len(body)/3*4+min(max(int(rb.NumRecords), 0), len(body))*48, maxRecordCost-d.recordCost)
+	cost, paid := 0, 0
+	payRecords := func(upTo int) *batchFault {
+		if d.claim != nil && upTo > paid {
+			err := d.claim.payRecords(upTo - paid)
+			paid = upTo
+			if err != nil {
 				return faultBudgetBusy
 			}
 		}
-		unpaid = 0
 		return nil
 	}
+	start, startEnds, startCost := len(buf), len(ends), d.recordCost
 	fail := func(f *batchFault) ([]byte, []int, int, *batchFault) {
 		d.recordCost = startCost
 		if d.claim != nil {
@@ -197,6 +197,11 @@ func (d *batchDecoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, a
 		}
 		return buf[:start], ends[:startEnds], 0, f
 	}
+	if f := payRecords(est); f != nil {
+		return fail(f)
+	}
+	buf = slices.Grow(buf, est)
+	logAppend := rb.Attributes&attrLogAppendTime != 0
 	for i := int32(0); i < rb.NumRecords; i++ {
 		l, n := binary.Varint(body)
 		if n <= 0 || l < 0 || l > int64(len(body)-n) {
@@ -226,12 +231,12 @@ func (d *batchDecoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, a
 		at := len(buf)
 		buf = queen.AppendEnvelope(buf, &r)
 		ends = append(ends, len(buf))
-		cost := len(buf) - at + recordOverhead + d.topicLen
-		if d.recordCost += cost; d.recordCost > maxRecordCost {
+		c := len(buf) - at + recordOverhead + d.topicLen
+		if d.recordCost += c; d.recordCost > maxRecordCost {
 			return fail(faultf(kerr.MessageTooLarge.Code, "records cost past the %d byte request ceiling once decoded", maxRecordCost))
 		}
-		if unpaid += cost; unpaid >= minClaimStep {
-			if f := payRecords(); f != nil {
+		if cost += c; cost-paid >= minClaimStep {
+			if f := payRecords(cost); f != nil {
 				return fail(f)
 			}
 		}
@@ -239,7 +244,7 @@ func (d *batchDecoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, a
 	if len(body) != 0 {
 		return fail(faultf(kerr.CorruptMessage.Code, "record batch has %d bytes past its %d records", len(body), rb.NumRecords))
 	}
-	if f := payRecords(); f != nil {
+	if f := payRecords(cost); f != nil {
 		return fail(f)
 	}
 	return buf, ends, spent, nil
