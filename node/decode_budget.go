@@ -191,6 +191,11 @@ func (c *decodeClaim) payRecords(n int) error {
 // again (so that a request contended more than once waits at most a few
 // times), then starts the claim over with that hold.
 func (c *decodeClaim) restart(ctx context.Context) error {
+	if c.held == c.budget.size {
+		// One request's ceilings fit the budget, so this is a claim
+		// counted wrong; retrying would never end.
+		return errors.New("decode claim outgrew the whole budget")
+	}
 	want := min(max(2*c.reached, minClaimStep), c.budget.size)
 	c.release()
 	if err := c.budget.acquire(ctx, want); err != nil {

@@ -247,6 +247,11 @@ func (d *batchDecoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, a
 	if f := payRecords(cost); f != nil {
 		return fail(f)
 	}
+	if d.claim != nil && paid > cost {
+		// The estimate's unused part is left in buf for the next batch,
+		// which pays for it again: only what was used stays paid.
+		d.claim.records -= int64(paid - cost)
+	}
 	return buf, ends, spent, nil
 }
 
