@@ -53,24 +53,16 @@ func (d *decoder) u8() byte {
 	return v
 }
 
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail(errShort)
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *decoder) uvarint() uint64 { return readVarint(d, binary.Uvarint) }
+func (d *decoder) varint() int64   { return readVarint(d, binary.Varint) }
 
-func (d *decoder) varint() int64 {
+// readVarint reads one varint with read (binary.Uvarint or binary.Varint),
+// which reports a short or overlong one as n <= 0.
+func readVarint[T uint64 | int64](d *decoder, read func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.b)
+	v, n := read(d.b)
 	if n <= 0 {
 		d.fail(errShort)
 		return 0
