@@ -48,17 +48,9 @@ func (s *Session) claim(ctx context.Context) error {
 			continue
 		}
 		if put.Applied {
-			s.mu.Lock()
-			s.held = put.Version
-			s.mu.Unlock()
-			rows, err := s.rows(ctx, list)
-			if err != nil {
-				// The id is ours; only the first read of peers failed. The
-				// session starts unhealthy and the next heartbeat retries.
-				s.failed(ctx, err)
-			} else {
-				s.succeeded(rows, sent)
-			}
+			// The id is ours even if the first read of peers fails: the
+			// session then starts unhealthy and the next heartbeat retries.
+			s.applied(ctx, put, list, sent)
 			s.log.Info("node id claimed", "key", s.key, "version", put.Version, "incarnation", s.cfg.Incarnation,
 				"waited", s.clk.Now().Sub(firstNonZero(seenAt, sent)).Round(time.Millisecond))
 			return nil

@@ -105,15 +105,7 @@ func (s *Session) beat(ctx context.Context) (lost bool) {
 			return false
 		}
 		if put.Applied {
-			s.mu.Lock()
-			s.held = put.Version
-			s.mu.Unlock()
-			rows, err := s.rows(ctx, list)
-			if err != nil {
-				s.failed(ctx, err)
-				return false
-			}
-			s.succeeded(rows, sent)
+			s.applied(ctx, put, list, sent)
 			return false
 		}
 		cur, _ := decodeNode(put.Value)
@@ -135,6 +127,20 @@ func (s *Session) beat(ctx context.Context) (lost bool) {
 	}
 	s.failed(ctx, fmt.Errorf("registry: row %s changed on every attempt of one heartbeat", s.key))
 	return false
+}
+
+// applied records a put that took the row, then the live set read with it:
+// the view is trusted again only if the whole live set could be read.
+func (s *Session) applied(ctx context.Context, put, list queen.KVResult, sent time.Time) {
+	s.mu.Lock()
+	s.held = put.Version
+	s.mu.Unlock()
+	rows, err := s.rows(ctx, list)
+	if err != nil {
+		s.failed(ctx, err)
+		return
+	}
+	s.succeeded(rows, sent)
 }
 
 func (s *Session) succeeded(rows []queen.KVRow, sent time.Time) {
