@@ -52,8 +52,10 @@ type scanner struct {
 	i int
 }
 
+// errf says where in the body decoding stopped; the route (push or fetch)
+// is named by the *Error that wraps it.
 func (s *scanner) errf(format string, args ...any) error {
-	return fmt.Errorf("fetch response at byte %d: %s", s.i, fmt.Sprintf(format, args...))
+	return fmt.Errorf("response at byte %d: %s", s.i, fmt.Sprintf(format, args...))
 }
 
 func (s *scanner) ws() { s.i = SkipJSONSpace(s.b, s.i) }

@@ -71,3 +71,12 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 func FuzzPushDecode(f *testing.F) {
 	fuzzDecoder(f, pushSamples, pushInvalid, decodePushResponse, normPush)
 }
+
+// TestPushDecodeErrorNamesNoFetch: the scanner is shared with the fetch
+// decoder; a bad push answer must not be reported as a fetch response.
+func TestPushDecodeErrorNamesNoFetch(t *testing.T) {
+	_, err := decodePushResponse([]byte(`[{"index":"1"}]`))
+	if err == nil || strings.Contains(err.Error(), "fetch") || !strings.Contains(err.Error(), "at byte") {
+		t.Fatalf("err = %v", err)
+	}
+}
