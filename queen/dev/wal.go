@@ -71,15 +71,9 @@ func startWAL(f *os.File) *wal {
 // lock across apply and append so that the log order is the apply order.
 func (w *wal) append(ops []op) *batch {
 	w.mu.Lock()
-	if w.failed != nil || w.closing {
-		err := w.failed
-		if err == nil {
-			err = errors.New("write-ahead log closed")
-		}
+	if dead := w.deadLocked(); dead != nil {
 		w.mu.Unlock()
-		b := &batch{done: make(chan struct{}), err: err}
-		close(b.done)
-		return b
+		return dead
 	}
 	if w.open == nil {
 		w.open = &batch{done: make(chan struct{})}
@@ -102,16 +96,25 @@ func (w *wal) append(ops []op) *batch {
 func (w *wal) tail() *batch {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.failed != nil || w.closing {
-		err := w.failed
-		if err == nil {
-			err = errors.New("write-ahead log closed")
-		}
-		b := &batch{done: make(chan struct{}), err: err}
-		close(b.done)
-		return b
+	if dead := w.deadLocked(); dead != nil {
+		return dead
 	}
 	return w.last
+}
+
+// deadLocked returns an already failed batch once the log has failed or is
+// closing (nil while it takes frames). w.mu must be held.
+func (w *wal) deadLocked() *batch {
+	if w.failed == nil && !w.closing {
+		return nil
+	}
+	err := w.failed
+	if err == nil {
+		err = errors.New("write-ahead log closed")
+	}
+	b := &batch{done: make(chan struct{}), err: err}
+	close(b.done)
+	return b
 }
 
 func (w *wal) run() {
