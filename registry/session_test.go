@@ -19,6 +19,14 @@ func ids(nodes []Node) []int32 {
 	return out
 }
 
+// startFaulty starts node 1 behind a faultKV, which answers normally until
+// its mode is switched.
+func startFaulty(t *testing.T) (*harness, *faultKV, *Session) {
+	h := newHarness(t)
+	f := newFaultKV(h.store)
+	return h, f, h.start(f, h.cfg(1, "a"))
+}
+
 func TestHeartbeatIsOneCallThatWritesAndReadsTheLiveSet(t *testing.T) {
 	h := newHarness(t)
 	rec := &recKV{next: h.store}
@@ -305,9 +313,7 @@ func TestCloseLeavesARowAnotherProcessTook(t *testing.T) {
 }
 
 func TestCloseWithinBudgetWhenRegistryHangs(t *testing.T) {
-	h := newHarness(t)
-	f := newFaultKV(h.store)
-	a := h.start(f, h.cfg(1, "a"))
+	h, f, a := startFaulty(t)
 	f.mode.Store(faultHang)
 	start := time.Now()
 	err := a.Close(context.Background())
@@ -323,9 +329,7 @@ func TestCloseWithinBudgetWhenRegistryHangs(t *testing.T) {
 }
 
 func TestUnreachableRegistryIsUnhealthyThenRecovers(t *testing.T) {
-	h := newHarness(t)
-	f := newFaultKV(h.store)
-	a := h.start(f, h.cfg(1, "a"))
+	h, f, a := startFaulty(t)
 	h.tick(1)
 	if err := a.Err(); err != nil {
 		t.Fatal(err)
@@ -369,9 +373,7 @@ func TestUnreachableRegistryIsUnhealthyThenRecovers(t *testing.T) {
 // A call that hangs returns no error, but the view still stops being
 // trusted TTL − heartbeat after the last successful send.
 func TestHungRegistryTurnsStaleWithoutAnError(t *testing.T) {
-	h := newHarness(t)
-	f := newFaultKV(h.store)
-	a := h.start(f, h.cfg(1, "a"))
+	h, f, a := startFaulty(t)
 	f.mode.Store(faultHang)
 	h.clk.Advance(testHB) // the heartbeat starts and hangs
 	h.clk.Advance(testTTL - 2*testHB - time.Millisecond)
@@ -422,9 +424,7 @@ func TestOwnershipLostWhenAnotherIncarnationTakesTheRow(t *testing.T) {
 // An outage longer than the TTL lets the row expire; when the registry
 // returns, the id is free and taken back, not reported lost.
 func TestExpiredRowIsReacquiredAfterALongOutage(t *testing.T) {
-	h := newHarness(t)
-	f := newFaultKV(h.store)
-	a := h.start(f, h.cfg(1, "a"))
+	h, f, a := startFaulty(t)
 	f.mode.Store(faultFail)
 	for range 6 { // 12 s: past the 10 s TTL
 		h.tick(1)
@@ -449,9 +449,7 @@ func TestExpiredRowIsReacquiredAfterALongOutage(t *testing.T) {
 // A heartbeat applied at the store whose answer never arrived leaves a stale
 // held version; the next heartbeat recognises its own incarnation and goes on.
 func TestLostAnswerIsRecognisedAsOwnWrite(t *testing.T) {
-	h := newHarness(t)
-	f := newFaultKV(h.store)
-	a := h.start(f, h.cfg(1, "a"))
+	h, f, a := startFaulty(t)
 	f.mode.Store(faultLoseAnswer)
 	h.tick(1)
 	if a.Healthy() {
