@@ -225,10 +225,16 @@ func (b *Broker) commit(ops []op) (*batch, error) {
 	return b.logApplied(ops), nil
 }
 
-// logApplied queues ops the caller has already applied.
+// logApplied queues ops the caller has already applied and returns the
+// batch to wait for before acknowledging. With nothing to log that is the
+// newest batch: the answer may still rest on state another request has not
+// yet made durable (a duplicate push names records still being synced).
 func (b *Broker) logApplied(ops []op) *batch {
-	if b.wal == nil || len(ops) == 0 {
+	if b.wal == nil {
 		return nil
+	}
+	if len(ops) == 0 {
+		return b.wal.tail()
 	}
 	return b.wal.append(ops)
 }

@@ -450,10 +450,8 @@ func (b *Broker) handleKV(w http.ResponseWriter, r *http.Request, c *call) {
 	if fail != nil {
 		x.rollback()
 		bt = b.observed()
-	} else if logOps := x.logOps(); logOps != nil {
-		bt = b.logApplied(logOps)
 	} else {
-		bt = b.observed()
+		bt = b.logApplied(x.logOps())
 	}
 	b.mu.Unlock()
 	if err := bt.wait(); err != nil {

@@ -211,11 +211,6 @@ func (b *Broker) handlePush(w http.ResponseWriter, r *http.Request, c *call) {
 	b.mu.Lock()
 	plan := b.planPush(c.tenant, items, b.now())
 	bt, err := b.commit(plan.ops)
-	if err == nil && bt == nil {
-		// Nothing new to log (every item a duplicate): still wait for what
-		// the duplicates refer to.
-		bt = b.observed()
-	}
 	b.mu.Unlock()
 	if err == nil {
 		err = bt.wait()

@@ -160,9 +160,6 @@ func (b *Broker) handleTxn(w http.ResponseWriter, r *http.Request, c *call) {
 			}
 			if err == nil {
 				bt = b.logApplied(frame)
-				if bt == nil {
-					bt = b.observed()
-				}
 			}
 		}
 	}
