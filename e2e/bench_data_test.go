@@ -13,7 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -308,11 +307,8 @@ func BenchmarkMetadataWideTopic(b *testing.B) {
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 100000, 1, nil, topic); err != nil {
 		b.Fatal(err)
 	}
-	req := kmsg.NewPtrMetadataRequest()
+	req := metadataReq(topic)
 	req.Version = 9
-	t := kmsg.NewMetadataRequestTopic()
-	t.Topic = kmsg.StringPtr(topic)
-	req.Topics = []kmsg.MetadataRequestTopic{t}
 	var size int
 	b.ResetTimer()
 	for range b.N {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -114,14 +113,7 @@ func BenchmarkOffsetCommitFacadeVsDirect(b *testing.B) {
 		fl := make([]float64, 0, commits)
 		fstart := time.Now()
 		for i := 0; i < commits; i++ {
-			req := kmsg.NewPtrOffsetCommitRequest()
-			req.Group, req.Generation = group, -1
-			t := kmsg.NewOffsetCommitRequestTopic()
-			t.Topic = topic
-			p := kmsg.NewOffsetCommitRequestTopicPartition()
-			p.Offset = int64(i)
-			t.Partitions = append(t.Partitions, p)
-			req.Topics = append(req.Topics, t)
+			req := commitReq(group, topic, 0, int64(i))
 			t0 := time.Now()
 			resp, err := req.RequestWith(ctx, cl)
 			if err != nil {

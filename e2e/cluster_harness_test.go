@@ -160,12 +160,7 @@ func (c *testCluster) brokerIDs(t testing.TB, id int) ([]int32, error) {
 
 func (c *testCluster) metadata(t testing.TB, id int, topics ...string) (*kmsg.MetadataResponse, error) {
 	t.Helper()
-	req := kmsg.NewPtrMetadataRequest()
-	for _, tp := range topics {
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr(tp)
-		req.Topics = append(req.Topics, mt)
-	}
+	req := metadataReq(topics...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	raw, err := c.pin(t, id).Request(ctx, req)
@@ -260,17 +255,9 @@ func (c *testCluster) offsetsAt(t testing.TB, id int, group, topic string, parts
 // topic/partition at offset to node id and returns its error code.
 func (c *testCluster) commitAt(t testing.TB, id int, group, topic string, partition int32, offset int64) (int16, error) {
 	t.Helper()
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Group, req.Generation = group, -1
-	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewOffsetCommitRequestTopicPartition()
-	rp.Partition, rp.Offset = partition, offset
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	raw, err := c.pin(t, id).Request(ctx, req)
+	raw, err := c.pin(t, id).Request(ctx, commitReq(group, topic, partition, offset))
 	if err != nil {
 		return 0, err
 	}

@@ -315,11 +315,7 @@ func testRetriedBatch(t *testing.T, tg target) {
 	ctx := ctxT(t, 30*time.Second)
 	// Learn the partition leader so every request below rides one
 	// connection to the node that holds the sequence window.
-	mreq := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr(topic)
-	mreq.Topics = append(mreq.Topics, mt)
-	mresp, err := mreq.RequestWith(ctx, cl)
+	mresp, err := metadataReq(topic).RequestWith(ctx, cl)
 	if err != nil || len(mresp.Topics) != 1 || len(mresp.Topics[0].Partitions) != 1 {
 		t.Fatalf("metadata: %v %+v", err, mresp)
 	}
@@ -506,12 +502,7 @@ func testAdmin(t *testing.T, tg target) {
 		t.Errorf("after DeleteTopics the queue still exists: %+v", res)
 	}
 	eventually(t, 5*time.Second, "deleted topic gone from metadata", func() (bool, string) {
-		req := kmsg.NewPtrMetadataRequest()
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr(topic)
-		req.Topics = append(req.Topics, mt)
-		req.AllowAutoTopicCreation = false
-		resp, err := req.RequestWith(ctx, newKgo(t, tg.bootstrap))
+		resp, err := metadataReq(topic).RequestWith(ctx, newKgo(t, tg.bootstrap))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -606,12 +597,7 @@ func testMetadata(t *testing.T, tg target) {
 	cl := newKgo(t, tg.bootstrap)
 	md := func(allow bool, topics ...string) *kmsg.MetadataResponse {
 		t.Helper()
-		req := kmsg.NewPtrMetadataRequest()
-		for _, tp := range topics {
-			mt := kmsg.NewMetadataRequestTopic()
-			mt.Topic = kmsg.StringPtr(tp)
-			req.Topics = append(req.Topics, mt)
-		}
+		req := metadataReq(topics...)
 		req.AllowAutoTopicCreation = allow
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {

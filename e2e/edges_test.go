@@ -122,11 +122,7 @@ func testEdges(t *testing.T, tg target) {
 		// franz-go sends the highest version both sides allow, so cap the
 		// client at Kafka 0.10.2, whose Metadata is v2.
 		old := newKgo(t, tg.bootstrap, kgo.MaxVersions(kversion.V0_10_2()))
-		req := kmsg.NewPtrMetadataRequest()
-		req.AllowAutoTopicCreation = false // not on the wire below v4
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr(topic)
-		req.Topics = append(req.Topics, mt)
+		req := metadataReq(topic) // AllowAutoTopicCreation false: not on the wire below v4
 		eventually(t, 5*time.Second, "metadata v2 creates "+topic, func() (bool, string) {
 			raw, err := old.SeedBrokers()[0].Request(ctx, req)
 			if err != nil {

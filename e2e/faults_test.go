@@ -140,10 +140,7 @@ func TestQueenFaults(t *testing.T) {
 		defer clear()
 		_, br := seed(t)
 		set(t, faultRule{Route: "any", Status: 429, RetryAfter: secs(3), Count: 1})
-		req := kmsg.NewPtrMetadataRequest()
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr(uniq("f429m"))
-		req.Topics = append(req.Topics, mt)
+		req := metadataReq(uniq("f429m"))
 		req.AllowAutoTopicCreation = true
 		raw, err := br.Request(ctx, req)
 		if err != nil {
@@ -204,17 +201,8 @@ func TestQueenFaults(t *testing.T) {
 	commit := func(t *testing.T, group, topic string) *kmsg.OffsetCommitResponse {
 		t.Helper()
 		_, br := seed(t)
-		req := kmsg.NewPtrOffsetCommitRequest()
+		req := commitReq(group, topic, 0, 1)
 		req.Version = 6
-		req.Group = group
-		req.Generation = -1
-		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Offset = 1
-		rp.LeaderEpoch = -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
 		raw, err := br.Request(ctx, req)
 		if err != nil {
 			t.Fatalf("offset commit: %v", err)

@@ -31,3 +31,29 @@ func produceRaw(topic string, partition, timeoutMs int32, records []byte) *kmsg.
 	req.Topics = append(req.Topics, rt)
 	return req
 }
+
+// metadataReq asks for topics by name (none: every topic); auto-creation is
+// off until the caller sets AllowAutoTopicCreation.
+func metadataReq(topics ...string) *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, tp := range topics {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(tp)
+		req.Topics = append(req.Topics, mt)
+	}
+	return req
+}
+
+// commitReq is an assign()-style OffsetCommit (generation -1, no member) of
+// one partition of topic at offset.
+func commitReq(group, topic string, partition int32, offset int64) *kmsg.OffsetCommitRequest {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = group, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = partition, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
