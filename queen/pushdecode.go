@@ -52,10 +52,10 @@ func (s *scanner) pushResults(text string) ([]pushResultWire, error) {
 	// One result is at least 150 bytes of a real broker's answer; the
 	// estimate only sizes the first allocation.
 	out := make([]pushResultWire, 0, len(s.b)/128+1)
-	var indexes []int // backing store of every Index pointer
+	var ptrs pushPointers
 	err := s.array(func() error {
 		var w pushResultWire
-		if err := s.pushResult(&w, text, &indexes); err != nil {
+		if err := s.pushResult(&w, text, &ptrs); err != nil {
 			return err
 		}
 		out = append(out, w)
@@ -64,7 +64,24 @@ func (s *scanner) pushResults(text string) ([]pushResultWire, error) {
 	return out, err
 }
 
-func (s *scanner) pushResult(w *pushResultWire, text string, indexes *[]int) error {
+// pushPointers backs every Index and Offset pointer of one answer, so that
+// a result costs no allocation of its own for either.
+type pushPointers struct {
+	indexes []int
+	offsets []int64
+}
+
+// slot stores v in *block and returns a pointer to it. A full block is
+// replaced, never grown: earlier pointers keep the old one alive.
+func slot[T any](block *[]T, v T) *T {
+	if cap(*block) == len(*block) {
+		*block = make([]T, 0, max(16, 2*cap(*block)))
+	}
+	*block = append(*block, v)
+	return &(*block)[len(*block)-1]
+}
+
+func (s *scanner) pushResult(w *pushResultWire, text string, ptrs *pushPointers) error {
 	if isNull, err := s.null(); isNull || err != nil {
 		return err
 	}
@@ -82,15 +99,9 @@ func (s *scanner) pushResult(w *pushResultWire, text string, indexes *[]int) err
 				return err
 			}
 			var v int64
-			if v, err = s.int64(); err != nil {
-				return err
+			if v, err = s.int64(); err == nil {
+				w.Index = slot(&ptrs.indexes, int(v))
 			}
-			if cap(*indexes) == len(*indexes) {
-				// A new block: earlier pointers keep the old one alive.
-				*indexes = make([]int, 0, max(16, 2*cap(*indexes)))
-			}
-			*indexes = append(*indexes, int(v))
-			w.Index = &(*indexes)[len(*indexes)-1]
 		case "message_id":
 			w.MessageID, err = s.substr(text)
 		case "transaction_id":
@@ -109,7 +120,7 @@ func (s *scanner) pushResult(w *pushResultWire, text string, indexes *[]int) err
 			}
 			var v int64
 			if v, err = s.int64(); err == nil {
-				w.Offset = &v
+				w.Offset = slot(&ptrs.offsets, v)
 			}
 		default:
 			_, err = s.value()

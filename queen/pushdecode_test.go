@@ -41,8 +41,8 @@ func TestPushDecodeMatchesEncodingJSON(t *testing.T) {
 	checkDecoderSamples(t, pushSamples, pushInvalid, decodePushResponse, normPush)
 }
 
-// TestPushDecodeIndexesDistinct: the Index pointers share blocks of one
-// backing store; each must still point at its own value.
+// TestPushDecodeIndexesDistinct: the Index and Offset pointers share blocks of
+// one backing store each; every pointer must still point at its own value.
 func TestPushDecodeIndexesDistinct(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("[")
