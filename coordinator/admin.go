@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
 	"sort"
 	"strings"
@@ -265,10 +264,7 @@ func (c *Coordinator) deleteRows(ctx context.Context, kv KV, g *group, gen int32
 	writes = append(writes, deleteOp(queen.GroupIndexKey(id)))
 	if n, err := c.writeOps(ctx, kv, g, gen, writes); err != nil {
 		c.log.Warn("delete group failed", "group", id, "deleted", n, "of", len(writes), "err", err)
-		if errors.Is(err, errLostFence) {
-			return kerr.NotCoordinator.Code
-		}
-		return kvCode(err)
+		return kvCode(err) // NOT_COORDINATOR for a lost fence; DeleteGroup drops the group on it
 	}
 	g.indexed = false
 	return 0
@@ -371,11 +367,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, cl Client, req *kmsg.Off
 	n, err := c.writeOps(ctx, kv, g, gen, writes)
 	if err != nil {
 		c.log.Warn("offset delete failed", "group", req.Group, "deleted", n, "of", len(writes), "err", err)
-		code := kvCode(err)
-		if errors.Is(err, errLostFence) {
-			code = kerr.NotCoordinator.Code
-			c.dropGroup(g)
-		}
+		code := c.writeCode(g, err)
 		if n == 0 {
 			resp.ErrorCode = code
 			return resp

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -141,12 +140,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.Off
 	n, err := c.writeOps(ctx, kv, g, gen, writes)
 	if err != nil {
 		c.log.Warn("offset commit failed", "group", req.Group, "written", n, "of", len(writes), "err", err)
-		code := kvCode(err)
-		if errors.Is(err, errLostFence) {
-			code = kerr.NotCoordinator.Code
-			c.dropGroup(g)
-		}
-		fail(n, code)
+		fail(n, c.writeCode(g, err))
 	}
 	return resp
 }

@@ -17,7 +17,7 @@ import (
 // request the contract refuses, which retrying cannot fix.
 func kvCode(err error) int16 {
 	var pe *queen.PreconditionError
-	if errors.As(err, &pe) {
+	if errors.Is(err, errLostFence) || errors.As(err, &pe) {
 		// Only the fence is ever required; losing it means another node
 		// coordinates the group now.
 		return kerr.NotCoordinator.Code
@@ -37,3 +37,13 @@ func kvCode(err error) int16 {
 // errLostFence is a fence another node holds: this node no longer
 // coordinates the group.
 var errLostFence = errors.New("fence held by another node")
+
+// writeCode is the code a failed write of g answers. A lost fence also
+// drops g: its state is another node's now, and a member that re-finds
+// the coordinator must not be answered from this stale copy.
+func (c *Coordinator) writeCode(g *group, err error) int16 {
+	if errors.Is(err, errLostFence) {
+		c.dropGroup(g)
+	}
+	return kvCode(err)
+}
