@@ -163,8 +163,8 @@ func (c *Client) call(ctx context.Context, method, path, route string, timeout t
 	return nil
 }
 
-// bodyDecoder is a response body with its own decoder (the fetch answer,
-// see decodeFetchResponse).
+// bodyDecoder is a response body with its own decoder (the push and fetch
+// answers, see decodePushResponse and decodeFetchResponse).
 type bodyDecoder interface{ decodeBody(raw []byte) error }
 
 // rawBody is a request body a route has already rendered as JSON.
