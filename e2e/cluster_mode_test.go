@@ -390,10 +390,7 @@ func TestClusterLostIDStopsTheProcess(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the node whose id was taken kept running")
 	}
-	old.mu.Lock()
-	code := old.exitCode
-	old.mu.Unlock()
-	if code != 1 {
+	if code := old.exited(); code != 1 {
 		t.Errorf("the node whose id was taken exited %d, want 1", code)
 	}
 	logLine(t, old, off, time.Second, "this node id was taken by another facade process", repl.addr)
@@ -430,13 +427,7 @@ func TestClusterStopWhileJoining(t *testing.T) {
 	if !f.running() {
 		t.Fatal("a node that cannot reach the registry at boot exited instead of retrying")
 	}
-	if !f.signal(syscall.SIGTERM, 5*time.Second) {
-		t.Fatal("SIGTERM during the claim did not stop the node within 5s")
-	}
-	f.mu.Lock()
-	code := f.exitCode
-	f.mu.Unlock()
-	if code != 0 {
+	if code := f.terminate(t, 5*time.Second); code != 0 {
 		t.Errorf("stop during the claim exited %d, want 0", code)
 	}
 	logLine(t, f, 0, time.Second, "stopped while joining the cluster")

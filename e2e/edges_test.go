@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -283,13 +282,7 @@ func TestGracefulStop(t *testing.T) {
 	createTopic(t, tg, topic, 1, nil)
 	produceKgo(t, tg.bootstrap, topic, kgo.NoCompression(), []rec{{offset: 0, value: []byte("x")}})
 	start := time.Now()
-	if !fac.signal(syscall.SIGTERM, 5*time.Second) {
-		t.Fatalf("facade still running 5 s after SIGTERM")
-	}
-	fac.mu.Lock()
-	code := fac.exitCode
-	fac.mu.Unlock()
-	if code != 0 {
+	if code := fac.terminate(t, 5*time.Second); code != 0 {
 		t.Errorf("exit code %d after SIGTERM, want 0", code)
 	}
 	t.Logf("stopped %.0f ms after SIGTERM", float64(time.Since(start).Microseconds())/1000)

@@ -285,6 +285,23 @@ func (p *proc) signal(sig syscall.Signal, limit time.Duration) bool {
 	}
 }
 
+// terminate sends SIGTERM, fails t unless the process exits within limit,
+// and returns its exit code.
+func (p *proc) terminate(t testing.TB, limit time.Duration) int {
+	t.Helper()
+	if !p.signal(syscall.SIGTERM, limit) {
+		t.Fatalf("%s still running %s after SIGTERM", p.name, limit)
+	}
+	return p.exited()
+}
+
+// exited is the exit code of a process that has ended.
+func (p *proc) exited() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitCode
+}
+
 // stop is a graceful stop: SIGTERM, then SIGKILL after a grace.
 func (p *proc) stop() {
 	if !p.signal(syscall.SIGTERM, 5*time.Second) {
