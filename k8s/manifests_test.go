@@ -35,6 +35,21 @@ func strict(raw []byte, into any) error {
 	return errors.Join(strictErrs...)
 }
 
+// selectsPods fails unless selector is non-empty and every label it names
+// is on the pod template: an empty selector would pass the label check yet
+// select nothing (or, on a PDB, every pod of the namespace).
+func selectsPods(t *testing.T, what string, selector, labels map[string]string) {
+	t.Helper()
+	if len(selector) == 0 {
+		t.Errorf("%s has an empty selector", what)
+	}
+	for k, v := range selector {
+		if labels[k] != v {
+			t.Errorf("%s selects %s=%s, which the pods do not carry", what, k, v)
+		}
+	}
+}
+
 // decode reads one manifest and decodes it strictly.
 func decode(t *testing.T, file string, into any) {
 	t.Helper()
@@ -124,11 +139,7 @@ func TestHeadlessAndBootstrapServices(t *testing.T) {
 		t.Error("bootstrap Service is headless; it is meant to be an ordinary Service")
 	}
 	for _, svc := range []corev1.Service{headless, bootstrap} {
-		for k, v := range svc.Spec.Selector {
-			if sts.Spec.Template.Labels[k] != v {
-				t.Errorf("Service %s selects %s=%s, which the pods do not carry", svc.Name, k, v)
-			}
-		}
+		selectsPods(t, "Service "+svc.Name, svc.Spec.Selector, sts.Spec.Template.Labels)
 		if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 9092 || svc.Spec.Ports[0].TargetPort.StrVal != "kafka" {
 			t.Errorf("Service %s ports %+v, want 9092 -> kafka", svc.Name, svc.Spec.Ports)
 		}
@@ -144,11 +155,7 @@ func TestStatefulSetShape(t *testing.T) {
 	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 3 {
 		t.Errorf("replicas %v, want 3", sts.Spec.Replicas)
 	}
-	for k, v := range sts.Spec.Selector.MatchLabels {
-		if sts.Spec.Template.Labels[k] != v {
-			t.Errorf("selector %s=%s does not match the pod template", k, v)
-		}
-	}
+	selectsPods(t, "StatefulSet selector", sts.Spec.Selector.MatchLabels, sts.Spec.Template.Labels)
 	pod := sts.Spec.Template.Spec
 	if g := pod.TerminationGracePeriodSeconds; g == nil || *g <= shutdownBudgetSeconds+5 {
 		t.Errorf("terminationGracePeriodSeconds %v must leave room for draining plus the %ds registry delete", g, shutdownBudgetSeconds)
@@ -220,9 +227,5 @@ func TestDisruptionBudget(t *testing.T) {
 	if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
 		t.Errorf("maxUnavailable %v, want 1", pdb.Spec.MaxUnavailable)
 	}
-	for k, v := range pdb.Spec.Selector.MatchLabels {
-		if sts.Spec.Template.Labels[k] != v {
-			t.Errorf("PDB selects %s=%s, which the pods do not carry", k, v)
-		}
-	}
+	selectsPods(t, "PDB", pdb.Spec.Selector.MatchLabels, sts.Spec.Template.Labels)
 }
