@@ -6,17 +6,16 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
-)
 
-// The registry row's fenced delete budget (registry.CloseBudget) plus the
-// time to drain connections must fit inside the grace period.
-const shutdownBudgetSeconds = 2
+	"github.com/queen-mq/queen-kafka/registry"
+)
 
 // strict decodes YAML the way the API server's strict field validation
 // does: duplicate keys, unknown fields and wrong types fail, and field names
@@ -157,8 +156,10 @@ func TestStatefulSetShape(t *testing.T) {
 	}
 	selectsPods(t, "StatefulSet selector", sts.Spec.Selector.MatchLabels, sts.Spec.Template.Labels)
 	pod := sts.Spec.Template.Spec
-	if g := pod.TerminationGracePeriodSeconds; g == nil || *g <= shutdownBudgetSeconds+5 {
-		t.Errorf("terminationGracePeriodSeconds %v must leave room for draining plus the %ds registry delete", g, shutdownBudgetSeconds)
+	// The registry row's fenced delete plus the time to drain connections
+	// must fit inside the grace period.
+	if g := pod.TerminationGracePeriodSeconds; g == nil || time.Duration(*g)*time.Second <= registry.CloseBudget+5*time.Second {
+		t.Errorf("terminationGracePeriodSeconds %v must leave room for draining plus the %v registry delete", g, registry.CloseBudget)
 	}
 	if psc := pod.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser == 0 {
 		t.Errorf("pod securityContext %+v is not non-root", psc)
