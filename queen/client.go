@@ -110,9 +110,11 @@ func (c *Client) As(token, host string) *Client {
 // Authenticated reports whether calls carry a credential (never the credential).
 func (c *Client) Authenticated() bool { return c.token != "" }
 
-// call performs one HTTP exchange and decodes a 2xx body into out. Any
-// other status becomes an *Error.
-func (c *Client) call(ctx context.Context, method, path, route string, timeout time.Duration, in, out any) error {
+// call performs one HTTP exchange on route (a route* constant) with suffix
+// appended to its path, and decodes a 2xx body into out. Any other status
+// becomes an *Error.
+func (c *Client) call(ctx context.Context, route, suffix string, timeout time.Duration, in, out any) error {
+	method, path, _ := strings.Cut(route, " ")
 	var body io.Reader
 	if rb, ok := in.(rawBody); ok {
 		body = bytes.NewReader(rb)
@@ -125,7 +127,7 @@ func (c *Client) call(ctx context.Context, method, path, route string, timeout t
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path+suffix, body)
 	if err != nil {
 		return &Error{Kind: KindProtocol, Route: route, Message: err.Error(), Err: err}
 	}
