@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -217,13 +216,7 @@ func TestClusterKVCut(t *testing.T) {
 	ctx := ctxT(t, 60*time.Second)
 
 	c.dev.fault(t, map[string]any{"rules": []faultRule{{Route: "kv", Token: c.tokens[1], Status: 503}}})
-	clearFaults := func() {
-		req, _ := http.NewRequest(http.MethodDelete, c.dev.url+"/dev/faults", nil)
-		if resp, err := httpc.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	}
-	t.Cleanup(clearFaults)
+	t.Cleanup(func() { c.dev.clearFaults(t) })
 
 	eventually(t, 5*time.Second, "node 2 refuses FindCoordinator while its KV is cut", func() (bool, string) {
 		fc, err := c.findCoordinator(t, 2, group)
@@ -265,7 +258,7 @@ func TestClusterKVCut(t *testing.T) {
 		t.Errorf("OffsetCommit at node 2 during the KV cut: %v %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(code), err)
 	}
 
-	clearFaults()
+	c.dev.clearFaults(t)
 	eventually(t, 10*time.Second, "node 2 coordinates its group again after KV returned", func() (bool, string) {
 		fc, err := c.findCoordinator(t, 2, group)
 		if err != nil {

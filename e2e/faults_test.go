@@ -64,13 +64,7 @@ func TestQueenFaults(t *testing.T) {
 		}
 		dev.fault(t, map[string]any{"rules": rules})
 	}
-	clear := func() {
-		req, _ := http.NewRequest(http.MethodDelete, dev.url+"/dev/faults", nil)
-		if resp, err := httpc.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	}
-	t.Cleanup(clear)
+	t.Cleanup(func() { dev.clearFaults(t) })
 	seed := func(t *testing.T, opts ...kgo.Opt) (*kgo.Client, *kgo.Broker) {
 		cl := newKgo(t, tg.bootstrap, opts...)
 		return cl, cl.SeedBrokers()[0]
@@ -81,7 +75,7 @@ func TestQueenFaults(t *testing.T) {
 	ctx := ctxT(t, 120*time.Second)
 
 	t.Run("produce-429", func(t *testing.T) {
-		defer clear()
+		defer dev.clearFaults(t)
 		topic := uniq("f429p")
 		createTopic(t, tg, topic, 1, nil)
 		_, br := seed(t)
@@ -113,7 +107,7 @@ func TestQueenFaults(t *testing.T) {
 	})
 
 	t.Run("fetch-429", func(t *testing.T) {
-		defer clear()
+		defer dev.clearFaults(t)
 		topic := uniq("f429f")
 		createTopic(t, tg, topic, 1, nil)
 		produceKgo(t, tg.bootstrap, topic, kgo.NoCompression(), []rec{{offset: 0, value: []byte("v")}})
@@ -137,7 +131,7 @@ func TestQueenFaults(t *testing.T) {
 	})
 
 	t.Run("metadata-429", func(t *testing.T) {
-		defer clear()
+		defer dev.clearFaults(t)
 		_, br := seed(t)
 		set(t, faultRule{Route: "any", Status: 429, RetryAfter: secs(3), Count: 1})
 		req := metadataReq(uniq("f429m"))
@@ -154,7 +148,7 @@ func TestQueenFaults(t *testing.T) {
 
 	for _, status := range []int{401, 403} {
 		t.Run("produce-fetch-"+http.StatusText(status), func(t *testing.T) {
-			defer clear()
+			defer dev.clearFaults(t)
 			topic := uniq("fauth")
 			createTopic(t, tg, topic, 1, nil)
 			_, br := seed(t)
@@ -188,7 +182,7 @@ func TestQueenFaults(t *testing.T) {
 	}
 
 	t.Run("produce-503-retried", func(t *testing.T) {
-		defer clear()
+		defer dev.clearFaults(t)
 		topic := uniq("f503")
 		createTopic(t, tg, topic, 1, nil)
 		set(t, faultRule{Route: "push", Status: 503, Count: 2})
@@ -210,7 +204,7 @@ func TestQueenFaults(t *testing.T) {
 		return raw.(*kmsg.OffsetCommitResponse)
 	}
 	t.Run("offset-commit-429-and-401", func(t *testing.T) {
-		defer clear()
+		defer dev.clearFaults(t)
 		topic, group := uniq("fkv"), uniq("g-fkv")
 		createTopic(t, tg, topic, 1, nil)
 		set(t, faultRule{Route: "kv", Status: 429, RetryAfter: secs(5)})
@@ -222,7 +216,7 @@ func TestQueenFaults(t *testing.T) {
 		if code := commit(t, group, topic).Topics[0].Partitions[0].ErrorCode; code != kerr.GroupAuthorizationFailed.Code {
 			t.Errorf("offset commit under KV 401: error %d, want GROUP_AUTHORIZATION_FAILED", code)
 		}
-		clear()
+		dev.clearFaults(t)
 		if code := commit(t, group, topic).Topics[0].Partitions[0].ErrorCode; code != 0 {
 			t.Errorf("offset commit without faults: error %d", code)
 		}

@@ -178,3 +178,23 @@ func (d *queenDev) fault(t testing.TB, rule any) {
 		t.Fatalf("POST /dev/faults: status %d", code)
 	}
 }
+
+// clearFaults removes every fault-injection rule. A failure is the test's:
+// the assertions after it expect the faults gone.
+func (d *queenDev) clearFaults(t testing.TB) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodDelete, d.url+"/dev/faults", nil)
+	if err != nil {
+		t.Errorf("DELETE /dev/faults: %v", err)
+		return
+	}
+	resp, err := httpc.Do(req)
+	if err != nil {
+		t.Errorf("DELETE /dev/faults: %v", err)
+		return
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Errorf("DELETE /dev/faults: status %d", resp.StatusCode)
+	}
+}
