@@ -1,32 +1,42 @@
 package node
 
 import (
+	"context"
 	"testing"
 	"time"
 )
 
-func TestByteBudget(t *testing.T) {
-	b := newByteBudget(100)
-	if !b.acquire(150) { // more than the whole budget, alone: admitted
+func TestOrderedBudget(t *testing.T) {
+	ctx := context.Background()
+	b := newOrderedBudget(100)
+	if b.acquire(ctx, 150) != nil { // more than the whole budget, alone: admitted
 		t.Fatal("a lone oversized acquisition must pass")
 	}
-	got := make(chan bool, 1)
-	go func() { got <- b.acquire(10) }()
+	if b.tryAcquire(1) {
+		t.Fatal("tried past the budget")
+	}
+	got := make(chan error, 1)
+	go func() { got <- b.acquire(ctx, 10) }()
 	select {
 	case <-got:
 		t.Fatal("acquired past the budget")
 	case <-time.After(50 * time.Millisecond):
 	}
 	b.release(150)
-	if ok := <-got; !ok {
+	if err := <-got; err != nil {
 		t.Fatal("not admitted after the release")
 	}
-	if !b.acquire(90) { // 10 + 90 fits exactly
+	if !b.tryAcquire(90) { // 10 + 90 fits exactly
 		t.Fatal("a fitting acquisition waited")
 	}
-	go func() { got <- b.acquire(1) }()
-	b.close()
-	if ok := <-got; ok {
-		t.Fatal("close must refuse the waiter")
+	wctx, cancel := context.WithCancel(ctx)
+	go func() { got <- b.acquire(wctx, 1) }()
+	cancel()
+	if err := <-got; err == nil {
+		t.Fatal("an ended context must refuse the waiter")
+	}
+	b.release(100)
+	if !b.tryAcquire(100) {
+		t.Fatal("a refused waiter kept budget")
 	}
 }

@@ -42,7 +42,7 @@ type Conn struct {
 	// budget bounds the bytes of requests read ahead and not yet
 	// answered: at most maxInFlight requests, and at most one maximum
 	// frame's worth of bytes, so read-ahead never multiplies the ceiling.
-	budget *byteBudget
+	budget *orderedBudget
 
 	authenticated atomic.Bool
 	stopping      atomic.Bool
@@ -75,7 +75,7 @@ type queued struct {
 }
 
 func newConn(n *Node, nc net.Conn) *Conn {
-	c := &Conn{n: n, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: newByteBudget(maxFrame), turn: make(chan struct{}, 1)}
+	c := &Conn{n: n, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: newOrderedBudget(maxFrame), turn: make(chan struct{}, 1)}
 	c.log = n.log.With("remote", c.remote)
 	c.queen.Store(n.queen)
 	empty := ""
@@ -139,7 +139,6 @@ var preAuthKeys = map[int16]bool{
 
 func (c *Conn) close() {
 	c.closeOnce.Do(func() {
-		c.budget.close()
 		_ = c.nc.Close()
 	})
 }
@@ -212,7 +211,7 @@ func (c *Conn) recoverAndClose(where string) {
 
 func (c *Conn) readLoop(ctx context.Context, queue chan<- queued) {
 	for {
-		q, err := c.readRequest()
+		q, err := c.readRequest(ctx)
 		if err != nil {
 			c.logReadEnd(err)
 			return
@@ -240,7 +239,7 @@ func (e errRefused) Error() string { return e.msg }
 
 func refuse(format string, args ...any) error { return errRefused{fmt.Sprintf(format, args...)} }
 
-func (c *Conn) readRequest() (queued, error) {
+func (c *Conn) readRequest(ctx context.Context) (queued, error) {
 	if err := c.nc.SetReadDeadline(time.Now().Add(c.n.idleTimeout)); err != nil {
 		return queued{}, err
 	}
@@ -263,8 +262,8 @@ func (c *Conn) readRequest() (queued, error) {
 	if err != nil {
 		return queued{}, refuse("request %v", err)
 	}
-	if !c.budget.acquire(int64(size)) {
-		return queued{}, net.ErrClosed
+	if c.budget.acquire(ctx, int64(size)) != nil {
+		return queued{}, net.ErrClosed // the connection is ending
 	}
 	if err := c.nc.SetReadDeadline(time.Now().Add(c.n.frameTimeout)); err != nil {
 		c.budget.release(int64(size))

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"sync"
 	"unsafe"
 
 	"github.com/queen-mq/queen-kafka/queen"
@@ -42,97 +41,7 @@ const minClaimStep = 256 << 10
 // waits with empty hands (decodeClaim.wait), so claims cannot deadlock.
 var errBudgetBusy = errors.New("decode budget busy")
 
-// orderedBudget is a weighted semaphore of bytes with first-come order, so
-// that a large claim is not starved by a stream of small ones, a try that
-// never waits, and waits bounded by a context: what a claim shared by every
-// connection needs, where a connection's read-ahead budget (byteBudget)
-// waits on a condition for its own reader only.
-type orderedBudget struct {
-	mu      sync.Mutex
-	free    int64
-	size    int64
-	peak    int64 // most ever held at once
-	waiters []*budgetWaiter
-}
-
-type budgetWaiter struct {
-	n     int64
-	ready chan struct{}
-}
-
 var decodeBudget = newOrderedBudget(decodeBudgetBytes)
-
-func newOrderedBudget(size int64) *orderedBudget { return &orderedBudget{free: size, size: size} }
-
-// tryAcquire takes n bytes if they are free and nobody is queued for them.
-func (b *orderedBudget) tryAcquire(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.waiters) > 0 || n > b.free {
-		return false
-	}
-	b.takeLocked(n)
-	return true
-}
-
-// acquire takes n bytes (at most the budget's size), waiting in order
-// until they are free or ctx ends.
-func (b *orderedBudget) acquire(ctx context.Context, n int64) error {
-	n = min(n, b.size)
-	b.mu.Lock()
-	if len(b.waiters) == 0 && n <= b.free {
-		b.takeLocked(n)
-		b.mu.Unlock()
-		return nil
-	}
-	w := &budgetWaiter{n: n, ready: make(chan struct{})}
-	b.waiters = append(b.waiters, w)
-	b.mu.Unlock()
-	select {
-	case <-w.ready:
-		return nil
-	case <-ctx.Done():
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		select {
-		case <-w.ready:
-			// Granted as ctx ended: hand the bytes on.
-			b.free += n
-			b.grantLocked()
-		default:
-			for i, q := range b.waiters {
-				if q == w {
-					b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
-					break
-				}
-			}
-			// The head may have been what kept smaller claims behind it.
-			b.grantLocked()
-		}
-		return ctx.Err()
-	}
-}
-
-func (b *orderedBudget) release(n int64) {
-	b.mu.Lock()
-	b.free += n
-	b.grantLocked()
-	b.mu.Unlock()
-}
-
-func (b *orderedBudget) takeLocked(n int64) {
-	b.free -= n
-	b.peak = max(b.peak, b.size-b.free)
-}
-
-func (b *orderedBudget) grantLocked() {
-	for len(b.waiters) > 0 && b.waiters[0].n <= b.free {
-		w := b.waiters[0]
-		b.takeLocked(w.n)
-		b.waiters = b.waiters[1:]
-		close(w.ready)
-	}
-}
 
 // decodeClaim is one produce group's hold on the budget: the decompression
 // buffer's capacity (scratch) and the record cost of its requests
