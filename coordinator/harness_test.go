@@ -102,16 +102,32 @@ func joinReq(version int16, group, member string, protos ...string) *kmsg.JoinGr
 // parked in the group, so the test knows which one before moving time.
 func (h *harness) joinAsync(req *kmsg.JoinGroupRequest) <-chan *kmsg.JoinGroupResponse {
 	h.t.Helper()
-	out := make(chan *kmsg.JoinGroupResponse, 1)
-	before := h.parked(req.Group)
-	go func() { out <- h.c.JoinGroup(context.Background(), h.cl, req) }()
-	for i := 0; i < 5000; i++ {
-		if len(out) > 0 || h.parked(req.Group) > before {
+	return answeredOrParked(h, req.Group, "JoinGroup", func() *kmsg.JoinGroupResponse {
+		return h.c.JoinGroup(context.Background(), h.cl, req)
+	})
+}
+
+func (h *harness) syncAsync(req *kmsg.SyncGroupRequest) <-chan *kmsg.SyncGroupResponse {
+	h.t.Helper()
+	return answeredOrParked(h, req.Group, "SyncGroup", func() *kmsg.SyncGroupResponse {
+		return h.c.SyncGroup(context.Background(), h.cl, req)
+	})
+}
+
+// answeredOrParked runs call in a goroutine and returns once it has either
+// answered or parked one more request in group.
+func answeredOrParked[T any](h *harness, group, what string, call func() T) <-chan T {
+	h.t.Helper()
+	out := make(chan T, 1)
+	before := h.parked(group)
+	go func() { out <- call() }()
+	for range 5000 {
+		if len(out) > 0 || h.parked(group) > before {
 			return out
 		}
 		time.Sleep(time.Millisecond)
 	}
-	h.t.Fatalf("JoinGroup neither answered nor parked")
+	h.t.Fatalf("%s neither answered nor parked", what)
 	return out
 }
 
@@ -134,21 +150,6 @@ func (h *harness) parked(group string) int {
 		}
 	}
 	return n
-}
-
-func (h *harness) syncAsync(req *kmsg.SyncGroupRequest) <-chan *kmsg.SyncGroupResponse {
-	h.t.Helper()
-	out := make(chan *kmsg.SyncGroupResponse, 1)
-	before := h.parked(req.Group)
-	go func() { out <- h.c.SyncGroup(context.Background(), h.cl, req) }()
-	for i := 0; i < 5000; i++ {
-		if len(out) > 0 || h.parked(req.Group) > before {
-			return out
-		}
-		time.Sleep(time.Millisecond)
-	}
-	h.t.Fatalf("SyncGroup neither answered nor parked")
-	return out
 }
 
 func recv[T any](t testing.TB, ch <-chan T) T {

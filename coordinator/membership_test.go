@@ -378,11 +378,9 @@ func TestIdentitiesAreSeparateGroups(t *testing.T) {
 func TestJoinContextEndLeavesMemberToSessionExpiry(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.JoinDelay = time.Second })
 	ctx, cancel := context.WithCancel(context.Background())
-	out := make(chan *kmsg.JoinGroupResponse, 1)
-	go func() { out <- h.c.JoinGroup(ctx, h.cl, joinReq(3, "g", "")) }()
-	for i := 0; i < 5000 && h.parked("g") == 0; i++ {
-		time.Sleep(time.Millisecond)
-	}
+	out := answeredOrParked(h, "g", "JoinGroup", func() *kmsg.JoinGroupResponse {
+		return h.c.JoinGroup(ctx, h.cl, joinReq(3, "g", ""))
+	})
 	cancel()
 	if r := recv(t, out); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("abandoned join %d", r.ErrorCode)
