@@ -191,23 +191,15 @@ func decodeCanonical(p []byte) (Record, bool) {
 	}
 	if lit(`"h":[`) {
 		for first := true; first || lit(","); first = false {
-			if !lit(`{"k":"`) {
+			if !lit(`{"k":`) || i >= len(p) || p[i] != '"' {
 				return Record{}, false
 			}
-			end := bytes.IndexByte(p[i:], '"')
-			if end < 0 {
+			end, escaped, bad := ScanJSONString(p, i)
+			if bad != "" || escaped || !utf8.Valid(p[i+1:end-1]) {
 				return Record{}, false
 			}
-			name := p[i : i+end]
-			for _, c := range name {
-				if c < 0x20 || c == '\\' {
-					return Record{}, false
-				}
-			}
-			if !utf8.Valid(name) {
-				return Record{}, false
-			}
-			i += end + 1
+			name := p[i+1 : end-1]
+			i = end
 			if !lit(`,"v":`) {
 				return Record{}, false
 			}
