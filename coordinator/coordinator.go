@@ -223,14 +223,8 @@ func (c *Coordinator) Close() {
 	for _, g := range groups {
 		g.mu.Lock()
 		for _, m := range g.members {
-			if m.joinWait != nil {
-				m.joinWait <- joinResult{code: kerr.NotCoordinator.Code, generation: -1, memberID: m.id}
-				m.joinWait = nil
-			}
-			if m.syncWait != nil {
-				m.syncWait <- syncResult{code: kerr.NotCoordinator.Code}
-				m.syncWait = nil
-			}
+			m.refuseJoin(kerr.NotCoordinator.Code)
+			m.refuseSync(kerr.NotCoordinator.Code)
 		}
 		g.mu.Unlock()
 	}

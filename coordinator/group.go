@@ -73,6 +73,22 @@ type member struct {
 	timerSeq     uint64
 }
 
+// refuseJoin answers m's parked JoinGroup, if any, with code.
+func (m *member) refuseJoin(code int16) {
+	if m.joinWait != nil {
+		m.joinWait <- joinResult{code: code, generation: -1, memberID: m.id}
+		m.joinWait = nil
+	}
+}
+
+// refuseSync answers m's parked SyncGroup, if any, with code.
+func (m *member) refuseSync(code int16) {
+	if m.syncWait != nil {
+		m.syncWait <- syncResult{code: code}
+		m.syncWait = nil
+	}
+}
+
 func (m *member) matches(protos []protocol) bool {
 	if len(protos) != len(m.protocols) {
 		return false
@@ -202,14 +218,8 @@ func (g *group) removeMember(m *member, code int16) {
 		m.timer.Stop()
 	}
 	m.timerSeq++
-	if m.joinWait != nil {
-		m.joinWait <- joinResult{code: code, generation: -1, memberID: m.id}
-		m.joinWait = nil
-	}
-	if m.syncWait != nil {
-		m.syncWait <- syncResult{code: code}
-		m.syncWait = nil
-	}
+	m.refuseJoin(code)
+	m.refuseSync(code)
 	if g.leader == m.id {
 		g.leader = ""
 		if len(g.order) > 0 {
@@ -239,10 +249,7 @@ func (g *group) prepareRebalance() {
 		// in SyncGroup must rejoin.
 		for _, m := range g.members {
 			m.assignment = nil
-			if m.syncWait != nil {
-				m.syncWait <- syncResult{code: kerr.RebalanceInProgress.Code}
-				m.syncWait = nil
-			}
+			m.refuseSync(kerr.RebalanceInProgress.Code)
 		}
 	}
 	initial := g.state == stateEmpty

@@ -95,9 +95,7 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) joinOutcome {
 		return &member{id: id, clientID: cl.ID, clientHost: cl.Host, protocols: protos, session: session, rebalance: rebalance}
 	}
 	wait := func(m *member) joinOutcome {
-		if m.joinWait != nil { // a previous JoinGroup of this member is still parked
-			m.joinWait <- joinResult{code: kerr.RebalanceInProgress.Code, generation: -1, memberID: m.id}
-		}
+		m.refuseJoin(kerr.RebalanceInProgress.Code) // a previous JoinGroup of this member is still parked
 		ch := make(chan joinResult, 1)
 		m.joinWait = ch
 		return joinOutcome{wait: ch}
@@ -232,9 +230,7 @@ func (c *Coordinator) sync(cl Client, req *kmsg.SyncGroupRequest) (syncResult, c
 	}
 	g.touch(m)
 	ch := make(chan syncResult, 1)
-	if m.syncWait != nil {
-		m.syncWait <- syncResult{code: kerr.RebalanceInProgress.Code}
-	}
+	m.refuseSync(kerr.RebalanceInProgress.Code)
 	m.syncWait = ch
 	if m.id == g.leader {
 		for _, a := range req.GroupAssignment {
