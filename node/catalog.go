@@ -42,14 +42,17 @@ type topicInfo struct {
 
 // catalog is one credential's view of its topics: the queue list and the
 // topic records, refreshed together at most once per catalogTTL and by at
-// most one call at a time.
+// most one listing at a time.
 type catalog struct {
 	n *Node
 
 	mu       sync.RWMutex
 	topics   map[string]topicInfo
 	loadedAt time.Time // zero: never loaded
-	inflight *refreshCall
+	// running is the listing in flight; next, when set, is the one that
+	// begins as soon as running ends, shared by every forced caller that
+	// arrived while running was already under way.
+	running, next *refreshCall
 	// widest remembers the widest width advertised per live queue, so that
 	// a topic never narrows (a narrower count re-hashes keys onto other
 	// partitions). Keyed by name and queue id: a recreated queue starts over.
@@ -67,9 +70,13 @@ type localChange struct {
 	info    topicInfo
 }
 
+// refreshCall is one listing and everyone waiting for it. q and ctx are
+// the ones of the caller that asked for it first.
 type refreshCall struct {
 	done chan struct{}
 	err  error
+	q    *queen.Client
+	ctx  context.Context
 }
 
 // catalogs files catalogues by connection identity, so that two tenants on
@@ -165,45 +172,62 @@ func (cat *catalog) width(t topicInfo) int32 {
 
 // ensure refreshes the catalogue when it is older than catalogTTL, or always
 // when force (before an auto-create, so that a queue is never configured
-// twice on stale knowledge). Concurrent callers share one refresh; a forced
-// one never settles for a refresh that began before it asked.
+// twice on stale knowledge; in cluster mode on a miss, since another node
+// may have just created the topic). Callers share listings: an unforced one
+// joins the listing in flight; a forced one never settles for a listing
+// that began before it asked, and joins the one queued behind it instead.
+// So a burst of forced callers costs Queen two listings, not one each. The
+// listing runs on its own, bounded by the Queen client's budget, so that
+// every caller stops waiting at its own deadline while the others still get
+// the answer.
 func (cat *catalog) ensure(ctx context.Context, c *Conn, force bool) error {
 	cat.mu.Lock()
 	if !force && !cat.loadedAt.IsZero() && cat.n.now().Sub(cat.loadedAt) < catalogTTL {
 		cat.mu.Unlock()
 		return nil
 	}
-	for cat.inflight != nil {
-		call := cat.inflight
-		cat.mu.Unlock()
-		select {
-		case <-call.done:
-		case <-ctx.Done():
-			return ctx.Err()
+	var call *refreshCall
+	switch {
+	case !force && cat.running != nil:
+		call = cat.running
+	case cat.next != nil:
+		call = cat.next
+	default:
+		q := cat.n.queen
+		if c != nil {
+			q = c.Queen()
 		}
-		if !force {
-			return call.err
+		call = &refreshCall{done: make(chan struct{}), q: q, ctx: context.WithoutCancel(ctx)}
+		if cat.running != nil {
+			cat.next = call
+		} else {
+			cat.running = call
+			go cat.run(call)
 		}
-		cat.mu.Lock()
 	}
-	call := &refreshCall{done: make(chan struct{})}
-	cat.inflight = call
 	cat.mu.Unlock()
-	// The refresh is shared, so one caller's cancellation must not fail
-	// the others; the Queen client's own budget still bounds it.
-	call.err = cat.refresh(context.WithoutCancel(ctx), c)
-	cat.mu.Lock()
-	cat.inflight = nil
-	cat.mu.Unlock()
-	close(call.done)
-	return call.err
+	select {
+	case <-call.done:
+		return call.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
-func (cat *catalog) refresh(ctx context.Context, c *Conn) error {
-	q := cat.n.queen
-	if c != nil {
-		q = c.Queen()
+// run performs call's listing, then the one queued behind it, if any.
+func (cat *catalog) run(call *refreshCall) {
+	for call != nil {
+		call.err = cat.refresh(call.ctx, call.q)
+		cat.mu.Lock()
+		next := cat.next
+		cat.running, cat.next = next, nil
+		cat.mu.Unlock()
+		close(call.done)
+		call = next
 	}
+}
+
+func (cat *catalog) refresh(ctx context.Context, q *queen.Client) error {
 	cat.mu.Lock()
 	startSeq := cat.seq
 	cat.mu.Unlock()

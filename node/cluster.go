@@ -30,8 +30,6 @@ type cluster struct {
 	// lost receives the *registry.LostError when the session ends without
 	// Close: another process took this node id.
 	lost chan error
-	// misses coalesces the catalogue refreshes that topic misses ask for.
-	misses missRefreshes
 }
 
 func newCluster(n *Node) *cluster {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,76 +33,12 @@ func (cat *catalog) find(ctx context.Context, c *Conn, topic string) (topicInfo,
 	}
 	ctx, cancel := context.WithTimeout(ctx, clusterSyncBudget)
 	defer cancel()
-	if err := cat.n.cluster.misses.refresh(ctx, cat, c); err != nil {
+	if err := cat.ensure(ctx, c, true); err != nil {
 		// The miss stands; the caller's own refresh already decided how a
 		// failing Queen is answered.
 		return topicInfo{}, false
 	}
 	return cat.lookup(topic)
-}
-
-// missRefreshes coalesces the refreshes misses ask for, per catalogue: at
-// most one listing runs and one waits, and every miss arriving while one
-// runs joins the waiting one. So a burst of requests for a topic that does
-// not exist costs Queen two listings, not one each, and every miss is
-// answered from a listing that began after it arrived.
-type missRefreshes struct {
-	mu      sync.Mutex
-	running map[*catalog]*missCall
-	pending map[*catalog]*missCall
-}
-
-type missCall struct {
-	done chan struct{}
-	err  error
-}
-
-func (m *missRefreshes) refresh(ctx context.Context, cat *catalog, c *Conn) error {
-	m.mu.Lock()
-	if p := m.pending[cat]; p != nil {
-		m.mu.Unlock()
-		return p.wait(ctx)
-	}
-	if m.pending == nil {
-		m.pending, m.running = map[*catalog]*missCall{}, map[*catalog]*missCall{}
-	}
-	p := &missCall{done: make(chan struct{})}
-	m.pending[cat] = p
-	prev := m.running[cat]
-	m.mu.Unlock()
-	// The listing runs on its own, bounded by the Queen client's budget, so
-	// that every caller, this one included, can stop waiting at its own
-	// deadline while the others still get the answer.
-	go m.run(context.WithoutCancel(ctx), cat, c, p, prev)
-	return p.wait(ctx)
-}
-
-func (m *missRefreshes) run(ctx context.Context, cat *catalog, c *Conn, p, prev *missCall) {
-	// The listing p stands for must begin after everyone who joined it
-	// arrived, so it waits for the one already running.
-	if prev != nil {
-		<-prev.done
-	}
-	m.mu.Lock()
-	delete(m.pending, cat)
-	m.running[cat] = p
-	m.mu.Unlock()
-	p.err = cat.ensure(ctx, c, true)
-	m.mu.Lock()
-	if m.running[cat] == p {
-		delete(m.running, cat)
-	}
-	m.mu.Unlock()
-	close(p.done)
-}
-
-func (p *missCall) wait(ctx context.Context) error {
-	select {
-	case <-p.done:
-		return p.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // syncForMetadata brings the catalogue up to date for a cluster-mode
@@ -121,7 +56,7 @@ func (cat *catalog) syncForMetadata(ctx context.Context, c *Conn, req *kmsg.Meta
 	ctx, cancel := context.WithTimeout(ctx, clusterSyncBudget)
 	defer cancel()
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
-		_ = cat.n.cluster.misses.refresh(ctx, cat, c) // a failure leaves the cached listing to answer
+		_ = cat.ensure(ctx, c, true) // a failure leaves the cached listing to answer
 		return
 	}
 	cat.syncNamed(ctx, c, req.Topics)
@@ -177,7 +112,7 @@ func (cat *catalog) syncNamed(ctx context.Context, c *Conn, topics []kmsg.Metada
 				cfg = nil // a leftover of a recreated queue, as refresh treats it
 			}
 			if !reflect.DeepEqual(cfg, t.cfg) {
-				_ = cat.n.cluster.misses.refresh(ctx, cat, c)
+				_ = cat.ensure(ctx, c, true)
 				return
 			}
 		}
@@ -212,7 +147,7 @@ func (n *Node) knownPartition(ctx context.Context, c *Conn, topic string, tv *to
 	cat.mu.RUnlock()
 	if !recent {
 		ctx, cancel := context.WithTimeout(ctx, clusterSyncBudget)
-		_ = n.cluster.misses.refresh(ctx, cat, c) // a failure leaves the refusal standing
+		_ = cat.ensure(ctx, c, true) // a failure leaves the refusal standing
 		cancel()
 	}
 	if t, ok := cat.lookup(topic); ok {
