@@ -215,22 +215,15 @@ func failSearches(resp *kmsg.ListOffsetsResponse, searches []*offsetSearch, err 
 	return nil
 }
 
-// listOffsetsFault maps a failed Queen call on ListOffsets: 401/403
-// TOPIC_AUTHORIZATION_FAILED; a 429 LEADER_NOT_AVAILABLE with its throttle;
-// anything else NOT_LEADER_OR_FOLLOWER (UNKNOWN_SERVER_ERROR for an answer
-// that broke the contract), both of which a client retries.
+// listOffsetsFault maps a failed Queen call on ListOffsets as fetchFault
+// does (401/403 TOPIC_AUTHORIZATION_FAILED, a broken contract
+// UNKNOWN_SERVER_ERROR, anything else NOT_LEADER_OR_FOLLOWER), except that
+// a 429 is LEADER_NOT_AVAILABLE with its throttle: an offsets answer has no
+// empty form that a client would take as "ask again later".
 func listOffsetsFault(err error) (code int16, throttle int32, msg string, fatal error) {
-	msg = faultMessage(err)
-	if ra, ok := queen.RetryAfter(err); ok {
-		return kerr.LeaderNotAvailable.Code, queen.ThrottleMillis(ra), msg, nil
+	code, throttle, msg, fatal = fetchFault(err)
+	if _, ok := queen.RetryAfter(err); ok {
+		code = kerr.LeaderNotAvailable.Code
 	}
-	switch queen.KindOf(err) {
-	case queen.KindUnauthorized, queen.KindForbidden:
-		return kerr.TopicAuthorizationFailed.Code, 0, msg, nil
-	case queen.KindProtocol:
-		return kerr.UnknownServerError.Code, 0, msg, nil
-	case queen.KindCanceled:
-		return 0, 0, msg, err
-	}
-	return kerr.NotLeaderForPartition.Code, 0, msg, nil
+	return code, throttle, msg, fatal
 }
