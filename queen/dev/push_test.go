@@ -249,6 +249,8 @@ func TestScanPushBodyMatchesEncodingJSON(t *testing.T) {
 		`{"items":[{"queue":"q","queue":"r","payload":1,"payload":[1, 2]}]}`,
 		`{"items":[{"payload":12345678901234567890.123e-7}]}`,
 		"{\"items\":[{\"queue\":\"\xff\",\"payload\":\"\xfe\"}]}",
+		// Items share the decoded queue of an equal token, never of an unequal one.
+		`{"items":[{"queue":"a","payload":1},{"queue":"b","payload":2},{"queue":"a","payload":3},{"queue":null,"payload":4},{"queue":"\u0061b","payload":5},{"payload":6},{"queue":null,"payload":7}]}`,
 	}
 	for _, body := range accepted {
 		if _, ok := scanPushBody([]byte(body)); !ok {

@@ -36,7 +36,7 @@ func scanPushBody(body []byte) (items []rawItem, ok bool) {
 			return nil, false
 		}
 		switch {
-		case key == "items":
+		case string(key) == "items":
 			if items, ok = s.items(); !ok {
 				return nil, false
 			}
@@ -59,6 +59,11 @@ func scanPushBody(body []byte) (items []rawItem, ok bool) {
 type scanner struct {
 	b []byte
 	i int
+	// queueTok is the last queue token decoded and queue its value: items of
+	// one push nearly always name the same queue, and an equal token decodes
+	// to an equal string, so they share one instead of allocating their own.
+	queueTok []byte
+	queue    *string
 }
 
 func (s *scanner) ws() { s.i = queen.SkipJSONSpace(s.b, s.i) }
@@ -78,22 +83,23 @@ func (s *scanner) eat(c byte) bool {
 }
 
 // key reads an object key and the colon after it. Keys with escapes are
-// left to encoding/json.
-func (s *scanner) key() (string, bool) {
+// left to encoding/json. The key aliases the body: it is only compared, so
+// no string is made of it.
+func (s *scanner) key() ([]byte, bool) {
 	start := s.i
 	if !s.str() {
-		return "", false
+		return nil, false
 	}
 	raw := s.b[start+1 : s.i-1]
 	if bytes.IndexByte(raw, '\\') >= 0 {
-		return "", false
+		return nil, false
 	}
 	s.ws()
 	if !s.eat(':') {
-		return "", false
+		return nil, false
 	}
 	s.ws()
-	return string(raw), true
+	return raw, true
 }
 
 func (s *scanner) items() ([]rawItem, bool) {
@@ -145,11 +151,16 @@ func (s *scanner) item() (rawItem, bool) {
 			return it, false
 		}
 		val := s.b[start:s.i]
-		switch key {
+		switch string(key) {
 		case "queue":
+			if s.queue != nil && bytes.Equal(val, s.queueTok) {
+				it.Queue = s.queue
+				continue
+			}
 			if it.Queue, ok = stringOrNull(val); !ok {
 				return it, false
 			}
+			s.queueTok, s.queue = val, it.Queue
 		case "transactionId":
 			if it.TransactionID, ok = stringOrNull(val); !ok {
 				return it, false
@@ -193,8 +204,8 @@ func stringOrNull(tok []byte) (*string, bool) {
 
 // foldsTo reports whether key matches name the way encoding/json matches
 // field names (case-insensitively) without being equal to it.
-func foldsTo(key, name string) bool {
-	return key != name && bytes.EqualFold([]byte(key), []byte(name))
+func foldsTo(key []byte, name string) bool {
+	return string(key) != name && bytes.EqualFold(key, []byte(name))
 }
 
 // maxScanDepth bounds nesting; deeper documents go to encoding/json.
