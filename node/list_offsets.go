@@ -134,18 +134,13 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 
 // step narrows the search with the first record at or after the probe.
 func (s *offsetSearch) step(r *queen.FetchResult) {
-	var rec *queen.FetchRecord
-	if r.Error == "" && len(r.Records) > 0 && r.Records[0].Offset < s.hi {
-		rec = &r.Records[0]
-	}
-	switch {
-	case rec == nil:
+	if r.Error != "" || len(r.Records) == 0 || r.Records[0].Offset >= s.hi {
 		// Nothing stored in [probe, hi): the answer, if any, is best.
 		s.hi = s.probe
-	case queen.ParseTS(rec.TS).UnixMilli() >= s.target:
+	} else if rec, ts := r.Records[0], queen.ParseTS(r.Records[0].TS).UnixMilli(); ts >= s.target {
 		s.hi, s.found = s.probe, true
-		s.bestOff, s.bestTS = rec.Offset, queen.ParseTS(rec.TS).UnixMilli()
-	default:
+		s.bestOff, s.bestTS = rec.Offset, ts
+	} else {
 		s.lo = rec.Offset + 1
 	}
 	s.finished = s.lo >= s.hi
