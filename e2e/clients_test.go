@@ -205,11 +205,11 @@ func fromKgo(kr *kgo.Record) rec {
 }
 
 // produceKgo produces rs synchronously with a client at its defaults
-// (idempotent, acks=all) plus a manual partitioner and codec, and checks
-// the offsets the broker answered.
-func produceKgo(t testing.TB, seeds []string, topic string, codec kgo.CompressionCodec, rs []rec) {
+// (idempotent, acks=all) plus a manual partitioner, codec and opts, and
+// checks the offsets the broker answered.
+func produceKgo(t testing.TB, seeds []string, topic string, codec kgo.CompressionCodec, rs []rec, opts ...kgo.Opt) {
 	t.Helper()
-	cl := newKgo(t, seeds, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(codec))
+	cl := newKgo(t, seeds, append([]kgo.Opt{kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(codec)}, opts...)...)
 	krs := make([]*kgo.Record, len(rs))
 	index := map[*kgo.Record]int{}
 	for i, r := range rs {

@@ -97,7 +97,7 @@ func TestQueenFaults(t *testing.T) {
 		// the application sees success, with the record stored once.
 		hook := &throttleHook{}
 		set(t, faultRule{Route: "push", Status: 429, RetryAfter: secs(1), Count: 2})
-		produceKgoWith(t, tg, topic, []rec{{offset: 0, value: []byte("through the throttle")}}, kgo.WithHooks(hook))
+		produceKgo(t, tg.bootstrap, topic, kgo.SnappyCompression(), []rec{{offset: 0, value: []byte("through the throttle")}}, kgo.WithHooks(hook))
 		if hook.max() < time.Second {
 			t.Errorf("the producer saw throttle %s, want ≥ 1s", hook.max())
 		}
@@ -186,7 +186,7 @@ func TestQueenFaults(t *testing.T) {
 		topic := uniq("f503")
 		createTopic(t, tg, topic, 1, nil)
 		set(t, faultRule{Route: "push", Status: 503, Count: 2})
-		produceKgoWith(t, tg, topic, []rec{{offset: 0, value: []byte("after 503")}})
+		produceKgo(t, tg.bootstrap, topic, kgo.SnappyCompression(), []rec{{offset: 0, value: []byte("after 503")}})
 		if res := dev.fetch(t, topic, "0", 0); res.HighWatermark != 1 {
 			t.Errorf("after two 503s: %d records stored, want exactly 1", res.HighWatermark)
 		}
@@ -221,19 +221,4 @@ func TestQueenFaults(t *testing.T) {
 			t.Errorf("offset commit without faults: error %d", code)
 		}
 	})
-}
-
-// produceKgoWith produces rs with a stock franz-go producer plus opts.
-func produceKgoWith(t testing.TB, tg target, topic string, rs []rec, opts ...kgo.Opt) {
-	t.Helper()
-	cl := newKgo(t, tg.bootstrap, append([]kgo.Opt{kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
-	for _, r := range rs {
-		pr := cl.ProduceSync(ctxT(t, 30*time.Second), toKgo(topic, r))
-		if err := pr.FirstErr(); err != nil {
-			t.Fatalf("produce %v: %v", r, err)
-		}
-		if got := pr[0].Record.Offset; got != r.offset {
-			t.Errorf("produce %v: offset %d", r, got)
-		}
-	}
 }
