@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"runtime"
 	"sync"
 	"testing"
@@ -14,23 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/queen"
-	"github.com/queen-mq/queen-kafka/queen/dev"
 )
-
-// devQueen is an in-process dev broker reached over HTTP by the real client.
-func devQueen(b *testing.B) *queen.Client {
-	br, err := dev.New(dev.Options{SweepInterval: -1, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(br.Handler())
-	b.Cleanup(func() { srv.Close(); _ = br.Close() })
-	q, err := queen.New(queen.Config{URL: srv.URL})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return q
-}
 
 // simMember is a client's group loop reduced to the protocol: join (with
 // the v4 member-id round trip), sync, then heartbeat until told to rejoin.

@@ -29,20 +29,25 @@ const (
 	testRebalance = 20 * time.Second
 )
 
-// newHarness is a coordinator over the project's memory-only dev broker,
-// reached over HTTP through the real Queen client.
-func newHarness(t testing.TB, mod func(*Config)) *harness {
-	b, err := dev.New(dev.Options{SweepInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+// devQueen is an in-process dev broker reached over HTTP by the real client.
+func devQueen(t testing.TB) *queen.Client {
+	br, err := dev.New(dev.Options{SweepInterval: -1, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(b.Handler())
-	t.Cleanup(func() { srv.Close(); _ = b.Close() })
+	srv := httptest.NewServer(br.Handler())
+	t.Cleanup(func() { srv.Close(); _ = br.Close() })
 	q, err := queen.New(queen.Config{URL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newHarnessOn(t, q, mod)
+	return q
+}
+
+// newHarness is a coordinator over the project's memory-only dev broker,
+// reached over HTTP through the real Queen client.
+func newHarness(t testing.TB, mod func(*Config)) *harness {
+	return newHarnessOn(t, devQueen(t), mod)
 }
 
 // newMemHarness is a coordinator over memKV, for the store behaviours the
