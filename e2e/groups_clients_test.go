@@ -182,8 +182,11 @@ func testGroupKcat(t *testing.T, tg target) {
 			if len(f) != 3 {
 				t.Fatalf("kcat line %q", l)
 			}
-			p, _ := strconv.Atoi(f[0])
-			o, _ := strconv.ParseInt(f[1], 10, 64)
+			p, perr := strconv.Atoi(f[0])
+			o, oerr := strconv.ParseInt(f[1], 10, 64)
+			if perr != nil || oerr != nil {
+				t.Fatalf("kcat line %q: partition %v, offset %v", l, perr, oerr)
+			}
 			got = append(got, rec{partition: int32(p), offset: o, value: []byte(f[2])})
 		}
 		exactlyOnce(t, "kcat -G", want, got)
