@@ -341,9 +341,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, cl Client, req *kmsg.Off
 		return resp
 	}
 
-	type ref struct{ i, j int }
-	var writes []queen.KVOp
-	refs := map[string][]ref{}
+	var writes batch
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
 			if allSubscribed || subscribed[t.Topic] {
@@ -358,25 +356,18 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, cl Client, req *kmsg.Off
 				codes[i][j] = code
 				continue
 			}
-			if _, dup := refs[key]; !dup {
-				writes = append(writes, deleteOp(key))
-			}
-			refs[key] = append(refs[key], ref{i, j})
+			writes.add(deleteOp(key), i, j)
 		}
 	}
-	n, err := c.writeOps(ctx, kv, g, gen, writes)
+	n, err := c.writeOps(ctx, kv, g, gen, writes.ops)
 	if err != nil {
-		c.log.Warn("offset delete failed", "group", req.Group, "deleted", n, "of", len(writes), "err", err)
+		c.log.Warn("offset delete failed", "group", req.Group, "deleted", n, "of", len(writes.ops), "err", err)
 		code := c.writeCode(g, err)
 		if n == 0 {
 			resp.ErrorCode = code
 			return resp
 		}
-		for _, w := range writes[n:] {
-			for _, r := range refs[w.Key] {
-				codes[r.i][r.j] = code
-			}
-		}
+		writes.fail(codes, n, code)
 	}
 	return resp
 }

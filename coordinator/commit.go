@@ -74,12 +74,8 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.Off
 		return resp
 	}
 
-	// One write per key: a partition named twice is written once, with the
-	// last value, and both are answered by that write.
-	type ref struct{ i, j int }
-	var writes []queen.KVOp
-	refs := map[string][]ref{}
-	pos := map[string]int{}
+	// A partition named twice is written once, with the last value.
+	var writes batch
 	now := c.clock.Now().UnixMilli()
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
@@ -96,32 +92,18 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.Off
 				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
 				continue
 			}
-			op := putOp(key, offsetValue{Offset: p.Offset, Metadata: md, TS: now})
-			if k, ok := pos[key]; ok {
-				writes[k] = op
-			} else {
-				pos[key] = len(writes)
-				writes = append(writes, op)
-			}
-			refs[key] = append(refs[key], ref{i, j})
+			writes.add(putOp(key, offsetValue{Offset: p.Offset, Metadata: md, TS: now}), i, j)
 		}
 	}
-	if len(writes) == 0 {
+	if len(writes.ops) == 0 {
 		return resp
-	}
-	fail := func(from int, code int16) {
-		for _, w := range writes[from:] {
-			for _, r := range refs[w.Key] {
-				codes[r.i][r.j] = code
-			}
-		}
 	}
 
 	kv := c.kvFor(cl)
 	g.wmu.Lock()
 	defer g.wmu.Unlock()
 	if code := g.writable(); code != 0 {
-		fail(0, code)
+		writes.fail(codes, 0, code)
 		return resp
 	}
 	g.mu.Lock()
@@ -132,15 +114,15 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.Off
 		// committed offset is ever left without the row that lists its group.
 		if _, err := kv.KV(ctx, []queen.KVOp{putOp(queen.GroupIndexKey(req.Group), indexValue{PT: ptype, TS: now})}); err != nil {
 			c.log.Warn("offset commit failed: group index write", "group", req.Group, "err", err)
-			fail(0, kvCode(err))
+			writes.fail(codes, 0, kvCode(err))
 			return resp
 		}
 		g.indexed = true
 	}
-	n, err := c.writeOps(ctx, kv, g, gen, writes)
+	n, err := c.writeOps(ctx, kv, g, gen, writes.ops)
 	if err != nil {
-		c.log.Warn("offset commit failed", "group", req.Group, "written", n, "of", len(writes), "err", err)
-		fail(n, c.writeCode(g, err))
+		c.log.Warn("offset commit failed", "group", req.Group, "written", n, "of", len(writes.ops), "err", err)
+		writes.fail(codes, n, c.writeCode(g, err))
 	}
 	return resp
 }
