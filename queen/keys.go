@@ -7,23 +7,25 @@ import (
 
 // Esc is §10's escaping: every byte outside [A-Za-z0-9._-] becomes %XX
 // (upper-case hex), so ':' never appears raw inside a key component.
-func Esc(s string) string {
-	safe := true
-	for i := 0; i < len(s); i++ {
-		if !plainByte(s[i]) {
-			safe = false
-			break
-		}
+func Esc(s string) string { return percentEncode(s, plainByte) }
+
+// percentEncode writes every byte of s that keep refuses as %XX (upper-case
+// hex); s itself comes back, unallocated, when keep takes every byte.
+func percentEncode(s string, keep func(byte) bool) string {
+	i := 0
+	for i < len(s) && keep(s[i]) {
+		i++
 	}
-	if safe {
+	if i == len(s) {
 		return s
 	}
 	const hex = "0123456789ABCDEF"
 	var b strings.Builder
 	b.Grow(len(s) * 3)
-	for i := 0; i < len(s); i++ {
+	b.WriteString(s[:i])
+	for ; i < len(s); i++ {
 		c := s[i]
-		if plainByte(c) {
+		if keep(c) {
 			b.WriteByte(c)
 			continue
 		}

@@ -64,17 +64,7 @@ func (c *Client) DeleteQueue(ctx context.Context, queue string) (*DeleteResult, 
 // (A–Z a–z 0–9 - . _ ~), as §4 requires of the :queue segment;
 // url.PathEscape would leave ':', '@', '&', '=', '+' and '$' raw.
 func escapeSegment(s string) string {
-	const hex = "0123456789ABCDEF"
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if plainByte(c) || c == '~' {
-			b = append(b, c)
-			continue
-		}
-		b = append(b, '%', hex[c>>4], hex[c&15])
-	}
-	return string(b)
+	return percentEncode(s, func(c byte) bool { return plainByte(c) || c == '~' })
 }
 
 // pushResultWire and kvResultWire shadow the embedded Index with a pointer
