@@ -61,7 +61,6 @@ type proc struct {
 	cmd  *exec.Cmd
 	url  string
 	boot string
-	logs chan string
 }
 
 var addrRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
@@ -77,7 +76,7 @@ func start(t testing.TB, env ...string) *proc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, logs: make(chan string, 100)}
+	p := &proc{cmd: cmd}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
@@ -86,6 +85,7 @@ func start(t testing.TB, env ...string) *proc {
 	})
 	lines := bufio.NewScanner(stderr)
 	got := make(chan string, 1)
+	// Reads stderr to its end: a child whose pipe fills would block.
 	go func() {
 		for lines.Scan() {
 			l := lines.Text()
@@ -94,10 +94,6 @@ func start(t testing.TB, env ...string) *proc {
 				case got <- l:
 				default:
 				}
-			}
-			select {
-			case p.logs <- l:
-			default:
 			}
 		}
 	}()
