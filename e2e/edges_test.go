@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"testing"
@@ -202,74 +204,45 @@ func TestMaxConnections(t *testing.T) {
 	t.Parallel()
 	dev, _ := sharedEnv(t)
 	fac := startFacade(t, dev, map[string]string{"QUEEN_KAFKA_MAX_CONNECTIONS": "16"})
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	apiVersions := func(c net.Conn) error {
-		// Request header v1: api key 18, version 0, correlation id 7, null
-		// client id; an ApiVersions v0 body is empty.
-		msg := []byte{0, 18, 0, 0, 0, 0, 0, 7, 0xff, 0xff}
-		frame := append([]byte{0, 0, 0, byte(len(msg))}, msg...)
-		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-		if _, err := c.Write(frame); err != nil {
+	// apiVersions is served: an ApiVersions v0 request (empty body) answered.
+	apiVersions := func(r *rawConn) error {
+		if err := r.trySend(18, 0, 7, nil); err != nil {
 			return err
 		}
-		var size [4]byte
-		if _, err := ioReadFull(c, size[:]); err != nil {
-			return err
-		}
-		n := int(size[0])<<24 | int(size[1])<<16 | int(size[2])<<8 | int(size[3])
-		buf := make([]byte, n)
-		_, err := ioReadFull(c, buf)
+		_, err := r.recv()
 		return err
 	}
+	var conns []*rawConn
 	for i := 0; i < 16; i++ {
-		c, err := net.Dial("tcp", fac.addr)
+		r, err := tryDialRaw(t, fac.addr)
 		if err != nil {
 			t.Fatalf("connection %d: %v", i+1, err)
 		}
-		if err := apiVersions(c); err != nil {
+		if err := apiVersions(r); err != nil {
 			t.Fatalf("connection %d of 16 not served: %v", i+1, err)
 		}
-		conns = append(conns, c)
+		conns = append(conns, r)
 	}
-	extra, err := net.Dial("tcp", fac.addr)
+	extra, err := tryDialRaw(t, fac.addr)
 	if err != nil {
 		t.Fatalf("17th dial: %v", err)
 	}
 	if err := apiVersions(extra); err == nil {
 		t.Errorf("the 17th connection was served past QUEEN_KAFKA_MAX_CONNECTIONS=16")
 	}
-	extra.Close()
-	conns[0].Close()
-	conns = conns[1:]
+	extra.c.Close()
+	conns[0].c.Close()
 	eventually(t, 5*time.Second, "a freed slot serves a new connection", func() (bool, string) {
-		c, err := net.Dial("tcp", fac.addr)
+		r, err := tryDialRaw(t, fac.addr)
 		if err != nil {
 			return false, err.Error()
 		}
-		if err := apiVersions(c); err != nil {
-			c.Close()
+		if err := apiVersions(r); err != nil {
+			r.c.Close()
 			return false, err.Error()
 		}
-		conns = append(conns, c)
 		return true, ""
 	})
-}
-
-func ioReadFull(c net.Conn, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := c.Read(b[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 // TestGracefulStop: SIGTERM stops a serving facade promptly with exit 0.
@@ -342,28 +315,49 @@ type rawConn struct {
 
 func dialRaw(t testing.TB, addr string) *rawConn {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	r, err := tryDialRaw(t, addr)
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}
+	return r
+}
+
+// tryDialRaw is dialRaw for a test that expects a dial to fail.
+func tryDialRaw(t testing.TB, addr string) (*rawConn, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
 	t.Cleanup(func() { c.Close() })
-	return &rawConn{t: t, c: c}
+	return &rawConn{t: t, c: c}, nil
 }
 
 // send writes a request with header v1 (null client id) and body.
 func (r *rawConn) send(key, version int16, corr int32, body []byte) {
 	r.t.Helper()
+	if err := r.trySend(key, version, corr, body); err != nil {
+		r.t.Fatalf("write: %v", err)
+	}
+}
+
+// trySend is send for a test that expects the write to fail.
+func (r *rawConn) trySend(key, version int16, corr int32, body []byte) error {
 	msg := []byte{byte(key >> 8), byte(key), byte(version >> 8), byte(version), byte(corr >> 24), byte(corr >> 16), byte(corr >> 8), byte(corr), 0xff, 0xff}
 	msg = append(msg, body...)
-	r.write(append([]byte{byte(len(msg) >> 24), byte(len(msg) >> 16), byte(len(msg) >> 8), byte(len(msg))}, msg...))
+	return r.tryWrite(append([]byte{byte(len(msg) >> 24), byte(len(msg) >> 16), byte(len(msg) >> 8), byte(len(msg))}, msg...))
 }
 
 func (r *rawConn) write(b []byte) {
 	r.t.Helper()
-	_ = r.c.SetWriteDeadline(time.Now().Add(3 * time.Second))
-	if _, err := r.c.Write(b); err != nil {
+	if err := r.tryWrite(b); err != nil {
 		r.t.Fatalf("write: %v", err)
 	}
+}
+
+func (r *rawConn) tryWrite(b []byte) error {
+	_ = r.c.SetWriteDeadline(time.Now().Add(3 * time.Second))
+	_, err := r.c.Write(b)
+	return err
 }
 
 // recv reads one response frame (without its size prefix), or returns the
@@ -371,12 +365,11 @@ func (r *rawConn) write(b []byte) {
 func (r *rawConn) recv() ([]byte, error) {
 	_ = r.c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var size [4]byte
-	if _, err := ioReadFull(r.c, size[:]); err != nil {
+	if _, err := io.ReadFull(r.c, size[:]); err != nil {
 		return nil, err
 	}
-	n := int(size[0])<<24 | int(size[1])<<16 | int(size[2])<<8 | int(size[3])
-	buf := make([]byte, n)
-	_, err := ioReadFull(r.c, buf)
+	buf := make([]byte, binary.BigEndian.Uint32(size[:]))
+	_, err := io.ReadFull(r.c, buf)
 	return buf, err
 }
 
