@@ -149,8 +149,8 @@ func TestBinaryKillRestartAndTerm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if int(fr[0].HighWatermark) != len(acked) {
-		t.Fatalf("hwm %d after kill -9, %d acknowledged", fr[0].HighWatermark, len(acked))
+	if int(fr[0].HighWatermark) != len(acked) || len(fr[0].Records) != len(acked) {
+		t.Fatalf("hwm %d, %d records after kill -9, %d acknowledged", fr[0].HighWatermark, len(fr[0].Records), len(acked))
 	}
 	for i, r := range fr[0].Records {
 		want := `[` + strings.Repeat("1,", i) + `0]`
