@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -305,10 +304,8 @@ func loadTopicCfgs(ctx context.Context, q *queen.Client) (map[string]*topicCfg, 
 		}
 		r := res[0]
 		for _, row := range r.Rows {
-			topic := row.Key[len(queen.PrefixTopicCfg):]
-			var cfg topicCfg
-			if json.Unmarshal(row.Value, &cfg) == nil {
-				out[topic] = &cfg
+			if cfg := decodeTopicCfg(row.Value); cfg != nil {
+				out[topicOfCfgKey(row.Key)] = cfg
 			}
 		}
 		if !r.Truncated {

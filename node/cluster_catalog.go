@@ -2,9 +2,7 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -99,13 +97,12 @@ func (cat *catalog) syncNamed(ctx context.Context, c *Conn, topics []kmsg.Metada
 		}
 		fresh := make(map[string]*topicCfg, len(res[0].Rows))
 		for _, row := range res[0].Rows {
-			var cfg topicCfg
-			if json.Unmarshal(row.Value, &cfg) == nil {
-				fresh[strings.TrimPrefix(row.Key, queen.PrefixTopicCfg)] = &cfg
+			if cfg := decodeTopicCfg(row.Value); cfg != nil {
+				fresh[topicOfCfgKey(row.Key)] = cfg
 			}
 		}
 		for _, k := range chunk {
-			name := strings.TrimPrefix(k, queen.PrefixTopicCfg)
+			name := topicOfCfgKey(k)
 			t := held[name]
 			cfg := fresh[name]
 			if cfg != nil && !cfg.matches(t.queue.ID) {

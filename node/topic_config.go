@@ -208,15 +208,26 @@ func readTopicCfg(ctx context.Context, q *queen.Client, topic string) (*topicCfg
 	if r.Truncated && len(r.Rows) == 0 {
 		return nil, 0, fmt.Errorf("read topic record of %s: truncated", topic)
 	}
-	for _, row := range r.Rows {
-		var cfg topicCfg
-		if json.Unmarshal(row.Value, &cfg) != nil {
-			return nil, row.Version, nil // unreadable: absent, but its version guards the overwrite
-		}
-		return &cfg, row.Version, nil
+	if len(r.Rows) == 0 {
+		return nil, 0, nil
 	}
-	return nil, 0, nil
+	// An unreadable record is absent, but its version still guards the
+	// overwrite.
+	return decodeTopicCfg(r.Rows[0].Value), r.Rows[0].Version, nil
 }
+
+// decodeTopicCfg reads one record's value; an unreadable one is nil, since
+// unreadable records are treated as absent (§12).
+func decodeTopicCfg(v json.RawMessage) *topicCfg {
+	var cfg topicCfg
+	if json.Unmarshal(v, &cfg) != nil {
+		return nil
+	}
+	return &cfg
+}
+
+// topicOfCfgKey is the topic a qk:topiccfg: key names.
+func topicOfCfgKey(key string) string { return strings.TrimPrefix(key, queen.PrefixTopicCfg) }
 
 // putTopicCfgOp is the write of a record, conditional on expect.
 func putTopicCfgOp(topic string, cfg *topicCfg, expect int64) (queen.KVOp, error) {
