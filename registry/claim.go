@@ -55,10 +55,10 @@ func (s *Session) claim(ctx context.Context) error {
 				"waited", s.clk.Now().Sub(firstNonZero(seenAt, sent)).Round(time.Millisecond))
 			return nil
 		}
-		cur, _ := decodeNode(put.Value)
+		cur, own := s.holder(put)
 		now := s.clk.Now()
 		switch {
-		case put.Version != 0 && cur.Incarnation == s.cfg.Incarnation:
+		case own:
 			// Our own earlier claim whose answer was lost.
 			expect = put.Version
 			continue

@@ -108,9 +108,9 @@ func (s *Session) beat(ctx context.Context) (lost bool) {
 			s.applied(ctx, put, list, sent)
 			return false
 		}
-		cur, _ := decodeNode(put.Value)
+		cur, own := s.holder(put)
 		switch {
-		case put.Version != 0 && cur.Incarnation == s.cfg.Incarnation:
+		case own:
 			// Our own write, whose answer never reached us.
 			expect = put.Version
 		case put.Version == 0:

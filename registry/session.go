@@ -245,6 +245,14 @@ func (s *Session) Close(ctx context.Context) error {
 	return s.closeErr
 }
 
+// holder decodes the row a refused conditional write found, and reports
+// whether it is this incarnation's own: a write of ours that applied though
+// its answer never arrived, so its version is the one to expect next.
+func (s *Session) holder(r queen.KVResult) (cur Node, own bool) {
+	cur, _ = decodeNode(r.Value)
+	return cur, r.Version != 0 && cur.Incarnation == s.cfg.Incarnation
+}
+
 func (s *Session) release(ctx context.Context, held int64) error {
 	ctx, cancel := context.WithTimeout(ctx, CloseBudget)
 	defer cancel()
@@ -264,8 +272,8 @@ func (s *Session) release(ctx context.Context, held int64) error {
 			s.log.Info("registry row deleted; peers drop this node on their next read", "key", s.key, "version", held)
 			return nil
 		}
-		cur, _ := decodeNode(r.Value)
-		if r.Version != 0 && cur.Incarnation == s.cfg.Incarnation {
+		cur, own := s.holder(r)
+		if own {
 			held = r.Version
 			continue
 		}
