@@ -23,31 +23,19 @@ func scanPushBody(body []byte) (items []rawItem, ok bool) {
 		return nil, false
 	}
 	found := false
-	for first := true; ; first = false {
-		s.ws()
-		if s.eat('}') {
-			break
-		}
-		if !first && (!s.eat(',') || !s.wsThen()) {
-			return nil, false
-		}
+	fields := s.list('}', func() bool {
 		key, ok := s.key()
-		if !ok {
-			return nil, false
-		}
 		switch {
+		case !ok || foldsTo(key, "items"):
+			return false
 		case string(key) == "items":
-			if items, ok = s.items(); !ok {
-				return nil, false
-			}
-			found = true
-		case foldsTo(key, "items"):
-			return nil, false
-		default:
-			if !s.skip(0) {
-				return nil, false
-			}
+			items, found = s.items()
+			return found
 		}
+		return s.skip(0)
+	})
+	if !fields {
+		return nil, false
 	}
 	s.ws()
 	if s.i != len(s.b) || !found {
@@ -67,12 +55,6 @@ type scanner struct {
 }
 
 func (s *scanner) ws() { s.i = queen.SkipJSONSpace(s.b, s.i) }
-
-// wsThen skips whitespace and reports whether input remains.
-func (s *scanner) wsThen() bool {
-	s.ws()
-	return s.i < len(s.b)
-}
 
 func (s *scanner) eat(c byte) bool {
 	if s.i < len(s.b) && s.b[s.i] == c {
@@ -102,81 +84,81 @@ func (s *scanner) key() ([]byte, bool) {
 	return raw, true
 }
 
+// list passes the rest of an object or array whose opening byte has been
+// eaten: elements separated by commas, each passed by elem, then closing.
+func (s *scanner) list(closing byte, elem func() bool) bool {
+	for first := true; ; first = false {
+		s.ws()
+		if s.eat(closing) {
+			return true
+		}
+		if !first {
+			if !s.eat(',') {
+				return false
+			}
+			s.ws()
+		}
+		if !elem() {
+			return false
+		}
+	}
+}
+
 func (s *scanner) items() ([]rawItem, bool) {
 	if !s.eat('[') {
 		return nil, false
 	}
 	items := make([]rawItem, 0, 16)
-	for first := true; ; first = false {
-		s.ws()
-		if s.eat(']') {
-			return items, true
-		}
-		if !first {
-			if !s.eat(',') {
-				return nil, false
-			}
-			s.ws()
-		}
-		it, ok := s.item()
-		if !ok {
-			return nil, false
+	ok := s.list(']', func() bool {
+		var it rawItem
+		if !s.eat('{') || !s.list('}', func() bool { return s.field(&it) }) {
+			return false
 		}
 		items = append(items, it)
+		return true
+	})
+	if !ok {
+		return nil, false
 	}
+	return items, true
 }
 
-func (s *scanner) item() (rawItem, bool) {
-	var it rawItem
-	if !s.eat('{') {
-		return it, false
+// field reads one key and value of an item into it.
+func (s *scanner) field(it *rawItem) bool {
+	key, ok := s.key()
+	if !ok {
+		return false
 	}
-	for first := true; ; first = false {
-		s.ws()
-		if s.eat('}') {
-			return it, true
+	start := s.i
+	if !s.skip(0) {
+		return false
+	}
+	val := s.b[start:s.i]
+	switch string(key) {
+	case "queue":
+		if s.queue != nil && bytes.Equal(val, s.queueTok) {
+			it.Queue = s.queue
+			return true
 		}
-		if !first {
-			if !s.eat(',') {
-				return it, false
-			}
-			s.ws()
+		if it.Queue, ok = stringOrNull(val); !ok {
+			return false
 		}
-		key, ok := s.key()
-		if !ok {
-			return it, false
-		}
-		start := s.i
-		if !s.skip(0) {
-			return it, false
-		}
-		val := s.b[start:s.i]
-		switch string(key) {
-		case "queue":
-			if s.queue != nil && bytes.Equal(val, s.queueTok) {
-				it.Queue = s.queue
-				continue
-			}
-			if it.Queue, ok = stringOrNull(val); !ok {
-				return it, false
-			}
-			s.queueTok, s.queue = val, it.Queue
-		case "transactionId":
-			if it.TransactionID, ok = stringOrNull(val); !ok {
-				return it, false
-			}
-		case "partition":
-			it.Partition = val[:len(val):len(val)]
-		case "payload":
-			it.Payload = val[:len(val):len(val)]
-		default:
-			for _, known := range [...]string{"queue", "transactionId", "partition", "payload", "data"} {
-				if foldsTo(key, known) {
-					return it, false
-				}
+		s.queueTok, s.queue = val, it.Queue
+	case "transactionId":
+		it.TransactionID, ok = stringOrNull(val)
+		return ok
+	case "partition":
+		it.Partition = val[:len(val):len(val)]
+	case "payload":
+		it.Payload = val[:len(val):len(val)]
+	default:
+		for _, known := range [...]string{"queue", "transactionId", "partition", "payload", "data"} {
+			if foldsTo(key, known) {
+				return false
 			}
 		}
 	}
+	return true
 }
 
 // stringOrNull decodes a JSON string token (nil for null); other types are
@@ -221,17 +203,7 @@ func (s *scanner) skip(depth int) bool {
 		return s.str()
 	case c == '{':
 		s.i++
-		for first := true; ; first = false {
-			s.ws()
-			if s.eat('}') {
-				return true
-			}
-			if !first {
-				if !s.eat(',') {
-					return false
-				}
-				s.ws()
-			}
+		return s.list('}', func() bool {
 			if !s.str() {
 				return false
 			}
@@ -240,27 +212,11 @@ func (s *scanner) skip(depth int) bool {
 				return false
 			}
 			s.ws()
-			if !s.skip(depth + 1) {
-				return false
-			}
-		}
+			return s.skip(depth + 1)
+		})
 	case c == '[':
 		s.i++
-		for first := true; ; first = false {
-			s.ws()
-			if s.eat(']') {
-				return true
-			}
-			if !first {
-				if !s.eat(',') {
-					return false
-				}
-				s.ws()
-			}
-			if !s.skip(depth + 1) {
-				return false
-			}
-		}
+		return s.list(']', func() bool { return s.skip(depth + 1) })
 	case c == 't':
 		return s.lit("true")
 	case c == 'f':
