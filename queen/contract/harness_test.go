@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -255,13 +256,7 @@ func (p *devProc) raw(t testing.TB, method, path, authz, body string) rawResp {
 // uniq returns a name unique within the test binary run, so tests sharing
 // one process never see each other's queues or keys.
 func uniq(prefix string) string {
-	uniqMu.Lock()
-	defer uniqMu.Unlock()
-	uniqN++
-	return fmt.Sprintf("%s-%d", prefix, uniqN)
+	return fmt.Sprintf("%s-%d", prefix, uniqN.Add(1))
 }
 
-var (
-	uniqMu sync.Mutex
-	uniqN  int
-)
+var uniqN atomic.Int64
