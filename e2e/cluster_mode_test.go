@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -161,20 +159,12 @@ func TestClusterStopRestartAndConflict(t *testing.T) {
 
 	// A second process claiming the live id 3 on another port.
 	env := facadeEnv(c.dev.url, "127.0.0.1:"+fmt.Sprint(freePort(t)), nodeEnv(3, c.tokens[2], nil))
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, queenKafkBin)
-	cmd.Env = envList(env)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("a second process with live node id 3 kept running:\n%s", out)
-	}
-	if code := cmd.ProcessState.ExitCode(); code != 1 {
-		t.Errorf("second process with a live id exited %d (%v), want 1", code, err)
+	out, code := runFacadeToExit(t, env, 15*time.Second, "a second process with live node id 3 kept running")
+	if code != 1 {
+		t.Errorf("second process with a live id exited %d, want 1", code)
 	}
 	for _, want := range []string{"node id 3 is held by another live facade", "moved from version", "QUEEN_KAFKA_NODE_ID"} {
-		if !strings.Contains(string(out), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("conflict output lacks %q:\n%s", want, out)
 		}
 	}

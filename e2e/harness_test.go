@@ -449,25 +449,37 @@ func newFacade(queenURL string, port int, overrides map[string]string) *facade {
 // configuration it should have refused.
 func bootFailure(t *testing.T, env map[string]string, mention ...string) {
 	t.Helper()
+	out, code := runFacadeToExit(t, env, 5*time.Second, "it booted on a configuration it must refuse")
+	if code == 0 {
+		t.Fatalf("facade exited 0, want a non-zero exit (env %v)\n%s", env, out)
+	}
+	for _, m := range mention {
+		if !strings.Contains(out, m) {
+			t.Errorf("boot failure output does not mention %q (env %v):\n%s", m, env, out)
+		}
+	}
+}
+
+// runFacadeToExit runs a facade with env (no defaults added) that must exit
+// on its own within limit, and returns its output and exit code; one still
+// running after limit fails t with why that is wrong.
+func runFacadeToExit(t *testing.T, env map[string]string, limit time.Duration, why string) (string, int) {
+	t.Helper()
 	requireBin(t, queenKafkBin)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, queenKafkBin)
 	cmd.Env = envList(env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
-		t.Fatalf("facade still running after 5s, so it booted on a configuration it must refuse (env %v)\n%s", env, out)
+		t.Fatalf("facade still running after %s, so %s (env %v)\n%s", limit, why, env, out)
 	}
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
-		t.Fatalf("facade exit = %v, want a non-zero exit (env %v)\n%s", err, env, out)
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("facade did not run: %v (env %v)\n%s", err, env, out)
 	}
-	for _, m := range mention {
-		if !strings.Contains(string(out), m) {
-			t.Errorf("boot failure output does not mention %q (env %v):\n%s", m, env, out)
-		}
-	}
+	return string(out), cmd.ProcessState.ExitCode()
 }
 
 // ---- the shared environment ----
