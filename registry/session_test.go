@@ -148,6 +148,26 @@ type startResult struct {
 	err error
 }
 
+// driveBoot advances the fake clock by step whenever waiters timers are
+// armed, until the boot behind res returns; bounded in real time, so a boot
+// that never returns fails the test instead of hanging it.
+func (h *harness) driveBoot(res <-chan startResult, waiters int, step time.Duration) startResult {
+	h.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case r := <-res:
+			return r
+		case <-deadline:
+			h.t.Fatalf("boot did not return within 10 s of real time (fake clock at %v)", h.clk.Now())
+		case <-time.After(time.Millisecond):
+			if h.clk.Waiters() == waiters {
+				h.clk.Advance(step)
+			}
+		}
+	}
+}
+
 // A predecessor's row that nobody refreshes expires inside the watch and the
 // replacement takes it then: a restart on the same ordinal waits, it does
 // not fail.
@@ -166,16 +186,7 @@ func TestBootWaitsOutAPredecessorsRowUntilItExpires(t *testing.T) {
 		h.clk.Advance(time.Second)
 	}
 	// The row expired at +10 s; the watch's next look takes it.
-	var r startResult
-	for r.s == nil && r.err == nil {
-		select {
-		case r = <-res:
-		case <-time.After(time.Millisecond):
-			if h.clk.Waiters() == 1 {
-				h.clk.Advance(time.Second)
-			}
-		}
-	}
+	r := h.driveBoot(res, 1, time.Second)
 	if r.err != nil {
 		t.Fatalf("boot failed: %v", r.err)
 	}
@@ -196,16 +207,7 @@ func TestBootAdoptsAStaticRowAfterTTLPlusHeartbeat(t *testing.T) {
 	rec := &recKV{next: h.store}
 	res := startAsync(context.Background(), rec, h.cfg(1, "replacement"))
 	start := h.clk.Now()
-	var r startResult
-	for r.s == nil && r.err == nil {
-		select {
-		case r = <-res:
-		case <-time.After(time.Millisecond):
-			if h.clk.Waiters() == 1 {
-				h.clk.Advance(testHB)
-			}
-		}
-	}
+	r := h.driveBoot(res, 1, testHB)
 	if r.err != nil {
 		t.Fatalf("boot failed: %v", r.err)
 	}
@@ -230,16 +232,7 @@ func TestBootFailsWhenAnotherLiveProcessRefreshesTheID(t *testing.T) {
 	first := h.start(h.store, h.cfg(2, "first"))
 	firstVersion := first.HeldVersion()
 	res := startAsync(context.Background(), h.store, h.cfg(2, "second"))
-	var r startResult
-	for r.s == nil && r.err == nil {
-		select {
-		case r = <-res:
-		case <-time.After(time.Millisecond):
-			if h.clk.Waiters() == 2 { // first's heartbeat and second's watch
-				h.clk.Advance(testHB)
-			}
-		}
-	}
+	r := h.driveBoot(res, 2, testHB) // first's heartbeat and second's watch
 	if r.s != nil {
 		t.Fatal("second process with a live id booted")
 	}
