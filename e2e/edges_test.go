@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"testing"
@@ -364,13 +362,11 @@ func (r *rawConn) tryWrite(b []byte) error {
 // read error (io.EOF / reset when the facade closed the connection).
 func (r *rawConn) recv() ([]byte, error) {
 	_ = r.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	var size [4]byte
-	if _, err := io.ReadFull(r.c, size[:]); err != nil {
+	f, err := readFrame(r.c)
+	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, binary.BigEndian.Uint32(size[:]))
-	_, err := io.ReadFull(r.c, buf)
-	return buf, err
+	return f[4:], nil
 }
 
 // closedByPeer asserts the facade closes the connection without answering.
