@@ -484,9 +484,11 @@ func runFacadeToExit(t *testing.T, env map[string]string, limit time.Duration, w
 
 // ---- the shared environment ----
 
-// One queen-dev (with fault injection off) and one facade serve every test
-// that needs nothing special; tests keep apart by unique topic and group
-// names. Started on first use and stopped by TestMain.
+// One queen-dev and one facade serve every test that needs nothing special;
+// tests keep apart by unique topic and group names. The broker's fault
+// injection is on, and a test that sets rules scopes them to a facade of
+// its own by QUEEN_TOKEN (TestQueenFaults), so the others never meet them.
+// Started on first use and stopped by TestMain.
 var shared struct {
 	once sync.Once
 	dev  *queenDev
