@@ -72,9 +72,9 @@ func (c *Coordinator) DeleteTopicOffsets(ctx context.Context, cl Client, topic s
 func (c *Coordinator) keysUnder(ctx context.Context, kv KV, prefixes []string) ([]string, error) {
 	var keys []string
 	for start := 0; start < len(prefixes); start += sweepPrefixesPerCall {
-		batch := prefixes[start:min(start+sweepPrefixesPerCall, len(prefixes))]
-		ops := make([]queen.KVOp, len(batch))
-		for i, p := range batch {
+		chunk := prefixes[start:min(start+sweepPrefixesPerCall, len(prefixes))]
+		ops := make([]queen.KVOp, len(chunk))
+		for i, p := range chunk {
 			ops[i] = queen.KVOp{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: p, Limit: sweepPageLimit, KeysOnly: true}
 		}
 		res, err := kv.KV(ctx, ops)
@@ -84,7 +84,7 @@ func (c *Coordinator) keysUnder(ctx context.Context, kv KV, prefixes []string) (
 		for i, r := range res {
 			rows := r.Rows
 			if r.Truncated {
-				if rows, err = c.readPrefix(ctx, kv, batch[i], readKeysPerCall, true); err != nil {
+				if rows, err = c.readPrefix(ctx, kv, chunk[i], readKeysPerCall, true); err != nil {
 					return nil, err
 				}
 			}
