@@ -145,12 +145,12 @@ func (c *Coordinator) readKeys(ctx context.Context, kv KV, keys []string) (map[s
 	for stalls := 0; len(todo) > 0; {
 		var unread []string
 		for start := 0; start < len(todo); start += readKeysPerCall {
-			batch := todo[start:min(start+readKeysPerCall, len(todo))]
-			res, err := kv.KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: batch}})
+			chunk := todo[start:min(start+readKeysPerCall, len(todo))]
+			res, err := kv.KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: chunk}})
 			if err != nil {
 				return nil, fmt.Errorf("kv getMany: %w", err)
 			}
-			seen := make(map[string]bool, len(batch))
+			seen := make(map[string]bool, len(chunk))
 			for _, r := range res[0].Rows {
 				out[r.Key] = r
 				seen[r.Key] = true
@@ -158,7 +158,7 @@ func (c *Coordinator) readKeys(ctx context.Context, kv KV, keys []string) (map[s
 			for _, k := range res[0].Missing {
 				seen[k] = true
 			}
-			for _, k := range batch {
+			for _, k := range chunk {
 				if !seen[k] {
 					unread = append(unread, k)
 				}
