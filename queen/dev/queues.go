@@ -167,13 +167,11 @@ func (b *Broker) handleDelete(w http.ResponseWriter, r *http.Request, c *call) {
 	name := r.PathValue("queue")
 	b.mu.Lock()
 	_, existed := b.st.tenant(c.tenant).queues[name]
-	var bt *batch
-	var err error
+	var ops []op
 	if existed {
-		bt, err = b.commit([]op{&opQueueDelete{tenant: c.tenant, name: name}})
-	} else {
-		bt = b.observed()
+		ops = []op{&opQueueDelete{tenant: c.tenant, name: name}}
 	}
+	bt, err := b.commit(ops)
 	b.mu.Unlock()
 	if err == nil {
 		err = bt.wait()
