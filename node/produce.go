@@ -114,13 +114,9 @@ func produceParts(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) []*produ
 func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *kmsg.ProduceResponse, parts []*producePart) ([]*producePart, error) {
 	var live []*producePart
 	topics := n.topicVerdicts(c, pushFault, &resp.ThrottleMillis)
-	type tp struct {
-		topic string
-		p     int32
-	}
-	seen := make(map[tp]bool, len(parts))
+	seen := make(map[topicPartition]bool, len(parts))
 	for _, p := range parts {
-		k := tp{p.topic, p.resp.Partition}
+		k := topicPartition{p.topic, p.resp.Partition}
 		if seen[k] {
 			// One batch per partition per request: a second would be
 			// sequenced against a window the first has not yet advanced.

@@ -328,14 +328,10 @@ const (
 // shardParts splits written (in group order) into pushes holding whole
 // partitions, balanced by item count, each in group order.
 func shardParts(written []*producePart, count int) [][]*producePart {
-	type tp struct {
-		topic string
-		p     int32
-	}
-	load := make(map[tp]int)
-	var keys []tp
+	load := make(map[topicPartition]int)
+	var keys []topicPartition
 	for _, p := range written {
-		k := tp{p.topic, p.resp.Partition}
+		k := topicPartition{p.topic, p.resp.Partition}
 		if _, ok := load[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -346,9 +342,9 @@ func shardParts(written []*producePart, count int) [][]*producePart {
 		return [][]*producePart{written}
 	}
 	// Largest partitions first, each to the lightest push so far.
-	slices.SortStableFunc(keys, func(a, b tp) int { return cmp.Compare(load[b], load[a]) })
+	slices.SortStableFunc(keys, func(a, b topicPartition) int { return cmp.Compare(load[b], load[a]) })
 	sums := make([]int, n)
-	shardOf := make(map[tp]int, len(keys))
+	shardOf := make(map[topicPartition]int, len(keys))
 	for _, k := range keys {
 		i := slices.Index(sums, slices.Min(sums))
 		shardOf[k] = i
@@ -356,7 +352,7 @@ func shardParts(written []*producePart, count int) [][]*producePart {
 	}
 	shards := make([][]*producePart, n)
 	for _, p := range written {
-		i := shardOf[tp{p.topic, p.resp.Partition}]
+		i := shardOf[topicPartition{p.topic, p.resp.Partition}]
 		shards[i] = append(shards[i], p)
 	}
 	return shards
