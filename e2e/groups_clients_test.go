@@ -124,6 +124,18 @@ func testGroupSarama(t *testing.T, tg target) {
 	assertCommitted(t, tg, group, topic, fill(parts, 8))
 }
 
+// kafkaGoGroupReader is a kafka-go Reader of topic in group that commits
+// synchronously (CommitInterval 0), at suite timing.
+func kafkaGoGroupReader(tg target, group, topic string) *kafkago.Reader {
+	return kafkago.NewReader(kafkago.ReaderConfig{
+		Brokers: tg.bootstrap, GroupID: group, Topic: topic,
+		MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 250 * time.Millisecond,
+		StartOffset: kafkago.FirstOffset, HeartbeatInterval: 500 * time.Millisecond,
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 5 * time.Second,
+		JoinGroupBackoff: 200 * time.Millisecond, CommitInterval: 0,
+	})
+}
+
 // testGroupKafkaGo: a kafka-go Reader with a GroupID reads a topic and
 // commits synchronously; a second Reader of the group resumes after it.
 func testGroupKafkaGo(t *testing.T, tg target) {
@@ -133,13 +145,7 @@ func testGroupKafkaGo(t *testing.T, tg target) {
 	r1 := produceRound(t, tg, topic, parts, 5, "r1", 0)
 	read := func(n int) []rec {
 		t.Helper()
-		r := kafkago.NewReader(kafkago.ReaderConfig{
-			Brokers: tg.bootstrap, GroupID: group, Topic: topic,
-			MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 250 * time.Millisecond,
-			StartOffset: kafkago.FirstOffset, HeartbeatInterval: 500 * time.Millisecond,
-			SessionTimeout: 6 * time.Second, RebalanceTimeout: 5 * time.Second,
-			JoinGroupBackoff: 200 * time.Millisecond, CommitInterval: 0,
-		})
+		r := kafkaGoGroupReader(tg, group, topic)
 		defer r.Close()
 		ctx := ctxT(t, 30*time.Second)
 		var out []rec
@@ -211,13 +217,7 @@ func testGroupKafkaGoSplit(t *testing.T, tg target) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for i := 0; i < 2; i++ {
-		r := kafkago.NewReader(kafkago.ReaderConfig{
-			Brokers: tg.bootstrap, GroupID: group, Topic: topic,
-			MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 250 * time.Millisecond,
-			StartOffset: kafkago.FirstOffset, HeartbeatInterval: 500 * time.Millisecond,
-			SessionTimeout: 6 * time.Second, RebalanceTimeout: 5 * time.Second,
-			JoinGroupBackoff: 200 * time.Millisecond, CommitInterval: 0,
-		})
+		r := kafkaGoGroupReader(tg, group, topic)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
