@@ -54,19 +54,8 @@ func (s *scanner) response() (FetchResponse, error) {
 			}
 			return err
 		}
-		if isNull, err := s.null(); isNull || err != nil {
-			out.Entries = nil
-			return err
-		}
-		out.Entries = out.Entries[:0]
-		return s.array(func() error {
-			var e FetchResult
-			if err := s.result(&e); err != nil {
-				return err
-			}
-			out.Entries = append(out.Entries, e)
-			return nil
-		})
+		out.Entries, err = list(s, out.Entries, s.result)
+		return err
 	})
 	return out, err
 }
@@ -93,20 +82,7 @@ func (s *scanner) result(e *FetchResult) error {
 		case "logStartOffset":
 			e.LogStartOffset, err = s.int64()
 		case "records":
-			var isNull bool
-			if isNull, err = s.null(); isNull || err != nil {
-				e.Records = nil
-				return err
-			}
-			e.Records = e.Records[:0]
-			err = s.array(func() error {
-				var r FetchRecord
-				if err := s.record(&r); err != nil {
-					return err
-				}
-				e.Records = append(e.Records, r)
-				return nil
-			})
+			e.Records, err = list(s, e.Records, s.record)
 		default:
 			_, err = s.value()
 		}

@@ -43,25 +43,12 @@ func (d *pushDecoder) decodeBody(raw []byte) (err error) {
 // pushResults decodes the array; text is body as a string, which every
 // decoded string is a substring of.
 func (s *scanner) pushResults(text string) ([]pushResultWire, error) {
-	if isNull, err := s.null(); isNull || err != nil {
-		return nil, err
-	}
-	if s.peek() != '[' {
-		return nil, s.errf("want an array")
-	}
 	// One result is at least 150 bytes of a real broker's answer; the
 	// estimate only sizes the first allocation.
-	out := make([]pushResultWire, 0, len(s.b)/128+1)
 	var ptrs pushPointers
-	err := s.array(func() error {
-		var w pushResultWire
-		if err := s.pushResult(&w, text, &ptrs); err != nil {
-			return err
-		}
-		out = append(out, w)
-		return nil
+	return list(s, make([]pushResultWire, 0, len(s.b)/128+1), func(w *pushResultWire) error {
+		return s.pushResult(w, text, &ptrs)
 	})
-	return out, err
 }
 
 // pushPointers backs every Index and Offset pointer of one answer, so that

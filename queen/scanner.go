@@ -123,6 +123,23 @@ func (s *scanner) array(elem func() error) error {
 	}
 }
 
+// list decodes null (into nil) or an array, each element by elem into a
+// zero T appended to dst[:0]: what encoding/json makes of a slice field.
+// elem fills the element in place, so it is never copied or moved to the
+// heap on its own.
+func list[T any](s *scanner, dst []T, elem func(*T) error) ([]T, error) {
+	if isNull, err := s.null(); isNull || err != nil {
+		return nil, err
+	}
+	dst = dst[:0]
+	err := s.array(func() error {
+		var zero T
+		dst = append(dst, zero)
+		return elem(&dst[len(dst)-1])
+	})
+	return dst, err
+}
+
 // stringSpan consumes a string and returns its bytes between the quotes
 // and whether it holds an escape or a byte that is not valid UTF-8.
 func (s *scanner) stringSpan() (span []byte, odd bool, err error) {
