@@ -121,27 +121,8 @@ func (c *Coordinator) describe(ctx context.Context, cl Client, id string) kmsg.D
 		d.ErrorCode = code
 		return d
 	}
-	if g := c.lookup(cl, id); g != nil {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.state != stateDead {
-			d.State, d.ProtocolType = g.state.String(), g.protocolType
-			stable := g.state == stateStable
-			if stable {
-				d.Protocol = g.protocol
-			}
-			for _, mid := range g.order {
-				m := g.members[mid]
-				dm := kmsg.NewDescribeGroupsResponseGroupMember()
-				dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, m.clientHost
-				if stable {
-					dm.ProtocolMetadata = m.metadataFor(g.protocol)
-					dm.MemberAssignment = m.assignment
-				}
-				d.Members = append(d.Members, dm)
-			}
-			return d
-		}
+	if g := c.lookup(cl, id); g != nil && g.describe(&d) {
+		return d
 	}
 	if !storable(id) {
 		return d
@@ -158,6 +139,33 @@ func (c *Coordinator) describe(ctx context.Context, cl Client, id string) kmsg.D
 		d.State, d.ProtocolType = stateEmpty.String(), iv.PT
 	}
 	return d
+}
+
+// describe fills d from the group in memory and reports whether it could:
+// a Dead group is described from the store, which is read after this
+// returns, never under g.mu.
+func (g *group) describe(d *kmsg.DescribeGroupsResponseGroup) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.state == stateDead {
+		return false
+	}
+	d.State, d.ProtocolType = g.state.String(), g.protocolType
+	stable := g.state == stateStable
+	if stable {
+		d.Protocol = g.protocol
+	}
+	for _, mid := range g.order {
+		m := g.members[mid]
+		dm := kmsg.NewDescribeGroupsResponseGroupMember()
+		dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, m.clientHost
+		if stable {
+			dm.ProtocolMetadata = m.metadataFor(g.protocol)
+			dm.MemberAssignment = m.assignment
+		}
+		d.Members = append(d.Members, dm)
+	}
+	return true
 }
 
 // DeleteGroups answers a DeleteGroups v0-2: a group with live members is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -224,5 +225,47 @@ func TestOverlongEscapedGroupNeverReachesTheStore(t *testing.T) {
 	}
 	if n := h.kv.callCount() - calls; n != 0 {
 		t.Fatalf("%d calls carried keys the store refuses", n)
+	}
+}
+
+// A group held Dead in memory (DeleteGroups is removing its rows) is
+// described from the store; its lock is not held across that Queen call,
+// which would stall every request and timer of the group behind it.
+func TestDescribeReadsTheStoreWithoutTheGroupLock(t *testing.T) {
+	h := newHarness(t, nil)
+	g, err := h.c.getOrCreate(h.cl, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	g.state = stateDead
+	g.mu.Unlock()
+	reading, release := make(chan struct{}), make(chan struct{})
+	h.kv.setFail(func(ops []queen.KVOp) error {
+		if ops[0].Op == queen.OpGetMany {
+			close(reading)
+			<-release
+		}
+		return nil
+	})
+	dr := kmsg.NewPtrDescribeGroupsRequest()
+	dr.Groups = []string{"g"}
+	out := make(chan *kmsg.DescribeGroupsResponse, 1)
+	go func() { out <- h.c.DescribeGroups(context.Background(), h.cl, dr) }()
+	select {
+	case <-reading:
+	case <-time.After(5 * time.Second):
+		t.Fatal("describe never read the store")
+	}
+	free := g.mu.TryLock()
+	if free {
+		g.mu.Unlock()
+	}
+	close(release)
+	if d := recv(t, out); d.Groups[0].ErrorCode != 0 || d.Groups[0].State != "Dead" {
+		t.Fatalf("describe %+v", d.Groups[0])
+	}
+	if !free {
+		t.Fatal("the group's lock was held across the store read")
 	}
 }
