@@ -33,7 +33,8 @@ type pushItem struct {
 
 // checkItem validates one item. inTxn selects the transaction route's
 // rules: payload may be spelled data, and an explicit "" partition is kept.
-func checkItem(i int, raw *rawItem, inTxn bool) (pushItem, error) {
+// parts decodes partition tokens for every item of one request.
+func checkItem(i int, raw *rawItem, inTxn bool, parts *tokenCache) (pushItem, error) {
 	var it pushItem
 	if raw.Queue == nil || *raw.Queue == "" {
 		return it, fmt.Errorf("item %d: queue is required", i)
@@ -44,7 +45,7 @@ func checkItem(i int, raw *rawItem, inTxn bool) (pushItem, error) {
 	}
 	it.part = DefaultPartition
 	if len(raw.Partition) > 0 {
-		part, ok := stringOrNull(raw.Partition)
+		part, ok := parts.decode(raw.Partition)
 		if !ok {
 			return it, fmt.Errorf("item %d: partition must be a string", i)
 		}
@@ -196,8 +197,9 @@ func (b *Broker) handlePush(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	items := make([]pushItem, len(raws))
+	var parts tokenCache
 	for i := range raws {
-		it, err := checkItem(i, &raws[i], false)
+		it, err := checkItem(i, &raws[i], false, &parts)
 		if err != nil {
 			badBody(w, err.Error())
 			return

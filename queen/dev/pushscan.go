@@ -45,13 +45,9 @@ func scanPushBody(body []byte) (items []rawItem, ok bool) {
 }
 
 type scanner struct {
-	b []byte
-	i int
-	// queueTok is the last queue token decoded and queue its value: items of
-	// one push nearly always name the same queue, and an equal token decodes
-	// to an equal string, so they share one instead of allocating their own.
-	queueTok []byte
-	queue    *string
+	b      []byte
+	i      int
+	queues tokenCache
 }
 
 func (s *scanner) ws() { s.i = queen.SkipJSONSpace(s.b, s.i) }
@@ -136,14 +132,8 @@ func (s *scanner) field(it *rawItem) bool {
 	val := s.b[start:s.i]
 	switch string(key) {
 	case "queue":
-		if s.queue != nil && bytes.Equal(val, s.queueTok) {
-			it.Queue = s.queue
-			return true
-		}
-		if it.Queue, ok = stringOrNull(val); !ok {
-			return false
-		}
-		s.queueTok, s.queue = val, it.Queue
+		it.Queue, ok = s.queues.decode(val)
+		return ok
 	case "transactionId":
 		it.TransactionID, ok = stringOrNull(val)
 		return ok
@@ -182,6 +172,26 @@ func stringOrNull(tok []byte) (*string, bool) {
 		return nil, false
 	}
 	return &v, true
+}
+
+// tokenCache decodes a run of string-or-null tokens, handing back the last
+// value when a token repeats byte for byte: the items of one push nearly
+// always name the same queue and partition, and an equal token decodes to
+// an equal string, so they share one instead of allocating their own.
+type tokenCache struct {
+	tok []byte
+	val *string
+}
+
+func (c *tokenCache) decode(tok []byte) (*string, bool) {
+	if c.tok != nil && bytes.Equal(tok, c.tok) {
+		return c.val, true
+	}
+	v, ok := stringOrNull(tok)
+	if ok {
+		c.tok, c.val = tok, v
+	}
+	return v, ok
 }
 
 // foldsTo reports whether key matches name the way encoding/json matches

@@ -83,6 +83,7 @@ func decodeTxn(body []byte) (*txnRequest, *txnError) {
 	if json.Unmarshal(raw.Operations, &ops) != nil {
 		return nil, txnBad("operations must be an array")
 	}
+	var parts tokenCache
 	for i, rawOp := range ops {
 		var head struct {
 			Type  *string          `json:"type"`
@@ -115,7 +116,7 @@ func decodeTxn(body []byte) (*txnRequest, *txnError) {
 			return nil, txnBad("operation %d: items: %v", i, err)
 		}
 		for j := range raws {
-			it, err := checkItem(len(req.items), &raws[j], true)
+			it, err := checkItem(len(req.items), &raws[j], true, &parts)
 			if err != nil {
 				return nil, txnBad("operation %d: %v", i, err)
 			}
