@@ -425,16 +425,8 @@ func testAdmin(t *testing.T, tg target) {
 	}
 
 	// Describe: the retention the topic was created with.
-	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
-	if err != nil {
-		t.Fatalf("DescribeConfigs: %v", err)
-	}
-	rc, err := rcs.On(topic, nil)
-	if err != nil || rc.Err != nil {
-		t.Fatalf("DescribeConfigs %s: %v %v", topic, err, rc.Err)
-	}
-	if v := configValue(rc, "retention.ms"); v != ret {
-		t.Errorf("DescribeConfigs retention.ms = %q, want %q (configs %+v)", v, ret, rc.Configs)
+	if rc := describeTopicConfig(t, adm, topic); configValue(rc, "retention.ms") != ret {
+		t.Errorf("DescribeConfigs retention.ms = %q, want %q (configs %+v)", configValue(rc, "retention.ms"), ret, rc.Configs)
 	}
 
 	// Incremental alter on a topic the facade created.
@@ -442,22 +434,20 @@ func testAdmin(t *testing.T, tg target) {
 	ares, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &newRet}}, topic)
 	if err != nil || len(ares) != 1 || ares[0].Err != nil {
 		t.Errorf("IncrementalAlterConfigs retention.ms: %v %+v", err, ares)
-	} else if rcs, err := adm.DescribeTopicConfigs(ctx, topic); err == nil {
-		if rc, _ := rcs.On(topic, nil); configValue(rc, "retention.ms") != newRet {
-			t.Errorf("after alter, retention.ms = %q, want %q", configValue(rc, "retention.ms"), newRet)
-		}
+	} else if rc := describeTopicConfig(t, adm, topic); configValue(rc, "retention.ms") != newRet {
+		t.Errorf("after alter, retention.ms = %q, want %q", configValue(rc, "retention.ms"), newRet)
 	}
 	// The deprecated full-replacement AlterConfigs: a key it does not name
 	// goes back to its default (seed 001), here retention.ms to -1.
 	compact := "compact"
 	if ares, err := adm.AlterTopicConfigsState(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: &compact}}, topic); err != nil || len(ares) != 1 || ares[0].Err != nil {
 		t.Errorf("AlterConfigs cleanup.policy=compact: %v %+v", err, ares)
-	} else if rcs, err := adm.DescribeTopicConfigs(ctx, topic); err == nil {
-		rc, _ := rcs.On(topic, nil)
+	} else {
+		rc := describeTopicConfig(t, adm, topic)
 		if v := configValue(rc, "retention.ms"); v != "" && v != "-1" {
 			t.Errorf("after a full-replacement AlterConfigs naming only cleanup.policy, retention.ms = %q, want its default", v)
 		}
-		if v := configValue(rc, "cleanup.policy"); v != "" && v != compact {
+		if v := configValue(rc, "cleanup.policy"); v != compact {
 			t.Errorf("after AlterConfigs cleanup.policy=compact, DescribeConfigs says %q", v)
 		}
 	}
@@ -520,6 +510,20 @@ func configValue(rc kadm.ResourceConfig, name string) string {
 		}
 	}
 	return ""
+}
+
+// describeTopicConfig is topic's DescribeConfigs answer; any error fails t.
+func describeTopicConfig(t testing.TB, adm *kadm.Client, topic string) kadm.ResourceConfig {
+	t.Helper()
+	rcs, err := adm.DescribeTopicConfigs(ctxT(t, 15*time.Second), topic)
+	if err != nil {
+		t.Fatalf("DescribeConfigs: %v", err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil || rc.Err != nil {
+		t.Fatalf("DescribeConfigs %s: %v %v", topic, err, rc.Err)
+	}
+	return rc
 }
 
 // testListOffsets: the two sentinels exactly, and a concrete timestamp on
