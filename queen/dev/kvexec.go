@@ -161,8 +161,14 @@ func verdict(cur *kvRow, hasExpect bool, expect int64) string {
 	return ""
 }
 
-func (x *kvExec) miss(r *kvResult, o *kvOp, cur *kvRow, reason string) {
+// miss records an op that did not apply, with the live row it found.
+func (r *kvResult) miss(o *kvOp, cur *kvRow, reason string) {
 	r.applied, r.key, r.reason = false, o.key, reason
+	r.saw(cur)
+}
+
+// saw reports the live row an op found (none leaves value null).
+func (r *kvResult) saw(cur *kvRow) {
 	if cur != nil {
 		r.value, r.version = cur.value, cur.version
 	}
@@ -185,7 +191,7 @@ func (x *kvExec) single(o *kvOp, r *kvResult) {
 	switch o.kind {
 	case kvPut, kvPutIfAbsent:
 		if why := verdict(cur, o.hasExpect, o.expect); why != "" {
-			x.miss(r, o, cur, why)
+			r.miss(o, cur, why)
 			return
 		}
 		row := x.newRow(o, o.value)
@@ -197,12 +203,12 @@ func (x *kvExec) single(o *kvOp, r *kvResult) {
 			why = queen.ReasonAbsent
 		}
 		if why != "" {
-			x.miss(r, o, cur, why)
+			r.miss(o, cur, why)
 			return
 		}
 		r.applied, r.key = true, o.key
+		r.saw(cur)
 		if cur != nil {
-			r.value, r.version = cur.value, cur.version
 			x.write(o.ns, o.key, nil)
 		}
 	case kvIncr:
@@ -210,14 +216,14 @@ func (x *kvExec) single(o *kvOp, r *kvResult) {
 		if cur != nil {
 			n, ok := parseNumber(cur.value)
 			if !ok {
-				x.miss(r, o, cur, "type")
+				r.miss(o, cur, "type")
 				return
 			}
 			base = n
 		}
 		next := base.add(o.delta)
 		if (o.min != nil && next.less(*o.min)) || (o.max != nil && o.max.less(next)) {
-			x.miss(r, o, cur, "bounds")
+			r.miss(o, cur, "bounds")
 			return
 		}
 		row := x.newRow(o, next.json())
@@ -225,13 +231,11 @@ func (x *kvExec) single(o *kvOp, r *kvResult) {
 		r.applied, r.key, r.value, r.version = true, o.key, row.value, row.version
 	case kvCheck:
 		if why := verdict(cur, true, o.expect); why != "" {
-			x.miss(r, o, cur, why)
+			r.miss(o, cur, why)
 			return
 		}
 		r.applied, r.key = true, o.key
-		if cur != nil {
-			r.value, r.version = cur.value, cur.version
-		}
+		r.saw(cur)
 	case kvGet:
 		if cur != nil {
 			r.found, r.row, r.key = true, cur, o.key
