@@ -26,14 +26,12 @@ type producePart struct {
 	raw   []byte
 	rb    kmsg.RecordBatch
 
-	idempotent bool
-	key        windowKey
-	lastSeq    int32
+	key     windowKey // idempotent: its sequence window
+	lastSeq int32
 
-	env       []byte      // its envelopes, item i ending at ends[i]
-	items     [2]int      // [first, end) of its envelopes' ends
-	fault     *batchFault // the batch did not decode; answered only if sequencing keeps it
-	logAppend bool
+	env   []byte      // its envelopes, item i ending at ends[i]
+	items [2]int      // [first, end) of its envelopes' ends
+	fault *batchFault // the batch did not decode; answered only if sequencing keeps it
 
 	// What the group's sequencing decided: written in the push, refused
 	// with seqCode, or a repeat of dupOf (a batch earlier in the group) or
@@ -148,7 +146,6 @@ func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *k
 		case p.rb.NumRecords == 0:
 			p.fail(kerr.InvalidRecord.Code, "record batch carries no records")
 		default:
-			p.logAppend = p.rb.Attributes&attrLogAppendTime != 0
 			live = append(live, p)
 		}
 	}
@@ -263,6 +260,10 @@ func faultMessage(err error) string {
 	}
 	return "queen: " + queen.Sanitize(err.Error())
 }
+
+// idempotent reports whether the batch carries a producer id, and so is
+// sequenced.
+func (p *producePart) idempotent() bool { return p.rb.ProducerID >= 0 }
 
 func (p *producePart) fail(code int16, msg string) {
 	p.resp.ErrorCode = code

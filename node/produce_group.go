@@ -202,7 +202,7 @@ func (n *Node) sequenceGroup(scope string, group []*groupReq) func() {
 	firstReq := make(map[producerKey]int)
 	for ri, r := range group {
 		for _, p := range r.live {
-			if p.rb.ProducerID < 0 {
+			if !p.idempotent() {
 				continue
 			}
 			k := producerKey{scope: scope, pid: p.rb.ProducerID}
@@ -222,12 +222,11 @@ func (n *Node) sequenceGroup(scope string, group []*groupReq) func() {
 	proj := seqProjection{epochs: make(map[producerKey]int16), windows: make(map[windowKey]*projectedWindow)}
 	for _, r := range group {
 		for _, p := range r.live {
-			if p.rb.ProducerID < 0 {
+			if !p.idempotent() {
 				p.write = p.fault == nil
 				continue
 			}
 			pk := producerKey{scope: scope, pid: p.rb.ProducerID}
-			p.idempotent = true
 			p.key = windowKey{scope: scope, pid: p.rb.ProducerID, topic: p.topic, partition: p.resp.Partition}
 			p.lastSeq = seqAdd(p.rb.FirstSequence, p.rb.NumRecords-1)
 			pe, ok := proj.epochs[pk]
@@ -408,7 +407,7 @@ func (n *Node) settleGroup(group []*groupReq, now int64) {
 	for _, r := range group {
 		for _, p := range r.live {
 			switch {
-			case !p.idempotent:
+			case !p.idempotent():
 				p.settleWrite(now)
 			case broken[p.key]:
 				p.settleBehindFailure(s, now)
@@ -445,10 +444,9 @@ func (p *producePart) settleBehindFailure(s *sequencer, now int64) {
 		p.resp.BaseOffset = v.base
 	case p.write:
 		// Alone it would have been written too: its own write decides.
-		if p.outcome.code == 0 && p.fault == nil {
+		if p.settleWrite(now) {
 			s.accepted(p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq, p.outcome.base)
 		}
-		p.settleWrite(now)
 	case p.dupOf != nil:
 		// A repeat of the failed batch: not written either, and retried
 		// like its original.
@@ -478,7 +476,7 @@ func (p *producePart) settleWrite(now int64) bool {
 		return false
 	}
 	p.resp.BaseOffset = p.outcome.base
-	if p.logAppend {
+	if p.rb.Attributes&attrLogAppendTime != 0 {
 		p.resp.LogAppendTime = now
 	}
 	return true
