@@ -28,17 +28,29 @@ func kcatBin(t testing.TB) string {
 // runKcat runs kcat to completion with stdin and a deadline.
 func runKcat(t testing.TB, stdin string, args ...string) string {
 	t.Helper()
+	out, stderr, err := execKcat(t, stdin, args...)
+	if err != nil {
+		t.Fatalf("kcat %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, out, stderr)
+	}
+	return out
+}
+
+// execKcat runs kcat to completion with stdin, and returns its output and
+// how it ended; one still running after 20 s is killed and its error wraps
+// context.DeadlineExceeded.
+func execKcat(t testing.TB, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kcatBin(t), args...)
 	cmd.Stdin = strings.NewReader(stdin)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	var eb strings.Builder
+	cmd.Stderr = &eb
 	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kcat %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, out, stderr.String())
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
-	return string(out)
+	return string(out), eb.String(), err
 }
 
 // kcatProc is a long-running kcat (a group consumer) whose output lines are
