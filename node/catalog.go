@@ -55,13 +55,16 @@ type catalog struct {
 	// widest remembers the widest width advertised per live queue, so that
 	// a topic never narrows (a narrower count re-hashes keys onto other
 	// partitions). Keyed by name and queue id: a recreated queue starts over.
-	widest map[string]int32
+	widest map[queueKey]int32
 	// local remembers what this process created or deleted, stamped with
 	// a sequence number, so that a refresh whose listing was taken before
 	// the change does not undo it when it lands.
 	local map[string]localChange
 	seq   uint64
 }
+
+// queueKey names one queue: a name, and the id of the queue that holds it.
+type queueKey struct{ name, id string }
 
 type localChange struct {
 	seq     uint64
@@ -97,7 +100,7 @@ func (cs *catalogs) forConn(c *Conn) *catalog {
 	defer cs.mu.Unlock()
 	cat := cs.m[id]
 	if cat == nil {
-		cat = &catalog{n: cs.n, widest: make(map[string]int32)}
+		cat = &catalog{n: cs.n, widest: make(map[queueKey]int32)}
 		cs.m[id] = cat
 	}
 	return cat
@@ -158,7 +161,7 @@ func (cat *catalog) width(t topicInfo) int32 {
 		w = int32(min(live, maxAdvertisedWidth))
 	}
 	w = min(w, maxAdvertisedWidth)
-	key := t.queue.Name + "\x00" + t.queue.ID
+	key := queueKey{t.queue.Name, t.queue.ID}
 	cat.mu.Lock()
 	if prev := cat.widest[key]; prev > w {
 		w = prev
@@ -263,21 +266,11 @@ func (cat *catalog) refresh(ctx context.Context, q *queen.Client) error {
 	cat.topics = topics
 	cat.loadedAt = cat.n.now()
 	for key := range cat.widest { // forget queues that are gone
-		name, id, _ := cutKey(key)
-		if t, ok := topics[name]; !ok || (t.queue.ID != id && id != "") {
+		if t, ok := topics[key.name]; !ok || (t.queue.ID != key.id && key.id != "") {
 			delete(cat.widest, key)
 		}
 	}
 	return nil
-}
-
-func cutKey(key string) (string, string, bool) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == 0 {
-			return key[:i], key[i+1:], true
-		}
-	}
-	return key, "", false
 }
 
 // matches reports whether a record belongs to the live queue with id. A
@@ -344,7 +337,7 @@ func (cat *catalog) removed(name string) {
 	defer cat.mu.Unlock()
 	delete(cat.topics, name)
 	for key := range cat.widest {
-		if n, _, _ := cutKey(key); n == name {
+		if key.name == name {
 			delete(cat.widest, key)
 		}
 	}
