@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os/exec"
 	"strings"
 	"sync"
@@ -59,7 +58,7 @@ type kcatProc struct {
 	cmd  *exec.Cmd
 	mu   sync.Mutex
 	out  []string
-	errb strings.Builder
+	errb logBuffer
 	done chan struct{}
 }
 
@@ -71,7 +70,7 @@ func startKcat(t testing.TB, args ...string) *kcatProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.cmd.Stderr = &lockedWriter{mu: &k.mu, w: &k.errb}
+	k.cmd.Stderr = &k.errb
 	if err := k.cmd.Start(); err != nil {
 		t.Fatalf("kcat %v: %v", args, err)
 	}
@@ -94,28 +93,13 @@ func startKcat(t testing.TB, args ...string) *kcatProc {
 	return k
 }
 
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 func (k *kcatProc) lines() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return append([]string(nil), k.out...)
 }
 
-func (k *kcatProc) stderr() string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.errb.String()
-}
+func (k *kcatProc) stderr() string { return k.errb.From(0) }
 
 // waitLines waits for at least n output lines.
 func (k *kcatProc) waitLines(t testing.TB, n int, limit time.Duration) []string {
