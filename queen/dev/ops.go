@@ -91,21 +91,21 @@ func (o *opRecords) apply(s *state) error {
 		return fmt.Errorf("records for %s/%s at %d, log ends at %d", o.queue, o.part, o.base, p.hwm())
 	}
 	p.recs = append(p.recs, o.recs...)
-	for i := range o.recs {
-		p.bytes += int64(len(o.recs[i].payload))
-	}
 	if o.ts > p.lastTS {
 		p.lastTS = o.ts
 	}
 	for i := range o.recs {
-		if tx := o.recs[i].txID; tx != "" {
-			if p.dedup == nil {
-				p.dedup = map[string]dedupEntry{}
-			}
-			// The newest record wins: a transactionId is stored again only
-			// once its previous record left the dedup window.
-			p.dedup[tx] = dedupEntry{offset: o.base + int64(i), ts: o.ts, msgID: o.recs[i].msgID}
+		r := &o.recs[i]
+		p.bytes += int64(len(r.payload))
+		if r.txID == "" {
+			continue
 		}
+		if p.dedup == nil {
+			p.dedup = map[string]dedupEntry{}
+		}
+		// The newest record wins: a transactionId is stored again only once
+		// its previous record left the dedup window.
+		p.dedup[r.txID] = dedupEntry{offset: o.base + int64(i), ts: o.ts, msgID: r.msgID}
 	}
 	wakeAll(p.waiters)
 	s.mutations++
