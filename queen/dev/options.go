@@ -172,7 +172,7 @@ func parseOptionChanges(bag map[string]json.RawMessage) (map[int]optValue, error
 	return changes, nil
 }
 
-// appendOptionsEcho renders the 19 options other than namespace and task,
+// appendEcho renders the 19 options other than namespace and task,
 // as the configure echo's "options" object.
 func (o *queueOptions) appendEcho(dst []byte) []byte {
 	dst = append(dst, '{')
