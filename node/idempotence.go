@@ -186,7 +186,7 @@ func (s *sequencer) lockProducers(keys []producerKey, epochs map[producerKey]int
 	}
 }
 
-// seqVerdict is check's answer for one batch: refuse with code, answer a
+// seqVerdict is decideSeq's answer for one batch: refuse with code, answer a
 // duplicate from the window, or accept and remember after the write.
 type seqVerdict struct {
 	code int16
@@ -194,23 +194,18 @@ type seqVerdict struct {
 	base int64
 }
 
-// check decides a batch of producer p (whose mu the caller holds) covering
-// sequences first..last at epoch. Stale epochs are INVALID_PRODUCER_EPOCH,
-// Apache Kafka's answer to a produce from a fenced idempotent producer. A
-// window the facade does not hold accepts only sequence 0 — the first batch
-// of a producer, of a partition, or of an epoch after a bump — and refuses
-// anything else OUT_OF_ORDER_SEQUENCE_NUMBER (seed 001: a producer this
-// facade has never seen is refused; sequence 0 is what KIP-360 recovery and
-// Java's local epoch bump both send next, so refusing it too would leave
-// the producer nowhere to go).
-func (s *sequencer) check(p *producerState, k windowKey, epoch int16, first, last int32) seqVerdict {
-	v, _ := decideSeq(&p.epoch, s.window(k, false), epoch, first, last)
-	return v
-}
-
-// decideSeq is check's rule against a producer epoch and a window (nil:
-// none held), either the live ones or a coalesced group's projection of
-// them; a duplicate's ring slot is returned too (-1 otherwise).
+// decideSeq decides a batch covering sequences first..last at epoch
+// against a producer epoch and a window (nil: none held), either the live
+// ones, under the producer's mu, or a coalesced group's projection of them;
+// a duplicate's ring slot is returned too (-1 otherwise). Stale epochs are
+// INVALID_PRODUCER_EPOCH, Apache Kafka's answer to a produce from a fenced
+// idempotent producer. A window the facade does not hold accepts only
+// sequence 0 — the first batch of a producer, of a partition, or of an
+// epoch after a bump — and refuses anything else
+// OUT_OF_ORDER_SEQUENCE_NUMBER (seed 001: a producer this facade has never
+// seen is refused; sequence 0 is what KIP-360 recovery and Java's local
+// epoch bump both send next, so refusing it too would leave the producer
+// nowhere to go).
 func decideSeq(producerEpoch *int16, w *seqWindow, epoch int16, first, last int32) (seqVerdict, int) {
 	if epoch < *producerEpoch {
 		return seqVerdict{code: kerr.InvalidProducerEpoch.Code}, -1
@@ -257,13 +252,6 @@ func (s *sequencer) window(k windowKey, create bool) *seqWindow {
 	w := &seqWindow{key: k, epoch: -1}
 	w.elem = lruPut(s.windows, &s.wlru, s.max, k, w)
 	return w
-}
-
-// windowCount is how many windows are held (tests and logs).
-func (s *sequencer) windowCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.windows)
 }
 
 // bumpResult is the outcome of a KIP-360 epoch bump.

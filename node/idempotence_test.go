@@ -247,3 +247,17 @@ func TestProducerIDsFaults(t *testing.T) {
 	e.clearFaults()
 	require.Equal(t, int16(0), e.initProducer(e.c, -1, -1).ErrorCode)
 }
+
+// check decides a batch of producer p (whose mu the caller holds) against
+// its live window, as a lone produce request would.
+func (s *sequencer) check(p *producerState, k windowKey, epoch int16, first, last int32) seqVerdict {
+	v, _ := decideSeq(&p.epoch, s.window(k, false), epoch, first, last)
+	return v
+}
+
+// windowCount is how many windows are held.
+func (s *sequencer) windowCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.windows)
+}
