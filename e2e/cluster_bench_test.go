@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -87,10 +86,9 @@ func reportSpread(b *testing.B, name string, xs []float64) {
 	if len(xs) == 0 {
 		return
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	b.ReportMetric(s[0], name+"_min")
-	b.ReportMetric(s[len(s)/2], name+"_median")
-	b.ReportMetric(s[len(s)-1], name+"_max")
-	b.Logf("%s: %s", name, fmt.Sprint(s))
+	s := spreadOf(xs)
+	b.ReportMetric(s.min, name+"_min")
+	b.ReportMetric(s.med, name+"_median")
+	b.ReportMetric(s.max, name+"_max")
+	b.Logf("%s: %v", name, slices.Sorted(slices.Values(xs)))
 }
