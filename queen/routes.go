@@ -67,8 +67,9 @@ func escapeSegment(s string) string {
 	return percentEncode(s, func(c byte) bool { return plainByte(c) || c == '~' })
 }
 
-// pushResultWire and kvResultWire shadow the embedded Index with a pointer
-// so that a result without "index" is told apart from index 0.
+// The *ResultWire types shadow the embedded Index with a pointer so that a
+// result without "index" is told apart from index 0; the *ResponseWire
+// types shadow Results to hold them.
 type pushResultWire struct {
 	PushResult
 	Index *int `json:"index"`
