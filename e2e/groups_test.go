@@ -455,10 +455,10 @@ func testGroupAdmin(t *testing.T, tg target) {
 	if lg, ok := lgs[group]; !ok || lg.State != "Stable" || lg.ProtocolType != "consumer" {
 		t.Errorf("ListGroups: %s listed=%v %+v, want Stable consumer", group, ok, lg)
 	}
-	if lgs, err := adm.ListGroups(ctx, "Empty"); err == nil {
-		if _, ok := lgs[group]; ok {
-			t.Errorf("ListGroups(states=Empty) lists the Stable group %s", group)
-		}
+	if lgs, err := adm.ListGroups(ctx, "Empty"); err != nil {
+		t.Errorf("ListGroups(states=Empty): %v", err)
+	} else if _, ok := lgs[group]; ok {
+		t.Errorf("ListGroups(states=Empty) lists the Stable group %s", group)
 	}
 	dgs, err := adm.DescribeGroups(ctx, group)
 	if err != nil || dgs[group].Err != nil {
@@ -492,10 +492,10 @@ func testGroupAdmin(t *testing.T, tg target) {
 	if derr, found := dres.Lookup(other, 0); err != nil || !found || derr != nil {
 		t.Errorf("OffsetDelete of an unsubscribed topic: %v %v (found %v)", err, derr, found)
 	}
-	if os, err := adm.FetchOffsets(ctx, group); err == nil {
-		if o, ok := os.Lookup(other, 0); ok && o.At >= 0 {
-			t.Errorf("offset of %s still committed after OffsetDelete: %+v", other, o)
-		}
+	if os, err := adm.FetchOffsets(ctx, group); err != nil {
+		t.Errorf("FetchOffsets after OffsetDelete: %v", err)
+	} else if o, ok := os.Lookup(other, 0); ok && o.At >= 0 {
+		t.Errorf("offset of %s still committed after OffsetDelete: %+v", other, o)
 	}
 
 	m.close()
@@ -519,9 +519,9 @@ func testGroupAdmin(t *testing.T, tg target) {
 			t.Errorf("offset survived DeleteGroups: %+v", o)
 		}
 	})
-	if lgs, err := adm.ListGroups(ctx); err == nil {
-		if _, ok := lgs[group]; ok {
-			t.Errorf("deleted group %s still listed", group)
-		}
+	if lgs, err := adm.ListGroups(ctx); err != nil {
+		t.Errorf("ListGroups after DeleteGroups: %v", err)
+	} else if _, ok := lgs[group]; ok {
+		t.Errorf("deleted group %s still listed", group)
 	}
 }
