@@ -65,12 +65,10 @@ func TestQueenFaults(t *testing.T) {
 		dev.fault(t, map[string]any{"rules": rules})
 	}
 	t.Cleanup(func() { dev.clearFaults(t) })
-	seed := func(t *testing.T, opts ...kgo.Opt) (*kgo.Client, *kgo.Broker) {
-		cl := newKgo(t, tg.bootstrap, opts...)
-		return cl, cl.SeedBrokers()[0]
-	}
-	produceReq := func(topic string, values ...string) *kmsg.ProduceRequest {
-		return produceRaw(topic, 0, 10000, rawBatch(-1, -1, -1, values...))
+	// seed is a connection to this facade itself, for hand-built requests.
+	seed := func(t *testing.T) *kgo.Broker { return newKgo(t, tg.bootstrap).SeedBrokers()[0] }
+	produceReq := func(topic, value string) *kmsg.ProduceRequest {
+		return produceRaw(topic, 0, 10000, rawBatch(-1, -1, -1, value))
 	}
 	ctx := ctxT(t, 120*time.Second)
 
@@ -78,7 +76,7 @@ func TestQueenFaults(t *testing.T) {
 		defer dev.clearFaults(t)
 		topic := uniq("f429p")
 		createTopic(t, tg, topic, 1, nil)
-		_, br := seed(t)
+		br := seed(t)
 		set(t, faultRule{Route: "push", Status: 429, RetryAfter: secs(1), Count: 1})
 		raw, err := br.Request(ctx, produceReq(topic, "x"))
 		if err != nil {
@@ -111,7 +109,7 @@ func TestQueenFaults(t *testing.T) {
 		topic := uniq("f429f")
 		createTopic(t, tg, topic, 1, nil)
 		produceKgo(t, tg.bootstrap, topic, kgo.NoCompression(), []rec{{offset: 0, value: []byte("v")}})
-		_, br := seed(t)
+		br := seed(t)
 		set(t, faultRule{Route: "fetch", Status: 429, RetryAfter: secs(2), Count: 1})
 		req := fetchP0(topic, 6, 0)
 		raw, err := br.Request(ctx, req)
@@ -132,7 +130,7 @@ func TestQueenFaults(t *testing.T) {
 
 	t.Run("metadata-429", func(t *testing.T) {
 		defer dev.clearFaults(t)
-		_, br := seed(t)
+		br := seed(t)
 		set(t, faultRule{Route: "any", Status: 429, RetryAfter: secs(3), Count: 1})
 		req := metadataReq(uniq("f429m"))
 		req.AllowAutoTopicCreation = true
@@ -151,7 +149,7 @@ func TestQueenFaults(t *testing.T) {
 			defer dev.clearFaults(t)
 			topic := uniq("fauth")
 			createTopic(t, tg, topic, 1, nil)
-			_, br := seed(t)
+			br := seed(t)
 			set(t, faultRule{Route: "push", Status: status}, faultRule{Route: "fetch", Status: status})
 			req := produceReq(topic, "x")
 			req.Version = 8 // error_message
@@ -194,7 +192,7 @@ func TestQueenFaults(t *testing.T) {
 
 	commit := func(t *testing.T, group, topic string) *kmsg.OffsetCommitResponse {
 		t.Helper()
-		_, br := seed(t)
+		br := seed(t)
 		req := commitReq(group, topic, 0, 1)
 		req.Version = 6
 		raw, err := br.Request(ctx, req)
