@@ -17,7 +17,7 @@ import (
 func TestClusterBodies(t *testing.T) {
 	t.Parallel()
 	c := newTestCluster(t, clusterOpts{nodes: 3})
-	runBodies(t, c.target("cluster"))
+	runBodies(t, c.target())
 }
 
 // TestClusterTopicSeenEverywhere: a topic created through one node is at
@@ -31,7 +31,7 @@ func TestClusterTopicSeenEverywhere(t *testing.T) {
 	t.Parallel()
 	c := newTestCluster(t, clusterOpts{nodes: 3})
 	topic := uniq("everywhere")
-	createTopic(t, c.target("node-1", 1), topic, 3, nil)
+	createTopic(t, c.target(1), topic, 3, nil)
 	width := func(id int) (int, int16) {
 		t.Helper()
 		resp, err := c.metadata(t, id, topic)

@@ -33,7 +33,7 @@ func runFailover(t testing.TB) failoverResult {
 	defer c.close() // a benchmark runs several of these under one b
 	const parts = 6
 	topic := uniq("failover")
-	survivors := c.target("survivors", 1, 2)
+	survivors := c.target(1, 2)
 	c.createTopic(t, topic, parts)
 	group := ownedGroup(t, []int32{1, 2, 3}, 3)
 

@@ -67,8 +67,10 @@ func (c *testCluster) addrs(ids ...int) []string {
 	return out
 }
 
-func (c *testCluster) target(name string, ids ...int) target {
-	return target{name: name, bootstrap: c.addrs(ids...), dev: c.dev}
+// target is the cluster as a client sees it through nodes ids (all when
+// none are named).
+func (c *testCluster) target(ids ...int) target {
+	return target{bootstrap: c.addrs(ids...), dev: c.dev}
 }
 
 // nodeEnv is node id's environment: the suite timing, its own token and
@@ -187,7 +189,7 @@ func (c *testCluster) waitBrokers(t testing.TB, id int, want []int32, limit time
 // catalogue refresh (at most 3 s), as it learns of a queue created natively.
 func (c *testCluster) createTopic(t testing.TB, topic string, parts int32) {
 	t.Helper()
-	createTopic(t, c.target("all"), topic, parts, nil)
+	createTopic(t, c.target(), topic, parts, nil)
 	for id := 1; id <= len(c.nodes); id++ {
 		eventually(t, 10*time.Second, fmt.Sprintf("node %d serves topic %s", id, topic), func() (bool, string) {
 			resp, err := c.metadata(t, id, topic)

@@ -80,15 +80,15 @@ func TestClusterAgreesAndFormsOneGroup(t *testing.T) {
 	}
 
 	group := uniq("g-one")
-	m1 := startMember(t, c.target("via-1", 1), "m1", group, topic, memberOpts{})
-	m3 := startMember(t, c.target("via-3", 3), "m3", group, topic, memberOpts{})
-	assigned := waitStable(t, c.target("all"), group, topic, 2, parts)
+	m1 := startMember(t, c.target(1), "m1", group, topic, memberOpts{})
+	m3 := startMember(t, c.target(3), "m3", group, topic, memberOpts{})
+	assigned := waitStable(t, c.target(), group, topic, 2, parts)
 	for member, ps := range assigned {
 		if len(ps) == 0 {
 			t.Errorf("member %s holds no partition: %v", member, assigned)
 		}
 	}
-	rs := produceRound(t, c.target("all"), topic, parts, 3, "r1", 0)
+	rs := produceRound(t, c.target(), topic, parts, 3, "r1", 0)
 	exactlyOnce(t, "one group across nodes", rs, collect(t, len(rs), 30*time.Second, m1, m3))
 	for id := 1; id <= 3; id++ {
 		eventually(t, 10*time.Second, fmt.Sprintf("commits read back from node %d", id), func() (bool, string) {

@@ -56,7 +56,7 @@ func TestQueenFaults(t *testing.T) {
 	dev, _ := sharedEnv(t)
 	token := uniq("fault-token")
 	fac := startFacade(t, dev, map[string]string{"QUEEN_TOKEN": token})
-	tg := target{name: "faults", bootstrap: []string{fac.addr}, dev: dev}
+	tg := target{bootstrap: []string{fac.addr}, dev: dev}
 	set := func(t *testing.T, rules ...faultRule) {
 		t.Helper()
 		for i := range rules {

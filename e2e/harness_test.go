@@ -393,7 +393,6 @@ func newQueenDev(data string, port int, o devOptions) *queenDev {
 type facade struct {
 	*proc
 	addr string // listen = advertised, 127.0.0.1:<port>
-	env  map[string]string
 }
 
 // facadeEnv is the environment of a test facade: the documented required
@@ -439,7 +438,6 @@ func newFacade(queenURL string, port int, overrides map[string]string) *facade {
 	return &facade{
 		proc: &proc{name: "queen-kafka@" + listen, bin: queenKafkBin, env: envList(env), addr: listen, out: &logBuffer{}},
 		addr: listen,
-		env:  env,
 	}
 }
 

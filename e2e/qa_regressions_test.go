@@ -24,7 +24,7 @@ import (
 // position back.
 func TestQADeletedTopicLeavesNoCommittedOffsets(t *testing.T) {
 	dev, fac := sharedEnv(t)
-	tg := target{name: "single", bootstrap: []string{fac.addr}, dev: dev}
+	tg := target{bootstrap: []string{fac.addr}, dev: dev}
 	topic, group := uniq("qa-recreate"), uniq("g-qa-recreate")
 	createTopic(t, tg, topic, 1, nil)
 	produceRound(t, tg, topic, 1, 3, "old", 0)

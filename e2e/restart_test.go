@@ -17,7 +17,7 @@ func TestFacadeKill9Resume(t *testing.T) {
 	t.Parallel()
 	dev, _ := sharedEnv(t)
 	fac := startFacade(t, dev, nil)
-	tg := target{name: "restart", bootstrap: []string{fac.addr}, dev: dev}
+	tg := target{bootstrap: []string{fac.addr}, dev: dev}
 	const parts = 3
 	topic, group := uniq("kill9"), uniq("g-kill9")
 	createTopic(t, tg, topic, parts, nil)

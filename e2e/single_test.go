@@ -9,7 +9,6 @@ import (
 // parameter so that the same assertions run against one single-mode facade
 // (here) and, unchanged, against a cluster of facades.
 type target struct {
-	name      string
 	bootstrap []string
 	dev       *queenDev
 }
@@ -18,7 +17,7 @@ type target struct {
 // single-mode facade.
 func TestSingleNode(t *testing.T) {
 	dev, fac := sharedEnv(t)
-	runBodies(t, target{name: "single", bootstrap: []string{fac.addr}, dev: dev})
+	runBodies(t, target{bootstrap: []string{fac.addr}, dev: dev})
 }
 
 // runBodies is the suite a facade deployment must pass, whatever its shape.
