@@ -34,7 +34,6 @@ type member struct {
 
 type memberOpts struct {
 	balancer  kgo.GroupBalancer
-	session   time.Duration
 	commitMax map[int32]int64
 	extra     []kgo.Opt
 }
@@ -42,9 +41,13 @@ type memberOpts struct {
 func startMember(t testing.TB, tg target, name, group, topic string, o memberOpts) *member {
 	t.Helper()
 	m := &member{name: name, assigned: map[int32]bool{}, commitN: o.commitMax, stop: make(chan struct{}), done: make(chan struct{})}
-	session := o.session
-	if session == 0 {
-		session = 6 * time.Second
+	const session = 6 * time.Second
+	unassign := func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
+		m.mu.Lock()
+		for _, p := range a[topic] {
+			delete(m.assigned, p)
+		}
+		m.mu.Unlock()
 	}
 	opts := []kgo.Opt{
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
@@ -59,20 +62,8 @@ func startMember(t testing.TB, tg target, name, group, topic string, o memberOpt
 			}
 			m.mu.Unlock()
 		}),
-		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
-			m.mu.Lock()
-			for _, p := range a[topic] {
-				delete(m.assigned, p)
-			}
-			m.mu.Unlock()
-		}),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
-			m.mu.Lock()
-			for _, p := range a[topic] {
-				delete(m.assigned, p)
-			}
-			m.mu.Unlock()
-		}),
+		kgo.OnPartitionsRevoked(unassign),
+		kgo.OnPartitionsLost(unassign),
 	}
 	if o.balancer != nil {
 		opts = append(opts, kgo.Balancers(o.balancer))
