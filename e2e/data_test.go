@@ -627,6 +627,9 @@ func testMetadata(t *testing.T, tg target) {
 		width = len(r.Topics[0].Partitions)
 		return r.Topics[0].ErrorCode == 0 && width > 0, fmt.Sprintf("error %d, %d partitions", r.Topics[0].ErrorCode, width)
 	})
+	if width != testWidth {
+		t.Errorf("auto-created %s with %d partitions, want the default width %d", auto, width, testWidth)
+	}
 	for i, p := range md(true, auto).Topics[0].Partitions {
 		if p.Partition != int32(i) || p.ErrorCode != 0 || len(p.Replicas) == 0 || len(p.ISR) == 0 || p.Replicas[0] != p.Leader {
 			t.Errorf("partition %d of %s: %+v", i, auto, p)

@@ -395,6 +395,11 @@ type facade struct {
 	addr string // listen = advertised, 127.0.0.1:<port>
 }
 
+// testWidth is a test facade's QUEEN_KAFKA_DEFAULT_PARTITIONS: small, so
+// metadata stays small, and not the documented 1,024, so a test can tell
+// the setting was applied.
+const testWidth = 8
+
 // facadeEnv is the environment of a test facade: the documented required
 // variables, a join delay of 0 so groups form at once, a small default width
 // so metadata stays small, then the test's overrides (a value of "" removes
@@ -405,7 +410,7 @@ func facadeEnv(queenURL, addr string, overrides map[string]string) map[string]st
 		"QUEEN_KAFKA_ADDR":                addr,
 		"QUEEN_KAFKA_ADVERTISED_ADDR":     addr,
 		"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS": "0",
-		"QUEEN_KAFKA_DEFAULT_PARTITIONS":  "8",
+		"QUEEN_KAFKA_DEFAULT_PARTITIONS":  strconv.Itoa(testWidth),
 		"LOG_LEVEL":                       "info",
 	}
 	for k, v := range overrides {
