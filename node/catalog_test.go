@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -95,5 +96,47 @@ func TestRefreshDoesNotUndoLocalChanges(t *testing.T) {
 	}
 	if _, ok := cat.lookup("doomed"); !ok {
 		t.Fatal("the queue still exists in Queen and must be listed")
+	}
+}
+
+// Forced refreshes asked for while a listing runs share the one listing
+// queued behind it, whatever mode the node is in, and that listing runs
+// even when every caller that asked for it stopped waiting at its own
+// deadline: it is theirs and the next caller's, not one caller's.
+func TestForcedRefreshesShareOneQueuedListing(t *testing.T) {
+	n, dq := newTestNode(t, nil)
+	cat := n.cats.forConn(nil)
+	gate := make(chan struct{})
+	entered := make(chan struct{}, 8)
+	dq.setFault(func(r *http.Request) (int, string, string) {
+		if r.Method == http.MethodGet && r.URL.Path == "/api/v1/resources/queues" {
+			entered <- struct{}{}
+			<-gate
+		}
+		return 0, "", ""
+	})
+	before := dq.count("GET /api/v1/resources/queues")
+	first := make(chan error, 1)
+	go func() { first <- cat.ensure(context.Background(), nil, true) }()
+	<-entered // the first listing is running
+
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 5 {
+		if err := cat.ensure(gone, nil, true); err != context.Canceled {
+			t.Fatalf("a caller past its deadline got %v, want context.Canceled", err)
+		}
+	}
+	close(gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	// Bounded wait for the queued listing to begin: no caller waits for it.
+	listings := func() int { return dq.count("GET /api/v1/resources/queues") - before }
+	for i := 0; i < 500 && listings() < 2; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := listings(); got != 2 {
+		t.Fatalf("%d listings for one running and five forced callers, want 2", got)
 	}
 }
