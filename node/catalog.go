@@ -39,6 +39,15 @@ type topicInfo struct {
 	cfg   *topicCfg // nil when the facade holds no matching record
 }
 
+// qid is the live queue's id as a record stores it: nil while unknown.
+func (t topicInfo) qid() *string {
+	if t.queue.ID == "" {
+		return nil
+	}
+	id := t.queue.ID
+	return &id
+}
+
 // catalog is one credential's view of its topics: the queue list and the
 // topic records, refreshed together at most once per catalogTTL and by at
 // most one listing at a time.

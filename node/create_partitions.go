@@ -88,12 +88,7 @@ func (n *Node) raiseFloor(ctx context.Context, c *Conn, info topicInfo, width in
 		if rec == nil || !rec.matches(info.queue.ID) {
 			// A floor-only record: no configure bag was ever posted for this
 			// queue, so it stays a topic the alter APIs refuse.
-			var qid *string
-			if info.queue.ID != "" {
-				id := info.queue.ID
-				qid = &id
-			}
-			rec = &topicCfg{QID: qid}
+			rec = &topicCfg{QID: info.qid()}
 		}
 		rec.Partitions, rec.At = width, n.now().UnixMilli()
 		applied, _, err := writeTopicCfg(ctx, q, info.queue.Name, rec, version)

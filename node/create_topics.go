@@ -167,20 +167,18 @@ func (n *Node) bindCreated(ctx context.Context, c *Conn, cat *catalog, created [
 		t, ok := cat.lookup(p.name)
 		if !ok {
 			cat.added(p.name, nil)
-			t, _ = cat.lookup(p.name)
 		}
-		cat.setCfg(p.name, n.newTopicRecord(p, nil))
-		if t.queue.ID == "" {
-			continue
+		rec := n.newTopicRecord(p, t.qid())
+		cat.setCfg(p.name, rec)
+		if rec.QID == nil {
+			continue // not listed yet: the record applies to it unbound
 		}
-		id := t.queue.ID
-		rec := n.newTopicRecord(p, &id)
 		op, err := putTopicCfgOp(p.name, rec, p.version)
 		if err != nil {
+			c.log.Warn("topic record not bound to its queue id", "topic", p.name, "err", err)
 			continue
 		}
 		ops = append(ops, op)
-		cat.setCfg(p.name, rec)
 	}
 	for len(ops) > 0 {
 		chunk := ops[:min(len(ops), 128)]
