@@ -31,9 +31,7 @@ type Config struct {
 	DefaultPartitions int32 // QUEEN_KAFKA_DEFAULT_PARTITIONS
 	MaxConnections    int   // QUEEN_KAFKA_MAX_CONNECTIONS
 
-	TLSCertFile    string           // QUEEN_KAFKA_TLS_CERT
-	TLSKeyFile     string           // QUEEN_KAFKA_TLS_KEY
-	TLSCertificate *tls.Certificate // loaded pair, nil without TLS
+	TLSCertificate *tls.Certificate // QUEEN_KAFKA_TLS_CERT and _KEY loaded, nil without TLS
 	SASL           string           // QUEEN_KAFKA_SASL: "" or "plain"
 	ForwardSNIHost bool             // QUEEN_KAFKA_FORWARD_SNI_HOST
 
@@ -240,7 +238,7 @@ func (c *Config) loadTLS(raw rawConfig) error {
 	if err != nil {
 		return fmt.Errorf("QUEEN_KAFKA_TLS_CERT=%q and QUEEN_KAFKA_TLS_KEY=%q do not load as a PEM certificate and its private key: %w", raw.TLSCert, raw.TLSKey, err)
 	}
-	c.TLSCertFile, c.TLSKeyFile, c.TLSCertificate = raw.TLSCert, raw.TLSKey, &pair
+	c.TLSCertificate = &pair
 	return nil
 }
 
