@@ -161,6 +161,9 @@ func TestMetadataInternalAndInvalidNames(t *testing.T) {
 	before := fq.count("POST /api/v1/configure")
 	resp := metadata(t, n, testConn(t, n), 9, true, "__consumer_offsets", "__new", "bad name", "..", string(make([]byte, 250)))
 	want := []int16{kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicOrPartition.Code, kerr.InvalidTopicException.Code, kerr.InvalidTopicException.Code, kerr.InvalidTopicException.Code}
+	if len(resp.Topics) != len(want) {
+		t.Fatalf("%d topics answered for %d asked", len(resp.Topics), len(want))
+	}
 	for i, tp := range resp.Topics {
 		if tp.ErrorCode != want[i] || len(tp.Partitions) != 0 {
 			t.Errorf("topic %d: error %d, want %d", i, tp.ErrorCode, want[i])
@@ -207,6 +210,9 @@ func TestMetadataAutoCreateCapPerRequest(t *testing.T) {
 		names = append(names, fmt.Sprintf("t%03d", i))
 	}
 	resp := metadata(t, n, testConn(t, n), 9, true, names...)
+	if len(resp.Topics) != len(names) {
+		t.Fatalf("%d topics answered for %d asked", len(resp.Topics), len(names))
+	}
 	for i, tp := range resp.Topics {
 		want := int16(0)
 		if i == 100 {
