@@ -204,11 +204,7 @@ func (cat *catalog) ensure(ctx context.Context, c *Conn, force bool) error {
 	case cat.next != nil:
 		call = cat.next
 	default:
-		q := cat.n.queen
-		if c != nil {
-			q = c.Queen()
-		}
-		call = &refreshCall{done: make(chan struct{}), q: q, ctx: context.WithoutCancel(ctx)}
+		call = &refreshCall{done: make(chan struct{}), q: cat.queenFor(c), ctx: context.WithoutCancel(ctx)}
 		if cat.running != nil {
 			cat.next = call
 		} else {
@@ -223,6 +219,15 @@ func (cat *catalog) ensure(ctx context.Context, c *Conn, force bool) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// queenFor is the client the catalogue reads Queen with for c: the
+// connection's credential, or the node's own when there is no connection.
+func (cat *catalog) queenFor(c *Conn) *queen.Client {
+	if c == nil {
+		return cat.n.queen
+	}
+	return c.Queen()
 }
 
 // run performs call's listing, then the one queued behind it, if any.

@@ -84,10 +84,7 @@ func (cat *catalog) syncNamed(ctx context.Context, c *Conn, topics []kmsg.Metada
 			}
 		}
 	}
-	q := cat.n.queen
-	if c != nil {
-		q = c.Queen()
-	}
+	q := cat.queenFor(c)
 	for len(keys) > 0 {
 		chunk := keys[:min(len(keys), syncKeysPerCall)]
 		keys = keys[len(chunk):]
