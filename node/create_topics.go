@@ -190,17 +190,13 @@ func (n *Node) bindCreated(ctx context.Context, c *Conn, cat *catalog, created [
 }
 
 func (n *Node) createFault(c *Conn, req *kmsg.CreateTopicsRequest, resp *kmsg.CreateTopicsResponse, plans []createPlan, err error) {
-	code, throttle, msg := topicFault(err)
+	code, throttle, msg := topicWriteFault(err)
+	resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 	switch {
 	case errors.Is(err, errTopicRace):
 		code = kerr.TopicAlreadyExists.Code
-	case throttle > 0:
-		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
-		if req.Version >= 6 {
-			code = kerr.ThrottlingQuotaExceeded.Code
-		} else {
-			code = kerr.RequestTimedOut.Code
-		}
+	case throttle > 0 && req.Version >= 6:
+		code = kerr.ThrottlingQuotaExceeded.Code // v6 names a throttled create
 	}
 	c.log.Warn("create topics failed", "err", err)
 	for _, p := range plans {
