@@ -413,15 +413,20 @@ func (c *Conn) answer(ctx context.Context, q queued) (resp kmsg.Response, err er
 	if q.preset != nil {
 		return q.preset, nil
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			c.log.Error("handler panic", "api", kmsg.NameForKey(q.hdr.key), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			resp, err = nil, fmt.Errorf("handler panic: %v", r)
-		}
-	}()
+	defer c.recoverHandler(q.hdr.key, &err)
 	resp, err = q.row.handler(c.n, ctx, c, q.req)
 	if resp != nil {
 		resp.SetVersion(q.hdr.version)
 	}
 	return resp, err
+}
+
+// recoverHandler, deferred by a handler's caller, turns a panic into the
+// error that closes the connection (the caller's answers are dropped with
+// it), so that one bad request never ends the process.
+func (c *Conn) recoverHandler(key int16, err *error) {
+	if r := recover(); r != nil {
+		c.log.Error("handler panic", "api", kmsg.NameForKey(key), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		*err = fmt.Errorf("handler panic: %v", r)
+	}
 }

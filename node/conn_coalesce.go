@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
-	"runtime/debug"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -19,7 +17,8 @@ func coalescable(q queued) bool {
 // what is left of carry. A Produce comes with the Produce requests right
 // behind it that are already read and waiting, up to maxCoalesce and
 // coalesceFrameBytes of frames; nothing is waited for, and a request of
-// another kind, or past the bounds, stays behind for its own turn. ok is false once the queue is closed and drained.
+// another kind, or past the bounds, stays behind for its own turn. ok is
+// false once the queue is closed and drained.
 func nextGroup(queue <-chan queued, carry []queued) (group, rest []queued, ok bool) {
 	if len(carry) == 0 {
 		q, ok := <-queue
@@ -63,20 +62,14 @@ func nextGroup(queue <-chan queued, carry []queued) (group, rest []queued, ok bo
 
 // answerGroup answers group (one request, or Produce requests to coalesce)
 // and returns the answers of the first taken requests, in order; the rest
-// are answered in a later group. A panic is turned into an error so that
-// one bad request closes one connection and never the process.
+// are answered in a later group.
 func (c *Conn) answerGroup(ctx context.Context, group []queued) (resps []kmsg.Response, taken int, err error) {
 	if len(group) == 1 {
 		c.clientID.Store(&group[0].hdr.clientID)
 		resp, err := c.answer(ctx, group[0])
 		return []kmsg.Response{resp}, 1, err
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			c.log.Error("handler panic", "api", kmsg.NameForKey(group[0].hdr.key), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			resps, taken, err = nil, 0, fmt.Errorf("handler panic: %v", r)
-		}
-	}()
+	defer c.recoverHandler(group[0].hdr.key, &err)
 	c.clientID.Store(&group[len(group)-1].hdr.clientID)
 	reqs := make([]*kmsg.ProduceRequest, len(group))
 	for i, q := range group {
