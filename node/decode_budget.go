@@ -38,9 +38,10 @@ const minClaimStep = 256 << 10
 
 // errBudgetBusy is a claim that could not grow without waiting. Nothing
 // waits while holding budget: the request gives back what it holds and
-// waits with empty hands (decodeClaim.wait), so claims cannot deadlock.
+// waits with empty hands (decodeClaim.restart), so claims cannot deadlock.
 var errBudgetBusy = errors.New("decode budget busy")
 
+// decodeBudget is shared by every produce request of the process.
 var decodeBudget = newOrderedBudget(decodeBudgetBytes)
 
 // decodeClaim is one produce group's hold on the budget: the decompression
