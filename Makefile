@@ -4,7 +4,7 @@ BIN      ?= bin
 GOFLAGS  ?=
 FUZZTIME ?= 5s
 
-.PHONY: all build run test unit e2e fuzz vet fmt-check bench clean
+.PHONY: all build run test unit e2e fuzz vet fmt-check tidy-check lint bench clean
 
 all: build
 
@@ -15,11 +15,20 @@ build:
 run: build
 	./scripts/run.sh
 
-# Everything: formatting, vet, unit tests, e2e with real clients, fuzz smoke.
-test: fmt-check vet unit e2e fuzz
+# Everything: formatting, tidy modules, vet, staticcheck, unit tests, e2e with
+# real clients, fuzz smoke.
+test: fmt-check tidy-check vet lint unit e2e fuzz
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# go.mod and go.sum must be what `go mod tidy` makes of the imports.
+tidy-check:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+
+# staticcheck is pinned in go.mod as a tool (config: staticcheck.conf).
+lint:
+	$(GO) tool staticcheck ./...
 
 vet:
 	$(GO) vet ./...

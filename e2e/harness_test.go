@@ -302,14 +302,6 @@ func (p *proc) exited() int {
 	return p.exitCode
 }
 
-// stop is a graceful stop: SIGTERM, then SIGKILL after a grace.
-func (p *proc) stop() {
-	if !p.signal(syscall.SIGTERM, 5*time.Second) {
-		fmt.Fprintf(p.out, "=== e2e: %s ignored SIGTERM for 5s, killing\n", p.name)
-		p.signal(syscall.SIGKILL, 5*time.Second)
-	}
-}
-
 // kill is kill -9.
 func (p *proc) kill() { p.signal(syscall.SIGKILL, 5*time.Second) }
 

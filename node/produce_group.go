@@ -155,7 +155,7 @@ func encodeParts(d *batchDecoder, live []*producePart, chunk []byte, ends []int)
 	d.recordCost = 0
 	for _, p := range live {
 		from := len(ends)
-		room := chunk[len(chunk):len(chunk)]
+		room := chunk[len(chunk):]
 		d.topicLen = len(p.topic)
 		env, next, spent, f := d.envelopes(&p.rb, room, ends, allowance)
 		ends = next

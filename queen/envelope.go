@@ -115,14 +115,6 @@ func AppendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// envelope is the strict decoding shape of §11.
-type envelope struct {
-	H []json.RawMessage `json:"h"`
-	K json.RawMessage   `json:"k"`
-	V json.RawMessage   `json:"v"`
-	T json.RawMessage   `json:"t"`
-}
-
 // DecodePayload turns a stored payload into a Kafka record. A payload is an
 // envelope only when it is strictly one (§11); anything else was written by a
 // native producer and is served as no key, value = the payload's JSON text,

@@ -47,11 +47,10 @@ func TestConfigureMergeReplaceNull(t *testing.T) {
 		}
 		return m
 	}
-	r, err := e.qc.Configure(c, "q", map[string]any{"retentionEnabled": true, "retentionSeconds": 60, "namespace": "ns1"})
-	if err != nil {
+	if _, err := e.qc.Configure(c, "q", map[string]any{"retentionEnabled": true, "retentionSeconds": 60, "namespace": "ns1"}); err != nil {
 		t.Fatal(err)
 	}
-	r, err = e.qc.Configure(c, "q", map[string]any{"dedupWindowSeconds": 10})
+	r, err := e.qc.Configure(c, "q", map[string]any{"dedupWindowSeconds": 10})
 	if err != nil {
 		t.Fatal(err)
 	}
