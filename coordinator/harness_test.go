@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 )
@@ -31,17 +31,7 @@ const (
 
 // devQueen is an in-process dev broker reached over HTTP by the real client.
 func devQueen(t testing.TB) *queen.Client {
-	br, err := dev.New(dev.Options{SweepInterval: -1, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(br.Handler())
-	t.Cleanup(func() { srv.Close(); _ = br.Close() })
-	q, err := queen.New(queen.Config{URL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q
+	return devbroker.Start(t, dev.Options{Logger: slog.New(slog.DiscardHandler)}, nil).Client
 }
 
 // newHarness is a coordinator over the project's memory-only dev broker,

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -20,33 +20,16 @@ const (
 	testTTL = 10 * time.Second
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type harness struct {
 	t     *testing.T
 	clk   *fakeClock
 	store KV
-	logs  *syncBuffer
+	logs  *testsupport.LogBuffer
 }
 
 func newHarness(t *testing.T) *harness {
 	clk := newFakeClock()
-	return &harness{t: t, clk: clk, store: newStore(t, clk), logs: &syncBuffer{}}
+	return &harness{t: t, clk: clk, store: newStore(t, clk), logs: &testsupport.LogBuffer{}}
 }
 
 func (h *harness) cfg(id int32, incarnation string) Config {

@@ -1,10 +1,9 @@
 package registry
 
 import (
-	"net/http/httptest"
 	"testing"
 
-	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 )
 
@@ -13,18 +12,5 @@ import (
 // registry's calls cross the same wire and validation a facade's do.
 func newStore(t *testing.T, clk *fakeClock) KV {
 	t.Helper()
-	b, err := dev.New(dev.Options{Now: clk.Now, SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(b.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		_ = b.Close()
-	})
-	c, err := queen.New(queen.Config{URL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return devbroker.Start(t, dev.Options{Now: clk.Now}, nil).Client
 }
