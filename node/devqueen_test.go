@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 )
@@ -41,13 +41,16 @@ func newDevQueen(t *testing.T) (*devQueen, string) {
 // (bearer token → tenant and role).
 func newDevQueenTokens(t *testing.T, tokens map[string]dev.Token) (*devQueen, string) {
 	t.Helper()
-	b, err := dev.New(dev.Options{SweepInterval: -1, Faults: true, Logger: testLogger(), Tokens: tokens})
-	if err != nil {
-		t.Fatalf("dev broker: %v", err)
-	}
-	d := &devQueen{t: t, b: b, calls: map[string]int{}, bodies: map[string][]map[string]any{}}
-	inner := b.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	d := &devQueen{t: t, calls: map[string]int{}, bodies: map[string][]map[string]any{}}
+	b := devbroker.Start(t, dev.Options{Faults: true, Logger: testLogger(), Tokens: tokens}, d.middleware)
+	d.b, d.url, d.q = b.Broker, b.URL, b.Client
+	return d, b.URL
+}
+
+// middleware counts the call under its route, keeps its body, and lets the
+// fault answer it when that says so.
+func (d *devQueen) middleware(inner http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route := r.Method + " " + r.URL.Path
 		if strings.HasPrefix(r.URL.Path, "/api/v1/resources/queues/") {
 			route = r.Method + " /api/v1/resources/queues/:queue"
@@ -72,17 +75,7 @@ func newDevQueenTokens(t *testing.T, tokens map[string]dev.Token) (*devQueen, st
 			}
 		}
 		inner.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		srv.Close()
-		_ = b.Close()
 	})
-	d.url = srv.URL
-	d.q, err = queen.New(queen.Config{URL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d, srv.URL
 }
 
 func (d *devQueen) count(route string) int {

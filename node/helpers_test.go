@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
 // testEnv is the minimum environment a node boots with.
@@ -43,7 +46,7 @@ func newTestNode(t *testing.T, env map[string]string) (*Node, *devQueen) {
 
 // newNodeOn builds a node in front of an existing dev broker (several nodes
 // share one, as facades share one Queen).
-func newNodeOn(t *testing.T, url string, env map[string]string) *Node {
+func newNodeOn(t testing.TB, url string, env map[string]string) *Node {
 	t.Helper()
 	e := testEnv(url)
 	for k, v := range env {
@@ -91,12 +94,7 @@ func serveStoppable(t testing.TB, n *Node) (addr string, stop func()) {
 // the returned env listens where its clients left it.
 func fixedAddrEnv(t testing.TB, env map[string]string) (addr string, _ map[string]string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	addr = ln.Addr().String()
-	ln.Close()
+	addr = fmt.Sprintf("127.0.0.1:%d", testsupport.FreePort(t))
 	out := map[string]string{"QUEEN_KAFKA_ADDR": addr, "QUEEN_KAFKA_ADVERTISED_ADDR": addr}
 	maps.Copy(out, env)
 	return addr, out

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 )
 
@@ -21,12 +21,10 @@ import (
 // produce path — connection loop, handler, Queen client — can be profiled
 // with -cpuprofile in one process.
 func BenchmarkKgoProduceServed(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testsupport.FreeAddr()
 	if err != nil {
 		b.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	e := newDataEnv(b, dev.Options{}, map[string]string{"QUEEN_KAFKA_ADDR": addr, "QUEEN_KAFKA_ADVERTISED_ADDR": addr, "QUEEN_KAFKA_DEFAULT_PARTITIONS": "8"})
 	serveBenchNode(b, e.n)
 	// 1KiB: the e2e benchmark's shape, few large requests. small: 100-byte

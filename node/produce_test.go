@@ -7,15 +7,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
-	"github.com/sethvargo/go-envconfig"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 )
@@ -35,22 +34,18 @@ func newDataEnv(t testing.TB, opts dev.Options, env map[string]string) *dataEnv 
 	t.Helper()
 	opts.Faults = true
 	opts.SweepInterval = -1
-	b, err := dev.New(opts)
-	require.NoError(t, err)
 	e := &dataEnv{t: t}
-	h := b.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/api/v1/fetch" {
-			e.fetches.Add(1)
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { srv.Close(); _ = b.Close() })
-	e.url = srv.URL
+	b := devbroker.Start(t, opts, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/api/v1/fetch" {
+				e.fetches.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	e.url, e.q = b.URL, b.Client
 	e.n = e.node(env)
 	e.c = e.conn(e.n)
-	e.q, err = queen.New(queen.Config{URL: srv.URL})
-	require.NoError(t, err)
 	return e
 }
 
@@ -58,15 +53,7 @@ func newDataEnv(t testing.TB, opts dev.Options, env map[string]string) *dataEnv 
 // same one after a restart).
 func (e *dataEnv) node(env map[string]string) *Node {
 	e.t.Helper()
-	m := testEnv(e.url)
-	for k, v := range env {
-		m[k] = v
-	}
-	cfg, err := LoadConfig(context.Background(), envconfig.MapLookuper(m))
-	require.NoError(e.t, err)
-	n, err := New(cfg, testLogger())
-	require.NoError(e.t, err)
-	return n
+	return newNodeOn(e.t, e.url, env)
 }
 
 // conn is a Conn of n for driving handlers directly.
