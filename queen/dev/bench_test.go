@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
 // benchInFlight is how many requests each benchmark keeps in flight.
@@ -29,12 +31,8 @@ func benchServer(b *testing.B) (*Broker, *httptest.Server, *http.Client) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(br.Handler())
+	srv := testsupport.Serve(b, br.Handler(), func() { br.Close() })
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * benchInFlight, MaxConnsPerHost: 2 * benchInFlight}}
-	b.Cleanup(func() {
-		srv.Close()
-		br.Close()
-	})
 	return br, srv, hc
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -55,14 +56,7 @@ func newEnv(t *testing.T, opts Options) *env {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	srv := httptest.NewServer(b.Handler())
-	qc, err := queen.New(queen.Config{URL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, b: b, srv: srv, qc: qc}
-	t.Cleanup(func() {
-		srv.Close()
+	srv := testsupport.Serve(t, b.Handler(), func() {
 		if err := b.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
@@ -70,7 +64,11 @@ func newEnv(t *testing.T, opts Options) *env {
 			t.Errorf("%d handler panics recovered", n)
 		}
 	})
-	return e
+	qc, err := queen.New(queen.Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, b: b, srv: srv, qc: qc}
 }
 
 func ctx(t *testing.T) context.Context {
