@@ -116,7 +116,7 @@ func TestAuthTokensAndTenants(t *testing.T) {
 	if r := p.raw(t, "GET", "/health", "", ""); r.Status != 200 {
 		t.Fatalf("health with auth on: %d", r.Status)
 	}
-	if logs := p.logs.String(); strings.Contains(logs, "tokA") || strings.Contains(logs, "tokRW") {
+	if logs := p.Out.String(); strings.Contains(logs, "tokA") || strings.Contains(logs, "tokRW") {
 		t.Fatalf("a token reached the log:\n%s", logs)
 	}
 }

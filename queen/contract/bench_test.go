@@ -2,14 +2,13 @@ package contract
 
 import (
 	"fmt"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -25,28 +24,14 @@ const (
 	benchParts    = 4    // partitions written / read
 )
 
-// userHZ is the kernel's USER_HZ, the unit of /proc/<pid>/stat times. It is
-// 100 on every Linux ABI Go supports (getconf CLK_TCK); reading it needs
-// sysconf, which needs cgo.
-const userHZ = 100
-
 // procCPU returns utime+stime of pid in seconds.
 func procCPU(b *testing.B, pid int) float64 {
 	b.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := testsupport.ProcCPU(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Fields after the parenthesised command name (which may hold spaces).
-	rest := string(raw[strings.LastIndexByte(string(raw), ')')+2:])
-	f := strings.Fields(rest)
-	// rest starts at field 3 (state); utime is field 14, stime field 15.
-	utime, err1 := strconv.ParseInt(f[14-3], 10, 64)
-	stime, err2 := strconv.ParseInt(f[15-3], 10, 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("parse /proc/%d/stat: %v %v", pid, err1, err2)
-	}
-	return float64(utime+stime) / userHZ
+	return d.Seconds()
 }
 
 // benchPayload is a 1 KiB-valued record in the §11 envelope.
@@ -63,7 +48,7 @@ func benchPayload() []byte {
 // The last requests may overshoot b.N, so the metrics use the real count.
 func runLoad(b *testing.B, do func(worker int) (int, error)) {
 	b.Helper()
-	pid := shared.pid()
+	pid := shared.Pid()
 	var moved atomic.Int64
 	var failed atomic.Value
 	var wg sync.WaitGroup

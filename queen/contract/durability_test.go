@@ -109,7 +109,7 @@ func TestDurabilitySIGKILL(t *testing.T) {
 	for time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	p.kill()
+	p.Kill()
 	stopLoad()
 	wg.Wait()
 	mu.Lock()

@@ -1,23 +1,20 @@
 package contract
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -31,9 +28,7 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	devBinary = filepath.Join(dir, "queen-dev")
-	build := exec.Command("go", "build", "-o", devBinary, "github.com/queen-mq/queen-kafka/cmd/queen-dev")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := testsupport.GoBuild("", devBinary, "github.com/queen-mq/queen-kafka/cmd/queen-dev"); err != nil {
 		fmt.Fprintln(os.Stderr, "building cmd/queen-dev:", err)
 		os.RemoveAll(dir)
 		os.Exit(2)
@@ -57,42 +52,13 @@ func TestMain(m *testing.M) {
 // tests use; they keep out of each other's way with uniq names.
 var shared *devProc
 
-// devProc is one running queen-dev process.
+// devProc is one queen-dev process, relaunched on a fresh port (and the
+// same data directory) by launch.
 type devProc struct {
+	*testsupport.Proc
 	url  string
-	addr string
 	data string
 	env  map[string]string
-	cmd  *exec.Cmd
-	logs *syncBuffer
-	done chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// freeAddr finds a loopback port nobody listens on right now.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // startDev runs queen-dev on a fresh port and data dir (data "" = a new
@@ -116,93 +82,44 @@ func startDev(t testing.TB, data string, env map[string]string) *devProc {
 }
 
 // launch starts the process on a fresh loopback port and waits until it
-// answers GET /health.
+// answers GET /health (10 s).
 func (p *devProc) launch() error {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // a freed port can be taken in between
-		addr, err := freeAddr()
+		addr, err := testsupport.FreeAddr()
 		if err != nil {
 			return err
 		}
-		p.addr, p.url, p.logs = addr, "http://"+addr, &syncBuffer{}
-		cmd := exec.Command(devBinary)
-		cmd.Env = append(os.Environ(), "QUEEN_DEV_ADDR="+p.addr, "QUEEN_DEV_DATA="+p.data)
-		for k, v := range p.env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		cmd.Stdout, cmd.Stderr = p.logs, p.logs
-		if err := cmd.Start(); err != nil {
-			return err
-		}
-		p.cmd = cmd
-		p.done = make(chan struct{})
-		go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(p.done)
-		if lastErr = p.waitHealthy(10 * time.Second); lastErr == nil {
+		p.url = "http://" + addr
+		p.Proc = testsupport.QueenDev(devBinary, addr, p.data, p.env)
+		p.Ready = testsupport.WaitHealth(p.url, 10*time.Second)
+		if lastErr = p.Start(); lastErr == nil {
 			return nil
 		}
-		p.kill()
+		p.Kill()
 	}
-	return fmt.Errorf("queen-dev did not become healthy: %v\n%s", lastErr, p.logs.String())
-}
-
-func (p *devProc) waitHealthy(limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	hc := &http.Client{Timeout: time.Second}
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.done:
-			return fmt.Errorf("process exited")
-		default:
-		}
-		resp, err := hc.Get(p.url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	return fmt.Errorf("no 200 from /health within %v", limit)
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (p *devProc) kill() {
-	if p.cmd == nil || p.cmd.Process == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
+	return fmt.Errorf("queen-dev did not become healthy: %v\n%s", lastErr, p.Out.String())
 }
 
 // stop ends the process with SIGTERM (SIGKILL after 5 s) and returns a
 // complaint ("" when none): a SIGTERM ignored or a panic in the log.
 func (p *devProc) stop() string {
-	if p.cmd == nil || p.cmd.Process == nil {
+	if p.Proc == nil || p.Pid() == 0 {
 		return ""
 	}
 	var msg string
-	select {
-	case <-p.done:
-	default:
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-			msg = "queen-dev ignored SIGTERM for 5 s; killed. "
-			p.kill()
-		}
+	if !p.Signal(syscall.SIGTERM, 5*time.Second) {
+		msg = "queen-dev ignored SIGTERM for 5 s; killed. "
+		p.Kill()
 	}
-	if strings.Contains(p.logs.String(), "panic") {
+	if strings.Contains(p.Out.String(), "panic") {
 		msg += "queen-dev logged a panic"
 	}
 	if msg != "" {
-		msg += "\n" + p.logs.String()
+		msg += "\n" + p.Out.String()
 	}
 	return msg
 }
-
-func (p *devProc) pid() int { return p.cmd.Process.Pid }
 
 // client builds a queen.Client for this process with token.
 func (p *devProc) client(t testing.TB, token string) *queen.Client {

@@ -180,15 +180,15 @@ func TestGracefulSIGTERM(t *testing.T) {
 	if el := time.Since(start); el > 5*time.Second {
 		t.Fatalf("SIGTERM took %v with a parked fetch", el)
 	}
-	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("exit code %d\n%s", code, p.logs.String())
+	if code := p.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d\n%s", code, p.Out.String())
 	}
 	select {
 	case <-parked:
 	case <-time.After(5 * time.Second):
 		t.Fatal("parked fetch never answered")
 	}
-	if !strings.Contains(p.logs.String(), "listening") {
-		t.Fatalf("no boot line:\n%s", p.logs.String())
+	if !strings.Contains(p.Out.String(), "listening") {
+		t.Fatalf("no boot line:\n%s", p.Out.String())
 	}
 }
