@@ -72,9 +72,3 @@ func (n *Node) alterTopicConfig(ctx context.Context, c *Conn, resType kmsg.Confi
 	c.log.Info("topic config altered", "topic", name, "configs", next.Kafka, "retention", bag, "client_id", c.ClientID())
 	return alterOutcome{}
 }
-
-func alterFault(c *Conn, name string, err error) alterOutcome {
-	code, throttle, msg := topicWriteFault(err)
-	c.log.Warn("alter topic config failed", "topic", name, "err", err)
-	return alterOutcome{code: code, msg: msg, throttle: throttle}
-}

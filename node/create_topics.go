@@ -55,7 +55,7 @@ func (n *Node) handleCreateTopics(ctx context.Context, c *Conn, req *kmsg.Create
 
 	cat := n.cats.forConn(c)
 	if err := cat.ensure(ctx, c, true); err != nil {
-		n.createFault(c, req, resp, plans, err)
+		failCreates(c, req, resp, plans, err)
 		return resp, nil
 	}
 	var created []createPlan
@@ -68,7 +68,7 @@ func (n *Node) handleCreateTopics(ctx context.Context, c *Conn, req *kmsg.Create
 		if !req.ValidateOnly {
 			version, err := n.createTopic(ctx, c, p)
 			if err != nil {
-				n.createFault(c, req, resp, []createPlan{p}, err)
+				failCreates(c, req, resp, []createPlan{p}, err)
 				continue
 			}
 			p.version = version
@@ -189,15 +189,10 @@ func (n *Node) bindCreated(ctx context.Context, c *Conn, cat *catalog, created [
 	}
 }
 
-func (n *Node) createFault(c *Conn, req *kmsg.CreateTopicsRequest, resp *kmsg.CreateTopicsResponse, plans []createPlan, err error) {
-	code, throttle, msg := topicWriteFault(err)
+// failCreates answers plans with the mapped failure (createFault).
+func failCreates(c *Conn, req *kmsg.CreateTopicsRequest, resp *kmsg.CreateTopicsResponse, plans []createPlan, err error) {
+	code, throttle, msg := createFault(err, req.Version)
 	resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
-	switch {
-	case errors.Is(err, errTopicRace):
-		code = kerr.TopicAlreadyExists.Code
-	case throttle > 0 && req.Version >= 6:
-		code = kerr.ThrottlingQuotaExceeded.Code // v6 names a throttled create
-	}
 	c.log.Warn("create topics failed", "err", err)
 	for _, p := range plans {
 		rt := &resp.Topics[p.idx]

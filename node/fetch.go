@@ -235,24 +235,3 @@ func fetchChunked(ctx context.Context, q *queen.Client, entries []queen.FetchEnt
 		}
 	}
 }
-
-// fetchFault maps a failed Queen call on the fetch path (seed 001
-// "Throttling"): a 429 is throttle_time_ms with no records, error 0 and
-// watermarks -1; 401/403 TOPIC_AUTHORIZATION_FAILED; an answer that broke
-// the contract UNKNOWN_SERVER_ERROR; anything else NOT_LEADER_OR_FOLLOWER,
-// which every consumer retries after a metadata refresh.
-func fetchFault(err error) (code int16, throttle int32, msg string, fatal error) {
-	msg = faultMessage(err)
-	if ra, ok := queen.RetryAfter(err); ok {
-		return 0, queen.ThrottleMillis(ra), msg, nil
-	}
-	switch queen.KindOf(err) {
-	case queen.KindUnauthorized, queen.KindForbidden:
-		return kerr.TopicAuthorizationFailed.Code, 0, msg, nil
-	case queen.KindProtocol:
-		return kerr.UnknownServerError.Code, 0, msg, nil
-	case queen.KindCanceled:
-		return 0, 0, msg, err
-	}
-	return kerr.NotLeaderForPartition.Code, 0, msg, nil
-}

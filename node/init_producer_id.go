@@ -5,8 +5,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // InitProducerId v0–v4, for idempotent producers. Without a transactional
@@ -53,22 +51,4 @@ func (n *Node) handleInitProducerID(ctx context.Context, c *Conn, req *kmsg.Init
 	n.idem.seq.granted(producerKey{scope: scope, pid: id})
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return resp, nil
-}
-
-// producerIDFault maps a failed reservation: 401/403 is
-// CLUSTER_AUTHORIZATION_FAILED, what Apache Kafka answers a principal that
-// may not write idempotently; anything else is COORDINATOR_LOAD_IN_PROGRESS,
-// which every client's InitProducerId path simply retries (a 429 also
-// carries its throttle).
-func producerIDFault(err error) (code int16, throttle int32, fatal error) {
-	if ra, ok := queen.RetryAfter(err); ok {
-		return kerr.CoordinatorLoadInProgress.Code, queen.ThrottleMillis(ra), nil
-	}
-	switch queen.KindOf(err) {
-	case queen.KindUnauthorized, queen.KindForbidden:
-		return kerr.ClusterAuthorizationFailed.Code, 0, nil
-	case queen.KindCanceled:
-		return 0, 0, err
-	}
-	return kerr.CoordinatorLoadInProgress.Code, 0, nil
 }

@@ -209,16 +209,3 @@ func failSearches(resp *kmsg.ListOffsetsResponse, searches []*offsetSearch, err 
 	}
 	return nil
 }
-
-// listOffsetsFault maps a failed Queen call on ListOffsets as fetchFault
-// does (401/403 TOPIC_AUTHORIZATION_FAILED, a broken contract
-// UNKNOWN_SERVER_ERROR, anything else NOT_LEADER_OR_FOLLOWER), except that
-// a 429 is LEADER_NOT_AVAILABLE with its throttle: an offsets answer has no
-// empty form that a client would take as "ask again later".
-func listOffsetsFault(err error) (code int16, throttle int32, msg string, fatal error) {
-	code, throttle, msg, fatal = fetchFault(err)
-	if _, ok := queen.RetryAfter(err); ok {
-		code = kerr.LeaderNotAvailable.Code
-	}
-	return code, throttle, msg, fatal
-}

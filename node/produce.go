@@ -2,12 +2,9 @@ package node
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // Produce v3–v9. Each record becomes one Queen message whose payload is the
@@ -185,80 +182,6 @@ func (n *Node) dataTopic(ctx context.Context, c *Conn, topic string, fault queen
 		return topicVerdict{code: kerr.UnknownTopicOrPartition.Code, msg: unknownPartitionMsg}, nil
 	}
 	return topicVerdict{width: width}, nil
-}
-
-// queenFault maps a failed Queen call to a partition's code, the throttle a
-// 429 carries, and the sanitised reason; fatal (a canceled call) closes the
-// connection instead.
-type queenFault func(err error) (code int16, throttle int32, msg string, fatal error)
-
-// partitionOutcome reads one partition's push results: every item stored,
-// at contiguous offsets from the first (anything else is not a batch Kafka
-// could have appended).
-func partitionOutcome(rs []queen.PushResult) (base int64, code int16, msg string) {
-	for i, r := range rs {
-		switch r.Status {
-		case queen.StatusQueued, queen.StatusDuplicate:
-		case queen.StatusBuffered:
-			// Spooled durably but not yet stored: no offset exists.
-			return -1, kerr.RequestTimedOut.Code, "queen buffered the write (maintenance mode); no offset yet"
-		default:
-			return -1, kerr.KafkaStorageError.Code, "queen could not store the write: status " + queen.Sanitize(r.Status)
-		}
-		if i == 0 {
-			base = *r.Offset
-		} else if *r.Offset != base+int64(i) {
-			return -1, kerr.UnknownServerError.Code, "queen stored the batch at non-contiguous offsets"
-		}
-	}
-	return base, 0, ""
-}
-
-// pushFault maps a failed Queen call on the produce path (seed 001
-// "Throttling", queen-api §0.2): a 429 is throttle_time_ms and the
-// retriable REQUEST_TIMED_OUT; 401/403 TOPIC_AUTHORIZATION_FAILED with the
-// reason; 413 MESSAGE_TOO_LARGE (a Java producer splits the batch and
-// retries); 400 INVALID_RECORD, refused whole and refused again if resent;
-// a transient, transport or server failure REQUEST_TIMED_OUT, which every
-// client's produce path retries; an answer that broke the contract
-// UNKNOWN_SERVER_ERROR. A canceled call is the connection going away.
-func pushFault(err error) (code int16, throttle int32, msg string, fatal error) {
-	msg = faultMessage(err)
-	if ra, ok := queen.RetryAfter(err); ok {
-		return kerr.RequestTimedOut.Code, queen.ThrottleMillis(ra), msg, nil
-	}
-	switch queen.KindOf(err) {
-	case queen.KindUnauthorized, queen.KindForbidden:
-		return kerr.TopicAuthorizationFailed.Code, 0, msg, nil
-	case queen.KindTooLarge:
-		return kerr.MessageTooLarge.Code, 0, msg, nil
-	case queen.KindBadRequest:
-		return kerr.InvalidRecord.Code, 0, msg, nil
-	case queen.KindProtocol:
-		return kerr.UnknownServerError.Code, 0, msg, nil
-	case queen.KindCanceled:
-		return 0, 0, msg, err
-	}
-	return kerr.RequestTimedOut.Code, 0, msg, nil
-}
-
-// logQueenFault records a failed data-path call for the operator: a
-// throttle is routine and only a debug line, anything else a warning.
-func logQueenFault(c *Conn, route string, err error) {
-	if _, ok := queen.RetryAfter(err); ok {
-		c.Logger().Debug("queen throttled a data-path call", "route", route, "err", err)
-		return
-	}
-	c.Logger().Warn("queen data-path call failed", "route", route, "kind", queen.KindOf(err).String(), "err", err)
-}
-
-// faultMessage is the sanitised reason a Queen failure may show a client.
-func faultMessage(err error) string {
-	var qe *queen.Error
-	if errors.As(err, &qe) && qe.Message != "" {
-		return "queen: " + queen.Sanitize(qe.Message)
-	}
-	return "queen: " + queen.Sanitize(err.Error())
 }
 
 // idempotent reports whether the batch carries a producer id, and so is

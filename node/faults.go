@@ -1,0 +1,250 @@
+package node
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// What a Kafka client is answered when a call to Queen fails, in one place:
+// queen-api.md §0.2 ("Status codes, and what the facade does with them"),
+// the per-route "Facade reading" and "Facade checks" paragraphs, and seed
+// 001's "Throttling" table. Every API family is one faultRule row of the
+// table below; what differs between families is data, the mapping is
+// faultRule.apply. faults_test.go holds the contract's rows.
+//
+// Not here: the group and offset APIs' column of §0.2 (401/403
+// GROUP_AUTHORIZATION_FAILED, a 429 COORDINATOR_NOT_AVAILABLE and never a
+// throttle) is the coordinator's own (coordinator/errors.go, kvCode), since
+// only it knows a lost fence; fetch entries' in-band `error` values are read
+// where the entries are (fillFetch).
+
+// faultRule is what one API family answers for each way a Queen call can
+// fail (queen.Kind).
+type faultRule struct {
+	throttled  int16 // 429, answered together with throttle_time_ms from Retry-After
+	auth       int16 // 401, 403
+	badRequest int16 // 400: refused whole, and refused again if resent
+	tooLarge   int16 // 413
+	protocol   int16 // a 2xx whose body broke the contract
+	other      int16 // 408/502/503/504, 500, transport, timeout (and a cancel that does not close)
+	// closeOnCancel: a canceled call is the connection going away, so the
+	// request is not answered at all (apply's fatal).
+	closeOnCancel bool
+	// prefix goes before Queen's reason in error_message.
+	prefix string
+}
+
+// The table: one row per API family.
+var (
+	// Produce (seed 001 "Throttling", §5): a 429 and anything transient is
+	// REQUEST_TIMED_OUT, which every client's produce path retries; 413 is
+	// MESSAGE_TOO_LARGE, on which a Java producer splits the batch and
+	// retries; 400 INVALID_RECORD.
+	produceRule = faultRule{
+		throttled:     kerr.RequestTimedOut.Code,
+		auth:          kerr.TopicAuthorizationFailed.Code,
+		badRequest:    kerr.InvalidRecord.Code,
+		tooLarge:      kerr.MessageTooLarge.Code,
+		protocol:      kerr.UnknownServerError.Code,
+		other:         kerr.RequestTimedOut.Code,
+		closeOnCancel: true,
+		prefix:        "queen: ",
+	}
+	// Fetch (seed 001 "Throttling", §6): a 429 is throttle_time_ms with no
+	// records, error 0 and watermarks -1; anything transient
+	// NOT_LEADER_OR_FOLLOWER, which every consumer retries after a metadata
+	// refresh; a refusal resending cannot fix (400, 413) or a broken answer
+	// UNKNOWN_SERVER_ERROR.
+	fetchRule = faultRule{
+		throttled:     0,
+		auth:          kerr.TopicAuthorizationFailed.Code,
+		badRequest:    kerr.UnknownServerError.Code,
+		tooLarge:      kerr.UnknownServerError.Code,
+		protocol:      kerr.UnknownServerError.Code,
+		other:         kerr.NotLeaderForPartition.Code,
+		closeOnCancel: true,
+		prefix:        "queen: ",
+	}
+	// ListOffsets (§6, its bounds probe) is Fetch except that a 429 is
+	// LEADER_NOT_AVAILABLE with its throttle: an offsets answer has no empty
+	// form that a client would take as "ask again later".
+	listOffsetsRule = fetchRule.throttledAs(kerr.LeaderNotAvailable.Code)
+	// InitProducerId (the qk:producerids reservation, §7): 401/403 is
+	// CLUSTER_AUTHORIZATION_FAILED, what Apache Kafka answers a principal
+	// that may not write idempotently; anything retriable
+	// COORDINATOR_LOAD_IN_PROGRESS, which every client's InitProducerId path
+	// retries; a refusal resending cannot fix UNKNOWN_SERVER_ERROR.
+	producerIDRule = faultRule{
+		throttled:     kerr.CoordinatorLoadInProgress.Code,
+		auth:          kerr.ClusterAuthorizationFailed.Code,
+		badRequest:    kerr.UnknownServerError.Code,
+		tooLarge:      kerr.UnknownServerError.Code,
+		protocol:      kerr.CoordinatorLoadInProgress.Code,
+		other:         kerr.CoordinatorLoadInProgress.Code,
+		closeOnCancel: true,
+	}
+	// The topic APIs (Metadata, DescribeConfigs, the reads of the admin
+	// APIs; seed 001 "Throttling" for Metadata): a 429 and anything else
+	// LEADER_NOT_AVAILABLE, retriable; 400 and 413 INVALID_REQUEST. A cancel
+	// is answered like any failure. The reason is Queen's, unprefixed.
+	topicRule = faultRule{
+		throttled:  kerr.LeaderNotAvailable.Code,
+		auth:       kerr.TopicAuthorizationFailed.Code,
+		badRequest: kerr.InvalidRequest.Code,
+		tooLarge:   kerr.InvalidRequest.Code,
+		protocol:   kerr.LeaderNotAvailable.Code,
+		other:      kerr.LeaderNotAvailable.Code,
+	}
+	// A topic write refused by Queen (CreateTopics, DeleteTopics,
+	// CreatePartitions, the alter APIs) is topicRule except that a 429 is
+	// REQUEST_TIMED_OUT with its throttle_time_ms.
+	topicWriteRule = topicRule.throttledAs(kerr.RequestTimedOut.Code)
+	// The transactions feature adds its row here: POST /api/v1/transaction
+	// (§8 "Facade checks") is PRODUCER_FENCED for a rolled-back unit whose
+	// reason is kv_precondition (a *queen.TxnError with Fenced(), checked
+	// before the rule, as createFault checks errTopicRace), and
+	// COORDINATOR_NOT_AVAILABLE for any other failure, transport error, 429
+	// or 5xx, with the stage kept; txnFault beside the functions below.
+)
+
+// throttledAs is r answering a 429 with code (and its throttle).
+func (r faultRule) throttledAs(code int16) faultRule {
+	r.throttled = code
+	return r
+}
+
+// apply maps err by the rule: the code, the throttle a 429 carries, the
+// sanitised reason for an error_message, and fatal (the canceled call
+// itself) when the connection is going away and nothing is answered.
+func (r faultRule) apply(err error) (code int16, throttle int32, msg string, fatal error) {
+	msg = r.prefix + queenReason(err)
+	switch queen.KindOf(err) {
+	case queen.KindThrottled:
+		ra, _ := queen.RetryAfter(err)
+		return r.throttled, queen.ThrottleMillis(ra), msg, nil
+	case queen.KindUnauthorized, queen.KindForbidden:
+		return r.auth, 0, msg, nil
+	case queen.KindBadRequest:
+		return r.badRequest, 0, msg, nil
+	case queen.KindTooLarge:
+		return r.tooLarge, 0, msg, nil
+	case queen.KindProtocol:
+		return r.protocol, 0, msg, nil
+	case queen.KindCanceled:
+		if r.closeOnCancel {
+			return 0, 0, msg, err
+		}
+	}
+	return r.other, 0, msg, nil
+}
+
+// queenFault maps a failed Queen call to a partition's code, the throttle a
+// 429 carries, and the sanitised reason; fatal (a canceled call) closes the
+// connection instead. The data-path rules' apply methods are its values.
+type queenFault func(err error) (code int16, throttle int32, msg string, fatal error)
+
+// The data path's mappings, by the rules above.
+var (
+	pushFault        queenFault = produceRule.apply
+	fetchFault       queenFault = fetchRule.apply
+	listOffsetsFault queenFault = listOffsetsRule.apply
+)
+
+// producerIDFault maps a failed producer-id reservation (producerIDRule).
+func producerIDFault(err error) (code int16, throttle int32, fatal error) {
+	code, throttle, _, fatal = producerIDRule.apply(err)
+	return code, throttle, fatal
+}
+
+// topicFault maps a failed Queen call on a topic API (topicRule).
+func topicFault(err error) (code int16, throttleMs int32, msg string) {
+	code, throttleMs, msg, _ = topicRule.apply(err)
+	return code, throttleMs, msg
+}
+
+// topicWriteFault maps a topic write refused by Queen (topicWriteRule).
+func topicWriteFault(err error) (code int16, throttleMs int32, msg string) {
+	code, throttleMs, msg, _ = topicWriteRule.apply(err)
+	return code, throttleMs, msg
+}
+
+// createFault is topicWriteFault for CreateTopics, with two answers of its
+// own: a create that lost the race for the topic record to a concurrent
+// creator is TOPIC_ALREADY_EXISTS, and from v6 (KIP-599) a throttled create
+// is THROTTLING_QUOTA_EXCEEDED.
+func createFault(err error, version int16) (code int16, throttleMs int32, msg string) {
+	code, throttleMs, msg = topicWriteFault(err)
+	switch {
+	case errors.Is(err, errTopicRace):
+		code = kerr.TopicAlreadyExists.Code
+	case throttleMs > 0 && version >= 6:
+		code = kerr.ThrottlingQuotaExceeded.Code
+	}
+	return code, throttleMs, msg
+}
+
+// alterFault is one alter's answer to a refused topic write.
+func alterFault(c *Conn, name string, err error) alterOutcome {
+	code, throttle, msg := topicWriteFault(err)
+	c.log.Warn("alter topic config failed", "topic", name, "err", err)
+	return alterOutcome{code: code, msg: msg, throttle: throttle}
+}
+
+// partitionOutcome reads one partition's push results (§5 "Facade
+// reading"): every item stored, at contiguous offsets from the first
+// (anything else is not a batch Kafka could have appended). `buffered` is
+// REQUEST_TIMED_OUT, retriable with no offset yet; `error`/`failed`
+// KAFKA_STORAGE_ERROR.
+func partitionOutcome(rs []queen.PushResult) (base int64, code int16, msg string) {
+	for i, r := range rs {
+		switch r.Status {
+		case queen.StatusQueued, queen.StatusDuplicate:
+		case queen.StatusBuffered:
+			// Spooled durably but not yet stored: no offset exists.
+			return -1, kerr.RequestTimedOut.Code, "queen buffered the write (maintenance mode); no offset yet"
+		default:
+			return -1, kerr.KafkaStorageError.Code, "queen could not store the write: status " + queen.Sanitize(r.Status)
+		}
+		if i == 0 {
+			base = *r.Offset
+		} else if *r.Offset != base+int64(i) {
+			return -1, kerr.UnknownServerError.Code, "queen stored the batch at non-contiguous offsets"
+		}
+	}
+	return base, 0, ""
+}
+
+// queenReason is the sanitised reason a Queen failure may show a client
+// (§0.1): the body's message, or the error itself when there is none.
+func queenReason(err error) string {
+	var qe *queen.Error
+	if errors.As(err, &qe) && qe.Message != "" {
+		return queen.Sanitize(qe.Message)
+	}
+	if err == nil {
+		return queen.KindNone.String()
+	}
+	return queen.Sanitize(err.Error())
+}
+
+// errorMessage is a response's error_message for code: the reason when
+// the code is an error, null when it is not.
+func errorMessage(code int16, msg string) *string {
+	if code == 0 {
+		return nil
+	}
+	return &msg
+}
+
+// logQueenFault records a failed data-path call for the operator: a
+// throttle is routine and only a debug line, anything else a warning.
+func logQueenFault(c *Conn, route string, err error) {
+	if _, ok := queen.RetryAfter(err); ok {
+		c.Logger().Debug("queen throttled a data-path call", "route", route, "err", err)
+		return
+	}
+	c.Logger().Warn("queen data-path call failed", "route", route, "kind", queen.KindOf(err).String(), "err", err)
+}
