@@ -5,12 +5,12 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
 // These benchmarks run the real binary in a child process and charge only
@@ -27,20 +27,8 @@ func kib() string {
 
 // procCPU is the child's user+system time; 0 where /proc is unavailable.
 func procCPU(pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the parenthesised command name; utime and stime are
-	// fields 14 and 15 of the whole line, in clock ticks (100 per second).
-	rest := string(raw[bytes.LastIndexByte(raw, ')')+2:])
-	f := strings.Fields(rest)
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	d, _ := testsupport.ProcCPU(pid)
+	return d
 }
 
 func benchProc(b *testing.B) (*proc, *http.Client) {
@@ -100,7 +88,7 @@ func BenchmarkProcessPush(b *testing.B) {
 			var n atomic.Int64
 			b.SetBytes(int64(batch * 1024))
 			b.SetParallelism((inFlight + 1) / 2)
-			cpu0 := procCPU(p.cmd.Process.Pid)
+			cpu0 := procCPU(p.Pid())
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				var buf bytes.Buffer
@@ -110,7 +98,7 @@ func BenchmarkProcessPush(b *testing.B) {
 				}
 			})
 			b.StopTimer()
-			reportProc(b, n.Load(), procCPU(p.cmd.Process.Pid)-cpu0)
+			reportProc(b, n.Load(), procCPU(p.Pid())-cpu0)
 		})
 	}
 }
@@ -129,7 +117,7 @@ func BenchmarkProcessFetch(b *testing.B) {
 	url := p.url + "/api/v1/fetch"
 	var n, seq atomic.Int64
 	b.SetParallelism((inFlight + 1) / 2)
-	cpu0 := procCPU(p.cmd.Process.Pid)
+	cpu0 := procCPU(p.Pid())
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		var buf bytes.Buffer
@@ -141,5 +129,5 @@ func BenchmarkProcessFetch(b *testing.B) {
 		}
 	})
 	b.StopTimer()
-	reportProc(b, n.Load(), procCPU(p.cmd.Process.Pid)-cpu0)
+	reportProc(b, n.Load(), procCPU(p.Pid())-cpu0)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -56,54 +56,35 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
-// proc is a queen-dev child process.
+// proc is a queen-dev child process: this test binary run as its own main.
 type proc struct {
-	cmd  *exec.Cmd
+	*testsupport.Proc
 	url  string
 	boot string
 }
 
 var addrRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
 
+// start runs queen-dev on a port of its choosing with env added, killed
+// when t ends, and returns once it has logged its boot line (20 s).
 func start(t testing.TB, env ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{"QUEEN_DEV_TEST_MAIN=1", "QUEEN_DEV_ADDR=127.0.0.1:0"}, env...)...)
-	stderr, err := cmd.StderrPipe()
+	p := &proc{Proc: &testsupport.Proc{
+		Name: "queen-dev",
+		Bin:  os.Args[0],
+		Args: []string{"-test.run=^$"},
+		Env:  append(os.Environ(), append([]string{"QUEEN_DEV_TEST_MAIN=1", "QUEEN_DEV_ADDR=127.0.0.1:0"}, env...)...),
+	}}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	l, err := p.WaitLine(func(l string) bool { return addrRE.MatchString(l) && strings.Contains(l, "listening") }, 20*time.Second)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("queen-dev did not log its boot line: %v\n%s", err, p.Out.String())
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
-	lines := bufio.NewScanner(stderr)
-	got := make(chan string, 1)
-	// Reads stderr to its end: a child whose pipe fills would block.
-	go func() {
-		for lines.Scan() {
-			l := lines.Text()
-			if m := addrRE.FindStringSubmatch(l); m != nil && strings.Contains(l, "listening") {
-				select {
-				case got <- l:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case l := <-got:
-		p.boot = l
-		p.url = "http://" + addrRE.FindStringSubmatch(l)[1]
-	case <-time.After(20 * time.Second):
-		t.Fatal("queen-dev did not log its boot line")
-	}
+	p.boot = l
+	p.url = "http://" + addrRE.FindStringSubmatch(l)[1]
 	return p
 }
 
@@ -140,8 +121,7 @@ func TestBinaryKillRestartAndTerm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	_ = p.cmd.Wait()
+	p.Kill()
 
 	p2 := start(t, env...)
 	qc = client(t, p2.url, "very-secret")
@@ -163,18 +143,11 @@ func TestBinaryKillRestartAndTerm(t *testing.T) {
 		t.Errorf("kv after kill -9: %+v %v", got, err)
 	}
 
-	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p2.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("SIGTERM exit: %v", err)
-		}
-	case <-time.After(20 * time.Second):
+	if !p2.Signal(syscall.SIGTERM, 20*time.Second) {
 		t.Fatal("no exit after SIGTERM")
+	}
+	if err := p2.ExitErr(); err != nil {
+		t.Errorf("SIGTERM exit: %v", err)
 	}
 }
 
