@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -31,27 +31,11 @@ const (
 
 var benchValue = []byte(strings.Repeat("q", benchValueBytes))
 
-// cpuSeconds is the user+system CPU a process has used so far.
+// cpuSeconds is the user+system CPU a process has used so far (0 where
+// /proc cannot tell).
 func cpuSeconds(pid int) float64 {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(raw)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	// fields[0] is state (field 3); utime and stime are fields 14 and 15.
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / 100 // USER_HZ is 100 on Linux
-}
-
-func (p *proc) pid() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil || p.cmd.Process == nil {
-		return 0
-	}
-	return p.cmd.Process.Pid
+	d, _ := testsupport.ProcCPU(pid)
+	return d.Seconds()
 }
 
 type spread struct{ min, med, max float64 }

@@ -105,10 +105,10 @@ func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 			upstream = p.url
 		}
 		f := newFacade(upstream, freePort(t), nodeEnv(id, token, o.env))
-		f.name = fmt.Sprintf("node-%d@%s", id, f.addr)
+		f.Name = fmt.Sprintf("node-%d@%s", id, f.addr)
 		t.Cleanup(f.kill)
 		if err := f.start(); err != nil {
-			t.Fatalf("%v\n%s", err, f.out.From(0))
+			t.Fatalf("%v\n%s", err, f.Out.From(0))
 		}
 		f.attachLogs(t)
 		c.nodes = append(c.nodes, f)
@@ -289,8 +289,8 @@ func (c *testCluster) agreedOwner(t testing.TB, group string, ids ...int) int32 
 func logLine(t testing.TB, f *facade, off int, limit time.Duration, want ...string) string {
 	t.Helper()
 	var line string
-	eventually(t, limit, fmt.Sprintf("%s logs %q", f.name, want), func() (bool, string) {
-		for _, l := range strings.Split(f.out.From(off), "\n") {
+	eventually(t, limit, fmt.Sprintf("%s logs %q", f.Name, want), func() (bool, string) {
+		for _, l := range strings.Split(f.Out.From(off), "\n") {
 			ok := true
 			for _, w := range want {
 				ok = ok && strings.Contains(l, w)

@@ -129,7 +129,7 @@ func TestClusterStopRestartAndConflict(t *testing.T) {
 	}
 
 	n3 := c.node(3)
-	off := n3.out.Len()
+	off := n3.Out.Len()
 	if err := n3.restart(); err != nil {
 		t.Fatalf("restart after SIGTERM: %v", err)
 	}
@@ -138,7 +138,7 @@ func TestClusterStopRestartAndConflict(t *testing.T) {
 
 	// SIGKILL leaves the row live for up to one TTL: the replacement waits.
 	n3.kill()
-	off = n3.out.Len()
+	off = n3.Out.Len()
 	if err := n3.restart(); err != nil {
 		t.Fatalf("restart after SIGKILL: %v", err)
 	}
@@ -352,24 +352,24 @@ func TestClusterLostIDStopsTheProcess(t *testing.T) {
 	t.Parallel()
 	c := newTestCluster(t, clusterOpts{nodes: 3, proxies: true})
 	old := c.node(3)
-	off := old.out.Len()
+	off := old.Out.Len()
 
 	c.proxies[2].holdKV(func([]byte) bool { return true })
 	c.waitBrokers(t, 1, []int32{1, 2}, 3*clusterTTL)
 
 	// The replacement talks to queen-dev directly, at an address of its own.
 	repl := newFacade(c.dev.url, freePort(t), nodeEnv(3, c.tokens[2], nil))
-	repl.name = "node-3-replacement@" + repl.addr
+	repl.Name = "node-3-replacement@" + repl.addr
 	t.Cleanup(repl.kill)
 	if err := repl.start(); err != nil {
-		t.Fatalf("%v\n%s", err, repl.out.From(0))
+		t.Fatalf("%v\n%s", err, repl.Out.From(0))
 	}
 	repl.attachLogs(t)
 	logLine(t, repl, 0, 10*time.Second, "node id claimed")
 
 	c.proxies[2].releaseAll()
 	select {
-	case <-old.done:
+	case <-old.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the node whose id was taken kept running")
 	}
@@ -403,7 +403,7 @@ func TestClusterStopWhileJoining(t *testing.T) {
 	f := newFacade("http://127.0.0.1:"+fmt.Sprint(freePort(t)), freePort(t), nodeEnv(1, "unreachable-token", nil))
 	t.Cleanup(f.kill)
 	if err := f.start(); err != nil {
-		t.Fatalf("%v\n%s", err, f.out.From(0))
+		t.Fatalf("%v\n%s", err, f.Out.From(0))
 	}
 	f.attachLogs(t)
 	logLine(t, f, 0, 10*time.Second, "registry unreachable at boot")

@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
 // Binaries built once by TestMain, and why a build failed: a test that
@@ -79,11 +78,7 @@ func buildBinaries() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
-			cmd.Dir = root
-			if out, err := cmd.CombinedOutput(); err != nil {
-				errs[i] = fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
-			}
+			errs[i] = testsupport.GoBuild(root, b.out, b.pkg)
 			buildMu.Lock()
 			buildErr[b.out] = errs[i]
 			buildMu.Unlock()
@@ -113,223 +108,39 @@ func moduleRoot() (string, error) {
 
 // freePort asks the kernel for an unused loopback port. The listener is
 // closed before the port is handed to a child, which leaves a small window
-// for a collision; waitPort's check that the child itself is alive makes
-// such a collision a clear failure rather than a test talking to a stranger.
+// for a collision; the readiness check's test that the child itself is alive
+// makes such a collision a clear failure rather than a test talking to a
+// stranger.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testsupport.FreePort(t)
 }
 
-// logBuffer collects a child's stdout and stderr; safe for the two copier
-// goroutines exec starts and for readers.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// proc is one child process, a queen-dev or a facade: testsupport.Proc under
+// the names the e2e files call its methods by.
+type proc struct{ *testsupport.Proc }
 
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Len()
-}
-
-// From returns everything written since byte offset off.
-func (b *logBuffer) From(off int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if off > b.buf.Len() {
-		off = 0
-	}
-	return string(b.buf.Bytes()[off:])
-}
-
-// proc is one child process: a queen-dev or a facade.
-type proc struct {
-	name string
-	bin  string
-	env  []string
-	addr string // the TCP address it serves, waited on at start
-
-	out *logBuffer
-
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	done     chan struct{}
-	exitErr  error
-	exitCode int
-}
-
-// baseEnv is what every child inherits: enough to run, and no QUEEN_* or
-// LOG_* variable from the developer's shell that could change the subject.
-func baseEnv() []string {
-	var env []string
-	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	return env
-}
-
-func envList(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	env := baseEnv()
-	for _, k := range keys {
-		env = append(env, k+"="+m[k])
-	}
-	return env
-}
-
-// start launches the process and returns once it exited or addr accepts.
-func (p *proc) start() error {
-	p.mu.Lock()
-	cmd := exec.Command(p.bin)
-	cmd.Env = p.env
-	cmd.Stdout = p.out
-	cmd.Stderr = p.out
-	// Pdeathsig: if the test binary itself dies (timeout panic, SIGKILL), the
-	// children die with it instead of holding ports on a shared machine.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	fmt.Fprintf(p.out, "=== e2e: starting %s (%s)\n", p.name, time.Now().Format(time.RFC3339Nano))
-	if err := cmd.Start(); err != nil {
-		p.mu.Unlock()
-		return fmt.Errorf("start %s: %w", p.name, err)
-	}
-	done := make(chan struct{})
-	p.cmd, p.done = cmd, done
-	p.mu.Unlock()
-	go func() {
-		err := cmd.Wait()
-		p.mu.Lock()
-		p.exitErr = err
-		p.exitCode = cmd.ProcessState.ExitCode()
-		p.mu.Unlock()
-		fmt.Fprintf(p.out, "=== e2e: %s exited: %v\n", p.name, err)
-		close(done)
-	}()
-	if p.addr == "" {
-		return nil
-	}
-	return p.waitPort(15 * time.Second)
-}
-
-func (p *proc) waitPort(limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited before %s accepted: %v", p.name, p.addr, p.exitErr)
-		default:
-		}
-		c, err := net.DialTimeout("tcp", p.addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: %s not accepting after %s: %v", p.name, p.addr, limit, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (p *proc) running() bool {
-	p.mu.Lock()
-	done := p.done
-	p.mu.Unlock()
-	if done == nil {
-		return false
-	}
-	select {
-	case <-done:
-		return false
-	default:
-		return true
-	}
-}
+// start launches the process and returns once it exited or its address
+// accepts.
+func (p *proc) start() error   { return p.Start() }
+func (p *proc) running() bool  { return p.Running() }
+func (p *proc) restart() error { return p.Restart() }
+func (p *proc) kill()          { p.Kill() }
+func (p *proc) exited() int    { return p.ExitCode() }
+func (p *proc) pid() int       { return p.Pid() }
 
 // signal sends sig and waits up to limit for the exit; false on timeout.
-func (p *proc) signal(sig syscall.Signal, limit time.Duration) bool {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil {
-		return true
-	}
-	select {
-	case <-done:
-		return true
-	default:
-	}
-	_ = cmd.Process.Signal(sig)
-	select {
-	case <-done:
-		return true
-	case <-time.After(limit):
-		return false
-	}
-}
+func (p *proc) signal(sig syscall.Signal, limit time.Duration) bool { return p.Signal(sig, limit) }
 
 // terminate sends SIGTERM, fails t unless the process exits within limit,
 // and returns its exit code.
 func (p *proc) terminate(t testing.TB, limit time.Duration) int {
 	t.Helper()
-	if !p.signal(syscall.SIGTERM, limit) {
-		t.Fatalf("%s still running %s after SIGTERM", p.name, limit)
-	}
-	return p.exited()
-}
-
-// exited is the exit code of a process that has ended.
-func (p *proc) exited() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.exitCode
-}
-
-// kill is kill -9.
-func (p *proc) kill() { p.signal(syscall.SIGKILL, 5*time.Second) }
-
-// restart stops nothing: the caller stops or kills first, then restarts on
-// the same environment (same port, same data directory).
-func (p *proc) restart() error {
-	if p.running() {
-		return fmt.Errorf("%s: restart while running", p.name)
-	}
-	return p.start()
+	return p.Terminate(t, limit)
 }
 
 // attachLogs dumps what p wrote during t into t's log if t failed.
-func (p *proc) attachLogs(t testing.TB) {
-	off := p.out.Len()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("---- %s output during %s ----\n%s", p.name, t.Name(), tail(p.out.From(off), 64<<10))
-		}
-	})
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
-}
+func (p *proc) attachLogs(t testing.TB) { p.AttachLogs(t) }
 
 // ---- queen-dev ----
 
@@ -354,7 +165,7 @@ func startQueenDev(t testing.TB, o devOptions) *queenDev {
 	d := newQueenDev(t.TempDir(), freePort(t), o)
 	t.Cleanup(d.kill)
 	if err := d.start(); err != nil {
-		t.Fatalf("%v\n%s", err, d.out.From(0))
+		t.Fatalf("%v\n%s", err, d.Out.From(0))
 	}
 	d.attachLogs(t)
 	return d
@@ -362,18 +173,15 @@ func startQueenDev(t testing.TB, o devOptions) *queenDev {
 
 func newQueenDev(data string, port int, o devOptions) *queenDev {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	env := map[string]string{
-		"QUEEN_DEV_ADDR": addr,
-		"QUEEN_DEV_DATA": data,
-	}
+	extra := map[string]string{}
 	if o.faults {
-		env["QUEEN_DEV_FAULTS"] = "true"
+		extra["QUEEN_DEV_FAULTS"] = "true"
 	}
 	if o.tokens != "" {
-		env["QUEEN_DEV_TOKENS"] = o.tokens
+		extra["QUEEN_DEV_TOKENS"] = o.tokens
 	}
 	return &queenDev{
-		proc: &proc{name: "queen-dev@" + addr, bin: queenDevBin, env: envList(env), addr: addr, out: &logBuffer{}},
+		proc: &proc{testsupport.QueenDev(queenDevBin, addr, data, extra)},
 		url:  "http://" + addr,
 		data: data,
 	}
@@ -422,7 +230,7 @@ func startFacade(t testing.TB, dev *queenDev, overrides map[string]string) *faca
 	f := newFacade(dev.url, freePort(t), overrides)
 	t.Cleanup(f.kill)
 	if err := f.start(); err != nil {
-		t.Fatalf("%v\n%s", err, f.out.From(0))
+		t.Fatalf("%v\n%s", err, f.Out.From(0))
 	}
 	f.attachLogs(t)
 	return f
@@ -432,10 +240,11 @@ func newFacade(queenURL string, port int, overrides map[string]string) *facade {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	env := facadeEnv(queenURL, addr, overrides)
 	listen := env["QUEEN_KAFKA_ADDR"]
-	return &facade{
-		proc: &proc{name: "queen-kafka@" + listen, bin: queenKafkBin, env: envList(env), addr: listen, out: &logBuffer{}},
-		addr: listen,
+	p := &testsupport.Proc{Name: "queen-kafka@" + listen, Bin: queenKafkBin, Env: testsupport.EnvList(env), Out: &testsupport.LogBuffer{}}
+	if listen != "" {
+		p.Ready = testsupport.WaitTCP(listen, 15*time.Second)
 	}
+	return &facade{proc: &proc{p}, addr: listen}
 }
 
 // bootFailure runs a facade with env (no defaults added) and expects it to
@@ -464,8 +273,8 @@ func runFacadeToExit(t *testing.T, env map[string]string, limit time.Duration, w
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, queenKafkBin)
-	cmd.Env = envList(env)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Env = testsupport.EnvList(env)
+	testsupport.KillWithParent(cmd)
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
 		t.Fatalf("facade still running after %s, so %s (env %v)\n%s", limit, why, env, out)
@@ -504,19 +313,19 @@ func sharedEnv(t testing.TB) (*queenDev, *facade) {
 		port := freePort(t)
 		shared.dev = newQueenDev(data, port, devOptions{faults: true})
 		if err := shared.dev.start(); err != nil {
-			shared.err = fmt.Errorf("%w\n%s", err, shared.dev.out.From(0))
+			shared.err = fmt.Errorf("%w\n%s", err, shared.dev.Out.From(0))
 			return
 		}
 		shared.fac = newFacade(shared.dev.url, freePort(t), nil)
 		if err := shared.fac.start(); err != nil {
-			shared.err = fmt.Errorf("%w\n%s", err, shared.fac.out.From(0))
+			shared.err = fmt.Errorf("%w\n%s", err, shared.fac.Out.From(0))
 		}
 	})
 	if shared.err != nil {
 		t.Fatalf("shared environment: %v", shared.err)
 	}
 	if !shared.fac.running() || !shared.dev.running() {
-		t.Fatalf("shared environment died earlier in the run:\n%s\n%s", tail(shared.dev.out.From(0), 8<<10), tail(shared.fac.out.From(0), 16<<10))
+		t.Fatalf("shared environment died earlier in the run:\n%s\n%s", testsupport.Tail(shared.dev.Out.From(0), 8<<10), testsupport.Tail(shared.fac.Out.From(0), 16<<10))
 	}
 	shared.dev.attachLogs(t)
 	shared.fac.attachLogs(t)

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
 // kcatBin is the kcat executable; the suite fails rather than skips without
@@ -58,14 +60,14 @@ type kcatProc struct {
 	cmd  *exec.Cmd
 	mu   sync.Mutex
 	out  []string
-	errb logBuffer
+	errb testsupport.LogBuffer
 	done chan struct{}
 }
 
 func startKcat(t testing.TB, args ...string) *kcatProc {
 	t.Helper()
 	k := &kcatProc{cmd: exec.Command(kcatBin(t), args...), done: make(chan struct{})}
-	k.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	testsupport.KillWithParent(k.cmd)
 	stdout, err := k.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

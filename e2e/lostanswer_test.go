@@ -128,7 +128,7 @@ func TestLostProduceAnswer(t *testing.T) {
 	f := newFacade(dev.url, facPort, map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": d.addr()})
 	t.Cleanup(f.kill)
 	if err := f.start(); err != nil {
-		t.Fatalf("%v\n%s", err, f.out.From(0))
+		t.Fatalf("%v\n%s", err, f.Out.From(0))
 	}
 	f.attachLogs(t)
 	tg := target{bootstrap: []string{d.addr()}, dev: dev}

@@ -35,8 +35,8 @@ func TestSaslFranzGo(t *testing.T) {
 	t.Parallel()
 	fac := saslFacade(t)
 	seeds := []string{fac.addr}
-	if !strings.Contains(fac.out.From(0), "QUEEN_KAFKA_SASL=plain on a plaintext listener") {
-		t.Errorf("no boot warning for SASL without TLS:\n%s", fac.out.From(0))
+	if !strings.Contains(fac.Out.From(0), "QUEEN_KAFKA_SASL=plain on a plaintext listener") {
+		t.Errorf("no boot warning for SASL without TLS:\n%s", fac.Out.From(0))
 	}
 	topic := uniq("sasl-kgo")
 	ctx := ctxT(t, 60*time.Second)
@@ -73,7 +73,7 @@ func TestSaslFranzGo(t *testing.T) {
 		t.Fatalf("tenant b lists tenant a's topic %s", topic)
 	}
 
-	logs := fac.out.From(0)
+	logs := fac.Out.From(0)
 	if !strings.Contains(logs, "orders-service") || strings.Contains(logs, "tok-a") {
 		t.Errorf("the facade's log must name the SASL username and never the token:\n%s", logs)
 	}

@@ -188,3 +188,45 @@ func TestServeClosesServerThenStop(t *testing.T) {
 		t.Error("server still serving after the test ended")
 	}
 }
+
+// recTB records what AttachLogs does with a test; the embedded TB is never
+// called.
+type recTB struct {
+	testing.TB
+	failed   bool
+	cleanups []func()
+	logs     []string
+}
+
+func (r *recTB) Helper()          {}
+func (r *recTB) Name() string     { return "TestRec" }
+func (r *recTB) Failed() bool     { return r.failed }
+func (r *recTB) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
+func (r *recTB) Logf(format string, args ...any) {
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+}
+
+// AttachLogs dumps only what was written after it, and only for a failed
+// test.
+func TestAttachLogsDumpsOnFailureOnly(t *testing.T) {
+	for _, failed := range []bool{false, true} {
+		p := &Proc{Name: "child", Out: &LogBuffer{}}
+		fmt.Fprint(p.Out, "before\n")
+		r := &recTB{failed: failed}
+		p.AttachLogs(r)
+		fmt.Fprint(p.Out, "during\n")
+		for _, f := range r.cleanups {
+			f()
+		}
+		if !failed {
+			if len(r.logs) != 0 {
+				t.Errorf("passed test got a dump: %q", r.logs)
+			}
+			continue
+		}
+		if len(r.logs) != 1 || !strings.Contains(r.logs[0], "child output during TestRec") ||
+			!strings.Contains(r.logs[0], "during") || strings.Contains(r.logs[0], "before") {
+			t.Errorf("failed test's dump: %q", r.logs)
+		}
+	}
+}
