@@ -2,10 +2,8 @@ package main
 
 import (
 	"bytes"
-	"encoding/base64"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,12 +17,6 @@ import (
 
 const inFlight = 16
 
-func kib() string {
-	v := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), 740))
-	p := `{"k":null,"t":1787824800123,"v":"` + v + `"}`
-	return p + strings.Repeat(" ", 1024-len(p))
-}
-
 // procCPU is the child's user+system time; 0 where /proc is unavailable.
 func procCPU(pid int) time.Duration {
 	d, _ := testsupport.ProcCPU(pid)
@@ -35,34 +27,6 @@ func benchProc(b *testing.B) (*proc, *http.Client) {
 	p := start(b, "QUEEN_DEV_DATA="+b.TempDir())
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * inFlight}}
 	return p, hc
-}
-
-func send(b *testing.B, hc *http.Client, url string, body []byte, want int, buf *bytes.Buffer) []byte {
-	resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
-	if err != nil {
-		b.Error(err)
-		return nil
-	}
-	buf.Reset()
-	_, _ = buf.ReadFrom(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != want {
-		b.Errorf("status %d: %.200s", resp.StatusCode, buf.Bytes())
-	}
-	return buf.Bytes()
-}
-
-func pushBody(batch, part int) []byte {
-	var sb strings.Builder
-	sb.WriteString(`{"items":[`)
-	for i := 0; i < batch; i++ {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		fmt.Fprintf(&sb, `{"queue":"bench","partition":"%d","payload":%s}`, part, kib())
-	}
-	sb.WriteString(`]}`)
-	return []byte(sb.String())
 }
 
 func reportProc(b *testing.B, records int64, cpu time.Duration) {
@@ -82,7 +46,7 @@ func BenchmarkProcessPush(b *testing.B) {
 			p, hc := benchProc(b)
 			bodies := make([][]byte, 8)
 			for i := range bodies {
-				bodies[i] = pushBody(batch, i)
+				bodies[i] = testsupport.PushBody(i, batch)
 			}
 			url := p.url + "/api/v1/push"
 			var n atomic.Int64
@@ -93,7 +57,7 @@ func BenchmarkProcessPush(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				var buf bytes.Buffer
 				for i := 0; pb.Next(); i++ {
-					send(b, hc, url, bodies[i%len(bodies)], http.StatusCreated, &buf)
+					testsupport.Post(b, hc, url, bodies[i%len(bodies)], http.StatusCreated, &buf)
 					n.Add(int64(batch))
 				}
 			})
@@ -109,9 +73,9 @@ func BenchmarkProcessFetch(b *testing.B) {
 	const parts, perPart = 4, 20000
 	var buf bytes.Buffer
 	for part := 0; part < parts; part++ {
-		body := pushBody(500, part)
+		body := testsupport.PushBody(part, 500)
 		for done := 0; done < perPart; done += 500 {
-			send(b, hc, p.url+"/api/v1/push", body, http.StatusCreated, &buf)
+			testsupport.Post(b, hc, p.url+"/api/v1/push", body, http.StatusCreated, &buf)
 		}
 	}
 	url := p.url + "/api/v1/fetch"
@@ -124,7 +88,7 @@ func BenchmarkProcessFetch(b *testing.B) {
 		for pb.Next() {
 			k := seq.Add(1)
 			body := fmt.Sprintf(`{"entries":[{"queue":"bench","partition":"%d","offset":%d,"maxBytes":1048576}]}`, k%parts, (k*997)%(perPart-1100))
-			out := send(b, hc, url, []byte(body), http.StatusOK, &buf)
+			out := testsupport.Post(b, hc, url, []byte(body), http.StatusOK, &buf)
 			n.Add(int64(bytes.Count(out, []byte(`"offset":`))))
 		}
 	})

@@ -1,8 +1,9 @@
 // Package testsupport is the test harness the packages share: a locked log
 // buffer, free loopback ports, a runner for child processes (start, wait
 // until ready, signal, kill, restart, dump the log of a failed test), the
-// queen-dev process, go build, a process's CPU time, and an httptest server
-// that closes what it serves when the test ends.
+// queen-dev process, go build, a process's CPU time, an httptest server
+// that closes what it serves when the test ends, and the dev broker
+// benchmarks' client (1 KiB records, a push body, a cheap POST).
 //
 // It is for _test.go files only (by convention; nothing enforces it) and it
 // owns no behaviour of the product: a helper here keeps the semantics of the
@@ -18,5 +19,6 @@
 // serve it with Serve.
 //
 // It must not import a package of this module, and it holds no Kafka or
-// Queen knowledge beyond queen-dev's environment variables and /health.
+// Queen knowledge beyond queen-dev's environment variables, its /health and
+// the shape of a push body.
 package testsupport

@@ -1,6 +1,7 @@
 package testsupport
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -227,6 +228,31 @@ func TestAttachLogsDumpsOnFailureOnly(t *testing.T) {
 		if len(r.logs) != 1 || !strings.Contains(r.logs[0], "child output during TestRec") ||
 			!strings.Contains(r.logs[0], "during") || strings.Contains(r.logs[0], "before") {
 			t.Errorf("failed test's dump: %q", r.logs)
+		}
+	}
+}
+
+func TestPushBody(t *testing.T) {
+	if n := len(KiBRecord()); n != 1024 {
+		t.Fatalf("KiBRecord is %d bytes", n)
+	}
+	var body struct {
+		Items []struct {
+			Queue     string          `json:"queue"`
+			Partition string          `json:"partition"`
+			Payload   json.RawMessage `json:"payload"`
+		} `json:"items"`
+	}
+	raw := PushBody(3, 5)
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body.Items) != 5 || strings.Count(string(raw), KiBRecord()) != 5 {
+		t.Fatalf("%d items, %d records", len(body.Items), strings.Count(string(raw), KiBRecord()))
+	}
+	for _, it := range body.Items {
+		if it.Queue != "bench" || it.Partition != "3" || !json.Valid(it.Payload) {
+			t.Fatalf("item %s/%s %.40s", it.Queue, it.Partition, it.Payload)
 		}
 	}
 }

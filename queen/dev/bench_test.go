@@ -2,11 +2,9 @@ package dev
 
 import (
 	"bytes"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -18,13 +16,6 @@ import (
 // benchInFlight is how many requests each benchmark keeps in flight.
 const benchInFlight = 16
 
-// kibPayload is a 1 KiB record in the facade's envelope shape.
-func kibPayload() string {
-	v := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), 740))
-	p := `{"k":null,"t":1787824800123,"v":"` + v + `"}`
-	return p + strings.Repeat(" ", 1024-len(p))
-}
-
 func benchServer(b *testing.B) (*Broker, *httptest.Server, *http.Client) {
 	b.Helper()
 	br, err := New(Options{Dir: b.TempDir(), SweepInterval: -1})
@@ -34,23 +25,6 @@ func benchServer(b *testing.B) (*Broker, *httptest.Server, *http.Client) {
 	srv := testsupport.Serve(b, br.Handler(), func() { br.Close() })
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * benchInFlight, MaxConnsPerHost: 2 * benchInFlight}}
 	return br, srv, hc
-}
-
-// post sends body and reads the answer into buf (reused: the benchmark
-// client should cost as little CPU as possible, it shares the process).
-func post(b *testing.B, hc *http.Client, url string, body []byte, want int, buf *bytes.Buffer) []byte {
-	resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
-	if err != nil {
-		b.Error(err)
-		return nil
-	}
-	buf.Reset()
-	_, _ = buf.ReadFrom(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != want {
-		b.Errorf("status %d: %.200s", resp.StatusCode, buf.Bytes())
-	}
-	return buf.Bytes()
 }
 
 // cpuTime is the process's user+system CPU time (client and server: the
@@ -79,16 +53,7 @@ func BenchmarkPush(b *testing.B) {
 			_, srv, hc := benchServer(b)
 			bodies := make([][]byte, 8)
 			for p := range bodies {
-				var sb strings.Builder
-				sb.WriteString(`{"items":[`)
-				for i := 0; i < batch; i++ {
-					if i > 0 {
-						sb.WriteByte(',')
-					}
-					fmt.Fprintf(&sb, `{"queue":"bench","partition":"%d","payload":%s}`, p, kibPayload())
-				}
-				sb.WriteString(`]}`)
-				bodies[p] = []byte(sb.String())
+				bodies[p] = testsupport.PushBody(p, batch)
 			}
 			url := srv.URL + "/api/v1/push"
 			var n atomic.Int64
@@ -100,7 +65,7 @@ func BenchmarkPush(b *testing.B) {
 				i := 0
 				var buf bytes.Buffer
 				for pb.Next() {
-					post(b, hc, url, bodies[i%len(bodies)], http.StatusCreated, &buf)
+					testsupport.Post(b, hc, url, bodies[i%len(bodies)], http.StatusCreated, &buf)
 					n.Add(int64(batch))
 					i++
 				}
@@ -116,19 +81,10 @@ func BenchmarkPush(b *testing.B) {
 func BenchmarkFetch(b *testing.B) {
 	_, srv, hc := benchServer(b)
 	const parts, perPart = 4, 20000
-	var sb strings.Builder
 	for p := 0; p < parts; p++ {
+		body := testsupport.PushBody(p, 500)
 		for done := 0; done < perPart; done += 500 {
-			sb.Reset()
-			sb.WriteString(`{"items":[`)
-			for i := 0; i < 500; i++ {
-				if i > 0 {
-					sb.WriteByte(',')
-				}
-				fmt.Fprintf(&sb, `{"queue":"bench","partition":"%d","payload":%s}`, p, kibPayload())
-			}
-			sb.WriteString(`]}`)
-			post(b, hc, srv.URL+"/api/v1/push", []byte(sb.String()), http.StatusCreated, new(bytes.Buffer))
+			testsupport.Post(b, hc, srv.URL+"/api/v1/push", body, http.StatusCreated, new(bytes.Buffer))
 		}
 	}
 	url := srv.URL + "/api/v1/fetch"
@@ -141,7 +97,7 @@ func BenchmarkFetch(b *testing.B) {
 		for pb.Next() {
 			k := seq.Add(1)
 			body := fmt.Sprintf(`{"entries":[{"queue":"bench","partition":"%d","offset":%d,"maxBytes":1048576}]}`, k%parts, (k*997)%(perPart-1100))
-			out := post(b, hc, url, []byte(body), http.StatusOK, &buf)
+			out := testsupport.Post(b, hc, url, []byte(body), http.StatusOK, &buf)
 			n.Add(int64(bytes.Count(out, []byte(`"offset":`))))
 		}
 	})
