@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
 func TestStatusMapsToKind(t *testing.T) {
@@ -109,12 +111,10 @@ func TestThrottleMillis(t *testing.T) {
 }
 
 func TestTransportFailure(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testsupport.FreeAddr() // nothing listens: connection refused
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens: connection refused
 	c, err := New(Config{URL: "http://" + addr})
 	if err != nil {
 		t.Fatal(err)
