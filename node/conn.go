@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
 // Conn is one client connection. Requests are read ahead (at most
@@ -42,7 +43,7 @@ type Conn struct {
 	// budget bounds the bytes of requests read ahead and not yet
 	// answered: at most maxInFlight requests, and at most one maximum
 	// frame's worth of bytes, so read-ahead never multiplies the ceiling.
-	budget *orderedBudget
+	budget *recordbatch.Budget
 
 	authenticated atomic.Bool
 	stopping      atomic.Bool
@@ -75,7 +76,7 @@ type queued struct {
 }
 
 func newConn(n *Node, nc net.Conn) *Conn {
-	c := &Conn{n: n, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: newOrderedBudget(maxFrame), turn: make(chan struct{}, 1)}
+	c := &Conn{n: n, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: recordbatch.NewBudget(maxFrame), turn: make(chan struct{}, 1)}
 	c.log = n.log.With("remote", c.remote)
 	c.queen.Store(n.queen)
 	empty := ""
@@ -262,17 +263,17 @@ func (c *Conn) readRequest(ctx context.Context) (queued, error) {
 	if err != nil {
 		return queued{}, refuse("request %v", err)
 	}
-	if c.budget.acquire(ctx, int64(size)) != nil {
+	if c.budget.Acquire(ctx, int64(size)) != nil {
 		return queued{}, net.ErrClosed // the connection is ending
 	}
 	if err := c.nc.SetReadDeadline(time.Now().Add(c.n.frameTimeout)); err != nil {
-		c.budget.release(int64(size))
+		c.budget.Release(int64(size))
 		return queued{}, err
 	}
 	_, _ = c.br.Discard(4)
 	frame, err := readBody(c.br, size)
 	if err != nil {
-		c.budget.release(int64(size))
+		c.budget.Release(int64(size))
 		return queued{}, err
 	}
 	var q queued
@@ -285,7 +286,7 @@ func (c *Conn) readRequest(ctx context.Context) (queued, error) {
 		err = refuse("%s before SASL authentication", kmsg.NameForKey(q.hdr.key))
 	}
 	if err != nil {
-		c.budget.release(int64(size))
+		c.budget.Release(int64(size))
 		return queued{}, err
 	}
 	q.size = int64(size)
@@ -376,7 +377,7 @@ func (c *Conn) answerLoop(ctx context.Context, queue <-chan queued) {
 func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
 	// The request's bytes are garbage once handled; the response is
 	// bounded separately.
-	c.budget.release(q.size)
+	c.budget.Release(q.size)
 	buf := *bufp
 	defer func() { *bufp = buf }()
 	if resp == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
 // Fetch v4–v6. One request is one call to Queen's fetch route (chunked at
@@ -130,7 +131,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 // empty read with its real watermarks.
 func fillFetch(slots []fetchSlot, budget int) {
 	first := true
-	var recs []fetchedRecord
+	var recs []recordbatch.Fetched
 	for i := range slots {
 		s := &slots[i]
 		r := s.res
@@ -150,7 +151,7 @@ func fillFetch(slots []fetchSlot, budget int) {
 		}
 		s.resp.HighWatermark, s.resp.LastStableOffset, s.resp.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
 		recs = recs[:0]
-		size := batchHeaderLen
+		size := recordbatch.HeaderLen
 		for _, fr := range r.Records {
 			rec := queen.DecodePayload(fr.Payload, queen.ParseTS(fr.TS))
 			if rec.Timestamp < 0 {
@@ -161,11 +162,11 @@ func fillFetch(slots []fetchSlot, budget int) {
 				break
 			}
 			first = false
-			recs = append(recs, fetchedRecord{offset: fr.Offset, rec: rec})
+			recs = append(recs, recordbatch.Fetched{Offset: fr.Offset, Record: rec})
 			size += est
 		}
 		if len(recs) > 0 {
-			s.resp.RecordBatches = appendFetchBatch(nil, recs)
+			s.resp.RecordBatches = recordbatch.AppendFetchBatch(nil, recs)
 			budget -= len(s.resp.RecordBatches)
 		}
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
+	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 )
 
 // fetchPart is one partition of a fetch request.
@@ -53,7 +55,7 @@ func readBatch(t *testing.T, raw []byte) (kmsg.RecordBatch, []kmsg.Record) {
 	t.Helper()
 	var rb kmsg.RecordBatch
 	require.NoError(t, rb.ReadFrom(raw))
-	require.Equal(t, int(rb.Length)+batchLengthBase, len(raw), "one batch per partition")
+	require.Equal(t, int(rb.Length)+recordbatch.LengthBase, len(raw), "one batch per partition")
 	var recs []kmsg.Record
 	body := rb.Records
 	for i := int32(0); i < rb.NumRecords; i++ {
@@ -70,8 +72,8 @@ func readBatch(t *testing.T, raw []byte) (kmsg.RecordBatch, []kmsg.Record) {
 func TestFetchReturnsRecordsAsProduced(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
 	e.createTopic("orders")
-	e.produce("orders", 2, testBatch{codec: codecLz4, firstTS: 1787824800123, records: sampleRecords()}.encode(t))
-	e.produce("orders", 2, testBatch{codec: codecGzip, firstTS: 1787824801000, records: sampleRecords()[:1]}.encode(t))
+	e.produce("orders", 2, batchtest.Batch{Codec: recordbatch.CodecLz4, FirstTS: 1787824800123, Records: batchtest.SampleRecords()}.Encode(t))
+	e.produce("orders", 2, batchtest.Batch{Codec: recordbatch.CodecGzip, FirstTS: 1787824801000, Records: batchtest.SampleRecords()[:1]}.Encode(t))
 
 	resp := e.fetch(fetchReq(6, 0, 1, 1<<20, fetchPart{"orders", 2, 1, 1 << 20}))
 	p := resp.Topics[0].Partitions[0]
@@ -114,7 +116,7 @@ func TestFetchNativePayload(t *testing.T) {
 func TestFetchBoundaries(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
 	e.createTopic("orders")
-	e.produce("orders", 0, testBatch{firstTS: 1, records: sampleRecords()}.encode(t))
+	e.produce("orders", 0, batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t))
 	resp := e.fetch(fetchReq(5, 0, 0, 1<<20,
 		fetchPart{"orders", 0, 3, 1 << 20},  // at the high watermark
 		fetchPart{"orders", 0, 4, 1 << 20},  // past it
@@ -147,7 +149,7 @@ func TestFetchByteBudgets(t *testing.T) {
 	big := make([]byte, 50_000)
 	for p := int32(0); p < 3; p++ {
 		recs := []kmsg.Record{{Value: big}, {Value: big}, {Value: []byte("small")}}
-		e.produce("t", p, testBatch{firstTS: 1, records: recs}.encode(t))
+		e.produce("t", p, batchtest.Batch{FirstTS: 1, Records: recs}.Encode(t))
 	}
 	resp := e.fetch(fetchReq(6, 0, 1, 1<<20,
 		fetchPart{"t", 0, 0, 1000},    // first: one oversized record, whole
@@ -191,7 +193,7 @@ func TestFetchLongPollWokenByProduce(t *testing.T) {
 		done <- resp.(*kmsg.FetchResponse)
 	}()
 	time.Sleep(200 * time.Millisecond)
-	e.produce("orders", 0, testBatch{firstTS: 1, records: sampleRecords()}.encode(t))
+	e.produce("orders", 0, batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t))
 	resp := <-done
 	require.NotNil(t, resp)
 	_, recs := readBatch(t, resp.Topics[0].Partitions[0].RecordBatches)
@@ -202,7 +204,7 @@ func TestFetchLongPollWokenByProduce(t *testing.T) {
 func TestFetchQueenFaults(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
 	e.createTopic("orders")
-	e.produce("orders", 0, testBatch{firstTS: 1, records: sampleRecords()}.encode(t))
+	e.produce("orders", 0, batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t))
 	req := func() *kmsg.FetchRequest { return fetchReq(6, 0, 1, 1<<20, fetchPart{"orders", 0, 0, 1 << 20}) }
 	three := 3
 	e.fault(map[string]any{"route": "fetch", "status": 429, "retryAfter": three, "count": 1})
@@ -226,7 +228,7 @@ func TestFetchQueenFaults(t *testing.T) {
 func TestFetchChunksPastQueenLimit(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": "1100"})
 	e.createTopic("wide")
-	e.produce("wide", 1099, testBatch{firstTS: 1, records: sampleRecords()}.encode(t))
+	e.produce("wide", 1099, batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t))
 	var parts []fetchPart
 	for p := int32(0); p < 1100; p++ {
 		parts = append(parts, fetchPart{"wide", p, 0, 1 << 20})
@@ -270,7 +272,7 @@ func TestFetchResponseCeiling(t *testing.T) {
 	value := make([]byte, 5<<20)
 	var parts []fetchPart
 	for p := int32(0); p < 7; p++ {
-		require.Equal(t, int16(0), e.produce("huge", p, testBatch{firstTS: 1, records: []kmsg.Record{{Value: value}}}.encode(t)).ErrorCode)
+		require.Equal(t, int16(0), e.produce("huge", p, batchtest.Batch{FirstTS: 1, Records: []kmsg.Record{{Value: value}}}.Encode(t)).ErrorCode)
 		parts = append(parts, fetchPart{"huge", p, 0, 8 << 20})
 	}
 	resp := e.fetch(fetchReq(6, 0, 1, 100<<20, parts...))

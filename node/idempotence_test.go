@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/queen/dev"
+	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 )
 
 func idemBatch(t testing.TB, pid int64, epoch int16, seq int32, n int) []byte {
@@ -18,7 +19,7 @@ func idemBatch(t testing.TB, pid int64, epoch int16, seq int32, n int) []byte {
 	for i := range recs {
 		recs[i] = kmsg.Record{Key: []byte{byte(i)}, Value: []byte("v")}
 	}
-	return testBatch{idem: true, pid: pid, epoch: epoch, firstSeq: seq, firstTS: 1, records: recs}.encode(t)
+	return batchtest.Batch{Idem: true, PID: pid, Epoch: epoch, FirstSeq: seq, FirstTS: 1, Records: recs}.Encode(t)
 }
 
 // initProducer asks the node for a producer id (v4, no transactional id).

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/queen/dev"
+	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 )
 
 // brokerClock is queen-dev's clock: every push commits at its time.
@@ -65,9 +66,9 @@ func TestListOffsetsTimestampOnAppendClock(t *testing.T) {
 		clock.set(t0.Add(time.Duration(i) * 10 * time.Second))
 		// The producer's CreateTime is deliberately unrelated: the search
 		// runs on append time.
-		require.Equal(t, int64(3*i), e.produce("orders", 0, testBatch{firstTS: 5, records: sampleRecords()}.encode(t)).BaseOffset)
+		require.Equal(t, int64(3*i), e.produce("orders", 0, batchtest.Batch{FirstTS: 5, Records: batchtest.SampleRecords()}.Encode(t)).BaseOffset)
 		if i%3 == 0 {
-			e.produce("orders", 1, testBatch{firstTS: 5, records: sampleRecords()[:1]}.encode(t))
+			e.produce("orders", 1, batchtest.Batch{FirstTS: 5, Records: batchtest.SampleRecords()[:1]}.Encode(t))
 		}
 	}
 	ms := func(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
@@ -120,8 +121,8 @@ func TestListOffsetsLargeRecords(t *testing.T) {
 	sizes := []int{10 << 10, 300 << 10, 9 << 20, 10}
 	for i, n := range sizes {
 		clock.set(t0.Add(time.Duration(i) * time.Second))
-		e.produce("big", 0, testBatch{firstTS: 1, records: []kmsg.Record{{Value: make([]byte, 10)}}}.encode(t))
-		e.produce("big", 1, testBatch{firstTS: 1, records: []kmsg.Record{{Value: make([]byte, n)}}}.encode(t))
+		e.produce("big", 0, batchtest.Batch{FirstTS: 1, Records: []kmsg.Record{{Value: make([]byte, 10)}}}.Encode(t))
+		e.produce("big", 1, batchtest.Batch{FirstTS: 1, Records: []kmsg.Record{{Value: make([]byte, n)}}}.Encode(t))
 	}
 	for i := range sizes {
 		target := t0.Add(time.Duration(i) * time.Second).UnixMilli()
@@ -137,7 +138,7 @@ func TestListOffsetsLargeRecords(t *testing.T) {
 func TestListOffsetsRefusalsAndFaults(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
 	e.createTopic("orders")
-	e.produce("orders", 0, testBatch{firstTS: 1, records: sampleRecords()}.encode(t))
+	e.produce("orders", 0, batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t))
 	resp := e.listOffsets(1,
 		offsetQuery{"orders", 7, -1},
 		offsetQuery{"absent", 0, -1},

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
 // Produce v3–v9. Each record becomes one Queen message whose payload is the
@@ -26,9 +28,9 @@ type producePart struct {
 	key     windowKey // idempotent: its sequence window
 	lastSeq int32
 
-	env   []byte      // its envelopes, item i ending at ends[i]
-	items [2]int      // [first, end) of its envelopes' ends
-	fault *batchFault // the batch did not decode; answered only if sequencing keeps it
+	env   []byte             // its envelopes, item i ending at ends[i]
+	items [2]int             // [first, end) of its envelopes' ends
+	fault *recordbatch.Fault // the batch did not decode; answered only if sequencing keeps it
 
 	// What the group's sequencing decided: written in the push, refused
 	// with seqCode, or a repeat of dupOf (a batch earlier in the group) or
@@ -131,14 +133,14 @@ func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *k
 			p.fail(kerr.UnknownTopicOrPartition.Code, unknownPartitionMsg)
 			continue
 		}
-		if f := parseProduceBatch(p.raw, &p.rb); f != nil {
-			p.fail(f.code, f.msg)
+		if f := recordbatch.ParseProduce(p.raw, &p.rb); f != nil {
+			p.fail(f.Code, f.Msg)
 			continue
 		}
 		switch {
-		case p.rb.Attributes&attrCodecMask == codecZstd && version < 7:
+		case p.rb.Attributes&recordbatch.AttrCodecMask == recordbatch.CodecZstd && version < 7:
 			p.fail(kerr.UnsupportedCompressionType.Code, "produce requests below version 7 are not allowed to use ZStandard compression")
-		case p.rb.Attributes&attrTransactional != 0:
+		case p.rb.Attributes&recordbatch.AttrTransactional != 0:
 			p.fail(kerr.TransactionalIDAuthorizationFailed.Code, "transactional records without a transactional id")
 		case p.rb.NumRecords == 0:
 			p.fail(kerr.InvalidRecord.Code, "record batch carries no records")

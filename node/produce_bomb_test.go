@@ -1,63 +1,24 @@
 package node
 
 import (
-	"bytes"
 	"context"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/queen/dev"
+	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 )
 
-// bombBatch is a batch of n records whose body is records, compressed.
-func bombBatch(codec int, body []byte, n int32) []byte {
-	rb := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, Attributes: int16(codec), LastOffsetDelta: n - 1,
-		FirstTimestamp: 1, MaxTimestamp: 1, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: n, Records: body}
-	return sealBatch(rb.AppendTo(nil))
-}
-
-// gzipZerosBomb is 300 MiB of zeros in a few hundred KiB of gzip.
-func gzipZerosBomb(t testing.TB) []byte {
-	var b bytes.Buffer
-	w, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
-	require.NoError(t, err)
-	zeros := make([]byte, 1<<20)
-	for range 300 {
-		_, _ = w.Write(zeros)
-	}
-	require.NoError(t, w.Close())
-	return bombBatch(codecGzip, b.Bytes(), 1)
-}
-
-// emptyRecordsBomb is a million empty records in under a MiB of zstd.
-func emptyRecordsBomb(t testing.TB) []byte {
-	const n = 1_000_000
-	var raw []byte
-	for i := range n {
-		raw = appendRecord(raw, &kmsg.Record{OffsetDelta: int32(i)})
-	}
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression))
-	require.NoError(t, err)
-	return bombBatch(codecZstd, enc.EncodeAll(raw, nil), n)
-}
-
-// allocatedBy is what f allocated, in bytes, across the process.
-func allocatedBy(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
+// The served side of the decode budget (package recordbatch tests the
+// codec's own bound): a bomb is refused by the produce path with the code
+// and reason a broker gives, writes nothing, and leaves the process budget
+// whole, and a produce waits for the budget bounded by its context.
 
 // TestProduceBombsCostAFrame: compression buys a client no more room than
 // it already had (seed 000, "Decompressed produce batch"). A gzip batch of
@@ -70,27 +31,27 @@ func allocatedBy(f func()) uint64 {
 func TestProduceBombsCostAFrame(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
 	e.createTopic("bombs")
-	gz, zs := gzipZerosBomb(t), emptyRecordsBomb(t)
+	gz, zs := batchtest.GzipZerosBomb(t), batchtest.EmptyRecordsBomb(t)
 
 	var p kmsg.ProduceResponseTopicPartition
-	alloc := allocatedBy(func() { p = e.produce("bombs", 0, gz) })
+	alloc := batchtest.AllocatedBy(func() { p = e.produce("bombs", 0, gz) })
 	require.Equal(t, kerr.MessageTooLarge.Code, p.ErrorCode)
 	require.Contains(t, *p.ErrorMessage, "decompresses past")
 	t.Logf("gzip bomb (%d bytes): %d MiB allocated", len(gz), alloc>>20)
-	require.Less(t, alloc, uint64(maxDecompressed)*5/2, "refusing a gzip bomb allocated %d MiB", alloc>>20)
+	require.Less(t, alloc, uint64(maxFrame)*5/2, "refusing a gzip bomb allocated %d MiB", alloc>>20)
 
-	alloc = allocatedBy(func() { p = e.produce("bombs", 0, zs) })
+	alloc = batchtest.AllocatedBy(func() { p = e.produce("bombs", 0, zs) })
 	require.Equal(t, kerr.MessageTooLarge.Code, p.ErrorCode)
 	require.Contains(t, *p.ErrorMessage, "records cost past")
 	t.Logf("zstd empty-records bomb (%d bytes): %d MiB allocated", len(zs), alloc>>20)
-	require.Less(t, alloc, uint64(maxRecordCost)*3/2, "refusing a many-records bomb allocated %d MiB", alloc>>20)
+	require.Less(t, alloc, uint64(maxFrame)*3/2, "refusing a many-records bomb allocated %d MiB", alloc>>20)
 
 	res, _ := e.stored("bombs", 0)
 	require.Equal(t, int64(0), res.HighWatermark, "nothing of a bomb is written")
-	require.Equal(t, decodeBudget.size, decodeBudget.free, "every claim was given back")
+	require.Equal(t, decodeBudget.Size(), decodeBudget.Free(), "every claim was given back")
 
 	// An ordinary compressed batch still goes through.
-	require.Equal(t, int16(0), e.produce("bombs", 0, testBatch{codec: codecZstd, firstTS: 1, records: sampleRecords()}.encode(t)).ErrorCode)
+	require.Equal(t, int16(0), e.produce("bombs", 0, batchtest.Batch{Codec: recordbatch.CodecZstd, FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t)).ErrorCode)
 }
 
 // TestProduceBombsShareOneBudget: concurrent bombs on several connections
@@ -101,10 +62,8 @@ func TestProduceBombsCostAFrame(t *testing.T) {
 func TestProduceBombsShareOneBudget(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
 	e.createTopic("bombs")
-	bombs := [][]byte{gzipZerosBomb(t), emptyRecordsBomb(t)}
-	decodeBudget.mu.Lock()
-	decodeBudget.peak = 0
-	decodeBudget.mu.Unlock()
+	bombs := [][]byte{batchtest.GzipZerosBomb(t), batchtest.EmptyRecordsBomb(t)}
+	decodeBudget.ResetPeak()
 	var wg sync.WaitGroup
 	codes := make([]int16, 4)
 	for i := range codes {
@@ -124,9 +83,9 @@ func TestProduceBombsShareOneBudget(t *testing.T) {
 	for i, code := range codes {
 		require.Equal(t, kerr.MessageTooLarge.Code, code, "bomb %d", i)
 	}
-	require.LessOrEqual(t, decodeBudget.peak, decodeBudget.size)
-	require.Greater(t, decodeBudget.peak, int64(maxDecompressed), "the bombs did reach the ceiling")
-	require.Equal(t, decodeBudget.size, decodeBudget.free)
+	require.LessOrEqual(t, decodeBudget.Peak(), decodeBudget.Size())
+	require.Greater(t, decodeBudget.Peak(), int64(maxFrame), "the bombs did reach the ceiling")
+	require.Equal(t, decodeBudget.Size(), decodeBudget.Free())
 }
 
 // TestProduceWaitsForDecodeBudget: a request that finds the budget taken
@@ -134,8 +93,8 @@ func TestProduceBombsShareOneBudget(t *testing.T) {
 func TestProduceWaitsForDecodeBudget(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
 	e.createTopic("orders")
-	good := testBatch{codec: codecGzip, firstTS: 1, records: sampleRecords()}.encode(t)
-	require.True(t, decodeBudget.tryAcquire(decodeBudget.size), "budget idle at the start")
+	good := batchtest.Batch{Codec: recordbatch.CodecGzip, FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t)
+	require.True(t, decodeBudget.TryAcquire(decodeBudget.Size()), "budget idle at the start")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -150,16 +109,15 @@ func TestProduceWaitsForDecodeBudget(t *testing.T) {
 		}
 		close(done)
 	}()
-	require.Eventually(t, func() bool {
-		decodeBudget.mu.Lock()
-		defer decodeBudget.mu.Unlock()
-		return len(decodeBudget.waiters) == 1
-	}, 10*time.Second, time.Millisecond, "queued for the budget")
+	require.Eventually(t, func() bool { return decodeBudget.Waiting() == 1 }, 10*time.Second, time.Millisecond, "queued for the budget")
 	require.Empty(t, done, "answered while the budget was taken")
-	decodeBudget.release(decodeBudget.size)
+	decodeBudget.Release(decodeBudget.Size())
 	p, ok := <-done
 	require.True(t, ok, "the waiting request failed")
 	require.Equal(t, int16(0), p.ErrorCode)
 	require.Equal(t, int64(0), p.BaseOffset)
-	require.Equal(t, decodeBudget.size, decodeBudget.free)
+	require.Equal(t, decodeBudget.Size(), decodeBudget.Free())
 }
+
+// decodeBudget is the process-wide budget every produce request decodes on.
+var decodeBudget = decoding.Budget()

@@ -9,11 +9,13 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
 // A Kafka producer keeps several produce requests in flight on one
@@ -38,6 +40,16 @@ const (
 	// topic name: {"queue":"","partition":"123","payload":},
 	itemOverhead = 48
 )
+
+// decoding is every produce request's decoder pool and the decode budget
+// they share across the process: a request may decompress a frame's worth
+// and its records may cost a frame's worth once decoded, each record its
+// queen.PushItem and that item's framing in the push body beyond its
+// envelope.
+var decoding = recordbatch.NewPool(recordbatch.Limits{
+	Frame:        maxFrame,
+	ItemOverhead: int(unsafe.Sizeof(queen.PushItem{})) + itemOverhead,
+})
 
 // groupReq is one request of a group on its way through.
 type groupReq struct {
@@ -68,15 +80,11 @@ type groupReq struct {
 //     batch behind one whose write failed is refused as it would have been
 //     alone.
 func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRequest) ([]*kmsg.ProduceResponse, int, error) {
-	d := batchDecoders.Get().(*batchDecoder)
-	defer d.release()
 	// The group's decoded records are paid for on the process-wide budget
 	// until its push is over.
-	claim := decodeClaim{budget: decodeBudget}
-	defer claim.release()
-	d.claim = &claim
-	chunk, ends := d.out[:0], []int(nil)
-	defer func() { d.out = chunk }() // the push is over before release
+	d := decoding.Get()
+	chunk, ends := d.Buffer(), []int(nil)
+	defer func() { d.Release(chunk) }() // the push is over before release
 
 	var group []*groupReq
 	body := 0
@@ -105,8 +113,8 @@ func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRe
 			// back its budget and its buffers, waits for room, and decodes
 			// again. A request after it is left for a later group instead,
 			// so that nothing waits while holding budget.
-			d.scratch, chunk, ends = nil, nil, nil
-			if err := claim.restart(ctx); err != nil {
+			chunk, ends = nil, nil
+			if err := d.Restart(ctx); err != nil {
 				return nil, 0, err
 			}
 			chunk, ends, grown, busy = encodeParts(d, live, chunk, ends)
@@ -149,17 +157,15 @@ func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRe
 // adds; chunk is returned as the array the next batch continues in. busy
 // is the budget refusing to grow without waiting: the request's decode is
 // abandoned and must be run again.
-func encodeParts(d *batchDecoder, live []*producePart, chunk []byte, ends []int) ([]byte, []int, int, bool) {
-	allowance := maxDecompressed
+func encodeParts(d *recordbatch.Decoder, live []*producePart, chunk []byte, ends []int) ([]byte, []int, int, bool) {
 	grown := 0
-	d.recordCost = 0
+	d.StartRequest()
 	for _, p := range live {
 		from := len(ends)
 		room := chunk[len(chunk):]
-		d.topicLen = len(p.topic)
-		env, next, spent, f := d.envelopes(&p.rb, room, ends, allowance)
+		env, next, f := d.Envelopes(&p.rb, p.topic, room, ends)
 		ends = next
-		if f == faultBudgetBusy {
+		if f.Busy() {
 			return chunk, ends, grown, true
 		}
 		p.fault = f
@@ -171,7 +177,6 @@ func encodeParts(d *batchDecoder, live []*producePart, chunk []byte, ends []int)
 		} else {
 			chunk = env // envelopes took an array of their own
 		}
-		allowance -= spent
 		p.env, p.items = env, [2]int{from, len(ends)}
 		grown += len(env) + (len(ends)-from)*(itemOverhead+len(p.topic))
 	}
@@ -426,7 +431,7 @@ func (n *Node) settleGroup(group []*groupReq, now int64) {
 					broken[p.key] = true
 				}
 			default:
-				p.fail(p.fault.code, p.fault.msg)
+				p.fail(p.fault.Code, p.fault.Msg)
 			}
 		}
 	}
@@ -452,7 +457,7 @@ func (p *producePart) settleBehindFailure(s *sequencer, now int64) {
 		// like its original.
 		p.fail(p.dupOf.outcome.code, p.dupOf.outcome.msg)
 	case p.fault != nil:
-		p.fail(p.fault.code, p.fault.msg)
+		p.fail(p.fault.Code, p.fault.Msg)
 	default:
 		// Refused behind the failed batch; alone it would have been
 		// taken, but nothing of it was written.
@@ -469,14 +474,14 @@ func (p *producePart) settleBehindFailure(s *sequencer, now int64) {
 func (p *producePart) settleWrite(now int64) bool {
 	switch {
 	case p.fault != nil:
-		p.fail(p.fault.code, p.fault.msg)
+		p.fail(p.fault.Code, p.fault.Msg)
 		return false
 	case p.outcome.code != 0:
 		p.fail(p.outcome.code, p.outcome.msg)
 		return false
 	}
 	p.resp.BaseOffset = p.outcome.base
-	if p.rb.Attributes&attrLogAppendTime != 0 {
+	if p.rb.Attributes&recordbatch.AttrLogAppendTime != 0 {
 		p.resp.LogAppendTime = now
 	}
 	return true

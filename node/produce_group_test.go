@@ -14,6 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 )
 
 const routePushCall = "POST /api/v1/push"
@@ -123,7 +126,7 @@ func stripTimes(rs []*kmsg.ProduceResponse) []*kmsg.ProduceResponse {
 // of an earlier request's batch, and an acks=0 request in the middle.
 func groupScenario(t *testing.T) []*kmsg.ProduceRequest {
 	const pid = 7 << 32
-	plain := testBatch{firstTS: 1, records: sampleRecords()}.encode(t)
+	plain := batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t)
 	return []*kmsg.ProduceRequest{
 		groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 0, 3)}, groupPart{"a", 1, plain}, groupPart{"b", 0, idemBatch(t, pid, 0, 0, 2)}),
 		groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 3, 2)}, groupPart{"a", 9, plain}),
@@ -190,7 +193,7 @@ func TestCoalescedProduceFailedPush(t *testing.T) {
 	const pid = 9 << 32
 	scenario := func() []*kmsg.ProduceRequest {
 		return []*kmsg.ProduceRequest{
-			groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 0, 2)}, groupPart{"b", 2, testBatch{firstTS: 1, records: sampleRecords()}.encode(t)}),
+			groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 0, 2)}, groupPart{"b", 2, batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t)}),
 			groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 2, 2)}),
 			groupProduceReq(-1, groupPart{"a", 0, idemBatch(t, pid, 0, 0, 2)}), // the client's repeat
 		}
@@ -239,7 +242,7 @@ func TestCoalescedProduceLargeFramesAlone(t *testing.T) {
 	value := []byte(strings.Repeat("y", 300<<10)) // uncompressed: the frame is the size
 	var reqs []*kmsg.ProduceRequest
 	for i := 0; i < 3; i++ {
-		reqs = append(reqs, groupProduceReq(-1, groupPart{"a", 1, testBatch{firstTS: 1, records: []kmsg.Record{{Value: value}}}.encode(t)}))
+		reqs = append(reqs, groupProduceReq(-1, groupPart{"a", 1, batchtest.Batch{FirstTS: 1, Records: []kmsg.Record{{Value: value}}}.Encode(t)}))
 	}
 	before := fq.count(routePushCall)
 	got := answerQueued(t, n, reqs)
@@ -259,7 +262,7 @@ func TestCoalescedProduceCutAtBodyBound(t *testing.T) {
 	big := []byte(strings.Repeat("x", 5<<20))
 	var reqs []*kmsg.ProduceRequest
 	for i := 0; i < 3; i++ {
-		raw := testBatch{codec: codecLz4, firstTS: 1, records: []kmsg.Record{{Value: big}}}.encode(t)
+		raw := batchtest.Batch{Codec: recordbatch.CodecLz4, FirstTS: 1, Records: []kmsg.Record{{Value: big}}}.Encode(t)
 		require.Less(t, len(raw), coalesceFrameBytes/3)
 		reqs = append(reqs, groupProduceReq(-1, groupPart{"a", 0, raw}))
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
+	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 )
 
 // dataEnv is a node in front of an in-process queen-dev broker, with a
@@ -128,8 +130,8 @@ func (e *dataEnv) stored(topic string, partition int32) (queen.FetchResult, []qu
 func TestProduceStoresEnvelopesAtRealOffsets(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
 	e.createTopic("orders")
-	for _, codec := range []int{codecNone, codecGzip, codecSnappy, codecLz4, codecZstd} {
-		p := e.produce("orders", 1, testBatch{codec: codec, firstTS: 1787824800123, records: sampleRecords()}.encode(t))
+	for _, codec := range []int{recordbatch.CodecNone, recordbatch.CodecGzip, recordbatch.CodecSnappy, recordbatch.CodecLz4, recordbatch.CodecZstd} {
+		p := e.produce("orders", 1, batchtest.Batch{Codec: codec, FirstTS: 1787824800123, Records: batchtest.SampleRecords()}.Encode(t))
 		require.Equal(t, int16(0), p.ErrorCode, kerr.ErrorForCode(p.ErrorCode))
 		require.Equal(t, int64(codec*3), p.BaseOffset, "codec %d", codec)
 	}
@@ -152,7 +154,7 @@ func TestProduceStoresEnvelopesAtRealOffsets(t *testing.T) {
 func TestProduceRefusals(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
 	e.createTopic("orders")
-	good := testBatch{firstTS: 1, records: sampleRecords()}.encode(t)
+	good := batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t)
 
 	require.Equal(t, kerr.UnknownTopicOrPartition.Code, e.produce("absent", 0, good).ErrorCode, "not in the catalogue")
 	require.Equal(t, kerr.UnknownTopicOrPartition.Code, e.produce("__consumer_offsets", 0, good).ErrorCode)
@@ -167,7 +169,7 @@ func TestProduceRefusals(t *testing.T) {
 	require.NotNil(t, p.ErrorMessage)
 	require.Contains(t, *p.ErrorMessage, "CRC")
 
-	_, zp := e.produceOn(e.c, 6, "orders", 0, testBatch{codec: codecZstd, firstTS: 1, records: sampleRecords()}.encode(t))
+	_, zp := e.produceOn(e.c, 6, "orders", 0, batchtest.Batch{Codec: recordbatch.CodecZstd, FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t))
 	require.Equal(t, kerr.UnsupportedCompressionType.Code, zp.ErrorCode)
 
 	twice := produceReq(9, -1, "orders", 0, good)
@@ -195,10 +197,10 @@ func TestProduceManyPartitionsOnePush(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
 	e.createTopic("a")
 	e.createTopic("b")
-	e.produce("a", 2, testBatch{firstTS: 1, records: sampleRecords()[:1]}.encode(t))
-	req := produceReq(9, -1, "a", 2, testBatch{firstTS: 1, records: sampleRecords()}.encode(t))
+	e.produce("a", 2, batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()[:1]}.Encode(t))
+	req := produceReq(9, -1, "a", 2, batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t))
 	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = 3, testBatch{codec: codecLz4, firstTS: 1, records: sampleRecords()}.encode(t)
+	rp.Partition, rp.Records = 3, batchtest.Batch{Codec: recordbatch.CodecLz4, FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t)
 	req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = "b"
@@ -221,12 +223,12 @@ func TestProduceManyPartitionsOnePush(t *testing.T) {
 func TestProduceAcksZeroAnswersNothing(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
 	e.createTopic("orders")
-	resp, err := e.n.handleProduce(context.Background(), e.c, produceReq(9, 0, "orders", 0, testBatch{firstTS: 1, records: sampleRecords()}.encode(t)))
+	resp, err := e.n.handleProduce(context.Background(), e.c, produceReq(9, 0, "orders", 0, batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t)))
 	require.NoError(t, err)
 	require.Nil(t, resp)
 	res, _ := e.stored("orders", 0)
 	require.Equal(t, int64(3), res.HighWatermark, "processed exactly as with acks")
-	resp, err = e.n.handleProduce(context.Background(), e.c, produceReq(9, 0, "absent", 0, testBatch{firstTS: 1, records: sampleRecords()}.encode(t)))
+	resp, err = e.n.handleProduce(context.Background(), e.c, produceReq(9, 0, "absent", 0, batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t)))
 	require.NoError(t, err)
 	require.Nil(t, resp, "a failure is logged, not answered")
 }
@@ -236,7 +238,7 @@ func TestProduceAcksZeroAnswersNothing(t *testing.T) {
 func TestProduceQueenFaults(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
 	e.createTopic("orders")
-	batch := testBatch{firstTS: 1, records: sampleRecords()}.encode(t)
+	batch := batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t)
 	e.produce("orders", 0, batch) // the catalogue is loaded before faults start
 	two := 2
 	cases := []struct {

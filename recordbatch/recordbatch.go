@@ -1,11 +1,11 @@
-package node
+package recordbatch
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"slices"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,43 +17,48 @@ import (
 // Length field and the CRC sit, and the bytes the CRC covers (attributes
 // onward) — the layout kmsg.RecordBatch reads and writes.
 const (
-	batchHeaderLen    = 61
+	HeaderLen         = 61
 	batchLengthOffset = 8
 	batchMagicOffset  = 16
 	batchCRCOffset    = 17
 	batchCRCFrom      = 21
-	batchLengthBase   = 12 // FirstOffset and Length precede what Length counts
+	LengthBase        = 12 // FirstOffset and Length precede what Length counts
 )
 
 // RecordBatch attribute bits.
 const (
-	attrCodecMask     = 0x07
-	attrLogAppendTime = 0x08
-	attrTransactional = 0x10
-	attrControl       = 0x20
+	AttrCodecMask     = 0x07
+	AttrLogAppendTime = 0x08
+	AttrTransactional = 0x10
+	AttrControl       = 0x20
 )
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
-// batchFault is a produce batch refused with a Kafka error code; msg is the
+// Fault is a produce batch refused with a Kafka error code; Msg is the
 // reason, for the log and the v8+ error_message.
-type batchFault struct {
-	code int16
-	msg  string
+type Fault struct {
+	Code int16
+	Msg  string
 }
 
-func (f *batchFault) Error() string { return f.msg }
+func (f *Fault) Error() string { return f.Msg }
 
-func faultf(code int16, format string, args ...any) *batchFault {
-	return &batchFault{code: code, msg: fmt.Sprintf(format, args...)}
+// Busy reports whether f is the decode budget refusing to grow without
+// waiting, rather than a refusal of the batch: the caller gives back its
+// budget (Decoder.Restart) and decodes again.
+func (f *Fault) Busy() bool { return f == faultBudgetBusy }
+
+func faultf(code int16, format string, args ...any) *Fault {
+	return &Fault{Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
-// parseProduceBatch reads one produce partition's records into rb. Produce v3
+// ParseProduce reads one produce partition's records into rb. Produce v3
 // and up must carry exactly one RecordBatch v2 (Apache Kafka's
 // ProduceRequest.validateRecords: INVALID_RECORD otherwise); its CRC-32C must
 // match (CORRUPT_MESSAGE, as LogValidator's ensureValid answers). rb.Records
 // aliases raw.
-func parseProduceBatch(raw []byte, rb *kmsg.RecordBatch) *batchFault {
+func ParseProduce(raw []byte, rb *kmsg.RecordBatch) *Fault {
 	if len(raw) == 0 {
 		return faultf(kerr.InvalidRecord.Code, "produce requests must have at least one record batch per partition")
 	}
@@ -63,13 +68,13 @@ func parseProduceBatch(raw []byte, rb *kmsg.RecordBatch) *batchFault {
 	if magic := int8(raw[batchMagicOffset]); magic != 2 {
 		return faultf(kerr.InvalidRecord.Code, "produce requests are only allowed to contain record batches with magic version 2, got %d", magic)
 	}
-	if len(raw) < batchHeaderLen {
+	if len(raw) < HeaderLen {
 		return faultf(kerr.CorruptMessage.Code, "record batch truncated at %d bytes", len(raw))
 	}
 	length := int64(int32(binary.BigEndian.Uint32(raw[batchLengthOffset:])))
-	end := batchLengthBase + length
-	if end < batchHeaderLen || end > int64(len(raw)) {
-		return faultf(kerr.CorruptMessage.Code, "record batch declares %d bytes, %d present", length, len(raw)-batchLengthBase)
+	end := LengthBase + length
+	if end < HeaderLen || end > int64(len(raw)) {
+		return faultf(kerr.CorruptMessage.Code, "record batch declares %d bytes, %d present", length, len(raw)-LengthBase)
 	}
 	if end != int64(len(raw)) {
 		return faultf(kerr.InvalidRecord.Code, "produce requests are only allowed to contain exactly one record batch per partition")
@@ -81,10 +86,10 @@ func parseProduceBatch(raw []byte, rb *kmsg.RecordBatch) *batchFault {
 	if err := rb.ReadFrom(raw); err != nil {
 		return faultf(kerr.CorruptMessage.Code, "record batch: %v", err)
 	}
-	if rb.Attributes&attrControl != 0 {
+	if rb.Attributes&AttrControl != 0 {
 		return faultf(kerr.InvalidRecord.Code, "clients are not allowed to write control records")
 	}
-	if c := rb.Attributes & attrCodecMask; c > codecZstd {
+	if c := rb.Attributes & AttrCodecMask; c > CodecZstd {
 		return faultf(kerr.CorruptMessage.Code, "unknown compression codec %d", c)
 	}
 	if rb.NumRecords < 0 {
@@ -93,11 +98,13 @@ func parseProduceBatch(raw []byte, rb *kmsg.RecordBatch) *batchFault {
 	return nil
 }
 
-// batchDecoder turns a parsed produce batch into payload envelopes. It owns
-// the reusable state of that walk (decompression buffer, record, header
-// scratch), so a decoder is used by one request at a time; take one from
-// batchDecoders.
-type batchDecoder struct {
+// Decoder turns parsed produce batches into payload envelopes. It owns the
+// reusable state of that walk (decompression buffer, record, header
+// scratch) and its claim on the pool's decode budget, so a decoder is used
+// by one request (or coalesced group of requests) at a time; take one from
+// Pool.Get and give it back with Release.
+type Decoder struct {
+	pool    *Pool
 	scratch []byte
 	// out holds a request's envelopes until its push has returned; kept
 	// across requests so that the buffer is not regrown (in 1.25x steps,
@@ -107,26 +114,68 @@ type batchDecoder struct {
 	hdrs []queen.Header
 
 	// claim pays for the scratch buffer's growth and for the records'
-	// cost on the process-wide decodeBudget; nil pays nothing (a caller
-	// that is not a produce request). recordCost is what the current
-	// request's records have cost so far, against maxRecordCost.
+	// cost on the pool's budget; nil pays nothing (only the package's
+	// tests decode unpaid). recordCost is what the current request's
+	// records have cost so far, against the pool's maxRecordCost, and
+	// allowance the decompressed bytes it may still spend.
 	claim      *decodeClaim
+	own        decodeClaim
 	recordCost int
+	allowance  int
 	// topicLen is the current batch's topic name length, which every one
-	// of its push items repeats.
+	// of its items repeats.
 	topicLen int
 }
 
 // faultBudgetBusy is returned by envelopes when the claim could not grow
 // without waiting; the caller gives back its budget and decodes again.
-var faultBudgetBusy = &batchFault{code: kerr.MessageTooLarge.Code, msg: "decode budget busy"}
-
-var batchDecoders = sync.Pool{New: func() any { return new(batchDecoder) }}
+var faultBudgetBusy = &Fault{Code: kerr.MessageTooLarge.Code, Msg: "decode budget busy"}
 
 // scratchKeep is the largest decompression buffer a pooled decoder keeps.
 const scratchKeep = 4 << 20
 
-func (d *batchDecoder) release() {
+// Buffer is the envelope buffer the decoder kept from its last use,
+// emptied: the caller appends envelopes to it and hands it back with
+// Release once they are no longer read.
+func (d *Decoder) Buffer() []byte { return d.out[:0] }
+
+// StartRequest begins the decode of one produce request: its allowance of
+// decompressed bytes and its record cost start afresh (a request decoded
+// again after Restart starts again too).
+func (d *Decoder) StartRequest() {
+	d.recordCost, d.allowance = 0, d.pool.maxDecompressed
+}
+
+// Envelopes appends one payload envelope per record of rb (a batch from
+// ParseProduce) to buf and the end of each envelope to ends; each
+// record's cost counts topic, which the caller's item for it repeats. A
+// refused batch leaves buf and ends as they were and returns its fault,
+// which may be a Busy one: the decode budget would not grow without
+// waiting, and the request must Restart and be decoded again.
+func (d *Decoder) Envelopes(rb *kmsg.RecordBatch, topic string, buf []byte, ends []int) ([]byte, []int, *Fault) {
+	d.topicLen = len(topic)
+	buf, ends, spent, f := d.envelopes(rb, buf, ends, d.allowance)
+	d.allowance -= spent
+	return buf, ends, f
+}
+
+// Restart drops the decompression buffer and gives back everything the
+// claim holds after a Busy fault, then waits, holding nothing, until the
+// budget can give the claim what it had reached and as much again. The
+// caller drops the envelopes it had appended and decodes the request again.
+func (d *Decoder) Restart(ctx context.Context) error {
+	d.scratch = nil
+	return d.claim.restart(ctx)
+}
+
+// Release gives back the decoder's claim on the budget and the decoder to
+// its pool, keeping out (the envelope buffer the caller last appended to)
+// for its next use. Neither the decoder nor out may be used afterwards.
+func (d *Decoder) Release(out []byte) {
+	if d.claim != nil {
+		d.claim.release()
+	}
+	d.out = out
 	if cap(d.scratch) > scratchKeep {
 		d.scratch = nil
 	}
@@ -134,11 +183,11 @@ func (d *batchDecoder) release() {
 		d.out = nil
 	}
 	d.out = d.out[:0]
-	d.claim, d.recordCost, d.topicLen = nil, 0, 0
+	d.claim, d.recordCost, d.allowance, d.topicLen = nil, 0, 0, 0
 	d.rec = kmsg.Record{Headers: d.rec.Headers[:0]}
 	clear(d.hdrs)
 	d.hdrs = d.hdrs[:0]
-	batchDecoders.Put(d)
+	d.pool.decoders.Put(d)
 }
 
 // envelopes appends one payload envelope per record of rb to buf and the end
@@ -147,17 +196,18 @@ func (d *batchDecoder) release() {
 // be present and in offset order; a timestamp is the batch's first timestamp
 // plus the record's delta, or none under LogAppendTime (Queen's append time
 // then stands in, as it does on the way out).
-func (d *batchDecoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, allowance int) ([]byte, []int, int, *batchFault) {
+func (d *Decoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, allowance int) ([]byte, []int, int, *Fault) {
 	body := rb.Records
 	spent := 0
 	pay := freeGrowth
 	if d.claim != nil {
 		pay = d.claim.payScratch
 	}
-	if c := int(rb.Attributes & attrCodecMask); c != codecNone {
+	maxDecompressed, maxRecordCost := d.pool.maxDecompressed, d.pool.maxRecordCost
+	if c := int(rb.Attributes & AttrCodecMask); c != CodecNone {
 		var err error
 		if err = pay(cap(d.scratch)); err == nil {
-			d.scratch, err = codecs.decompress(d.scratch[:0], body, c, allowance, pay)
+			d.scratch, err = d.pool.codecs.decompress(d.scratch[:0], body, c, allowance, pay)
 		}
 		switch {
 		case err == errBudgetBusy:
@@ -179,7 +229,7 @@ func (d *batchDecoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, a
 	// lock off the hot path. A refused batch takes its payments back.
 	est := min(len(body)/3*4+min(max(int(rb.NumRecords), 0), len(body))*48, maxRecordCost-d.recordCost)
 	cost, paid := 0, 0
-	payRecords := func(upTo int) *batchFault {
+	payRecords := func(upTo int) *Fault {
 		if d.claim != nil && upTo > paid {
 			err := d.claim.payRecords(upTo - paid)
 			paid = upTo
@@ -190,7 +240,7 @@ func (d *batchDecoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, a
 		return nil
 	}
 	start, startEnds, startCost := len(buf), len(ends), d.recordCost
-	fail := func(f *batchFault) ([]byte, []int, int, *batchFault) {
+	fail := func(f *Fault) ([]byte, []int, int, *Fault) {
 		d.recordCost = startCost
 		if d.claim != nil {
 			d.claim.records -= int64(paid)
@@ -201,7 +251,8 @@ func (d *batchDecoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, a
 		return fail(f)
 	}
 	buf = slices.Grow(buf, est)
-	logAppend := rb.Attributes&attrLogAppendTime != 0
+	logAppend := rb.Attributes&AttrLogAppendTime != 0
+	recordOverhead := d.pool.recordOverhead
 	for i := int32(0); i < rb.NumRecords; i++ {
 		l, n := binary.Varint(body)
 		if n <= 0 || l < 0 || l > int64(len(body)-n) {
@@ -255,31 +306,31 @@ func (d *batchDecoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, a
 	return buf, ends, spent, nil
 }
 
-// fetchedRecord is one record on its way out: its absolute offset and its
-// Kafka content.
-type fetchedRecord struct {
-	offset int64
-	rec    queen.Record
+// Fetched is one record on its way out: its absolute offset and its Kafka
+// content.
+type Fetched struct {
+	Offset int64
+	Record queen.Record
 }
 
-// appendFetchBatch appends recs (ascending offsets, gaps allowed) as ONE
+// AppendFetchBatch appends recs (ascending offsets, gaps allowed) as ONE
 // uncompressed RecordBatch v2: base offset the first record's, offset deltas
 // from the offsets, first and max timestamps, no producer (-1) and leader
 // epoch -1, as every consumer reads an idempotent-free log.
-func appendFetchBatch(dst []byte, recs []fetchedRecord) []byte {
+func AppendFetchBatch(dst []byte, recs []Fetched) []byte {
 	if len(recs) == 0 {
 		return dst
 	}
-	base, first := recs[0].offset, recs[0].rec.Timestamp
+	base, first := recs[0].Offset, recs[0].Record.Timestamp
 	maxTS := first
 	for i := range recs {
-		maxTS = max(maxTS, recs[i].rec.Timestamp)
+		maxTS = max(maxTS, recs[i].Record.Timestamp)
 	}
 	rb := kmsg.RecordBatch{
 		FirstOffset:          base,
 		PartitionLeaderEpoch: -1,
 		Magic:                2,
-		LastOffsetDelta:      int32(recs[len(recs)-1].offset - base),
+		LastOffsetDelta:      int32(recs[len(recs)-1].Offset - base),
 		FirstTimestamp:       first,
 		MaxTimestamp:         maxTS,
 		ProducerID:           -1,
@@ -291,29 +342,35 @@ func appendFetchBatch(dst []byte, recs []fetchedRecord) []byte {
 	dst = rb.AppendTo(dst)
 	var hdrs []kmsg.Header
 	for i := range recs {
-		r := &recs[i].rec
+		r := &recs[i].Record
 		hdrs = hdrs[:0]
 		for _, h := range r.Headers {
 			hdrs = append(hdrs, kmsg.Header{Key: h.Key, Value: h.Value})
 		}
 		kr := kmsg.Record{
 			TimestampDelta64: r.Timestamp - first,
-			OffsetDelta:      int32(recs[i].offset - base),
+			OffsetDelta:      int32(recs[i].Offset - base),
 			Key:              r.Key,
 			Value:            r.Value,
 			Headers:          hdrs,
 		}
-		dst = appendRecord(dst, &kr)
+		dst = AppendRecord(dst, &kr)
 	}
-	binary.BigEndian.PutUint32(dst[at+batchLengthOffset:], uint32(len(dst)-at-batchLengthBase))
-	binary.BigEndian.PutUint32(dst[at+batchCRCOffset:], crc32.Checksum(dst[at+batchCRCFrom:], crc32c))
+	Seal(dst[at:])
 	return dst
 }
 
-// appendRecord appends r with its varint Length prefix. The body is encoded
+// Seal fills in the Length and the CRC of the one encoded batch b holds.
+func Seal(b []byte) []byte {
+	binary.BigEndian.PutUint32(b[batchLengthOffset:], uint32(len(b)-LengthBase))
+	binary.BigEndian.PutUint32(b[batchCRCOffset:], crc32.Checksum(b[batchCRCFrom:], crc32c))
+	return b
+}
+
+// AppendRecord appends r with its varint Length prefix. The body is encoded
 // once, behind a one-byte placeholder, and moved only when its length needs
 // a longer varint.
-func appendRecord(dst []byte, r *kmsg.Record) []byte {
+func AppendRecord(dst []byte, r *kmsg.Record) []byte {
 	r.Length = 0
 	at := len(dst)
 	dst = r.AppendTo(dst) // Length 0 encodes as one byte

@@ -1,4 +1,4 @@
-package node
+package recordbatch
 
 import (
 	"bytes"
@@ -15,19 +15,13 @@ import (
 	"github.com/pierrec/lz4/v4"
 )
 
-// maxDecompressed bounds what one produce request's batches may decompress
-// to together: one frame's worth (operator page, "Decompressed produce
-// batch"), so that compression buys a client no more room than an
-// uncompressed frame would have.
-const maxDecompressed = maxFrame
-
 // Compression codecs of a RecordBatch's attributes (bits 0-2).
 const (
-	codecNone   = 0
-	codecGzip   = 1
-	codecSnappy = 2
-	codecLz4    = 3
-	codecZstd   = 4
+	CodecNone   = 0
+	CodecGzip   = 1
+	CodecSnappy = 2
+	CodecLz4    = 3
+	CodecZstd   = 4
 )
 
 // errDecompressedTooLarge is a batch whose records would decompress past
@@ -48,11 +42,13 @@ var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 const xerialHeaderLen = 16
 
 // decompressors pools the stateful decoders; one produce batch borrows one
-// for the duration of its decode.
+// for the duration of its decode. maxDecompressed bounds a zstd decoder's
+// window and memory as the request ceiling bounds its output.
 type decompressors struct {
-	gzip sync.Pool // *gzipDecoder
-	lz4  sync.Pool // *lz4.Reader
-	zstd sync.Pool // *zstdDecoder
+	maxDecompressed int
+	gzip            sync.Pool // *gzipDecoder
+	lz4             sync.Pool // *lz4.Reader
+	zstd            sync.Pool // *zstdDecoder
 }
 
 type gzipDecoder struct {
@@ -61,8 +57,6 @@ type gzipDecoder struct {
 }
 
 type zstdDecoder struct{ d *zstd.Decoder }
-
-var codecs decompressors
 
 // payFunc is asked before dst grows to a capacity; an error refuses the
 // growth and ends the decode with it.
@@ -77,7 +71,7 @@ func freeGrowth(int) error { return nil }
 // growth of dst is paid for first.
 func (ds *decompressors) decompress(dst, src []byte, c int, limit int, pay payFunc) ([]byte, error) {
 	switch c {
-	case codecGzip:
+	case CodecGzip:
 		g, _ := ds.gzip.Get().(*gzipDecoder)
 		if g == nil {
 			g = new(gzipDecoder)
@@ -88,9 +82,9 @@ func (ds *decompressors) decompress(dst, src []byte, c int, limit int, pay payFu
 			return dst, fmt.Errorf("gzip: %w", err)
 		}
 		return readLimited(dst, &g.r, limit, pay)
-	case codecSnappy:
+	case CodecSnappy:
 		return decodeSnappy(dst, src, limit, pay)
-	case codecLz4:
+	case CodecLz4:
 		r, _ := ds.lz4.Get().(*lz4.Reader)
 		if r == nil {
 			r = lz4.NewReader(nil)
@@ -98,13 +92,13 @@ func (ds *decompressors) decompress(dst, src []byte, c int, limit int, pay payFu
 		defer ds.lz4.Put(r)
 		r.Reset(bytes.NewReader(src))
 		return readLimited(dst, r, limit, pay)
-	case codecZstd:
+	case CodecZstd:
 		z, _ := ds.zstd.Get().(*zstdDecoder)
 		if z == nil {
 			d, err := zstd.NewReader(nil,
 				zstd.WithDecoderConcurrency(1),
-				zstd.WithDecoderMaxMemory(maxDecompressed),
-				zstd.WithDecoderMaxWindow(maxDecompressed))
+				zstd.WithDecoderMaxMemory(uint64(ds.maxDecompressed)),
+				zstd.WithDecoderMaxWindow(uint64(ds.maxDecompressed)))
 			if err != nil {
 				return dst, fmt.Errorf("zstd: %w", err)
 			}
