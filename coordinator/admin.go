@@ -356,7 +356,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, cl Client, req *kmsg.Off
 				codes[i][j] = kerr.GroupSubscribedToTopic.Code
 				continue
 			}
-			key, code := offsetKey(req.Group, t.Topic, p.Partition)
+			key, code := OffsetKey(req.Group, t.Topic, p.Partition)
 			if code == kerr.InvalidCommitOffsetSize.Code {
 				continue // a key that cannot exist is already deleted
 			}

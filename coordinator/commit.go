@@ -15,8 +15,9 @@ import (
 // or write an internal topic through it.
 func internalTopic(t string) bool { return strings.HasPrefix(t, "__") }
 
-// offsetKey is the partition's §10 key, or "" when no such key can exist.
-func offsetKey(group, topic string, partition int32) (string, int16) {
+// OffsetKey is the partition's §10 key, or "" and the code a commit of it
+// is refused with when no such key can exist.
+func OffsetKey(group, topic string, partition int32) (string, int16) {
 	if topic == "" || internalTopic(topic) || partition < 0 {
 		return "", kerr.UnknownTopicOrPartition.Code
 	}
@@ -79,7 +80,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.Off
 	now := c.clock.Now().UnixMilli()
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
-			key, code := offsetKey(req.Group, t.Topic, p.Partition)
+			key, code := OffsetKey(req.Group, t.Topic, p.Partition)
 			if code != 0 {
 				codes[i][j] = code
 				continue
@@ -88,11 +89,11 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.Off
 			if p.Metadata != nil {
 				md = *p.Metadata
 			}
-			if len(md) > maxMetadataBytes {
+			if len(md) > MaxMetadataBytes {
 				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
 				continue
 			}
-			writes.add(putOp(key, offsetValue{Offset: p.Offset, Metadata: md, TS: now}), i, j)
+			writes.add(OffsetWrite(key, p.Offset, md, now), i, j)
 		}
 	}
 	if len(writes.ops) == 0 {
@@ -112,7 +113,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.Off
 	if !g.indexed {
 		// The existence index goes first, in its own call, so that no
 		// committed offset is ever left without the row that lists its group.
-		if _, err := kv.KV(ctx, []queen.KVOp{putOp(queen.GroupIndexKey(req.Group), indexValue{PT: ptype, TS: now})}); err != nil {
+		if _, err := kv.KV(ctx, []queen.KVOp{IndexWrite(req.Group, ptype, now)}); err != nil {
 			c.log.Warn("offset commit failed: group index write", "group", req.Group, "err", err)
 			writes.fail(codes, 0, kvCode(err))
 			return resp
@@ -179,38 +180,39 @@ func (g *group) writable() int16 {
 }
 
 // TxnCommitCheck is Kafka's membership rule for TxnOffsetCommit, for the
-// transaction code that stages offsets itself: 0, or the code every
-// partition is answered. A member id must be a live member; a generation,
-// when given (>= 0), must be the group's current one.
-func (c *Coordinator) TxnCommitCheck(cl Client, group, memberID string, generation int32) int16 {
+// transaction code that stages offsets itself: 0 and the group's protocol
+// type (what its index row records; "" for a group no member joined), or
+// the code every partition is answered. A member id must be a live member;
+// a generation, when given (>= 0), must be the group's current one.
+func (c *Coordinator) TxnCommitCheck(cl Client, group, memberID string, generation int32) (int16, string) {
 	if !validGroupID(group, true) {
-		return kerr.InvalidGroupID.Code
+		return kerr.InvalidGroupID.Code, ""
 	}
 	if code := c.ownerCode(cl, group); code != 0 {
-		return code
+		return code, ""
 	}
 	g := c.lookup(cl, group)
 	if g == nil {
 		switch {
 		case memberID != "":
-			return kerr.UnknownMemberID.Code
+			return kerr.UnknownMemberID.Code, ""
 		case generation >= 0:
-			return kerr.IllegalGeneration.Code
+			return kerr.IllegalGeneration.Code, ""
 		}
-		return 0
+		return 0, ""
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
 	case g.state == stateDead:
-		return kerr.CoordinatorNotAvailable.Code
+		return kerr.CoordinatorNotAvailable.Code, ""
 	case memberID != "" && g.members[memberID] == nil:
-		return kerr.UnknownMemberID.Code
+		return kerr.UnknownMemberID.Code, ""
 	case generation >= 0 && generation != g.generation:
-		return kerr.IllegalGeneration.Code
+		return kerr.IllegalGeneration.Code, ""
 	}
 	if m := g.members[memberID]; m != nil {
 		g.touch(m)
 	}
-	return 0
+	return 0, g.protocolType
 }

@@ -55,7 +55,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, cl Client, req *kmsg.Offs
 	seen := map[string]bool{}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			if k, code := offsetKey(req.Group, t.Topic, p); code == 0 && !seen[k] {
+			if k, code := OffsetKey(req.Group, t.Topic, p); code == 0 && !seen[k] {
 				seen[k] = true
 				keys = append(keys, k)
 			}
@@ -71,7 +71,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, cl Client, req *kmsg.Offs
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := missingPartition(p)
-			if k, code := offsetKey(req.Group, t.Topic, p); code == 0 {
+			if k, code := OffsetKey(req.Group, t.Topic, p); code == 0 {
 				if row, ok := rows[k]; ok {
 					c.fill(&rp, row)
 				}

@@ -22,11 +22,13 @@ type Client struct {
 	KV       KV     // nil uses the coordinator's KV
 }
 
+// MaxMetadataBytes is the longest offset metadata a commit may carry.
+const MaxMetadataBytes = 4096
+
 // Per-call limits of the contract (§7.3, §10).
 const (
-	maxOpsPerCall    = 256
-	readKeysPerCall  = 128 // getMany keys and getPrefix page size for offsets
-	indexPageLimit   = 1000
-	maxMetadataBytes = 4096
-	maxReadStalls    = 3 // rereads in a row that read nothing before giving up
+	maxOpsPerCall   = 256
+	readKeysPerCall = 128 // getMany keys and getPrefix page size for offsets
+	indexPageLimit  = 1000
+	maxReadStalls   = 3 // rereads in a row that read nothing before giving up
 )

@@ -342,8 +342,14 @@ func TestTxnCommitCheck(t *testing.T) {
 		{strings.Repeat("x", 256), "", -1, kerr.InvalidGroupID.Code},
 	}
 	for _, tc := range cases {
-		if got := h.c.TxnCommitCheck(h.cl, tc.group, tc.member, tc.gen); got != tc.want {
+		got, ptype := h.c.TxnCommitCheck(h.cl, tc.group, tc.member, tc.gen)
+		if got != tc.want {
 			t.Fatalf("%+v: %d", tc, got)
+		}
+		// The index row a transaction writes names the protocol the group
+		// was formed with, as OffsetCommit's does.
+		if want := map[bool]string{true: "consumer"}[tc.group == "g" && got == 0]; ptype != want {
+			t.Fatalf("%+v: protocol type %q, want %q", tc, ptype, want)
 		}
 	}
 }

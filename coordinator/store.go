@@ -36,6 +36,19 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
+// OffsetWrite is the put of one committed offset under key, the row
+// OffsetCommit writes and OffsetFetch reads; a transaction's commit carries
+// it behind its own fence.
+func OffsetWrite(key string, offset int64, metadata string, ts int64) queen.KVOp {
+	return putOp(key, offsetValue{Offset: offset, Metadata: metadata, TS: ts})
+}
+
+// IndexWrite is the put of group's existence index row (qk:groups:),
+// protocolType "consumer", or "" for a group no member joined.
+func IndexWrite(group, protocolType string, ts int64) queen.KVOp {
+	return putOp(queen.GroupIndexKey(group), indexValue{PT: protocolType, TS: ts})
+}
+
 func putOp(key string, value any) queen.KVOp {
 	return queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: key, Value: mustJSON(value), Forever: true}
 }

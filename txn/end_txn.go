@@ -1,0 +1,191 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// EndTxn answers an EndTxn v0–v3.
+//
+// Commit sends the whole stage as ONE POST /api/v1/transaction: kv op 0 is
+// the fence, a put of qk:txn:<id> expecting the version this process holds,
+// required, state committed; then the records; then each group's index row
+// and the offset writes. What came back decides:
+//
+//   - committed: 0, the stage freed, the fence's new version held;
+//   - rolled back on the fence (kv_precondition): PRODUCER_FENCED, nothing
+//     was written and the stage is dropped — unless the row the fence met
+//     is this very commit's, which landed on an earlier attempt whose
+//     answer was lost: then 0;
+//   - anything else (a rollback for another reason, a transport failure, a
+//     429 or 5xx, an answer that broke the contract): COORDINATOR_NOT_AVAILABLE
+//     with the stage kept, so that the client's retry can land it.
+//
+// A commit is never answered 0 unless the bundle is known to have landed.
+// A commit of a transaction this process does not hold (a restart) is
+// INVALID_TXN_STATE and writes nothing.
+//
+// Abort drops the stage, writes no record, and then puts the row's state
+// aborted, best effort: the abort is true whether or not that lands.
+func (m *Manager) EndTxn(ctx context.Context, cl Client, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse {
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	t, code := m.held(cl, req.TransactionalID, req.ProducerID, req.ProducerEpoch, fencedCode(req.Version >= 2))
+	if t == nil {
+		if code == kerr.InvalidTxnState.Code && !req.Commit {
+			// Nothing of a transaction this process does not hold was ever
+			// written: it is aborted.
+			code = 0
+		}
+		resp.ErrorCode = code
+		return resp
+	}
+	defer t.mu.Unlock()
+	if req.Commit {
+		resp.ErrorCode = m.commit(ctx, cl, t)
+	} else {
+		resp.ErrorCode = m.abort(ctx, cl, t)
+	}
+	return resp
+}
+
+func (m *Manager) commit(ctx context.Context, cl Client, t *binding) int16 {
+	switch t.state {
+	case stateEmpty:
+		// Kafka answers a repeated commit 0 and a commit after an abort,
+		// or of nothing begun, INVALID_TXN_STATE.
+		if t.last == outcomeCommitted {
+			return 0
+		}
+		return kerr.InvalidTxnState.Code
+	case stateAbortable:
+		return kerr.InvalidTxnState.Code
+	}
+	items, offsets, err := t.stage.Contents(ctx)
+	if err != nil {
+		m.log.Warn("transaction commit: the stage could not be read; it is kept for the retry", "transactional_id", t.key.ID, "err", err)
+		t.state = stateCommitting
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	if len(items) == 0 && len(offsets) == 0 {
+		// Nothing to write, so no call (§8); the fence would be its only op.
+		m.decided(t, outcomeCommitted)
+		return 0
+	}
+	t.state = stateCommitting
+	req := queen.TxnRequest{KV: m.commitOps(t, offsets)}
+	if len(items) > 0 {
+		req.Operations = []queen.TxnOperation{{Type: "push", Items: items}}
+	}
+	for attempt := 0; ; attempt++ {
+		res, err := m.kv(cl).Transaction(ctx, req)
+		var te *queen.TxnError
+		switch {
+		case err == nil && (!res[0].Applied || res[0].Version == 0):
+			// A required op that did not apply rolls the unit back; a
+			// committed answer saying otherwise is a broker this facade
+			// cannot trust with the outcome.
+			m.log.Error("transaction commit: the fence answered not applied in a committed bundle; outcome unknown, stage kept", "transactional_id", t.key.ID, "result", res[0])
+			return kerr.CoordinatorNotAvailable.Code
+		case err == nil:
+			t.version = res[0].Version
+		case errors.As(err, &te) && te.Fenced() && te.KVIndex == 0:
+			mk, ok := readMarker(te.Value)
+			switch {
+			case ok && m.ownCommit(t, mk):
+				// An earlier attempt of this very commit landed; its answer
+				// was lost.
+				t.version = te.Version
+			case ok && attempt == 0 && m.ownRow(t, mk):
+				// The row moved by a write of this process whose answer
+				// was lost (an abort's marker): the version is ours to
+				// expect.
+				t.version = te.Version
+				req.KV[0] = m.markerOp(t, rowCommitted, t.seq+1, true)
+				continue
+			default:
+				m.log.Warn("transaction commit fenced: another producer holds the transactional id; nothing was written", "transactional_id", t.key.ID, "producer_id", t.pid, "epoch", t.epoch, "records", t.records, "kv_reason", te.KVReason, "version", te.Version)
+				t.fenced = true
+				m.decided(t, outcomeAborted)
+				return kerr.ProducerFenced.Code
+			}
+		default:
+			m.log.Warn("transaction commit failed; the stage is kept for the client's retry", "transactional_id", t.key.ID, "records", t.records, "err", err)
+			return queenCode(err)
+		}
+		break
+	}
+	m.log.Debug("transaction committed", "transactional_id", t.key.ID, "producer_id", t.pid, "epoch", t.epoch, "records", len(items), "offsets", len(offsets))
+	t.seq++
+	m.decided(t, outcomeCommitted)
+	return 0
+}
+
+// commitOps is the commit's kv rider: the fence at op 0, each group's
+// index row, then the offset writes.
+func (m *Manager) commitOps(t *binding, offsets []queen.KVOp) []queen.KVOp {
+	now := m.now()
+	ops := make([]queen.KVOp, 0, 1+t.indexOps()+len(offsets))
+	ops = append(ops, m.markerOp(t, rowCommitted, t.seq+1, true))
+	groups := make([]string, 0, len(t.groups))
+	for id, g := range t.groups {
+		if g.offsets > 0 {
+			groups = append(groups, id)
+		}
+	}
+	slices.Sort(groups)
+	for _, id := range groups {
+		ops = append(ops, coordinator.IndexWrite(id, t.groups[id].protocolType, now))
+	}
+	return append(ops, offsets...)
+}
+
+// ownRow reports a row this process wrote for t's producer id and epoch.
+func (m *Manager) ownRow(t *binding, mk marker) bool {
+	return mk.PID == t.pid && mk.Epoch == t.epoch && mk.Node == m.cfg.NodeID && mk.Incarnation == m.cfg.Incarnation
+}
+
+// ownCommit reports a row written by this process's commit of t's current
+// transaction: same producer, epoch and transaction number, committed.
+func (m *Manager) ownCommit(t *binding, mk marker) bool {
+	return m.ownRow(t, mk) && mk.State == rowCommitted && mk.Seq == t.seq+1
+}
+
+// decided ends t's transaction: its stage dropped, the binding empty.
+func (m *Manager) decided(t *binding, how outcome) {
+	m.release(t)
+	t.state, t.last = stateEmpty, how
+}
+
+func (m *Manager) abort(ctx context.Context, cl Client, t *binding) int16 {
+	switch t.state {
+	case stateCommitting:
+		// Kafka refuses an abort once the commit is under way; the
+		// producer retries the commit.
+		return kerr.InvalidTxnState.Code
+	case stateEmpty:
+		if t.last == outcomeAborted {
+			return 0 // a repeated abort
+		}
+		return kerr.InvalidTxnState.Code
+	}
+	m.decided(t, outcomeAborted)
+	op := m.markerOp(t, rowAborted, t.seq+1, false)
+	t.seq++
+	res, err := m.kv(cl).KV(ctx, []queen.KVOp{op})
+	switch {
+	case err != nil:
+		m.log.Info("the abort's qk:txn: row could not be written; the transaction is aborted regardless", "transactional_id", t.key.ID, "err", err)
+	case res[0].Applied:
+		t.version = res[0].Version
+	default:
+		m.log.Info("the abort's qk:txn: row lost its compare-and-set: another producer holds the transactional id", "transactional_id", t.key.ID, "version", res[0].Version)
+	}
+	return 0
+}

@@ -1,0 +1,371 @@
+package txn
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// The two caps derived from a commit's shape (seed 000, "Ceilings that are
+// not configurable"), and the sweep's period.
+const (
+	// MaxPartitions is the partitions one transaction may write.
+	MaxPartitions = 200
+	// MaxOffsets is the offsets one transaction may commit: the
+	// transaction rider's operation ceiling less the fence and the group
+	// index (§10). A second group's index costs one of them.
+	MaxOffsets = riderOps - 2
+	riderOps   = 64
+	// SweepInterval is how often transactions past their timeout expire.
+	SweepInterval = time.Second
+)
+
+// Limits are the QUEEN_KAFKA_TXN_* caps (seed 000).
+type Limits struct {
+	MaxBytes       int64         // staged record bytes in one transaction
+	MaxRecords     int           // staged records in one transaction
+	MaxStagedBytes int64         // staged record bytes across the process
+	MaxOpen        int           // transactional ids held at once
+	MaxTimeout     time.Duration // ceiling on transaction.timeout.ms
+}
+
+// DefaultLimits are seed 000's defaults.
+var DefaultLimits = Limits{MaxBytes: 8 << 20, MaxRecords: 50_000, MaxStagedBytes: 128 << 20, MaxOpen: 1024, MaxTimeout: 900 * time.Second}
+
+// Config is how a Manager is built.
+type Config struct {
+	Queen  Queen  // the node's own credential; a Client may override it
+	IDs    IDs    // fresh producer ids
+	Groups Groups // membership of TxnOffsetCommit
+	Stages Stages // nil is Memory
+	Clock  Clock  // nil is SystemClock
+	Log    *slog.Logger
+	Limits Limits // a zero field takes DefaultLimits'
+	// NodeID and Incarnation are written into every qk:txn: row; the
+	// incarnation (minted when empty) is how this process recognises a
+	// commit of its own that landed without its answer.
+	NodeID      int32
+	Incarnation string
+}
+
+// Key names one transactional id as the identity that reached it.
+type Key struct {
+	Identity string
+	ID       string
+}
+
+// Manager is every transactional id this process holds. The map, and each
+// binding's owner fields, are guarded by mu; everything else of a binding
+// by that binding's own lock, held across its calls to Queen. Lock order:
+// a binding's lock before mu. mu holders only TryLock a binding.
+type Manager struct {
+	cfg    Config
+	lim    Limits
+	log    *slog.Logger
+	clock  Clock
+	stages Stages
+
+	mu   sync.Mutex
+	txns map[Key]*binding
+	// staged is the record bytes every stage holds (MaxStagedBytes).
+	staged atomic.Int64
+
+	startOnce, closeOnce sync.Once
+	stop, done           chan struct{}
+}
+
+// New builds a manager. The sweep runs once Start is called.
+func New(cfg Config) *Manager {
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Stages == nil {
+		cfg.Stages = Memory{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Incarnation == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		cfg.Incarnation = hex.EncodeToString(b[:])
+	}
+	lim, d := cfg.Limits, DefaultLimits
+	if lim.MaxBytes <= 0 {
+		lim.MaxBytes = d.MaxBytes
+	}
+	if lim.MaxRecords <= 0 {
+		lim.MaxRecords = d.MaxRecords
+	}
+	if lim.MaxStagedBytes <= 0 {
+		lim.MaxStagedBytes = d.MaxStagedBytes
+	}
+	if lim.MaxOpen <= 0 {
+		lim.MaxOpen = d.MaxOpen
+	}
+	if lim.MaxTimeout <= 0 {
+		lim.MaxTimeout = d.MaxTimeout
+	}
+	return &Manager{cfg: cfg, lim: lim, log: cfg.Log, clock: cfg.Clock, stages: cfg.Stages,
+		txns: make(map[Key]*binding), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Start runs the sweep every SweepInterval until Close.
+func (m *Manager) Start() {
+	m.startOnce.Do(func() {
+		go func() {
+			defer close(m.done)
+			tick := time.NewTicker(SweepInterval)
+			defer tick.Stop()
+			for {
+				select {
+				case <-m.stop:
+					return
+				case <-tick.C:
+					m.Sweep()
+				}
+			}
+		}()
+	})
+}
+
+// Close stops the sweep. Stages are memory and need no release.
+func (m *Manager) Close() {
+	m.closeOnce.Do(func() { close(m.stop) })
+	started := true
+	m.startOnce.Do(func() { started = false; close(m.done) })
+	if started {
+		<-m.done
+	}
+}
+
+// Staged is the record bytes every stage of the process holds.
+func (m *Manager) Staged() int64 { return m.staged.Load() }
+
+// Held is how many transactional ids the process holds.
+func (m *Manager) Held() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.txns)
+}
+
+func (m *Manager) kv(cl Client) Queen {
+	if cl.Queen != nil {
+		return cl.Queen
+	}
+	return m.cfg.Queen
+}
+
+func (m *Manager) groupClient(cl Client) coordinator.Client {
+	return coordinator.Client{Identity: cl.Identity}
+}
+
+// lock returns k's binding, locked. A missing one is created (unbound)
+// when create; at MaxOpen that first evicts a binding given up on, and
+// failing that answers CONCURRENT_TRANSACTIONS, retriable: a transaction
+// ending makes room. Without create a missing binding is nil.
+func (m *Manager) lock(k Key, owner uint64, create bool) (*binding, int16) {
+	for {
+		m.mu.Lock()
+		t := m.txns[k]
+		if t == nil {
+			if !create {
+				m.mu.Unlock()
+				return nil, 0
+			}
+			if len(m.txns) >= m.lim.MaxOpen && !m.evictLocked(owner) {
+				m.mu.Unlock()
+				m.log.Warn("transactional ids at QUEEN_KAFKA_TXN_MAX_OPEN: InitProducerId answered CONCURRENT_TRANSACTIONS", "max_open", m.lim.MaxOpen)
+				return nil, kerr.ConcurrentTransactions.Code
+			}
+			t = newBinding(k)
+			m.txns[k] = t
+		}
+		m.mu.Unlock()
+		t.mu.Lock()
+		if !t.removed {
+			return t, 0
+		}
+		t.mu.Unlock()
+	}
+}
+
+// adopt makes owner t's connection (t is locked): a request of the
+// producer that holds the binding keeps it from lingering out, including
+// from a connection other than the one that claimed it.
+func (m *Manager) adopt(t *binding, owner uint64) {
+	if owner == 0 {
+		return
+	}
+	m.mu.Lock()
+	t.owner, t.orphaned = owner, time.Time{}
+	m.mu.Unlock()
+}
+
+// held locks the binding of the request's transactional id and checks the
+// request's producer id and epoch against it (fenced is the code an older
+// epoch gets at the request's version), the deadline applied first. With
+// no binding, or a refused request, the binding is nil and the code is
+// what the request is answered: a transactional id this process does not
+// hold — a restart, a binding given up on — is INVALID_TXN_STATE.
+func (m *Manager) held(cl Client, id string, pid int64, epoch int16, fenced int16) (*binding, int16) {
+	t, _ := m.lock(Key{Identity: cl.Identity, ID: id}, 0, false)
+	if t == nil {
+		return nil, kerr.InvalidTxnState.Code
+	}
+	if code := t.check(pid, epoch, fenced); code != 0 {
+		t.mu.Unlock()
+		return nil, code
+	}
+	m.adopt(t, cl.Owner)
+	t.expire(m, m.clock.Now())
+	return t, 0
+}
+
+// evictLocked makes room for a binding of owner: it removes one that holds
+// no transaction and that either owner holds (see dropIdleOf) or whose
+// connection closed — the longest ago first — and reports whether there
+// was one.
+func (m *Manager) evictLocked(owner uint64) bool {
+	var pick *binding
+	for _, t := range m.txns {
+		mine := owner != 0 && t.owner == owner
+		if !mine && (t.orphaned.IsZero() || pick != nil && !t.orphaned.Before(pick.orphaned)) {
+			continue
+		}
+		if !t.mu.TryLock() {
+			continue
+		}
+		idle := t.bound && !t.holds()
+		t.mu.Unlock()
+		if idle {
+			pick = t
+			if mine {
+				break
+			}
+		}
+	}
+	if pick == nil || !pick.mu.TryLock() {
+		return false
+	}
+	m.removeLocked(pick)
+	pick.mu.Unlock()
+	return true
+}
+
+// removeLocked takes t, locked, out of the map; m.mu is held.
+func (m *Manager) removeLocked(t *binding) {
+	m.release(t)
+	t.removed = true
+	delete(m.txns, t.key)
+}
+
+// forget removes t, locked by the caller.
+func (m *Manager) forget(t *binding) {
+	m.mu.Lock()
+	m.removeLocked(t)
+	m.mu.Unlock()
+}
+
+// dropIdleOf removes every other binding of owner that holds no
+// transaction: a producer drives one transactional id at a time, so an
+// owner that claimed another has left the first for good (a pooled
+// producer re-initialised under a fresh id, as Flink's sink does, would
+// otherwise fill MaxOpen one id at a time).
+func (m *Manager) dropIdleOf(owner uint64, keep *binding) {
+	if owner == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range m.txns {
+		if t == keep || t.owner != owner || !t.mu.TryLock() {
+			continue
+		}
+		if t.bound && !t.holds() {
+			m.removeLocked(t)
+		}
+		t.mu.Unlock()
+	}
+}
+
+// Disconnected starts the linger of every binding owner holds: an open
+// transaction stays committable, by whoever resumes it with its producer
+// id and epoch, until its own timeout, and the binding itself goes once it
+// has been orphaned for its timeout (Sweep), or earlier when MaxOpen needs
+// the room.
+func (m *Manager) Disconnected(owner uint64) {
+	if owner == 0 {
+		return
+	}
+	now := m.clock.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range m.txns {
+		if t.owner == owner && t.orphaned.IsZero() {
+			t.orphaned = now
+		}
+	}
+}
+
+// Sweep expires every transaction past its timeout — its stage is dropped
+// and never written, and the producer must abort — and removes every
+// binding whose connection closed a timeout ago and that holds nothing. A
+// binding busy with a call to Queen is looked at next time. It returns how
+// many transactions expired.
+func (m *Manager) Sweep() int {
+	now := m.clock.Now()
+	expired := 0
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range m.txns {
+		if !t.mu.TryLock() {
+			continue
+		}
+		if t.expire(m, now) {
+			expired++
+		}
+		if !t.orphaned.IsZero() && !now.Before(t.orphaned.Add(t.timeout)) && !t.holds() {
+			m.removeLocked(t)
+		}
+		t.mu.Unlock()
+	}
+	if expired > 0 {
+		m.log.Warn("transactions past their transaction.timeout.ms expired: their staged records were dropped and never written", "expired", expired)
+	}
+	return expired
+}
+
+// release drops t's stage and gives its bytes back; t is locked.
+func (m *Manager) release(t *binding) {
+	if t.stage != nil {
+		t.stage.Drop()
+		t.stage = nil
+	}
+	m.staged.Add(-t.bytes)
+	t.clear()
+}
+
+// begin opens a transaction on t: its stage, and its deadline.
+func (m *Manager) begin(t *binding, now time.Time) {
+	t.state = stateOngoing
+	t.deadline = now.Add(t.timeout)
+	t.stage = m.stages.Open(t.key)
+}
+
+func (m *Manager) now() int64 { return m.clock.Now().UnixMilli() }
+
+// markerOp is the put of t's row with state, expecting the version held.
+func (m *Manager) markerOp(t *binding, state string, seq uint64, required bool) queen.KVOp {
+	expect := t.version
+	return queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: queen.TxnKey(t.key.ID), Forever: true, Expect: &expect, Required: required,
+		Value: marker{PID: t.pid, Epoch: t.epoch, State: state, Seq: seq, Node: m.cfg.NodeID, Incarnation: m.cfg.Incarnation, TS: m.now()}.json()}
+}

@@ -1,0 +1,123 @@
+package txn
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/coordinator"
+)
+
+// TxnOffsetCommit answers a TxnOffsetCommit v0–v3: consumer offsets staged
+// beside the transaction's records, written by EndTxn(commit) in the same
+// call, so that a consume-transform-produce loop's output and input
+// positions commit together. Nothing is written here. v3's generation and
+// member id are checked against the group as OffsetCommit checks them (a
+// stale one is ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID); a group instance
+// id names a static member no group here can have (JoinGroup stops below
+// the version that carries one), so it is UNKNOWN_MEMBER_ID. A group not
+// added by AddOffsetsToTxn is added, and a transaction opened, as Kafka's
+// group coordinator takes the commit either way. Past MaxOffsets the
+// partitions over the cap are INVALID_COMMIT_OFFSET_SIZE and the
+// transaction is abortable.
+func (m *Manager) TxnOffsetCommit(ctx context.Context, cl Client, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck) *kmsg.TxnOffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	codes := newGrid(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) int { return len(t.Partitions) })
+	defer func() {
+		for i, t := range req.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for j, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}()
+	fill := func(code int16) *kmsg.TxnOffsetCommitResponse {
+		codes.fill(code)
+		return resp
+	}
+	if req.InstanceID != nil {
+		return fill(kerr.UnknownMemberID.Code)
+	}
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			codes[i][j] = served(ctx, t.Topic, p.Partition)
+		}
+	}
+
+	t, code := m.held(cl, req.TransactionalID, req.ProducerID, req.ProducerEpoch, fencedCode(req.Version >= 3))
+	if t == nil {
+		return fill(code)
+	}
+	defer t.mu.Unlock()
+	if code := t.writable(); code != 0 {
+		return fill(code)
+	}
+	code, ptype := m.cfg.Groups.TxnCommitCheck(m.groupClient(cl), req.Group, req.MemberID, req.Generation)
+	if code != 0 {
+		return fill(code)
+	}
+	if t.state == stateEmpty {
+		m.begin(t, m.clock.Now())
+	}
+	g := t.group(req.Group)
+	g.protocolType = ptype
+	now := m.now()
+	over := false
+	for i, rt := range req.Topics {
+		for j, p := range rt.Partitions {
+			if codes[i][j] != 0 {
+				continue
+			}
+			key, code := coordinator.OffsetKey(req.Group, rt.Topic, p.Partition)
+			md := ""
+			if p.Metadata != nil {
+				md = *p.Metadata
+			}
+			switch {
+			case code != 0:
+				codes[i][j] = code
+				continue
+			case len(md) > coordinator.MaxMetadataBytes:
+				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
+				continue
+			}
+			if _, again := t.offsetKeys[key]; !again {
+				// A new key costs one op of the rider, and a group's first
+				// offset one more for its index row.
+				cost := 1
+				if g.offsets == 0 {
+					cost++
+				}
+				if 1+t.indexOps()+t.offsets+cost > riderOps {
+					codes[i][j], over = kerr.InvalidCommitOffsetSize.Code, true
+					continue
+				}
+			}
+			if err := t.stage.SetOffset(ctx, key, coordinator.OffsetWrite(key, p.Offset, md, now)); err != nil {
+				m.log.Warn("staging a transactional offset failed", "transactional_id", t.key.ID, "err", err)
+				codes[i][j] = kerr.CoordinatorNotAvailable.Code
+				continue
+			}
+			if _, again := t.offsetKeys[key]; !again {
+				if t.offsetKeys == nil {
+					t.offsetKeys = make(map[string]bool)
+				}
+				t.offsetKeys[key] = true
+				t.offsets++
+				g.offsets++
+			}
+		}
+	}
+	if over {
+		// The transaction cannot commit now, so nothing of this request
+		// was staged either.
+		m.poison(t, "more than 62 offsets (less one per further group)")
+		return fill(kerr.OperationNotAttempted.Code)
+	}
+	return resp
+}
