@@ -2,8 +2,9 @@
 // buffer, free loopback ports, a runner for child processes (start, wait
 // until ready, signal, kill, restart, dump the log of a failed test), the
 // queen-dev process, go build, a process's CPU time, an httptest server
-// that closes what it serves when the test ends, and the dev broker
-// benchmarks' client (1 KiB records, a push body, a cheap POST).
+// that closes what it serves when the test ends, and the dev broker's push
+// and fetch benchmarks (run in process by queen/dev, against the binary by
+// cmd/queen-dev).
 //
 // It is for _test.go files only (by convention; nothing enforces it) and it
 // owns no behaviour of the product: a helper here keeps the semantics of the
@@ -20,5 +21,5 @@
 //
 // It must not import a package of this module, and it holds no Kafka or
 // Queen knowledge beyond queen-dev's environment variables, its /health and
-// the shape of a push body.
+// the push and fetch bodies its benchmarks send.
 package testsupport

@@ -233,7 +233,7 @@ func TestAttachLogsDumpsOnFailureOnly(t *testing.T) {
 }
 
 func TestPushBody(t *testing.T) {
-	if n := len(KiBRecord()); n != 1024 {
+	if n := len(kibRecord()); n != 1024 {
 		t.Fatalf("KiBRecord is %d bytes", n)
 	}
 	var body struct {
@@ -243,12 +243,12 @@ func TestPushBody(t *testing.T) {
 			Payload   json.RawMessage `json:"payload"`
 		} `json:"items"`
 	}
-	raw := PushBody(3, 5)
+	raw := pushBody(3, 5)
 	if err := json.Unmarshal(raw, &body); err != nil {
 		t.Fatal(err)
 	}
-	if len(body.Items) != 5 || strings.Count(string(raw), KiBRecord()) != 5 {
-		t.Fatalf("%d items, %d records", len(body.Items), strings.Count(string(raw), KiBRecord()))
+	if len(body.Items) != 5 || strings.Count(string(raw), kibRecord()) != 5 {
+		t.Fatalf("%d items, %d records", len(body.Items), strings.Count(string(raw), kibRecord()))
 	}
 	for _, it := range body.Items {
 		if it.Queue != "bench" || it.Partition != "3" || !json.Valid(it.Payload) {
