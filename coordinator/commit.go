@@ -28,15 +28,19 @@ func OffsetKey(group, topic string, partition int32) (string, int16) {
 	return k, 0
 }
 
-// OffsetCommit answers an OffsetCommit v2-6. Group members are checked as
-// Kafka checks them; a commit with generation -1 and no member id (an
-// assign() consumer) is accepted while the group has no members. Offsets
-// are written to Queen KV and never expire.
+// OffsetCommit answers an OffsetCommit v2-6. A partition cl.Topics does
+// not serve is refused first, whatever the group's state, and a request
+// with nothing else is answered without touching the group. Group members
+// are checked as Kafka checks them; a commit with generation -1 and no
+// member id (an assign() consumer) is accepted while the group has no
+// members. Offsets are written to Queen KV and never expire.
 func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	codes := make([][]int16, len(req.Topics))
+	parts := 0
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
+		parts += len(t.Partitions)
 	}
 	setAll := func(code int16) {
 		for i := range codes {
@@ -61,6 +65,9 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.Off
 		}
 	}()
 
+	if refused := refuseUnserved(ctx, cl.Topics, req, codes); refused > 0 && refused == parts {
+		return resp
+	}
 	if !validGroupID(req.Group, true) {
 		setAll(kerr.InvalidGroupID.Code)
 		return resp
@@ -80,6 +87,9 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.Off
 	now := c.clock.Now().UnixMilli()
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
+			if codes[i][j] != 0 {
+				continue // refused: not served here
+			}
 			key, code := OffsetKey(req.Group, t.Topic, p.Partition)
 			if code != 0 {
 				codes[i][j] = code

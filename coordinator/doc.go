@@ -10,15 +10,22 @@
 // and the qk:group:, qk:groups: and qk:fence: rows of Queen's key/value store
 // (queen-api.md §10), which are the only durable state a group has.
 //
-// It does not own: the wire (package node decodes and encodes), the Queen
-// HTTP client (package queen; the coordinator sees only the narrow KV
-// interface), or who owns a group in a cluster (the Ownership interface; in
-// single mode the answer is always this node).
+// It does not own, and must not reach for:
+//   - the wire: package node decodes and encodes;
+//   - the Queen HTTP client (package queen): the coordinator sees only the
+//     narrow KV interface, and writes no rows but its own three families;
+//   - who owns a key (a group id; later a transactional id) in a cluster:
+//     the Ownership interface answers, registry.Ownership in cluster mode
+//     and Single otherwise; the coordinator never reads the registry, and
+//     cluster mode tells it of a changed live set through DropUnowned;
+//   - which topics and partitions exist: the node's catalogue answers
+//     through the Client's Topics, and OffsetCommit writes only the
+//     partitions it serves.
 //
 // Every method takes and returns kmsg types and never fails as a Go error:
 // each refusal is the Kafka error code a broker would send, and a Queen
 // failure is mapped per queen-api.md §0.2 for group and offset APIs
 // (401/403 GROUP_AUTHORIZATION_FAILED, everything retriable
-// COORDINATOR_NOT_AVAILABLE, never a throttle). A KV write that failed is
-// never answered as a success.
+// COORDINATOR_NOT_AVAILABLE, never a throttle; kvCode). A KV write that
+// failed is never answered as a success.
 package coordinator

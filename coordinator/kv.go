@@ -14,12 +14,14 @@ type KV interface {
 
 // Client is who sent a request: what DescribeGroups reports about a member,
 // the identity that keys the group registry (two tenants' "orders" are two
-// groups), and the credential its KV calls carry.
+// groups), the credential its KV calls carry, and the topics this node
+// serves it.
 type Client struct {
 	ID       string // the request header's client_id
 	Host     string // the peer as Kafka reports it, e.g. "/127.0.0.1"
 	Identity string // "" is the node's own credential
 	KV       KV     // nil uses the coordinator's KV
+	Topics   Topics // nil serves every partition
 }
 
 // MaxMetadataBytes is the longest offset metadata a commit may carry.

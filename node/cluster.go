@@ -6,49 +6,66 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
-	"sync/atomic"
 
-	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/registry"
 )
 
 // cluster is cluster mode on one node (QUEEN_KAFKA_NODE_ID set): the
-// registry session, the topology and group ownership read from it, and the
+// registry session, the topology and the ownership read from it, and the
 // one incarnation this process presents both in its registry row and in
 // every group fence it writes. A single-mode node has none of it: n.cluster
-// is nil and nothing below is ever reached.
+// is nil and nothing below is ever reached. It is built from what it uses
+// (the registry's config and the Queen KV route), and told at join what to
+// do when the live set changes; it holds nothing of the node.
 type cluster struct {
-	n           *Node
-	incarnation string
-	self        registry.Node
-	topo        *clusterTopology
-
-	// sess is set once by join; before that (between New and a successful
-	// join) ownership is unknown and the topology is this node alone.
-	sess atomic.Pointer[registry.Session]
+	cfg  registry.Config // the session's, incarnation included
+	kv   registry.KV
+	self registry.Node
+	topo *clusterTopology
+	// owners answers coordinator.Ownership and holds the session once join
+	// bound it; before that ownership is unknown and the topology is this
+	// node alone.
+	owners *registry.Ownership
 	// lost receives the *registry.LostError when the session ends without
 	// Close: another process took this node id.
 	lost chan error
 }
 
-func newCluster(n *Node) *cluster {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms
-	c := &cluster{
-		n:           n,
-		incarnation: hex.EncodeToString(b[:]),
-		self: registry.Node{
-			ID: int32(n.cfg.NodeID), Host: n.cfg.AdvertisedHost, Port: int(n.cfg.AdvertisedPort),
-		},
-		lost: make(chan error, 1),
+// newCluster prepares cluster mode for the registry identity cfg, reached
+// through kv (the node's own credential). An empty cfg.Incarnation draws
+// the process's token now, because the coordinator fences with it before
+// the session exists.
+func newCluster(cfg registry.Config, kv registry.KV) *cluster {
+	if cfg.Incarnation == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms
+		cfg.Incarnation = hex.EncodeToString(b[:])
 	}
+	self := registry.Node{ID: cfg.NodeID, Host: cfg.Host, Port: cfg.Port}
+	c := &cluster{cfg: cfg, kv: kv, self: self, owners: registry.NewOwnership(self), lost: make(chan error, 1)}
 	c.topo = newClusterTopology(c)
 	return c
 }
 
+// registryConfig is the registry identity and timing of a node configured
+// by cfg.
+func registryConfig(cfg Config, log *slog.Logger) registry.Config {
+	return registry.Config{
+		Cluster:   cfg.Cluster,
+		NodeID:    int32(cfg.NodeID),
+		Host:      cfg.AdvertisedHost,
+		Port:      int(cfg.AdvertisedPort),
+		Version:   facadeVersion(),
+		Heartbeat: cfg.ClusterHeartbeat,
+		TTL:       cfg.ClusterTTL,
+		Logger:    log,
+	}
+}
+
 // session is the registry session, nil until join succeeded.
-func (c *cluster) session() *registry.Session { return c.sess.Load() }
+func (c *cluster) session() *registry.Session { return c.owners.Session() }
 
 // view is the last live set read, or an empty one before join.
 func (c *cluster) view() registry.View {
@@ -68,7 +85,13 @@ func (n *Node) JoinCluster(ctx context.Context) error {
 	if n.cluster == nil {
 		return nil
 	}
-	return n.cluster.join(ctx)
+	if err := n.cluster.join(ctx, n.coord.DropUnowned); err != nil {
+		return err
+	}
+	// Shutdown runs this after the connections drained: the fenced delete
+	// of the own row, so peers drop this node on their next read.
+	n.OnRelease(n.cluster.leave)
+	return nil
 }
 
 // Lost delivers the reason once when this node's id was taken by another
@@ -87,49 +110,46 @@ func (n *Node) Incarnation() string {
 	if n.cluster == nil {
 		return ""
 	}
-	return n.cluster.incarnation
+	return n.cluster.cfg.Incarnation
 }
 
-func (c *cluster) join(ctx context.Context) error {
+// join starts the session and follows it, running changed at every change
+// of the live set.
+func (c *cluster) join(ctx context.Context, changed func()) error {
 	if c.session() != nil {
 		return errors.New("cluster: already joined")
 	}
-	cfg := c.n.cfg
-	s, err := registry.Start(ctx, c.n.queen, registry.Config{
-		Cluster:     cfg.Cluster,
-		NodeID:      int32(cfg.NodeID),
-		Host:        cfg.AdvertisedHost,
-		Port:        int(cfg.AdvertisedPort),
-		Version:     facadeVersion(),
-		Heartbeat:   cfg.ClusterHeartbeat,
-		TTL:         cfg.ClusterTTL,
-		Incarnation: c.incarnation,
-		Logger:      c.n.log,
-	})
+	s, err := registry.Start(ctx, c.kv, c.cfg)
 	if err != nil {
-		return fmt.Errorf("joining cluster %q as node %d: %w", cfg.Cluster, cfg.NodeID, err)
+		return fmt.Errorf("joining cluster %q as node %d: %w", c.cfg.Cluster, c.cfg.NodeID, err)
 	}
-	c.sess.Store(s)
-	// Shutdown runs this after the connections drained: the fenced delete
-	// of the own row, so peers drop this node on their next read. It gets
-	// its own budget (registry.CloseBudget) even when a slow drain used up
-	// the shutdown's, because a late delete is still earlier than the TTL.
-	c.n.OnRelease(func(ctx context.Context) error { return s.Close(context.WithoutCancel(ctx)) })
-	go c.follow(s)
+	c.owners.Bind(s)
+	go c.follow(s, changed)
 	return nil
 }
 
-// follow reacts to every change the session reports: a group whose owner
-// moved away is dropped (its members hear NOT_COORDINATOR and re-run
+// leave closes the session. It gets its own budget (registry.CloseBudget)
+// even when a slow drain used up the shutdown's, because a late delete is
+// still earlier than the TTL.
+func (c *cluster) leave(ctx context.Context) error {
+	s := c.session()
+	if s == nil {
+		return nil
+	}
+	return s.Close(context.WithoutCancel(ctx))
+}
+
+// follow reacts to every change the session reports: changed drops each
+// group whose owner moved away (its members hear NOT_COORDINATOR and re-run
 // FindCoordinator), and one that moved here starts empty when its members
 // arrive. It ends with the session; an end that Close did not cause is the
 // id lost to another process.
-func (c *cluster) follow(s *registry.Session) {
+func (c *cluster) follow(s *registry.Session, changed func()) {
 	for {
-		changed := s.Changed()
-		c.n.coord.DropUnowned()
+		next := s.Changed()
+		changed()
 		select {
-		case <-changed:
+		case <-next:
 		case <-s.Done():
 			var lost *registry.LostError
 			if err := s.Err(); errors.As(err, &lost) {
@@ -138,29 +158,6 @@ func (c *cluster) follow(s *registry.Session) {
 			return
 		}
 	}
-}
-
-// ownership is the coordinator's view of who owns a group: the session's
-// answer, or unknown (COORDINATOR_NOT_AVAILABLE) while the registry cannot
-// be trusted or before the node joined.
-type clusterOwnership struct{ c *cluster }
-
-func (o clusterOwnership) Owner(group string) (coordinator.Broker, error) {
-	s := o.c.session()
-	if s == nil {
-		return coordinator.Broker{}, coordinator.ErrNoOwner
-	}
-	n, err := s.Owner(group)
-	if err != nil {
-		return coordinator.Broker{}, fmt.Errorf("%w: %w", coordinator.ErrNoOwner, err)
-	}
-	return broker(n), nil
-}
-
-func (o clusterOwnership) Self() coordinator.Broker { return broker(o.c.self) }
-
-func broker(n registry.Node) coordinator.Broker {
-	return coordinator.Broker{NodeID: n.ID, Host: n.Host, Port: int32(n.Port)}
 }
 
 // facadeVersion is written into the registry row so an operator reading it

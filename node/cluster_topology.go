@@ -79,7 +79,7 @@ func (t *clusterTopology) brokers() []kmsg.MetadataResponseBroker {
 
 func (t *clusterTopology) controllerID() int32 { return t.snapshot().controller }
 
-func (t *clusterTopology) clusterID() string { return t.c.n.cfg.Cluster }
+func (t *clusterTopology) clusterID() string { return t.c.cfg.Cluster }
 
 func (t *clusterTopology) leaderFor(topic string, p int32) (int32, []int32) {
 	r := t.snapshot().ring

@@ -1,42 +1,55 @@
 package node
 
 import (
+	"context"
+	"log/slog"
 	"net"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
 )
 
-// newCoordinator builds the group coordinator from the node's
-// configuration. Single mode coordinates every group here; cluster mode
-// fences every offset write with this node's id and a per-process
-// incarnation, so that a node that lost a group without noticing can never
-// overwrite its successor's commits.
-func newCoordinator(n *Node) *coordinator.Coordinator {
-	self := coordinator.Broker{NodeID: int32(n.cfg.NodeID), Host: n.cfg.AdvertisedHost, Port: n.cfg.AdvertisedPort}
-	var own coordinator.Ownership = coordinator.Single{Node: self}
-	if n.cluster != nil {
-		own = clusterOwnership{n.cluster}
-	}
+// newCoordinator builds the group coordinator of a node configured by cfg,
+// whose groups own decides (coordinator.Single in single mode,
+// registry.Ownership in a cluster). Cluster mode fences every offset write
+// with this node's id and the process's incarnation, so that a node that
+// lost a group without noticing can never overwrite its successor's
+// commits.
+func newCoordinator(cfg Config, kv coordinator.KV, log *slog.Logger, own coordinator.Ownership, incarnation string) *coordinator.Coordinator {
 	return coordinator.New(coordinator.Config{
-		KV:                n.queen,
+		KV:                kv,
 		Ownership:         own,
-		Log:               n.log.With("component", "coordinator"),
-		JoinDelay:         n.cfg.GroupJoinDelay,
-		MinSessionTimeout: n.cfg.GroupMinSessionTimeout,
-		MaxSessionTimeout: n.cfg.GroupMaxSessionTimeout,
-		Fenced:            n.cfg.Clustered(),
-		NodeID:            int32(n.cfg.NodeID),
-		Incarnation:       n.Incarnation(), // the registry row's: one per process
+		Log:               log.With("component", "coordinator"),
+		JoinDelay:         cfg.GroupJoinDelay,
+		MinSessionTimeout: cfg.GroupMinSessionTimeout,
+		MaxSessionTimeout: cfg.GroupMaxSessionTimeout,
+		Fenced:            cfg.Clustered(),
+		NodeID:            int32(cfg.NodeID),
+		Incarnation:       incarnation, // the registry row's: one per process
 	})
+}
+
+// selfBroker is this node as FindCoordinator names it in single mode.
+func selfBroker(cfg Config) coordinator.Broker {
+	return coordinator.Broker{NodeID: int32(cfg.NodeID), Host: cfg.AdvertisedHost, Port: cfg.AdvertisedPort}
 }
 
 // groupClient is the connection as the coordinator needs it: the member's
 // client id and host as DescribeGroups reports them, the identity that
-// keys the group registry, and the credential its KV calls carry.
+// keys the group registry, the credential its KV calls carry, and the
+// connection's catalogue, which says which partitions a commit may write.
 func (c *Conn) groupClient() coordinator.Client {
 	host := c.RemoteAddr()
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return coordinator.Client{ID: c.ClientID(), Host: "/" + host, Identity: c.Identity(), KV: c.Queen()}
+	return coordinator.Client{ID: c.ClientID(), Host: "/" + host, Identity: c.Identity(), KV: c.Queen(), Topics: servedTopics{c}}
+}
+
+// servedTopics is coordinator.Topics over the connection's catalogue: a
+// topic this node's Metadata would not name, or a partition past its
+// width, is not served.
+type servedTopics struct{ c *Conn }
+
+func (t servedTopics) Width(ctx context.Context, topic string) (int32, bool, error) {
+	return t.c.n.topicWidth(ctx, t.c, topic)
 }

@@ -1,13 +1,23 @@
 // Package node is one facade node: the Kafka listener, its connections and
 // framing, the version table that both builds the ApiVersions answer and
-// gates every request, the configuration read from the environment, and one
-// file per Kafka API handler. Records, topics and offsets live in Queen and
-// are reached through package queen; group state is package coordinator's.
+// gates every request, the configuration read from the environment, the
+// topic catalogue, and one file per Kafka API handler. Records, topics and
+// offsets live in Queen and are reached through package queen. What a
+// client is answered when a Queen call fails is one table, faults.go.
 //
-// Cluster mode (QUEEN_KAFKA_NODE_ID set) is wired here too, in cluster*.go:
-// the registry session claimed between Listen and Serve (package registry),
-// Metadata's brokers and leaders read from its live set (package hashring),
-// group ownership handed to the coordinator, and the catalogue kept current
-// with topics other nodes create or widen. With the variable unset none of
-// it is built.
+// It does not own group state: membership, committed offsets and their
+// qk:group:/qk:groups:/qk:fence: rows are package coordinator's, which the
+// group and offset handlers call and which asks back only through narrow
+// seams: Ownership (who coordinates a key) and the Client's Topics (which
+// partitions this node serves, answered from the connection's catalogue).
+// It does not own the registry's qk:node: rows either.
+//
+// Cluster mode (QUEEN_KAFKA_NODE_ID set) is wired here, in cluster*.go, from
+// explicit parts and without a pointer back to the Node: the registry
+// session (package registry) started from its registry.Config and the Queen
+// KV route between Listen and Serve; registry.Ownership handed to the
+// coordinator, whose DropUnowned runs at every change of the live set;
+// Metadata's brokers and leaders read from the live set (package hashring);
+// and the catalogue kept current with topics other nodes create or widen.
+// With the variable unset none of it is built.
 package node

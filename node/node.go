@@ -71,15 +71,16 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		conns:        make(map[*Conn]struct{}),
 		now:          time.Now,
 	}
-	n.topo = singleTopology{n: n}
+	n.topo = singleTopology{host: cfg.AdvertisedHost, port: cfg.AdvertisedPort, cluster: cfg.Cluster}
+	var own coordinator.Ownership = coordinator.Single{Node: selfBroker(cfg)}
 	if cfg.Clustered() {
-		n.cluster = newCluster(n)
-		n.topo = n.cluster.topo
+		n.cluster = newCluster(registryConfig(cfg, log), q)
+		n.topo, own = n.cluster.topo, n.cluster.owners
 	}
 	n.cats = newCatalogs(n)
 	n.ids = newIdentities(n)
 	n.idem = newIdempotence()
-	n.coord = newCoordinator(n)
+	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation())
 	return n, nil
 }
 

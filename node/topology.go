@@ -18,7 +18,11 @@ type topology interface {
 
 // singleTopology is single mode: node 0 at the advertised address leads
 // everything, whatever the Queen deployment behind it looks like.
-type singleTopology struct{ n *Node }
+type singleTopology struct {
+	host    string // QUEEN_KAFKA_ADVERTISED_ADDR
+	port    int32
+	cluster string // QUEEN_KAFKA_CLUSTER
+}
 
 // singleReplicas is shared by every partition; encoders only read it.
 var singleReplicas = []int32{0}
@@ -26,13 +30,13 @@ var singleReplicas = []int32{0}
 func (t singleTopology) brokers() []kmsg.MetadataResponseBroker {
 	b := kmsg.NewMetadataResponseBroker()
 	b.NodeID = 0
-	b.Host = t.n.cfg.AdvertisedHost
-	b.Port = t.n.cfg.AdvertisedPort
+	b.Host = t.host
+	b.Port = t.port
 	return []kmsg.MetadataResponseBroker{b}
 }
 
 func (singleTopology) controllerID() int32 { return 0 }
 
-func (t singleTopology) clusterID() string { return t.n.cfg.Cluster }
+func (t singleTopology) clusterID() string { return t.cluster }
 
 func (singleTopology) leaderFor(string, int32) (int32, []int32) { return 0, singleReplicas }

@@ -3,7 +3,7 @@
 // written with the facade's own credential, expiring one TTL after its last
 // write. It is shaped like etcd's concurrency.Session: Start claims the node
 // id and keeps the row alive, View and Owner answer who is live and who owns
-// a group, Done is closed when the id is lost or the session closed, and
+// a key, Done is closed when the id is lost or the session closed, and
 // Close hands the id back.
 //
 // Liveness is the store's expiry and nothing else. No node ever compares its
@@ -14,8 +14,15 @@
 // reads the live set, so the set a node acts on always includes its own
 // latest write.
 //
-// What this package does not decide is what a caller does with an answer:
-// it never refuses a Kafka request itself. A non-nil Err (and so a failing
-// Owner) means "answer group RPCs COORDINATOR_NOT_AVAILABLE"; a closed Done
-// with a *LostError means another process runs with this node id.
+// Ownership is the registry as the coordinator asks it (it implements
+// coordinator.Ownership): the owner of any key, a group id or a
+// transactional id, is the live node the rendezvous hash names, and no
+// owner is known before a session is bound or while it is not trusted.
+//
+// It owns the qk:node: rows and nothing else of the store; it must not touch
+// group rows or fences, topic records, or the wire. What it does not decide
+// is what a caller does with an answer: it never refuses a Kafka request
+// itself. A non-nil Err (and so a failing Owner) means "answer group RPCs
+// COORDINATOR_NOT_AVAILABLE"; a closed Done with a *LostError means another
+// process runs with this node id.
 package registry

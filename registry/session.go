@@ -155,16 +155,16 @@ func (s *Session) View() View {
 // Live is View().Nodes.
 func (s *Session) Live() []Node { return s.View().Nodes }
 
-// Owner returns the live node owning group, or an error when this node
-// cannot answer with authority (Err is not nil), which a group RPC turns into
-// COORDINATOR_NOT_AVAILABLE.
-func (s *Session) Owner(group string) (Node, error) {
+// Owner returns the live node owning key (a group id, or a transactional
+// id), or an error when this node cannot answer with authority (Err is not
+// nil), which a group RPC turns into COORDINATOR_NOT_AVAILABLE.
+func (s *Session) Owner(key string) (Node, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.errLocked(); err != nil {
 		return Node{}, err
 	}
-	n, ok := s.view.Owner(group)
+	n, ok := s.view.Owner(key)
 	if !ok {
 		// Unreachable while healthy: a successful heartbeat's read includes
 		// the row it just wrote. Said rather than assumed.

@@ -1,0 +1,50 @@
+package registry
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/queen-mq/queen-kafka/coordinator"
+)
+
+// Ownership is coordinator.Ownership in cluster mode. A key (a group id;
+// transactional ids go on the same ring, issue 9) is owned by the live node
+// the rendezvous hash names in the session's view. Before a session is
+// bound (a node between its construction and its join) and while the
+// session cannot answer with authority (Session.Err), no owner is known:
+// the answer is coordinator.ErrNoOwner, which the coordinator turns into
+// COORDINATOR_NOT_AVAILABLE. Nothing else of the coordinator is known here.
+type Ownership struct {
+	self Node
+	sess atomic.Pointer[Session]
+}
+
+// NewOwnership is the ownership of the node self, unbound.
+func NewOwnership(self Node) *Ownership { return &Ownership{self: self} }
+
+// Bind makes s the session owners are read from (the node's join).
+func (o *Ownership) Bind(s *Session) { o.sess.Store(s) }
+
+// Session is the bound session, nil before Bind.
+func (o *Ownership) Session() *Session { return o.sess.Load() }
+
+// Owner is the live node owning key, or an error wrapping
+// coordinator.ErrNoOwner (and the session's reason, once bound).
+func (o *Ownership) Owner(key string) (coordinator.Broker, error) {
+	s := o.Session()
+	if s == nil {
+		return coordinator.Broker{}, coordinator.ErrNoOwner
+	}
+	n, err := s.Owner(key)
+	if err != nil {
+		return coordinator.Broker{}, fmt.Errorf("%w: %w", coordinator.ErrNoOwner, err)
+	}
+	return broker(n), nil
+}
+
+// Self is this node as FindCoordinator names it.
+func (o *Ownership) Self() coordinator.Broker { return broker(o.self) }
+
+func broker(n Node) coordinator.Broker {
+	return coordinator.Broker{NodeID: n.ID, Host: n.Host, Port: int32(n.Port)}
+}
