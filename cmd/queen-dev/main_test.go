@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -164,5 +168,70 @@ func TestBinaryBadEnvAndUsage(t *testing.T) {
 	out, _ = cmd.CombinedOutput()
 	if !strings.Contains(string(out), "QUEEN_DEV_ADDR") || !strings.Contains(string(out), "not Queen") {
 		t.Errorf("-h: %s", out)
+	}
+}
+
+// Damage in the middle of the log is a fatal boot: a non-zero exit and one
+// log line naming the file and the byte offset, the log left as it was.
+func TestBinaryRefusesDamagedLog(t *testing.T) {
+	dir := t.TempDir()
+	env := []string{"QUEEN_DEV_DATA=" + dir}
+	p := start(t, env...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	qc := client(t, p.url, "")
+	for i := 0; i < 6; i++ {
+		if _, err := qc.Push(ctx, []queen.PushItem{{Queue: "q", Partition: "0", Payload: json.RawMessage(`"x"`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := p.Terminate(t, 20*time.Second); code != 0 {
+		t.Fatalf("SIGTERM exit %d", code)
+	}
+
+	path := filepath.Join(dir, "wal.log")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frames []int
+	for at := 0; at < len(data); at += 8 + int(binary.LittleEndian.Uint32(data[at:])) {
+		frames = append(frames, at)
+	}
+	if len(frames) < 6 {
+		t.Fatalf("%d frames for 6 pushes", len(frames))
+	}
+	k := frames[len(frames)/2]
+	data[k+4] ^= 0xff // that frame's CRC no longer matches; intact frames follow it
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	bad := &testsupport.Proc{Name: "queen-dev", Bin: os.Args[0], Args: []string{"-test.run=^$"},
+		Env: append(os.Environ(), "QUEEN_DEV_TEST_MAIN=1", "QUEEN_DEV_ADDR=127.0.0.1:0", "QUEEN_DEV_DATA="+dir)}
+	if err := bad.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bad.Kill)
+	select {
+	case <-bad.Done():
+	case <-time.After(20 * time.Second): // a broker that boots anyway serves forever
+		t.Fatalf("damaged log: the broker started instead of refusing\n%s", bad.Out.String())
+	}
+	if bad.ExitCode() <= 0 {
+		t.Fatalf("damaged log: exit %d, want non-zero\n%s", bad.ExitCode(), bad.Out.String())
+	}
+	var lines []string // what the broker wrote, without Proc's start and exit markers
+	for _, l := range strings.Split(strings.TrimSpace(bad.Out.String()), "\n") {
+		if !strings.HasPrefix(l, "=== testsupport:") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], path) || !strings.Contains(lines[0], "frame at byte "+strconv.Itoa(k)+" ") ||
+		!strings.Contains(lines[0], "level=ERROR") {
+		t.Errorf("want one error line naming %s and byte %d, got:\n%s", path, k, bad.Out.String())
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
+		t.Error("the refused log was modified")
 	}
 }

@@ -18,12 +18,31 @@
 // while it writes and fsyncs one batch of frames the next batch collects, and
 // every request is acknowledged only after the fsync of its batch; reads
 // likewise wait until everything they could have observed is synced, so no
-// answer ever shows state a crash could take back. On boot the log is
-// replayed and a torn tail (short frame or CRC mismatch) is truncated; a
-// CRC-valid frame that does not decode refuses the boot instead of silently
-// dropping acknowledged data. A flock on Dir/LOCK keeps two processes off one
-// log. If a write or fsync fails the broker stops acknowledging writes
-// (500), since memory would otherwise be ahead of disk.
+// answer ever shows state a crash could take back. A flock on Dir/LOCK keeps
+// two processes off one log. If a write or fsync fails the broker stops
+// acknowledging writes (500), since memory would otherwise be ahead of disk.
+//
+// # Torn tails and damage
+//
+// On boot the log is replayed frame by frame from byte 0. A frame is intact
+// when its length is 1..1 GiB, it lies wholly inside the file and its CRC-32C
+// matches. Replay stops at the first frame that is not intact, at byte X. The
+// bytes from X to the end are a torn tail, and are truncated (with a warning
+// line), only when fewer than 8 bytes remain after X or no intact frame whose
+// body decodes starts at any byte after X: a crash during the last write
+// leaves exactly that (a frame cut short, zeros, or a final frame whose CRC
+// does not match), and what it leaves was never acknowledged, because
+// nothing is acknowledged before its fsync. Anything else is damage: an
+// intact frame after a bad one means writes were acknowledged after it, so
+// boot refuses (cmd/queen-dev exits 1 with one log line naming the file and
+// byte X, and leaves the file as it was) rather than silently drop them;
+// move the log aside, or truncate it to X bytes to keep what precedes the
+// damage. A CRC-valid frame that does not decode refuses the boot too. The
+// search after X checksums at most 4 GiB (enough for any tail made of this
+// log's own frames); a tail it cannot check is refused, never cut. Two
+// consequences of the definition: damage to the final frame alone is cut as
+// a torn tail, and a power loss that wrote the last batch's later pages but
+// not its earlier ones is refused although nothing in it was acknowledged.
 //
 // Why not bbolt: a B+tree commit costs an fsync (two, with the freelist) per
 // transaction and serialises writers; grouping requests into one bbolt

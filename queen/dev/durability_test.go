@@ -1,6 +1,7 @@
 package dev
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -159,18 +161,35 @@ func TestAckedWritesOnDiskWithoutClose(t *testing.T) {
 	}
 }
 
-func TestTornTailTruncated(t *testing.T) {
-	dir := t.TempDir()
+// populatedLog is a closed broker's Dir after populate, and the snapshot it
+// served.
+func populatedLog(t *testing.T) (dir, want string) {
+	t.Helper()
+	dir = t.TempDir()
 	e := newEnv(t, Options{Dir: dir})
 	populate(t, e)
-	want := snapshot(t, e)
+	want = snapshot(t, e)
 	e.srv.Close()
 	if err := e.b.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return dir, want
+}
+
+// A tail that holds no intact frame is cut whatever it holds.
+func TestTornTailTruncated(t *testing.T) {
+	dir, want := populatedLog(t)
 	path := filepath.Join(dir, walName)
-	st, _ := os.Stat(path)
-	good := st.Size()
+	orig, _ := os.ReadFile(path)
+	good := int64(len(orig))
+	// The largest frame, so that a copy's prefix holds op headers.
+	offs := append(frameOffsets(t, orig), good)
+	var big []byte
+	for i := range offs[1:] {
+		if f := orig[offs[i]:offs[i+1]]; len(f) > len(big) {
+			big = f
+		}
+	}
 
 	cases := map[string]func([]byte) []byte{
 		"short header": func(b []byte) []byte { return append(b, 7, 0, 0) },
@@ -187,8 +206,15 @@ func TestTornTailTruncated(t *testing.T) {
 			return append(append(b, h...), body...)
 		},
 		"huge length": func(b []byte) []byte { return append(b, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0) },
+		// A power loss after the file grew but before its blocks were written.
+		"zeros":             func(b []byte) []byte { return append(b, make([]byte, 4096)...) },
+		"real frame prefix": func(b []byte) []byte { return append(b, big[:len(big)-1]...) },
+		"real frame, bad crc": func(b []byte) []byte {
+			b = append(b, big...)
+			b[len(b)-len(big)+4] ^= 1
+			return b
+		},
 	}
-	orig, _ := os.ReadFile(path)
 	for name, tear := range cases {
 		t.Run(name, func(t *testing.T) {
 			if err := os.WriteFile(path, tear(append([]byte(nil), orig...)), 0o644); err != nil {
@@ -360,5 +386,101 @@ func TestLogFailureIsSticky(t *testing.T) {
 	}
 	if err := b.Close(); err == nil {
 		t.Error("Close must report the log failure")
+	}
+}
+
+// frameOffsets walks a log's frame headers: the start of every frame, and
+// the end of the last one.
+func frameOffsets(t *testing.T, data []byte) []int64 {
+	t.Helper()
+	var offs []int64
+	for at := int64(0); at < int64(len(data)); {
+		offs = append(offs, at)
+		at += frameHeader + int64(binary.LittleEndian.Uint32(data[at:]))
+	}
+	return offs
+}
+
+// Damage anywhere but the tail refuses the boot, naming the file and the
+// offset, and leaves the log untouched; nothing acknowledged after the
+// damage is silently dropped.
+func TestMidLogDamageRefusesBoot(t *testing.T) {
+	dir, want := populatedLog(t)
+	path := filepath.Join(dir, walName)
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs := frameOffsets(t, orig)
+	if len(offs) < 4 {
+		t.Fatalf("%d frames: too few to damage one in the middle", len(offs))
+	}
+	k := offs[len(offs)/2]
+	n := binary.LittleEndian.Uint32(orig[k:])
+	setLen := func(v uint32) func([]byte) { return func(b []byte) { binary.LittleEndian.PutUint32(b[k:], v) } }
+	cases := map[string]func([]byte){
+		"flipped body byte":  func(b []byte) { b[k+frameHeader+int64(n)/2] ^= 0x40 },
+		"flipped crc":        func(b []byte) { b[k+4] ^= 1 },
+		"length shorter":     setLen(n - 1),
+		"length longer":      setLen(n + 5),
+		"length past end":    setLen(uint32(len(orig))),
+		"length over limit":  setLen(0xfffffff0),
+		"zeroed header":      func(b []byte) { copy(b[k:], make([]byte, frameHeader)) },
+		"zeroed first frame": func(b []byte) { copy(b, make([]byte, frameHeader+3)) },
+	}
+	for name, damage := range cases {
+		t.Run(name, func(t *testing.T) {
+			bad := append([]byte(nil), orig...)
+			damage(bad)
+			at := k
+			if name == "zeroed first frame" {
+				at = 0
+			}
+			if err := os.WriteFile(path, bad, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			b, err := New(Options{Dir: dir, SweepInterval: -1})
+			if err == nil {
+				b.Close()
+				t.Fatalf("damaged log accepted: replay %+v", b.Replay)
+			}
+			if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, fmt.Sprintf("frame at byte %d ", at)) ||
+				strings.Contains(msg, "\n") {
+				t.Errorf("error must name %s and byte %d on one line: %v", path, at, err)
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, bad) {
+				t.Errorf("refused log was modified (%d bytes, was %d)", len(got), len(bad))
+			}
+		})
+	}
+	// What follows the damage cannot be checked within the budget: refused,
+	// never cut.
+	t.Run("scan budget spent", func(t *testing.T) {
+		old := scanBudget
+		scanBudget = 0
+		t.Cleanup(func() { scanBudget = old })
+		bad := append([]byte(nil), orig...)
+		bad[k+4] ^= 1
+		if err := os.WriteFile(path, bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := New(Options{Dir: dir, SweepInterval: -1})
+		if err == nil {
+			b.Close()
+			t.Fatal("unchecked tail accepted")
+		}
+		if !strings.Contains(err.Error(), fmt.Sprintf("frame at byte %d ", k)) || !strings.Contains(err.Error(), "could not be checked") {
+			t.Errorf("error: %v", err)
+		}
+		if got, _ := os.ReadFile(path); !bytes.Equal(got, bad) {
+			t.Error("refused log was modified")
+		}
+	})
+	if err := os.WriteFile(path, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e2 := reopen(t, dir, Options{})
+	if got := snapshot(t, e2); got != want {
+		t.Fatalf("after restoring the log:\nwant:\n%s\ngot:\n%s", want, got)
 	}
 }

@@ -25,7 +25,7 @@ import (
 const (
 	frameHeader = 8
 	// maxFrame bounds a frame read back on replay: a header claiming more is
-	// a torn or garbage tail, not an allocation to attempt.
+	// damage (see replay), not an allocation to attempt.
 	maxFrame = 1 << 30
 )
 
@@ -214,11 +214,26 @@ type replayResult struct {
 	tornBytes int64 // bytes dropped from the tail
 }
 
+// scanBudget bounds the bytes checksummed while looking for an intact frame
+// after a damaged one (var so tests can lower it). A tail that cannot be
+// checked within it is refused, never cut: refusing is the safe answer.
+var scanBudget int64 = 4 << 30
+
 // replay reads every intact frame of f from the start and hands its ops to
-// apply, then truncates a torn tail (a frame cut short by a crash, or one
-// whose CRC does not match) so that new frames follow the last good one.
-// A CRC-valid frame that does not decode is corruption, not a torn write:
-// replay refuses it rather than silently dropping acknowledged data.
+// apply. A frame is intact when its length is 1..maxFrame, it lies wholly
+// inside the file and its CRC-32C matches. Reading stops at the first frame
+// that is not intact, at byte X; the bytes from X to the end of the file are
+// a torn tail, and are truncated so that new frames follow the last good
+// one, only when
+//
+//   - fewer than a frame header's 8 bytes remain after X, or
+//   - no intact frame whose body decodes starts at any byte after X.
+//
+// That is what a crash in the middle of the last write leaves: a frame cut
+// short, or one whose CRC does not match, with nothing valid after it. An
+// intact frame after the damage means the damaged frame was followed by
+// acknowledged writes, so replay refuses (naming the offsets) instead of
+// silently dropping them; so does a CRC-valid frame that does not decode.
 func replay(f *os.File, apply func([]op) error) (replayResult, error) {
 	var res replayResult
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -232,13 +247,19 @@ func replay(f *os.File, apply func([]op) error) (replayResult, error) {
 	r := bufio.NewReaderSize(f, 1<<20)
 	var hdr [frameHeader]byte
 	var body []byte
-	for {
+	damage := "" // why the frame at validEnd is not intact
+	for size-res.validEnd >= frameHeader {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			break // clean end (EOF) or a torn header
+			return res, fmt.Errorf("frame at byte %d: %w", res.validEnd, err)
 		}
 		n := binary.LittleEndian.Uint32(hdr[:4])
 		sum := binary.LittleEndian.Uint32(hdr[4:])
-		if n > maxFrame || res.validEnd+frameHeader+int64(n) > size {
+		if n == 0 || n > maxFrame {
+			damage = fmt.Sprintf("length %d outside 1..%d", n, maxFrame)
+			break
+		}
+		if res.validEnd+frameHeader+int64(n) > size {
+			damage = fmt.Sprintf("length %d runs past the end of the file at byte %d", n, size)
 			break
 		}
 		if cap(body) < int(n) {
@@ -246,9 +267,10 @@ func replay(f *os.File, apply func([]op) error) (replayResult, error) {
 		}
 		body = body[:n]
 		if _, err := io.ReadFull(r, body); err != nil {
-			break
+			return res, fmt.Errorf("frame at byte %d: %w", res.validEnd, err)
 		}
 		if crc32.Checksum(body, crcTable) != sum {
+			damage = "CRC mismatch"
 			break
 		}
 		ops, err := decodeFrame(body)
@@ -260,6 +282,18 @@ func replay(f *os.File, apply func([]op) error) (replayResult, error) {
 		}
 		res.frames++
 		res.validEnd += frameHeader + int64(n)
+	}
+	if damage != "" {
+		at, err := firstIntact(f, res.validEnd+1, size)
+		keep := fmt.Sprintf("move the log aside to start empty, or truncate it to %d bytes to keep only what precedes the damage", res.validEnd)
+		if err != nil {
+			return res, fmt.Errorf("frame at byte %d is damaged (%s) and what follows it could not be checked (%v): refusing to start; %s",
+				res.validEnd, damage, err, keep)
+		}
+		if at >= 0 {
+			return res, fmt.Errorf("frame at byte %d is damaged (%s) but an intact frame follows at byte %d: it is not a torn tail, and cutting it would drop acknowledged writes; refusing to start; %s",
+				res.validEnd, damage, at, keep)
+		}
 	}
 	res.tornBytes = size - res.validEnd
 	if res.tornBytes > 0 {
@@ -274,4 +308,61 @@ func replay(f *os.File, apply func([]op) error) (replayResult, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// firstIntact returns the offset of the first intact frame whose body
+// decodes starting in [from, size), or -1 when none does. It reads the range
+// once, in order, and checksums only candidates whose length fits and whose
+// body starts as a frame body does (an op count, then a known op kind);
+// more than scanBudget checksummed bytes is an error.
+func firstIntact(f *os.File, from, size int64) (int64, error) {
+	if from >= size {
+		return -1, nil
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(f, from, size-from), 1<<20)
+	chunk := make([]byte, 1<<20)
+	var work int64
+	for y := from; ; y++ {
+		p, err := r.Peek(frameHeader + binary.MaxVarintLen64 + 1)
+		if len(p) < frameHeader+2 { // no room left for a frame
+			if err != nil && err != io.EOF {
+				return -1, err
+			}
+			return -1, nil
+		}
+		n := int64(binary.LittleEndian.Uint32(p[:4]))
+		if n >= 2 && n <= maxFrame && y+frameHeader+n <= size && frameStart(p[frameHeader:]) {
+			if work += n; work > scanBudget {
+				return -1, fmt.Errorf("more than %d bytes to checksum", scanBudget)
+			}
+			crc := uint32(0)
+			for off := int64(0); off < n; {
+				m := int(min(int64(len(chunk)), n-off))
+				if _, err := f.ReadAt(chunk[:m], y+frameHeader+off); err != nil {
+					return -1, err
+				}
+				crc = crc32.Update(crc, crcTable, chunk[:m])
+				off += int64(m)
+			}
+			if crc == binary.LittleEndian.Uint32(p[4:8]) {
+				body := make([]byte, n)
+				if _, err := f.ReadAt(body, y+frameHeader); err != nil {
+					return -1, err
+				}
+				if _, err := decodeFrame(body); err == nil {
+					return y, nil
+				}
+			}
+		}
+		if _, err := r.Discard(1); err != nil {
+			return -1, err
+		}
+	}
+}
+
+// frameStart reports whether b can begin a frame body: an op count of at
+// least one, then the first op's kind.
+func frameStart(b []byte) bool {
+	count, k := binary.Uvarint(b)
+	return k > 0 && count >= 1 && k < len(b) && b[k] >= kindQueueSet && b[k] <= kindLogStart
 }
