@@ -29,6 +29,7 @@ import (
 // answered in that order (conn_coalesce.go, produce_group.go).
 type Conn struct {
 	n      *Node
+	id     uint64 // unique in the process
 	nc     net.Conn
 	br     *bufio.Reader
 	remote string
@@ -76,7 +77,7 @@ type queued struct {
 }
 
 func newConn(n *Node, nc net.Conn) *Conn {
-	c := &Conn{n: n, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: recordbatch.NewBudget(maxFrame), turn: make(chan struct{}, 1)}
+	c := &Conn{n: n, id: n.connIDs.Add(1), nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: recordbatch.NewBudget(maxFrame), turn: make(chan struct{}, 1)}
 	c.log = n.log.With("remote", c.remote)
 	c.queen.Store(n.queen)
 	empty := ""

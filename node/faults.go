@@ -102,12 +102,29 @@ var (
 	// CreatePartitions, the alter APIs) is topicRule except that a 429 is
 	// REQUEST_TIMED_OUT with its throttle_time_ms.
 	topicWriteRule = topicRule.throttledAs(kerr.RequestTimedOut.Code)
-	// The transactions feature adds its row here: POST /api/v1/transaction
-	// (§8 "Facade checks") is PRODUCER_FENCED for a rolled-back unit whose
-	// reason is kv_precondition (a *queen.TxnError with Fenced(), checked
-	// before the rule, as createFault checks errTopicRace), and
-	// COORDINATOR_NOT_AVAILABLE for any other failure, transport error, 429
-	// or 5xx, with the stage kept; txnFault beside the functions below.
+	// The transaction APIs (InitProducerId's claim of qk:txn:, §7;
+	// EndTxn's POST /api/v1/transaction, §8 "Facade checks"; a catalogue
+	// read of AddPartitionsToTxn or TxnOffsetCommit): 401/403
+	// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, fatal, what Apache Kafka
+	// answers a principal that may not write the transactional id;
+	// anything else — a 429, a 5xx, a transport failure, a refusal, a broken
+	// answer, a rollback for any reason but the fence — COORDINATOR_NOT_AVAILABLE,
+	// which every client retries after finding the coordinator again, and
+	// with the stage kept. Never a throttle: a claim or a commit is once
+	// per transaction. A unit rolled back on its fence (kv_precondition) is
+	// PRODUCER_FENCED, decided by package txn before this rule, because
+	// only it can tell a fence another producer moved from its own commit
+	// that landed with its answer lost. A cancel is answered like any
+	// failure.
+	txnRule = faultRule{
+		throttled:  kerr.CoordinatorNotAvailable.Code,
+		auth:       kerr.TransactionalIDAuthorizationFailed.Code,
+		badRequest: kerr.CoordinatorNotAvailable.Code,
+		tooLarge:   kerr.CoordinatorNotAvailable.Code,
+		protocol:   kerr.CoordinatorNotAvailable.Code,
+		other:      kerr.CoordinatorNotAvailable.Code,
+		prefix:     "queen: ",
+	}
 )
 
 // throttledAs is r answering a 429 with code (and its throttle).
@@ -157,6 +174,12 @@ var (
 func producerIDFault(err error) (code int16, throttle int32, fatal error) {
 	code, throttle, _, fatal = producerIDRule.apply(err)
 	return code, throttle, fatal
+}
+
+// txnFault maps a failed Queen call on a transaction API (txnRule).
+func txnFault(err error) int16 {
+	code, _, _, _ := txnRule.apply(err)
+	return code
 }
 
 // topicFault maps a failed Queen call on a topic API (topicRule).

@@ -46,6 +46,7 @@ var faultRoutes = map[string]func(error) faultAnswer{
 		code, throttle, _ := createFault(err, 6)
 		return faultAnswer{code, throttle, false}
 	},
+	"transaction": func(err error) faultAnswer { return faultAnswer{code: txnFault(err)} },
 }
 
 func fromQueenFault(f queenFault) func(error) faultAnswer {
@@ -89,6 +90,7 @@ func TestQueenFaultTable(t *testing.T) {
 		"metadata":    {code: kerr.TopicAuthorizationFailed.Code},
 		"topicwrite":  {code: kerr.TopicAuthorizationFailed.Code},
 		"create-v6":   {code: kerr.TopicAuthorizationFailed.Code},
+		"transaction": {code: kerr.TransactionalIDAuthorizationFailed.Code},
 	}
 	// refusal is a request Queen refused whole (400, 413): the same call
 	// fails again, so every API answers a non-retriable code.
@@ -101,6 +103,9 @@ func TestQueenFaultTable(t *testing.T) {
 			"metadata":    {code: kerr.InvalidRequest.Code},
 			"topicwrite":  {code: kerr.InvalidRequest.Code},
 			"create-v6":   {code: kerr.InvalidRequest.Code},
+			// §8 "Facade checks": any other failure keeps the stage and
+			// is retriable.
+			"transaction": {code: kerr.CoordinatorNotAvailable.Code},
 		}
 	}
 	retriable := want{
@@ -111,6 +116,7 @@ func TestQueenFaultTable(t *testing.T) {
 		"metadata":    {code: lna},
 		"topicwrite":  {code: lna},
 		"create-v6":   {code: lna},
+		"transaction": {code: kerr.CoordinatorNotAvailable.Code},
 	}
 	rows := []struct {
 		row  string
@@ -138,6 +144,8 @@ func TestQueenFaultTable(t *testing.T) {
 			"topicwrite":  {code: rto, throttle: 2000},
 			"create-v5":   {code: rto, throttle: 2000},
 			"create-v6":   {code: kerr.ThrottlingQuotaExceeded.Code, throttle: 2000},
+			// §8: a 429 on a commit is retriable, never a throttle.
+			"transaction": {code: kerr.CoordinatorNotAvailable.Code},
 		}},
 		{"§0.2 429: 1000 when Retry-After is absent", throttled(0), want{
 			"produce":  {code: rto, throttle: 1000},
@@ -169,6 +177,11 @@ func TestQueenFaultTable(t *testing.T) {
 			"producerid":  {code: kerr.CoordinatorLoadInProgress.Code},
 			"metadata":    {code: lna},
 			"topicwrite":  {code: lna},
+			"transaction": {code: kerr.CoordinatorNotAvailable.Code},
+		}},
+		// §8: a unit rolled back for a reason other than its fence.
+		{"§8 rolled back (db_error)", &queen.TxnError{Reason: "db_error", Message: "deadlock"}, want{
+			"transaction": {code: kerr.CoordinatorNotAvailable.Code},
 		}},
 		// The connection going away: a data-path call is not answered; a
 		// topic API answers it like any failure.
@@ -179,6 +192,7 @@ func TestQueenFaultTable(t *testing.T) {
 			"producerid":  {fatal: true},
 			"metadata":    {code: lna},
 			"topicwrite":  {code: lna},
+			"transaction": {code: kerr.CoordinatorNotAvailable.Code},
 		}},
 		// A CreateTopics that lost the topic record to a concurrent creator.
 		{"CreateTopics record race", errTopicRace, want{

@@ -184,16 +184,20 @@ func TestSequenceWrap(t *testing.T) {
 	require.Equal(t, seqVerdict{}, s.check(p, k, 0, 0, 3), "after MaxInt32 comes 0")
 }
 
-func TestInitProducerIDTransactionalRefused(t *testing.T) {
+// A transactional id is claimed in single mode: a fresh producer id from
+// the same allocator as idempotent ones, at epoch 0.
+func TestInitProducerIDTransactionalClaimed(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
+	idem := e.initProducer(e.c, -1, -1)
 	req := kmsg.NewPtrInitProducerIDRequest()
 	id := "txn-1"
-	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch = 4, &id, -1, -1
+	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.TransactionTimeoutMillis = 4, &id, -1, -1, 60000
 	resp, err := e.n.handleInitProducerID(context.Background(), e.c, req)
 	require.NoError(t, err)
 	r := resp.(*kmsg.InitProducerIDResponse)
-	require.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, r.ErrorCode)
-	require.Equal(t, int64(-1), r.ProducerID)
+	require.Equal(t, int16(0), r.ErrorCode)
+	require.Equal(t, int16(0), r.ProducerEpoch)
+	require.NotEqual(t, idem.ProducerID, r.ProducerID, "one allocator for both kinds")
 }
 
 // TestProducerIDsUniqueAcrossNodesAndRestarts: three nodes allocating at

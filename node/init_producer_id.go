@@ -7,19 +7,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// InitProducerId v0–v4, for idempotent producers. Without a transactional
-// id the answer is a producer id unique across nodes and restarts at epoch
-// 0, or — v3+ carrying an existing id and epoch — KIP-360's bump: the same
-// id at epoch+1, with every sequence window of it starting over. A
-// transactional id is refused TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which
-// every client treats as fatal, until transactions exist.
+// InitProducerId v0–v4. Without a transactional id the answer is a
+// producer id unique across nodes and restarts at epoch 0, or — v3+
+// carrying an existing id and epoch — KIP-360's bump: the same id at
+// epoch+1, with every sequence window of it starting over. A transactional
+// id is package txn's claim in single mode (an empty one is
+// INVALID_REQUEST there, as Kafka's coordinator answers it); in cluster
+// mode it is refused TRANSACTIONAL_ID_AUTHORIZATION_FAILED at once, which
+// every client treats as fatal, so that initTransactions() stops instead of
+// retrying for max.block.ms against a node that cannot hold the stage.
 func (n *Node) handleInitProducerID(ctx context.Context, c *Conn, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
+	if req.TransactionalID != nil {
+		if n.cfg.Clustered() {
+			resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+			resp.ProducerID, resp.ProducerEpoch = -1, -1
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return resp, nil
+		}
+		return n.txns.InitProducerID(ctx, c.txnClient(), req), nil
+	}
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		return resp, nil
-	}
 	scope := c.Identity()
 	if req.Version >= 3 && req.ProducerID >= 0 && req.ProducerEpoch >= 0 {
 		epoch, res := n.idem.seq.bump(producerKey{scope: scope, pid: req.ProducerID}, req.ProducerEpoch)

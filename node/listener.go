@@ -64,5 +64,6 @@ func (n *Node) forget(c *Conn) {
 	n.mu.Lock()
 	delete(n.conns, c)
 	n.mu.Unlock()
+	n.txns.Disconnected(c.id)
 	n.connWG.Done()
 }

@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/txn"
 )
 
 // Connection timeouts of the operator page's ceilings.
@@ -35,6 +37,10 @@ type Node struct {
 	now   func() time.Time         // the catalogue's clock; tests substitute it
 	idem  *idempotence             // producer ids and sequence windows (Produce, InitProducerId)
 	coord *coordinator.Coordinator // consumer groups and committed offsets
+	txns  *txn.Manager             // transactional ids and their stages
+	// connIDs numbers the connections (what a transaction's binding names
+	// its owner by).
+	connIDs atomic.Uint64
 	// cluster is cluster mode (registry session, topology, ownership); nil
 	// in single mode, where none of it exists.
 	cluster *cluster
@@ -81,6 +87,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	n.ids = newIdentities(n)
 	n.idem = newIdempotence()
 	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation())
+	n.txns = newTxns(cfg, q, log, n.idem.ids, n.coord, func() time.Time { return n.now() })
 	return n, nil
 }
 
@@ -129,6 +136,8 @@ func (n *Node) Serve(ctx context.Context) error {
 		ln = n.ln
 		n.mu.Unlock()
 	}
+	// The transaction timeout sweep runs while the node serves.
+	n.txns.Start()
 	return n.acceptLoop(ctx, ln)
 }
 
@@ -143,6 +152,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	// drain for up to a rebalance timeout; Close answers it now.
 	n.coord.Close()
 	drainErr := n.drain(ctx)
+	n.txns.Close()
 	return errors.Join(drainErr, n.release(ctx))
 }
 

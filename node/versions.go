@@ -25,6 +25,10 @@ var apiTable = []apiRow{
 	{kmsg.CreateTopics.Int16(), 2, 6, handle((*Node).handleCreateTopics)},                       // 19
 	{kmsg.DeleteTopics.Int16(), 1, 5, handle((*Node).handleDeleteTopics)},                       // 20
 	{kmsg.InitProducerID.Int16(), 0, 4, handle((*Node).handleInitProducerID)},                   // 22
+	{kmsg.AddPartitionsToTxn.Int16(), 0, 3, handle((*Node).handleAddPartitionsToTxn)},           // 24
+	{kmsg.AddOffsetsToTxn.Int16(), 0, 3, handle((*Node).handleAddOffsetsToTxn)},                 // 25
+	{kmsg.EndTxn.Int16(), 0, 3, handle((*Node).handleEndTxn)},                                   // 26
+	{kmsg.TxnOffsetCommit.Int16(), 0, 3, handle((*Node).handleTxnOffsetCommit)},                 // 28
 	{kmsg.DescribeACLs.Int16(), 1, 3, handle((*Node).handleDescribeAcls)},                       // 29
 	{kmsg.CreateACLs.Int16(), 1, 3, handle((*Node).handleCreateAcls)},                           // 30
 	{kmsg.DeleteACLs.Int16(), 1, 3, handle((*Node).handleDeleteAcls)},                           // 31

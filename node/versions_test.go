@@ -64,6 +64,22 @@ func TestNotOfferedKeysAreNotAdvertised(t *testing.T) {
 	}
 }
 
+// Every row of the seed's matrix is advertised: a missing one fails here,
+// not in a client.
+func TestEverySeedRowIsAdvertised(t *testing.T) {
+	if len(seedWindows) != 32 {
+		t.Fatalf("seed lists 32 APIs, the table here has %d", len(seedWindows))
+	}
+	for k := range seedWindows {
+		if _, ok := rowFor(k.Int16()); !ok {
+			t.Errorf("%s (key %d) is in seed 001's support matrix and not advertised", kmsg.NameForKey(k.Int16()), k)
+		}
+	}
+	if len(apiTable) != len(seedWindows) {
+		t.Errorf("%d rows advertised, seed 001 has %d", len(apiTable), len(seedWindows))
+	}
+}
+
 func TestEveryRowHasAHandlerAndTheSeedWindow(t *testing.T) {
 	seen := map[int16]bool{}
 	prev := int16(-1)

@@ -80,7 +80,9 @@ func (m *Manager) AddPartitionsToTxn(ctx context.Context, cl Client, req *kmsg.A
 		return fill(kerr.OperationNotAttempted.Code)
 	}
 	if t.state == stateEmpty {
-		m.begin(t, m.clock.Now())
+		if code := m.begin(t, m.clock.Now()); code != 0 {
+			return fill(code)
+		}
 	}
 	if t.partitions == nil {
 		t.partitions = make(map[topicPartition]bool, len(fresh))
@@ -111,7 +113,10 @@ func (m *Manager) AddOffsetsToTxn(ctx context.Context, cl Client, req *kmsg.AddO
 		return resp
 	}
 	if t.state == stateEmpty {
-		m.begin(t, m.clock.Now())
+		if code := m.begin(t, m.clock.Now()); code != 0 {
+			resp.ErrorCode = code
+			return resp
+		}
 	}
 	t.group(req.Group)
 	return resp

@@ -166,16 +166,66 @@ func TestCapMaxTimeout(t *testing.T) {
 	}
 }
 
-// QUEEN_KAFKA_TXN_MAX_OPEN bounds the ids held; a binding whose connection
+// QUEEN_KAFKA_TXN_MAX_OPEN bounds the open transactions: one more is
+// refused MESSAGE_TOO_LARGE where it would open, and nothing of it opens;
+// once another has ended it opens.
+func TestCapMaxOpen(t *testing.T) {
+	h := newHarness(t, Limits{MaxOpen: 1})
+	ca, cb := Client{Owner: 1}, Client{Owner: 2}
+	pa, ea := h.init(h.m, ca, "a")
+	pb, eb := h.init(h.m, cb, "b")
+	h.add(h.m, ca, "a", pa, ea, "out", 0)
+	if got := addCodes(h.m.AddPartitionsToTxn(bg, cb, addParts("b", pb, eb, "out", 1), served)); got[0] != kerr.MessageTooLarge.Code {
+		t.Fatalf("a second open transaction: %v", got)
+	}
+	if c := h.m.AddOffsetsToTxn(bg, cb, addOffsets("b", pb, eb, "g")).ErrorCode; c != kerr.MessageTooLarge.Code {
+		t.Fatalf("a second open transaction by AddOffsetsToTxn: %v", kerr.ErrorForCode(c))
+	}
+	if got := offsetCodes(h.m.TxnOffsetCommit(bg, cb, offsetCommit("b", pb, eb, "g", "in", map[int32]int64{0: 1}), served)); got[0] != kerr.MessageTooLarge.Code {
+		t.Fatalf("a second open transaction by TxnOffsetCommit: %v", got)
+	}
+	if code, _ := h.m.Produce(bg, cb, batch("b", pb, eb, "out", 1, "b", 1)); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("produce of the refused transaction: %v", kerr.ErrorForCode(code))
+	}
+	if c := h.end(h.m, cb, "b", pb, eb, false); c != kerr.InvalidTxnState.Code {
+		t.Fatalf("abort of a transaction that never opened: %v", kerr.ErrorForCode(c))
+	}
+	if c := h.end(h.m, ca, "a", pa, ea, false); c != 0 {
+		t.Fatal(kerr.ErrorForCode(c))
+	}
+	h.add(h.m, cb, "b", pb, eb, "out", 1)
+	h.produce(h.m, cb, batch("b", pb, eb, "out", 1, "b", 1))
+	if c := h.end(h.m, cb, "b", pb, eb, true); c != 0 {
+		t.Fatalf("b once a ended: %v", kerr.ErrorForCode(c))
+	}
+	// Every way out of an open transaction gives its place back: an
+	// expiry, a cap, a takeover.
+	h.add(h.m, ca, "a", pa, ea, "out", 0)
+	h.clock.advance(testTimeout)
+	h.m.Sweep()
+	h.end(h.m, ca, "a", pa, ea, false)
+	h.add(h.m, cb, "b", pb, eb, "out", 0)
+	h.init(h.m, Client{Owner: 3}, "b")
+	if h.m.Open() != 0 {
+		t.Fatalf("%d transactions counted open", h.m.Open())
+	}
+	h.add(h.m, ca, "a", pa, ea, "out", 0)
+	if h.m.Open() != 1 {
+		t.Fatalf("%d transactions counted open", h.m.Open())
+	}
+}
+
+// The transactional ids held are bounded too: a binding whose connection
 // closed gives way, a live one does not; one connection claiming a second
 // id lets its first go.
-func TestCapMaxOpen(t *testing.T) {
-	h := newHarness(t, Limits{MaxOpen: 2})
+func TestHeldIDsAreBounded(t *testing.T) {
+	h := newHarness(t, Limits{})
+	h.m.maxBindings = 2
 	h.init(h.m, Client{Owner: 1}, "a")
 	h.init(h.m, Client{Owner: 2}, "b")
 	r := h.m.InitProducerID(bg, Client{Owner: 3}, initReq("c", testTimeout))
 	if r.ErrorCode != kerr.ConcurrentTransactions.Code {
-		t.Fatalf("past the cap: %v", kerr.ErrorForCode(r.ErrorCode))
+		t.Fatalf("past the bound: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 	// An id already held is a re-claim, not a new one.
 	h.init(h.m, Client{Owner: 1}, "a")

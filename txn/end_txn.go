@@ -117,7 +117,7 @@ func (m *Manager) commit(ctx context.Context, cl Client, t *binding) int16 {
 			}
 		default:
 			m.log.Warn("transaction commit failed; the stage is kept for the client's retry", "transactional_id", t.key.ID, "records", t.records, "err", err)
-			return queenCode(err)
+			return m.fault(err)
 		}
 		break
 	}

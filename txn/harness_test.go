@@ -46,7 +46,16 @@ func newHarness(t *testing.T, lim Limits) *harness {
 // manager is another manager (another facade process) over the same
 // broker, sharing the harness's clock and id allocator.
 func (h *harness) manager(lim Limits) *Manager {
-	return New(Config{Queen: h.wire, IDs: h.ids, Groups: h.groups, Clock: h.clock, Limits: lim, Log: slog.New(slog.DiscardHandler)})
+	return New(Config{Queen: h.wire, IDs: h.ids, Groups: h.groups, Clock: h.clock, Limits: lim, Log: slog.New(slog.DiscardHandler), Fault: testFault})
+}
+
+// testFault is the node's mapping as far as these tests reach it: an auth
+// refusal is fatal, anything else retriable.
+func testFault(err error) int16 {
+	if queen.IsAuth(err) {
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	}
+	return kerr.CoordinatorNotAvailable.Code
 }
 
 type fakeClock struct {

@@ -131,7 +131,7 @@ func (m *Manager) claimFailed(t *binding, fail func(int16) *kmsg.InitProducerIDR
 	if !t.bound {
 		m.forget(t)
 	}
-	return fail(queenCode(err))
+	return fail(m.fault(err))
 }
 
 // bind installs a won claim on t: the producer id and epoch, the row

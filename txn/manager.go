@@ -26,6 +26,12 @@ const (
 	riderOps   = 64
 	// SweepInterval is how often transactions past their timeout expire.
 	SweepInterval = time.Second
+	// maxBindings bounds the transactional ids the process holds, open
+	// or not (MaxOpen bounds the open ones): a number reached only by
+	// misconfiguration, since an id whose connection closed lingers only
+	// its timeout, and one connection moving to another id lets the first
+	// go.
+	maxBindings = 1 << 16
 )
 
 // Limits are the QUEEN_KAFKA_TXN_* caps (seed 000).
@@ -33,7 +39,7 @@ type Limits struct {
 	MaxBytes       int64         // staged record bytes in one transaction
 	MaxRecords     int           // staged records in one transaction
 	MaxStagedBytes int64         // staged record bytes across the process
-	MaxOpen        int           // transactional ids held at once
+	MaxOpen        int           // open transactions at once
 	MaxTimeout     time.Duration // ceiling on transaction.timeout.ms
 }
 
@@ -49,6 +55,11 @@ type Config struct {
 	Clock  Clock  // nil is SystemClock
 	Log    *slog.Logger
 	Limits Limits // a zero field takes DefaultLimits'
+	// Fault maps a failed call to Queen (the claim's put, the commit) to
+	// the code answered — the node's fault table; nil answers
+	// COORDINATOR_NOT_AVAILABLE, retriable, for every failure. A rollback
+	// on the fence is not a failure: it is PRODUCER_FENCED, decided here.
+	Fault func(err error) int16
 	// NodeID and Incarnation are written into every qk:txn: row; the
 	// incarnation (minted when empty) is how this process recognises a
 	// commit of its own that landed without its answer.
@@ -73,10 +84,13 @@ type Manager struct {
 	clock  Clock
 	stages Stages
 
-	mu   sync.Mutex
-	txns map[Key]*binding
-	// staged is the record bytes every stage holds (MaxStagedBytes).
+	mu          sync.Mutex
+	txns        map[Key]*binding
+	maxBindings int
+	// staged is the record bytes every stage holds (MaxStagedBytes);
+	// open the transactions open (MaxOpen).
 	staged atomic.Int64
+	open   atomic.Int64
 
 	startOnce, closeOnce sync.Once
 	stop, done           chan struct{}
@@ -115,7 +129,7 @@ func New(cfg Config) *Manager {
 		lim.MaxTimeout = d.MaxTimeout
 	}
 	return &Manager{cfg: cfg, lim: lim, log: cfg.Log, clock: cfg.Clock, stages: cfg.Stages,
-		txns: make(map[Key]*binding), stop: make(chan struct{}), done: make(chan struct{})}
+		txns: make(map[Key]*binding), maxBindings: maxBindings, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Start runs the sweep every SweepInterval until Close.
@@ -150,11 +164,22 @@ func (m *Manager) Close() {
 // Staged is the record bytes every stage of the process holds.
 func (m *Manager) Staged() int64 { return m.staged.Load() }
 
+// Open is how many transactions are open in the process.
+func (m *Manager) Open() int { return int(m.open.Load()) }
+
 // Held is how many transactional ids the process holds.
 func (m *Manager) Held() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.txns)
+}
+
+// fault is the code a failed call to Queen answers.
+func (m *Manager) fault(err error) int16 {
+	if m.cfg.Fault == nil {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return m.cfg.Fault(err)
 }
 
 func (m *Manager) kv(cl Client) Queen {
@@ -169,7 +194,7 @@ func (m *Manager) groupClient(cl Client) coordinator.Client {
 }
 
 // lock returns k's binding, locked. A missing one is created (unbound)
-// when create; at MaxOpen that first evicts a binding given up on, and
+// when create; at maxBindings that first evicts a binding given up on, and
 // failing that answers CONCURRENT_TRANSACTIONS, retriable: a transaction
 // ending makes room. Without create a missing binding is nil.
 func (m *Manager) lock(k Key, owner uint64, create bool) (*binding, int16) {
@@ -181,9 +206,9 @@ func (m *Manager) lock(k Key, owner uint64, create bool) (*binding, int16) {
 				m.mu.Unlock()
 				return nil, 0
 			}
-			if len(m.txns) >= m.lim.MaxOpen && !m.evictLocked(owner) {
+			if len(m.txns) >= m.maxBindings && !m.evictLocked(owner) {
 				m.mu.Unlock()
-				m.log.Warn("transactional ids at QUEEN_KAFKA_TXN_MAX_OPEN: InitProducerId answered CONCURRENT_TRANSACTIONS", "max_open", m.lim.MaxOpen)
+				m.log.Warn("as many transactional ids held as the process allows: InitProducerId answered CONCURRENT_TRANSACTIONS", "held", m.maxBindings)
 				return nil, kerr.ConcurrentTransactions.Code
 			}
 			t = newBinding(k)
@@ -344,8 +369,12 @@ func (m *Manager) Sweep() int {
 	return expired
 }
 
-// release drops t's stage and gives its bytes back; t is locked.
+// release drops t's stage and gives its bytes back, and its place among
+// the open transactions; t is locked, and its state is the caller's to set.
 func (m *Manager) release(t *binding) {
+	if t.holds() {
+		m.open.Add(-1)
+	}
 	if t.stage != nil {
 		t.stage.Drop()
 		t.stage = nil
@@ -354,11 +383,20 @@ func (m *Manager) release(t *binding) {
 	t.clear()
 }
 
-// begin opens a transaction on t: its stage, and its deadline.
-func (m *Manager) begin(t *binding, now time.Time) {
+// begin opens a transaction on t, an empty one: its stage, and its
+// deadline. Past QUEEN_KAFKA_TXN_MAX_OPEN it is MESSAGE_TOO_LARGE and
+// nothing opens; the producer aborts and tries again once another
+// transaction has ended.
+func (m *Manager) begin(t *binding, now time.Time) int16 {
+	if m.open.Add(1) > int64(m.lim.MaxOpen) {
+		m.open.Add(-1)
+		m.log.Warn("as many transactions open as QUEEN_KAFKA_TXN_MAX_OPEN allows: one more refused MESSAGE_TOO_LARGE", "transactional_id", t.key.ID, "max_open", m.lim.MaxOpen)
+		return kerr.MessageTooLarge.Code
+	}
 	t.state = stateOngoing
 	t.deadline = now.Add(t.timeout)
 	t.stage = m.stages.Open(t.key)
+	return 0
 }
 
 func (m *Manager) now() int64 { return m.clock.Now().UnixMilli() }

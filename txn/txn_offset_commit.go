@@ -62,7 +62,9 @@ func (m *Manager) TxnOffsetCommit(ctx context.Context, cl Client, req *kmsg.TxnO
 		return fill(code)
 	}
 	if t.state == stateEmpty {
-		m.begin(t, m.clock.Now())
+		if code := m.begin(t, m.clock.Now()); code != 0 {
+			return fill(code)
+		}
 	}
 	g := t.group(req.Group)
 	g.protocolType = ptype

@@ -1,0 +1,13 @@
+package node
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// AddOffsetsToTxn v0–v3 (v4 exists for transaction protocol 2, which does
+// not send it). The consumer group whose offsets the transaction commits.
+func (n *Node) handleAddOffsetsToTxn(ctx context.Context, c *Conn, req *kmsg.AddOffsetsToTxnRequest) (kmsg.Response, error) {
+	return n.txns.AddOffsetsToTxn(ctx, c.txnClient(), req), nil
+}

@@ -1,0 +1,14 @@
+package node
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// EndTxn v0–v3 (v5's response carries the epoch bump of transaction
+// protocol 2, not performed here). A commit is one POST /api/v1/transaction
+// of the whole stage; an abort writes no record.
+func (n *Node) handleEndTxn(ctx context.Context, c *Conn, req *kmsg.EndTxnRequest) (kmsg.Response, error) {
+	return n.txns.EndTxn(ctx, c.txnClient(), req), nil
+}

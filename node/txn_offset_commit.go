@@ -1,0 +1,14 @@
+package node
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TxnOffsetCommit v0–v3 (the floor matters: Java's builder throws below v3
+// when group metadata is set). Offsets staged beside the records, checked
+// against the group as OffsetCommit is, and written by EndTxn(commit).
+func (n *Node) handleTxnOffsetCommit(ctx context.Context, c *Conn, req *kmsg.TxnOffsetCommitRequest) (kmsg.Response, error) {
+	return n.txns.TxnOffsetCommit(ctx, c.txnClient(), req, n.txnPartitions(c)), nil
+}
