@@ -30,13 +30,15 @@
 //
 // It does not own: the wire (package node decodes, and decodes the record
 // batches into payload envelopes before they are staged), producer id
-// allocation and sequence windows (the IDs seam, and the Sequence each
-// staged batch carries), consumer group membership (the Groups seam; the
-// coordinator package also owns the layout of the qk:group: and qk:groups:
-// rows a commit writes), the Queen HTTP client (the narrow Queen interface),
-// or where a stage lives (the Stages seam: Memory here, one held in Queen
-// for cluster mode, where a commit at one node must land records produced
-// through another).
+// allocation (the IDs seam) and sequence windows (the node checks a
+// batch's sequence between Admit and Produce, under its producer's lock,
+// so that a retried batch is staged once), consumer group membership (the
+// Groups seam; the coordinator package also owns the layout of the
+// qk:group: and qk:groups: rows a commit writes), which Kafka code a
+// failed call to Queen is (Config.Fault, the node's fault table), the
+// Queen HTTP client (the narrow Queen interface), or where a stage lives
+// (the Stages seam: Memory here, one held in Queen for cluster mode, where
+// a commit at one node must land records produced through another).
 //
 // Every method takes and returns kmsg types and never fails as a Go error:
 // each refusal is the Kafka code a broker would send, and a failed commit is

@@ -352,14 +352,4 @@ func (h *harness) committed(group, topic string, partition int32) int64 {
 	return v.Offset
 }
 
-// seq is a Sequence with a scripted verdict that records what was staged.
-type seq struct {
-	dup    bool
-	code   int16
-	staged int
-}
-
-func (s *seq) Decide() (bool, int16) { return s.dup, s.code }
-func (s *seq) Staged()               { s.staged++ }
-
 var errForbidden = queen.Error{Kind: queen.KindForbidden, Status: 403, Route: "POST /api/v1/kv", Message: "Insufficient permissions"}

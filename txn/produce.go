@@ -19,53 +19,58 @@ type Batch struct {
 	// Bytes is what the records weigh against the byte caps: their keys,
 	// values and headers as the producer sent them, not the envelopes.
 	Bytes int64
-	// Seq is the batch's check against its producer's sequence window,
-	// run under the transaction's lock; nil checks nothing.
-	Seq Sequence
 }
 
-// Sequence is a batch's idempotence check. Decide says whether the batch
-// repeats one already staged (then it is answered again and staged once)
-// or is refused with code; Staged remembers it once it is in the stage.
-type Sequence interface {
-	Decide() (dup bool, code int16)
-	Staged()
+// Admit is Produce's verdict on a batch before its sequence is checked,
+// staging nothing: the producer must hold the transactional id at this
+// epoch (PRODUCER_FENCED for an older one), and the partition must have
+// been added to an open transaction (INVALID_TXN_STATE otherwise, as
+// Kafka's partition verification answers). The node asks it first, so that
+// a fenced producer is told it is fenced rather than out of sequence.
+func (m *Manager) Admit(cl Client, b *Batch) (code int16, msg string) {
+	t, code, msg := m.admit(cl, b)
+	if t != nil {
+		t.mu.Unlock()
+	}
+	return code, msg
 }
 
-// Produce stages one partition's batch of a transactional Produce, which
-// writes nothing (the partition is answered base_offset -1): the producer
-// must hold the transactional id at this epoch (PRODUCER_FENCED for an
-// older one), the partition must have been added (INVALID_TXN_STATE
-// otherwise, as Kafka's partition verification answers), and the batch
-// must be in sequence. Past QUEEN_KAFKA_TXN_MAX_RECORDS, _MAX_BYTES or the
-// process's _MAX_STAGED_BYTES the batch is MESSAGE_TOO_LARGE and the
-// transaction abortable: waiting does not make it fit.
-func (m *Manager) Produce(ctx context.Context, cl Client, b *Batch) (code int16, msg string) {
+// admit is Admit, returning the binding still locked when it admits.
+func (m *Manager) admit(cl Client, b *Batch) (*binding, int16, string) {
 	t, code := m.held(cl, b.TransactionalID, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
 	if t == nil {
-		return code, "this producer does not hold the transaction (" + kerr.ErrorForCode(code).Error() + ")"
+		return nil, code, "this producer does not hold the transaction: " + kerr.ErrorForCode(code).Error()
 	}
-	defer t.mu.Unlock()
+	msg := ""
 	switch {
 	case t.state == stateCommitting:
-		return kerr.InvalidTxnState.Code, "the transaction is committing"
+		msg = "the transaction is committing"
 	case t.state == stateAbortable:
-		return kerr.InvalidTxnState.Code, "the transaction is past a cap or its timeout and must be aborted"
+		msg = "the transaction is past a cap or its timeout and must be aborted"
 	case !t.partitions[topicPartition{b.Topic, b.Partition}]:
-		return kerr.InvalidTxnState.Code, "the partition was not added to the transaction (AddPartitionsToTxn)"
+		msg = "the partition was not added to the transaction (AddPartitionsToTxn)"
+	default:
+		return t, 0, ""
 	}
-	if b.Seq != nil {
-		dup, code := b.Seq.Decide()
-		switch {
-		case code != 0:
-			return code, ""
-		case dup:
-			return 0, ""
-		}
+	t.mu.Unlock()
+	return nil, kerr.InvalidTxnState.Code, msg
+}
+
+// Produce stages one partition's batch of a transactional Produce — once
+// the node has found it in sequence — and writes nothing: the partition is
+// answered base_offset -1. It admits the batch again (the transaction may
+// have moved since Admit). Past QUEEN_KAFKA_TXN_MAX_RECORDS, _MAX_BYTES or
+// the process's _MAX_STAGED_BYTES the batch is MESSAGE_TOO_LARGE and the
+// transaction abortable: waiting does not make it fit.
+func (m *Manager) Produce(ctx context.Context, cl Client, b *Batch) (code int16, msg string) {
+	t, code, msg := m.admit(cl, b)
+	if t == nil {
+		return code, msg
 	}
-	n := int64(len(b.Payloads))
+	defer t.mu.Unlock()
+	n := len(b.Payloads)
 	switch {
-	case t.records+int(n) > m.lim.MaxRecords:
+	case t.records+n > m.lim.MaxRecords:
 		m.poison(t, "QUEEN_KAFKA_TXN_MAX_RECORDS")
 		return kerr.MessageTooLarge.Code, "the transaction is past QUEEN_KAFKA_TXN_MAX_RECORDS; abort it"
 	case t.bytes+b.Bytes > m.lim.MaxBytes:
@@ -82,10 +87,7 @@ func (m *Manager) Produce(ctx context.Context, cl Client, b *Batch) (code int16,
 		m.log.Warn("staging transactional records failed", "transactional_id", t.key.ID, "err", err)
 		return kerr.RequestTimedOut.Code, "the records could not be staged; retry"
 	}
-	t.records += int(n)
+	t.records += n
 	t.bytes += b.Bytes
-	if b.Seq != nil {
-		b.Seq.Staged()
-	}
 	return 0, ""
 }

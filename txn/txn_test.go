@@ -386,30 +386,24 @@ func TestWrongStateRequests(t *testing.T) {
 	}
 }
 
-// A batch is sequence-checked under the transaction's lock: a duplicate is
-// answered and staged once, a refusal stages nothing.
-func TestProduceSequencing(t *testing.T) {
+// Admit is Produce's verdict without staging: a fenced producer, a
+// partition not added, a transaction in the wrong state.
+func TestAdmit(t *testing.T) {
 	h := newHarness(t, Limits{})
 	pid, epoch := h.init(h.m, h.cl, "tx")
+	if code, _ := h.m.Admit(h.cl, batch("tx", pid, epoch, "out", 0, "a", 1)); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("nothing added: %v", kerr.ErrorForCode(code))
+	}
 	h.add(h.m, h.cl, "tx", pid, epoch, "out", 0)
-	b := batch("tx", pid, epoch, "out", 0, "a", 2)
-	s := &seq{}
-	b.Seq = s
-	h.produce(h.m, h.cl, b)
-	s.dup = true
-	h.produce(h.m, h.cl, b)
-	if s.staged != 1 {
-		t.Fatalf("Staged called %d times", s.staged)
+	if code, _ := h.m.Admit(h.cl, batch("tx", pid, epoch, "out", 0, "a", 1)); code != 0 {
+		t.Fatalf("added: %v", kerr.ErrorForCode(code))
 	}
-	s.dup, s.code = false, kerr.OutOfOrderSequenceNumber.Code
-	if code, _ := h.m.Produce(bg, h.cl, b); code != kerr.OutOfOrderSequenceNumber.Code {
-		t.Fatalf("out of sequence: %v", kerr.ErrorForCode(code))
+	if h.m.Staged() != 0 {
+		t.Fatal("Admit staged")
 	}
-	if c := h.end(h.m, h.cl, "tx", pid, epoch, true); c != 0 {
-		t.Fatal(kerr.ErrorForCode(c))
-	}
-	if got, _ := h.values("out", 0); !slices.Equal(got, []string{"a-0", "a-1"}) {
-		t.Fatalf("records %v: a duplicate was staged twice", got)
+	h.init(h.m, Client{Owner: 2}, "tx")
+	if code, _ := h.m.Admit(h.cl, batch("tx", pid, epoch, "out", 0, "a", 1)); code != kerr.ProducerFenced.Code {
+		t.Fatalf("fenced: %v", kerr.ErrorForCode(code))
 	}
 }
 
