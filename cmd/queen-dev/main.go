@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -115,7 +114,7 @@ func run(log *slog.Logger) error {
 		b.Close()
 		return fmt.Errorf("QUEEN_DEV_ADDR=%s: %w", cfg.addr, err)
 	}
-	srv := &http.Server{Handler: b.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := b.Server(slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	auth := "off"
 	if len(cfg.tokens) > 0 {
 		auth = "on"

@@ -49,6 +49,7 @@ type Broker struct {
 	opts    Options
 	log     *slog.Logger
 	maxBody int64
+	limits  connLimits // of Server
 
 	mu sync.Mutex
 	st *state
@@ -86,6 +87,7 @@ func New(opts Options) (*Broker, error) {
 		opts:      opts,
 		log:       opts.Logger,
 		maxBody:   opts.MaxBodyBytes,
+		limits:    defaultLimits,
 		st:        newState(),
 		closing:   make(chan struct{}),
 		sweepStop: make(chan struct{}),

@@ -55,6 +55,16 @@
 // snapshot (temporary file, fsync, rename, directory fsync), so a crash during
 // compaction leaves either the old log or the new one.
 //
+// # Connections
+//
+// Broker.Server is the http.Server cmd/queen-dev runs: headers within 10 s
+// (a slowloris connection is closed), the whole request within 10 s plus
+// MaxBodyBytes at 1 MiB/s, 2 min idle between requests on a keep-alive
+// connection (longer than the facade's 90 s, so the client closes first), and
+// a write budget that covers a 30 s long poll (120 s hang with faults on) and
+// a 64 MiB answer at 1 MiB/s. The read deadline ends when the body is in, so
+// long polls run to their maxWaitMs.
+//
 // # Semantics worth knowing
 //
 //   - Push: offsets per (queue, partition) from 0, contiguous per partition

@@ -36,6 +36,9 @@ type FaultRule struct {
 	Hits int `json:"hits"`
 }
 
+// maxHang is the longest hangMs a rule may ask for.
+const maxHang = 120 * time.Second
+
 type faultSet struct {
 	mu    sync.Mutex
 	rules []*FaultRule
@@ -66,7 +69,7 @@ func (r *FaultRule) check() error {
 	if actions != 1 {
 		return fmt.Errorf("want exactly one of status, hang, drop")
 	}
-	if r.Count < 0 || r.HangMs < 0 || r.HangMs > 120000 || (r.RetryAfter != nil && *r.RetryAfter < 0) {
+	if r.Count < 0 || r.HangMs < 0 || r.HangMs > int(maxHang/time.Millisecond) || (r.RetryAfter != nil && *r.RetryAfter < 0) {
 		return fmt.Errorf("count, hangMs and retryAfter must be ≥ 0 (hangMs ≤ 120000)")
 	}
 	return nil
