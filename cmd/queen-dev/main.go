@@ -30,7 +30,8 @@ Configuration is by environment only:
   QUEEN_DEV_DATA        data directory for the write-ahead log (default ./.queen-dev)
   QUEEN_DEV_TOKENS      comma-separated token=tenant[:ro|:wo|:rw|:admin]; turns auth on
                         (unset: no auth, one default tenant)
-  QUEEN_DEV_FAULTS      true enables POST/DELETE /dev/faults for loopback callers (default false)
+  QUEEN_DEV_FAULTS      true enables /dev/faults for loopback callers, with an :admin token
+                        when QUEEN_DEV_TOKENS is set (default false)
   QUEEN_MAX_BODY_BYTES  request body ceiling in bytes (default 67108864)
 
 SIGTERM or SIGINT stops accepting, drains in-flight requests, syncs the log and exits 0.

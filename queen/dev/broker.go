@@ -32,7 +32,8 @@ type Options struct {
 	Now func() time.Time
 	// Tokens turns auth on when not empty: bearer token → tenant and role.
 	Tokens map[string]Token
-	// Faults enables POST/DELETE /dev/faults (loopback callers only).
+	// Faults enables /dev/faults (loopback callers only; an admin token
+	// too when Tokens is set).
 	Faults bool
 	// MaxBodyBytes caps request bodies (413 above); 0 means the default.
 	MaxBodyBytes int64

@@ -102,7 +102,11 @@
 //
 // Off unless Options.Faults (QUEEN_DEV_FAULTS=true), and only for loopback
 // callers. POST /dev/faults {"rules":[…]} replaces the active rules, DELETE
-// /dev/faults clears them, GET /dev/faults lists them with hit counts. A rule:
+// /dev/faults clears them, GET /dev/faults lists them with hit counts. With
+// auth on (Options.Tokens), each of the three takes an admin token (a
+// QUEEN_DEV_TOKENS entry with the :admin role, the default): missing or
+// unknown 401, another role 403. Rules apply to every tenant's callers, so
+// any tenant's admin token manages them. A rule:
 //
 //	{"route":"kv","token":"node-2-token","status":429,"retryAfter":2,"count":3}
 //

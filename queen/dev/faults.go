@@ -94,10 +94,14 @@ func (s *faultSet) take(route, token string) *FaultRule {
 }
 
 // handleFaults: POST replaces the rule list, DELETE clears it, GET lists it.
-// Loopback callers only.
+// Loopback callers only, and with auth on only an admin token: the rules
+// apply to every tenant, so managing them is the broadest access there is.
 func (b *Broker) handleFaults(w http.ResponseWriter, r *http.Request) {
 	if !fromLoopback(r) {
 		writeError(w, http.StatusForbidden, "fault injection is for loopback callers only")
+		return
+	}
+	if _, ok := b.authenticate(w, r, RoleAdmin); !ok {
 		return
 	}
 	switch r.Method {

@@ -163,3 +163,36 @@ func TestFaultsLoopbackOnly(t *testing.T) {
 		t.Errorf("loopback caller not faulted: %d", rec.Code)
 	}
 }
+
+// With auth on, managing fault rules takes an admin token (any tenant's: the
+// rules apply to every caller); without one every method is refused and the
+// rules stay as they were.
+func TestFaultsNeedAdminTokenWhenAuthOn(t *testing.T) {
+	e := newEnv(t, Options{Faults: true, Tokens: map[string]Token{
+		"adm": {Tenant: "t1", Role: RoleAll}, "rw": {Tenant: "t1", Role: RoleReadWrite}, "other-adm": {Tenant: "t2", Role: RoleAll},
+	}})
+	rules := `{"rules":[{"route":"kv","status":503}]}`
+	if st, raw, _ := e.do(http.MethodPost, "/dev/faults", "Bearer adm", rules); st != 200 {
+		t.Fatalf("admin POST: %d %s", st, raw)
+	}
+	for _, c := range []struct {
+		token string
+		want  int
+	}{{"", 401}, {"Bearer nope", 401}, {"Bearer rw", 403}} {
+		for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+			body := ""
+			if m == http.MethodPost {
+				body = `{"rules":[]}`
+			}
+			st, raw, _ := e.do(m, "/dev/faults", c.token, body)
+			wantStatus(t, st, raw, c.want)
+		}
+	}
+	st, raw, _ := e.do(http.MethodGet, "/dev/faults", "Bearer other-adm", "")
+	wantStatus(t, st, raw, 200)
+	if n := len(field(mustJSON(t, raw), "rules").([]any)); n != 1 {
+		t.Errorf("refused calls changed the rules: %d left, want 1\n%s", n, raw)
+	}
+	st, raw, _ = e.do(http.MethodDelete, "/dev/faults", "adm", "")
+	wantStatus(t, st, raw, 200)
+}
