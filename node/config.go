@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,50 @@ type Config struct {
 	Cluster          string        // QUEEN_KAFKA_CLUSTER, also the cluster_id clients see
 	ClusterHeartbeat time.Duration // QUEEN_KAFKA_CLUSTER_HEARTBEAT_MS
 	ClusterTTL       time.Duration // QUEEN_KAFKA_CLUSTER_TTL_MS
+}
+
+// LogValue is what slog prints for a Config, whatever the line or handler:
+// the boot line's fields, with QUEEN_TOKEN reduced to whether there is one
+// and a password in QUEEN_URL replaced by xxxxx (and never the TLS key).
+func (c Config) LogValue() slog.Value {
+	sasl := "none"
+	if c.SASL != "" {
+		sasl = c.SASL
+	}
+	return slog.GroupValue(
+		slog.String("queen_url", redactURL(c.QueenURL)),
+		slog.Bool("authenticated", c.QueenToken != ""),
+		slog.String("listen", c.Addr),
+		slog.String("advertised", c.AdvertisedAddr),
+		slog.Int("default_partitions", int(c.DefaultPartitions)),
+		slog.Int64("group_join_delay_ms", c.GroupJoinDelay.Milliseconds()),
+		slog.Bool("tls", c.TLSEnabled()),
+		slog.String("sasl", sasl),
+		slog.Bool("forward_sni_host", c.ForwardSNIHost),
+		slog.Int("node_id", c.NodeID),
+		slog.String("cluster", c.Cluster),
+	)
+}
+
+// redactURL is raw with the password of its user info, if any, replaced by
+// xxxxx; text that does not parse as a URL loses all of its user info.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err == nil {
+		if _, has := u.User.Password(); !has {
+			return raw
+		}
+		return u.Redacted()
+	}
+	at := strings.LastIndexByte(raw, '@')
+	if at < 0 {
+		return raw
+	}
+	scheme := ""
+	if i := strings.Index(raw, "://"); i >= 0 && i < at {
+		scheme = raw[:i+3]
+	}
+	return scheme + "xxxxx" + raw[at:]
 }
 
 // Clustered reports whether QUEEN_KAFKA_NODE_ID was set.
@@ -126,7 +171,11 @@ func LoadConfig(ctx context.Context, l envconfig.Lookuper) (Config, error) {
 	var err error
 
 	if c.QueenURL, err = queen.ParseURL(raw.QueenURL); err != nil {
-		return Config{}, fmt.Errorf("QUEEN_URL=%q is not an http or https URL: %w", raw.QueenURL, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its message repeats the URL, password included
+		}
+		return Config{}, fmt.Errorf("QUEEN_URL=%q is not an http or https URL: %w", redactURL(raw.QueenURL), err)
 	}
 	c.QueenToken = raw.QueenToken
 

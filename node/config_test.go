@@ -256,3 +256,38 @@ func TestBootLine(t *testing.T) {
 		t.Fatalf("boot log leaks the token:\n%s", out)
 	}
 }
+
+// Neither the boot line nor any log line carrying the Config prints
+// QUEEN_TOKEN or a password in QUEEN_URL, in either log format; nor does a
+// refused QUEEN_URL's error.
+func TestConfigLogRedactsSecrets(t *testing.T) {
+	env := baseEnv()
+	env["QUEEN_URL"] = "https://svc:hunter2-pass@queen.example.com:6632/"
+	env["QUEEN_TOKEN"] = "s3cr3t-token"
+	c, err := loadEnv(t, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, json := range []bool{false, true} {
+		var b strings.Builder
+		log := NewLogger(&b, slog.LevelDebug, json)
+		c.LogBoot(log)
+		log.Info("config", "config", c)
+		log.Info("config", slog.Any("config", c))
+		log.With("config", c).Warn("config in a logger's attributes")
+		out := b.String()
+		if strings.Contains(out, "hunter2") || strings.Contains(out, "s3cr3t") {
+			t.Errorf("json=%v: a secret is logged:\n%s", json, out)
+		}
+		if !strings.Contains(out, "svc:xxxxx@queen.example.com:6632") || strings.Count(out, "authenticated") != 4 {
+			t.Errorf("json=%v: want the redacted URL and the token's presence on every line:\n%s", json, out)
+		}
+	}
+	for _, bad := range []string{"ftp://svc:hunter2-pass@queen.example.com", "http://svc:hunter2-pass@queen example.com/", "http://svc:hunter2-pass@[::1"} {
+		env["QUEEN_URL"] = bad
+		_, err := loadEnv(t, env)
+		if err == nil || !strings.Contains(err.Error(), "QUEEN_URL") || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}

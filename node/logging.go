@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -70,25 +71,10 @@ func NewLogger(w io.Writer, level slog.Level, json bool) *slog.Logger {
 }
 
 // LogBoot writes the one boot line an operator compares against what the
-// clients use. It says whether there is a token, never the token.
+// clients use: the Config's LogValue, which says whether there is a token,
+// never the token, and never a password in QUEEN_URL.
 func (c Config) LogBoot(log *slog.Logger) {
-	sasl := "none"
-	if c.SASL != "" {
-		sasl = c.SASL
-	}
-	log.Info("queen-kafka starting",
-		"queen_url", c.QueenURL,
-		"authenticated", c.QueenToken != "",
-		"listen", c.Addr,
-		"advertised", c.AdvertisedAddr,
-		"default_partitions", c.DefaultPartitions,
-		"group_join_delay_ms", c.GroupJoinDelay.Milliseconds(),
-		"tls", c.TLSEnabled(),
-		"sasl", sasl,
-		"forward_sni_host", c.ForwardSNIHost,
-		"node_id", c.NodeID,
-		"cluster", c.Cluster,
-	)
+	log.LogAttrs(context.Background(), slog.LevelInfo, "queen-kafka starting", c.LogValue().Group()...)
 	if c.SASL != "" && !c.TLSEnabled() {
 		log.Warn("QUEEN_KAFKA_SASL=plain on a plaintext listener: every client's Queen token crosses the wire in the clear; set QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY unless the link is encrypted underneath this process")
 	}
