@@ -173,7 +173,7 @@ func TestBinaryBadEnvAndUsage(t *testing.T) {
 
 // Damage in the middle of the log is a fatal boot: a non-zero exit and one
 // log line naming the file and the byte offset, the log left as it was.
-func TestBinaryRefusesDamagedLog(t *testing.T) {
+func TestBinaryDamagedWALRefusesBoot(t *testing.T) {
 	dir := t.TempDir()
 	env := []string{"QUEEN_DEV_DATA=" + dir}
 	p := start(t, env...)
