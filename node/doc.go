@@ -3,7 +3,9 @@
 // gates every request, the configuration read from the environment, the
 // topic catalogue, and one file per Kafka API handler. Records, topics and
 // offsets live in Queen and are reached through package queen. What a
-// client is answered when a Queen call fails is one table, faults.go.
+// client is answered when a Queen call fails is one table, faults.go. The
+// record codec and its decode budget are package recordbatch's; producer
+// ids and the sequencing of idempotent batches package producer's.
 //
 // It does not own group state: membership, committed offsets and their
 // qk:group:/qk:groups:/qk:fence: rows are package coordinator's, which the

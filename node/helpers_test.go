@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
+	"github.com/queen-mq/queen-kafka/producer"
 )
 
 // testEnv is the minimum environment a node boots with.
@@ -100,11 +101,16 @@ func fixedAddrEnv(t testing.TB, env map[string]string) (addr string, _ map[strin
 	return addr, out
 }
 
+// producerEpochs is what the facade knows of a producer's epochs.
+type producerEpochs struct{ epoch, bumpedFrom int16 }
+
 // producerState is the facade's state of producer pid (nil: never met).
-func (e *dataEnv) producerState(pid int64) *producerState {
-	e.n.idem.seq.mu.Lock()
-	defer e.n.idem.seq.mu.Unlock()
-	return e.n.idem.seq.producers[producerKey{pid: pid}]
+func (e *dataEnv) producerState(pid int64) *producerEpochs {
+	epoch, from, ok := e.n.sequencer.Epoch(producer.Key{ID: pid})
+	if !ok {
+		return nil
+	}
+	return &producerEpochs{epoch: epoch, bumpedFrom: from}
 }
 
 // testConn is a Conn for driving handlers directly.

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 )
@@ -159,31 +160,6 @@ func TestIdempotentConcurrentRetry(t *testing.T) {
 	require.Equal(t, int64(10), e.hwm("orders", 0))
 }
 
-func TestSequencerEvictsLeastRecentlyUsed(t *testing.T) {
-	s := newSequencer(3)
-	k := func(p int32) windowKey { return windowKey{pid: 1, topic: "t", partition: p} }
-	p := s.producer(producerKey{pid: 1}, 0)
-	for i := int32(0); i < 3; i++ {
-		require.Equal(t, seqVerdict{}, s.check(p, k(i), 0, 0, 4))
-		s.accepted(k(i), 0, 0, 4, 100)
-	}
-	require.True(t, s.check(p, k(0), 0, 0, 4).dup) // touch 0: 1 is now the oldest
-	s.accepted(k(3), 0, 0, 4, 100)
-	require.Equal(t, 3, s.windowCount())
-	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, s.check(p, k(1), 0, 5, 9).code, "evicted: an unknown window")
-	require.Equal(t, seqVerdict{}, s.check(p, k(0), 0, 5, 9), "kept")
-}
-
-func TestSequenceWrap(t *testing.T) {
-	require.Equal(t, int32(0), seqAdd(math.MaxInt32, 1))
-	require.Equal(t, int32(4), seqAdd(math.MaxInt32-5, 10))
-	s := newSequencer(10)
-	k := windowKey{pid: 1, topic: "t"}
-	p := s.producer(producerKey{pid: 1}, 0)
-	s.accepted(k, 0, math.MaxInt32-1, math.MaxInt32, 7)
-	require.Equal(t, seqVerdict{}, s.check(p, k, 0, 0, 3), "after MaxInt32 comes 0")
-}
-
 // A transactional id is claimed in single mode: a fresh producer id from
 // the same allocator as idempotent ones, at epoch 0.
 func TestInitProducerIDTransactionalClaimed(t *testing.T) {
@@ -213,7 +189,7 @@ func TestProducerIDsUniqueAcrossNodesAndRestarts(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; i < producerIDBlock+5; i++ {
+			for i := 0; i < producer.IDBlock+5; i++ {
 				req := kmsg.NewPtrInitProducerIDRequest()
 				req.Version, req.ProducerID, req.ProducerEpoch = 4, -1, -1
 				resp, err := n.handleInitProducerID(context.Background(), c, req)
@@ -235,7 +211,7 @@ func TestProducerIDsUniqueAcrossNodesAndRestarts(t *testing.T) {
 	e.n = e.node(nil) // a restart
 	r := e.initProducer(testConn(t, e.n), -1, -1)
 	require.False(t, seen[r.ProducerID], "a restart abandons its block, never reuses it")
-	require.GreaterOrEqual(t, r.ProducerID, int64(6*producerIDBlock))
+	require.GreaterOrEqual(t, r.ProducerID, int64(6*producer.IDBlock))
 }
 
 // TestProducerIDsFaults: a Queen failure is a retriable code (a 429 also
@@ -251,18 +227,4 @@ func TestProducerIDsFaults(t *testing.T) {
 	require.Equal(t, kerr.ClusterAuthorizationFailed.Code, e.initProducer(e.c, -1, -1).ErrorCode)
 	e.clearFaults()
 	require.Equal(t, int16(0), e.initProducer(e.c, -1, -1).ErrorCode)
-}
-
-// check decides a batch of producer p (whose mu the caller holds) against
-// its live window, as a lone produce request would.
-func (s *sequencer) check(p *producerState, k windowKey, epoch int16, first, last int32) seqVerdict {
-	v, _ := decideSeq(&p.epoch, s.window(k, false), epoch, first, last)
-	return v
-}
-
-// windowCount is how many windows are held.
-func (s *sequencer) windowCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.windows)
 }

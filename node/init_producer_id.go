@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/producer"
 )
 
 // InitProducerId v0–v4. Without a transactional id the answer is a
@@ -30,12 +32,12 @@ func (n *Node) handleInitProducerID(ctx context.Context, c *Conn, req *kmsg.Init
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	scope := c.Identity()
 	if req.Version >= 3 && req.ProducerID >= 0 && req.ProducerEpoch >= 0 {
-		epoch, res := n.idem.seq.bump(producerKey{scope: scope, pid: req.ProducerID}, req.ProducerEpoch)
+		epoch, res := n.sequencer.Bump(producer.Key{Scope: scope, ID: req.ProducerID}, req.ProducerEpoch)
 		switch res {
-		case bumpGranted:
+		case producer.BumpGranted:
 			resp.ProducerID, resp.ProducerEpoch = req.ProducerID, epoch
 			return resp, nil
-		case bumpFenced:
+		case producer.BumpFenced:
 			// KIP-588: PRODUCER_FENCED from v4; older clients know it as
 			// INVALID_PRODUCER_EPOCH.
 			resp.ErrorCode = kerr.InvalidProducerEpoch.Code
@@ -44,9 +46,9 @@ func (n *Node) handleInitProducerID(ctx context.Context, c *Conn, req *kmsg.Init
 			}
 			return resp, nil
 		}
-		// bumpExhausted: the id has no epoch left; a new id follows.
+		// producer.BumpExhausted: the id has no epoch left; a new id follows.
 	}
-	id, err := n.idem.ids.next(ctx, scope, c.Queen())
+	id, err := n.producerIDs.Next(ctx, scope, c.Queen())
 	if err != nil {
 		code, throttle, fatal := producerIDFault(err)
 		if fatal != nil {
@@ -56,7 +58,7 @@ func (n *Node) handleInitProducerID(ctx context.Context, c *Conn, req *kmsg.Init
 		resp.ErrorCode, resp.ThrottleMillis = code, throttle
 		return resp, nil
 	}
-	n.idem.seq.granted(producerKey{scope: scope, pid: id})
+	n.sequencer.Grant(producer.Key{Scope: scope, ID: id}, 0)
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return resp, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/txn"
 )
@@ -23,6 +24,10 @@ const (
 	// maxInFlight is how many decoded requests one connection may have
 	// read ahead of the one being answered.
 	maxInFlight = 16
+	// maxSeqWindows is how many idempotent producers, and how many
+	// producer-partitions' sequence windows, a node tracks; the least
+	// recently used are evicted past it and recover through KIP-360.
+	maxSeqWindows = 65536
 )
 
 // Node is one facade node: the listener, its connections, the topic
@@ -33,11 +38,13 @@ type Node struct {
 	queen *queen.Client
 	topo  topology
 	cats  *catalogs
-	ids   *identities              // SASL credentials' tenants (GET /auth/me)
-	now   func() time.Time         // the catalogue's clock; tests substitute it
-	idem  *idempotence             // producer ids and sequence windows (Produce, InitProducerId)
-	coord *coordinator.Coordinator // consumer groups and committed offsets
-	txns  *txn.Manager             // transactional ids and their stages
+	ids   *identities      // SASL credentials' tenants (GET /auth/me)
+	now   func() time.Time // the catalogue's clock; tests substitute it
+	// producer ids (InitProducerId) and sequence windows (Produce)
+	producerIDs *producer.IDs
+	sequencer   *producer.Sequencer
+	coord       *coordinator.Coordinator // consumer groups and committed offsets
+	txns        *txn.Manager             // transactional ids and their stages
 	// connIDs numbers the connections (what a transaction's binding names
 	// its owner by).
 	connIDs atomic.Uint64
@@ -85,9 +92,10 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	}
 	n.cats = newCatalogs(n)
 	n.ids = newIdentities(n)
-	n.idem = newIdempotence()
+	n.producerIDs = producer.NewIDs()
+	n.sequencer = producer.NewSequencer(maxSeqWindows)
 	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation())
-	n.txns = newTxns(cfg, q, log, n.idem.ids, n.coord, func() time.Time { return n.now() })
+	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, func() time.Time { return n.now() })
 	return n, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
@@ -25,33 +26,14 @@ type producePart struct {
 	raw   []byte
 	rb    kmsg.RecordBatch
 
-	key     windowKey // idempotent: its sequence window
-	lastSeq int32
+	env    []byte // its envelopes, item i ending at ends[i]
+	items  [2]int // [first, end) of its envelopes' ends
+	pushed [2]int // [first, end) of its items in the push, when written
 
-	env   []byte             // its envelopes, item i ending at ends[i]
-	items [2]int             // [first, end) of its envelopes' ends
-	fault *recordbatch.Fault // the batch did not decode; answered only if sequencing keeps it
-
-	// What the group's sequencing decided: written in the push, refused
-	// with seqCode, or a repeat of dupOf (a batch earlier in the group) or
-	// of a batch written before the group at dupBase. epochBefore is the
-	// producer's epoch as the batch met it.
-	write       bool
-	seqCode     int16
-	dup         bool
-	dupOf       *producePart
-	dupBase     int64
-	epochBefore int16
-	pushed      [2]int // [first, end) of its items in the push, when write
-	outcome     pushOutcome
-}
-
-// pushOutcome is what the push did with one partition's items: stored at
-// base, or refused with code and msg (and the throttle a 429 carried).
-type pushOutcome struct {
-	base     int64
-	code     int16
-	msg      string
+	// batch is the partition as the group's sequencing sees it (its
+	// decode fault, whether it is written, its push outcome and its
+	// answer); throttle is what a 429 on its push carried.
+	batch    producer.Batch
 	throttle int32
 }
 
@@ -185,10 +167,6 @@ func (n *Node) dataTopic(ctx context.Context, c *Conn, topic string, fault queen
 	}
 	return topicVerdict{width: width}, nil
 }
-
-// idempotent reports whether the batch carries a producer id, and so is
-// sequenced.
-func (p *producePart) idempotent() bool { return p.rb.ProducerID >= 0 }
 
 func (p *producePart) fail(code int16, msg string) {
 	p.resp.ErrorCode = code

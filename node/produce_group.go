@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 )
@@ -69,16 +70,16 @@ type groupReq struct {
 //     framing, checksums), then decode its batches into envelopes, with
 //     its own decompression allowance;
 //   - sequence the idempotent batches of the whole group under their
-//     producers' locks against a projection of their windows, so that a
-//     batch of request 2 follows request 1's batch of the same
-//     producer-partition: a gap refuses only that batch and writes nothing
-//     of it, a repeat of an earlier batch is answered with that batch's
-//     offsets;
+//     producers' locks (producer.Sequencer.Sequence), so that a batch of
+//     request 2 follows request 1's batch of the same producer-partition:
+//     a gap refuses only that batch and writes nothing of it, a repeat of
+//     an earlier batch is answered with that batch's offsets;
 //   - push every batch kept (see pushGroup);
-//   - settle in request order against the live windows, remembering each
-//     written batch. A batch is answered as written only if it was, so a
-//     batch behind one whose write failed is refused as it would have been
-//     alone.
+//   - settle in request order against the live windows
+//     (producer.Sequencer.Settle), remembering each written batch, and
+//     answer each partition as settled. A batch is answered as written
+//     only if it was, so a batch behind one whose write failed is refused
+//     as it would have been alone.
 func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRequest) ([]*kmsg.ProduceResponse, int, error) {
 	// The group's decoded records are paid for on the process-wide budget
 	// until its push is over.
@@ -128,23 +129,58 @@ func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRe
 		group = append(group, r)
 	}
 
-	unlock := n.sequenceGroup(c.Identity(), group)
+	batches := groupBatches(group)
+	unlock := n.sequencer.Sequence(c.Identity(), batches)
 	defer unlock()
 	if err := pushGroup(ctx, c, group, ends); err != nil {
 		return nil, 0, err
 	}
-	n.settleGroup(group, n.now().UnixMilli())
+	n.sequencer.Settle(batches)
 
+	now := n.now().UnixMilli()
 	resps := make([]*kmsg.ProduceResponse, len(group))
 	for i, r := range group {
 		resps[i] = r.resp
 		for _, p := range r.live {
-			if p.write {
-				r.resp.ThrottleMillis = max(r.resp.ThrottleMillis, p.outcome.throttle)
+			p.answer(now)
+			if p.batch.Write {
+				r.resp.ThrottleMillis = max(r.resp.ThrottleMillis, p.throttle)
 			}
 		}
 	}
 	return resps, len(group), nil
+}
+
+// groupBatches is the group's live partitions as sequencing sees them,
+// request by request.
+func groupBatches(group []*groupReq) [][]*producer.Batch {
+	batches := make([][]*producer.Batch, len(group))
+	for i, r := range group {
+		batches[i] = make([]*producer.Batch, len(r.live))
+		for j, p := range r.live {
+			b := &p.batch
+			b.Topic, b.Partition = p.topic, p.resp.Partition
+			b.ProducerID, b.Epoch = p.rb.ProducerID, p.rb.ProducerEpoch
+			b.FirstSeq, b.Records = p.rb.FirstSequence, p.rb.NumRecords
+			batches[i][j] = b
+		}
+	}
+	return batches
+}
+
+// answer writes the partition's answer as sequencing settled it: refused,
+// or at its base offset, with the append time of a LogAppendTime batch its
+// own write stored.
+func (p *producePart) answer(now int64) {
+	a := &p.batch.Answer
+	if a.Code != 0 {
+		p.fail(a.Code, a.Msg)
+		return
+	}
+	p.resp.BaseOffset = a.Base
+	if a.Stored && p.rb.Attributes&recordbatch.AttrLogAppendTime != 0 {
+		p.resp.LogAppendTime = now
+	}
 }
 
 // encodeParts decodes the batches of one request's live partitions into
@@ -168,7 +204,7 @@ func encodeParts(d *recordbatch.Decoder, live []*producePart, chunk []byte, ends
 		if f.Busy() {
 			return chunk, ends, grown, true
 		}
-		p.fault = f
+		p.batch.Fault = f
 		if f != nil {
 			continue
 		}
@@ -181,98 +217,6 @@ func encodeParts(d *recordbatch.Decoder, live []*producePart, chunk []byte, ends
 		grown += len(env) + (len(ends)-from)*(itemOverhead+len(p.topic))
 	}
 	return chunk, ends, grown, false
-}
-
-// seqProjection is a group's view of its producers' epochs and windows as
-// the group's batches so far would leave them; owners names the batch of
-// the group in each ring slot (nil: remembered before the group).
-type seqProjection struct {
-	epochs  map[producerKey]int16
-	windows map[windowKey]*projectedWindow
-}
-
-type projectedWindow struct {
-	w      seqWindow
-	owners [seqWindowBatches]*producePart
-}
-
-// sequenceGroup locks the producers of the group's idempotent batches and
-// decides each batch, in order, against the projection: write it, refuse
-// it (seqCode), or answer it as a repeat (of dupOf, or of a batch written
-// before the group). The returned unlock releases the producers once the
-// group is settled.
-func (n *Node) sequenceGroup(scope string, group []*groupReq) func() {
-	var pkeys []producerKey
-	epochs := make(map[producerKey]int16)
-	firstReq := make(map[producerKey]int)
-	for ri, r := range group {
-		for _, p := range r.live {
-			if !p.idempotent() {
-				continue
-			}
-			k := producerKey{scope: scope, pid: p.rb.ProducerID}
-			pkeys = append(pkeys, k)
-			// A producer is created at the epoch the first request naming
-			// it carries (its last batch's, as that request alone would).
-			if fr, ok := firstReq[k]; !ok || fr == ri {
-				firstReq[k], epochs[k] = ri, p.rb.ProducerEpoch
-			}
-		}
-	}
-	unlock := func() {}
-	var held map[producerKey]*producerState
-	if len(pkeys) > 0 {
-		held, unlock = n.idem.seq.lockProducers(pkeys, epochs)
-	}
-	proj := seqProjection{epochs: make(map[producerKey]int16), windows: make(map[windowKey]*projectedWindow)}
-	for _, r := range group {
-		for _, p := range r.live {
-			if !p.idempotent() {
-				p.write = p.fault == nil
-				continue
-			}
-			pk := producerKey{scope: scope, pid: p.rb.ProducerID}
-			p.key = windowKey{scope: scope, pid: p.rb.ProducerID, topic: p.topic, partition: p.resp.Partition}
-			p.lastSeq = seqAdd(p.rb.FirstSequence, p.rb.NumRecords-1)
-			pe, ok := proj.epochs[pk]
-			if !ok {
-				pe = held[pk].epoch
-			}
-			pw := proj.windows[p.key]
-			if pw == nil {
-				pw = &projectedWindow{w: seqWindow{key: p.key, epoch: -1}}
-				if w := n.idem.seq.window(p.key, false); w != nil {
-					pw.w = *w
-				}
-				proj.windows[p.key] = pw
-			}
-			epoch := p.rb.ProducerEpoch
-			p.epochBefore = pe
-			v, at := decideSeq(&pe, &pw.w, epoch, p.rb.FirstSequence, p.lastSeq)
-			proj.epochs[pk] = pe
-			switch {
-			case v.code != 0:
-				p.seqCode = v.code
-			case v.dup:
-				p.dup, p.dupBase = true, v.base
-				p.dupOf = pw.owners[at] // nil: written before the group
-			case p.fault != nil:
-			default:
-				p.write = true
-				if pw.w.epoch != epoch {
-					pw.owners = [seqWindowBatches]*producePart{}
-				}
-				pw.owners[pw.w.accept(epoch, seqBatch{first: p.rb.FirstSequence, last: p.lastSeq, base: -1})] = p
-			}
-		}
-	}
-	// A producer's epoch moves with every batch it checks, written or
-	// not, and the same whatever the windows say: the projection's is the
-	// one the group leaves.
-	for pk, e := range proj.epochs {
-		held[pk].epoch = e
-	}
-	return unlock
 }
 
 // pushGroup writes the envelopes of every batch to be written and records
@@ -289,7 +233,7 @@ func pushGroup(ctx context.Context, c *Conn, group []*groupReq, ends []int) erro
 	count := 0
 	for _, r := range group {
 		for _, p := range r.live {
-			if p.write {
+			if p.batch.Write {
 				written = append(written, p)
 				count += p.items[1] - p.items[0]
 			}
@@ -389,100 +333,14 @@ func pushShard(ctx context.Context, c *Conn, parts []*producePart, ends []int) e
 			return fatal
 		}
 		for _, p := range parts {
-			p.outcome = pushOutcome{base: -1, code: code, msg: msg, throttle: throttle}
+			p.batch.Outcome = producer.Outcome{Base: -1, Code: code, Msg: msg}
+			p.throttle = throttle
 		}
 		return nil
 	}
 	for _, p := range parts {
 		base, code, msg := partitionOutcome(results[p.pushed[0]:p.pushed[1]])
-		p.outcome = pushOutcome{base: base, code: code, msg: msg}
+		p.batch.Outcome = producer.Outcome{Base: base, Code: code, Msg: msg}
 	}
 	return nil
-}
-
-// settleGroup answers every live batch in request order. An idempotent
-// batch keeps the projection's verdict, and a written one is remembered in
-// its window, unless a batch of the same window before it in the group
-// failed its write: the window then stands where running the requests one
-// by one would have left it, so the batch is decided again against it.
-// A batch is answered as written only if it was.
-func (n *Node) settleGroup(group []*groupReq, now int64) {
-	s := n.idem.seq
-	broken := make(map[windowKey]bool)
-	for _, r := range group {
-		for _, p := range r.live {
-			switch {
-			case !p.idempotent():
-				p.settleWrite(now)
-			case broken[p.key]:
-				p.settleBehindFailure(s, now)
-			case p.seqCode != 0:
-				p.fail(p.seqCode, "")
-			case p.dupOf != nil:
-				// Its original, earlier in the group, was written: the
-				// window is not broken.
-				p.resp.BaseOffset = p.dupOf.outcome.base
-			case p.dup:
-				p.resp.BaseOffset = p.dupBase // answered as the first time, written once
-			case p.write:
-				if p.settleWrite(now) {
-					s.accepted(p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq, p.outcome.base)
-				} else {
-					broken[p.key] = true
-				}
-			default:
-				p.fail(p.fault.Code, p.fault.Msg)
-			}
-		}
-	}
-}
-
-// settleBehindFailure decides a batch whose window lost an earlier batch
-// of the group to a failed write, against the window as it stands.
-func (p *producePart) settleBehindFailure(s *sequencer, now int64) {
-	e := p.epochBefore
-	v, _ := decideSeq(&e, s.window(p.key, false), p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq)
-	switch {
-	case v.code != 0:
-		p.fail(v.code, "")
-	case v.dup:
-		p.resp.BaseOffset = v.base
-	case p.write:
-		// Alone it would have been written too: its own write decides.
-		if p.settleWrite(now) {
-			s.accepted(p.key, p.rb.ProducerEpoch, p.rb.FirstSequence, p.lastSeq, p.outcome.base)
-		}
-	case p.dupOf != nil:
-		// A repeat of the failed batch: not written either, and retried
-		// like its original.
-		p.fail(p.dupOf.outcome.code, p.dupOf.outcome.msg)
-	case p.fault != nil:
-		p.fail(p.fault.Code, p.fault.Msg)
-	default:
-		// Refused behind the failed batch; alone it would have been
-		// taken, but nothing of it was written.
-		code := p.seqCode
-		if code == 0 {
-			code = kerr.OutOfOrderSequenceNumber.Code
-		}
-		p.fail(code, "")
-	}
-}
-
-// settleWrite answers a batch that is not sequenced (or that sequencing
-// kept) from its write, reporting whether it was stored.
-func (p *producePart) settleWrite(now int64) bool {
-	switch {
-	case p.fault != nil:
-		p.fail(p.fault.Code, p.fault.Msg)
-		return false
-	case p.outcome.code != 0:
-		p.fail(p.outcome.code, p.outcome.msg)
-		return false
-	}
-	p.resp.BaseOffset = p.outcome.base
-	if p.rb.Attributes&recordbatch.AttrLogAppendTime != 0 {
-		p.resp.LogAppendTime = now
-	}
-	return true
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 )
@@ -385,7 +386,7 @@ func TestNextGroupKeepsOrder(t *testing.T) {
 func TestCoalescedProduceWindowEvictedMidGroup(t *testing.T) {
 	const pid = 13 << 32
 	n, _ := groupEnv(t)
-	n.idem.seq = newSequencer(1)
+	n.sequencer = producer.NewSequencer(1)
 	got := answerQueued(t, n, []*kmsg.ProduceRequest{groupProduceReq(-1, groupPart{"a", 1, idemBatch(t, pid, 0, 0, 3)})})
 	require.Equal(t, int64(0), got[0].Topics[0].Partitions[0].BaseOffset)
 	// Partition 0's new window evicts partition 1's before 1 is settled.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/txn"
 )
 
@@ -17,7 +18,7 @@ import (
 // builds one too and never reaches it: InitProducerId refuses a
 // transactional id there, so no binding exists and every other
 // transactional request is INVALID_TXN_STATE.
-func newTxns(cfg Config, q txn.Queen, log *slog.Logger, ids *producerIDs, groups txn.Groups, now func() time.Time) *txn.Manager {
+func newTxns(cfg Config, q txn.Queen, log *slog.Logger, ids *producer.IDs, groups txn.Groups, now func() time.Time) *txn.Manager {
 	return txn.New(txn.Config{
 		Queen:  q,
 		IDs:    txnIDs{ids},
@@ -37,10 +38,10 @@ func newTxns(cfg Config, q txn.Queen, log *slog.Logger, ids *producerIDs, groups
 }
 
 // txnIDs is the node's producer id allocator as package txn asks for it.
-type txnIDs struct{ ids *producerIDs }
+type txnIDs struct{ ids *producer.IDs }
 
 func (a txnIDs) Next(ctx context.Context, scope string, kv txn.Queen) (int64, error) {
-	return a.ids.next(ctx, scope, kv)
+	return a.ids.Next(ctx, scope, kv)
 }
 
 // txnClient is the connection as package txn needs it: the identity that

@@ -77,6 +77,12 @@ const (
 	PrefixTopicCfg = "qk:topiccfg:"
 )
 
+// ProducerIDsKey is the one row of the producer id counter,
+// {"next":<first id no node has reserved>}: each node reserves a block of
+// ids past it by compare-and-set (package producer). It is a single key,
+// not a family, and shares no prefix with the families above.
+const ProducerIDsKey = "qk:producerids"
+
 // GroupOffsetKey is qk:group:<esc group>:<esc topic>:<partition>.
 func GroupOffsetKey(group, topic string, partition int32) string {
 	return PrefixGroup + Esc(group) + ":" + Esc(topic) + ":" + strconv.FormatInt(int64(partition), 10)

@@ -71,13 +71,14 @@ func TestKeyFamilies(t *testing.T) {
 		TopicCfgKey("orders"):        "qk:topiccfg:orders",
 		GroupOffsetKey("g", "t", 3):  "qk:group:g:t:3",
 		GroupOffsetPrefix("billing"): "qk:group:billing:",
+		ProducerIDsKey:               "qk:producerids",
 	}
 	for got, want := range keys {
 		if got != want {
 			t.Errorf("got %q want %q", got, want)
 		}
 	}
-	fams := []string{PrefixGroup, PrefixGroups, PrefixFence, PrefixNode, PrefixTxn, PrefixTopicCfg}
+	fams := []string{PrefixGroup, PrefixGroups, PrefixFence, PrefixNode, PrefixTxn, PrefixTopicCfg, ProducerIDsKey}
 	for i, a := range fams {
 		for j, b := range fams {
 			if i != j && strings.HasPrefix(a, b) {

@@ -1,4 +1,4 @@
-package node
+package producer
 
 import (
 	"context"
@@ -16,20 +16,20 @@ import (
 // out from memory. A restart abandons the rest of its block, which costs
 // nothing but numbers.
 const (
-	producerIDsKey   = "qk:producerids"
-	producerIDBlock  = 1000
+	// IDBlock is how many ids one reservation takes.
+	IDBlock          = 1000
 	producerIDTries  = 8 // lost races before giving up (each attempt is one call)
-	maxProducerIDVal = 1<<62 - producerIDBlock
+	maxProducerIDVal = 1<<62 - IDBlock
 )
 
-// kvCaller is the slice of queen.Client the allocator needs.
-type kvCaller interface {
+// KV is the slice of queen.Client the allocator needs.
+type KV interface {
 	KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, error)
 }
 
-// producerIDs hands out producer ids, per scope (connection identity: each
-// tenant's KV holds its own counter).
-type producerIDs struct {
+// IDs hands out producer ids, per scope (connection identity: each
+// tenant's KV holds its own counter), unique across nodes and restarts.
+type IDs struct {
 	mu     sync.Mutex
 	blocks map[string]*idBlock
 }
@@ -39,16 +39,19 @@ type idBlock struct {
 	version   int64 // the row version last seen, the next reservation's expect
 }
 
-func newProducerIDs() *producerIDs { return &producerIDs{blocks: make(map[string]*idBlock)} }
+// NewIDs returns an allocator holding no block yet.
+func NewIDs() *IDs { return &IDs{blocks: make(map[string]*idBlock)} }
 
-// idRow is the value of qk:producerids: the first id no node has reserved.
+// idRow is the value of queen.ProducerIDsKey: the first id no node has
+// reserved.
 type idRow struct {
 	Next *int64 `json:"next"`
 }
 
-// next returns a fresh producer id for scope, reserving a new block through
-// kv when the current one is spent.
-func (a *producerIDs) next(ctx context.Context, scope string, kv kvCaller) (int64, error) {
+// Next returns a fresh producer id for scope, reserving a new block through
+// kv when the current one is spent. An error is the reservation's Queen
+// failure, wrapped.
+func (a *IDs) Next(ctx context.Context, scope string, kv KV) (int64, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	b := a.blocks[scope]
@@ -70,24 +73,24 @@ func (a *producerIDs) next(ctx context.Context, scope string, kv kvCaller) (int6
 // version it was read at. The first attempt guesses the version last seen
 // (0, absent, on a fresh node); a lost race answers the current row, which
 // the next attempt uses, so each attempt is one call.
-func (b *idBlock) reserve(ctx context.Context, kv kvCaller) error {
+func (b *idBlock) reserve(ctx context.Context, kv KV) error {
 	var start int64
 	if b.version != 0 {
 		start = b.end // the row said so when we last wrote it
 	}
 	for try := 0; try < producerIDTries; try++ {
 		if start < 0 || start > maxProducerIDVal {
-			return fmt.Errorf("producer id counter %s is at %d, out of range", producerIDsKey, start)
+			return fmt.Errorf("producer id counter %s is at %d, out of range", queen.ProducerIDsKey, start)
 		}
 		expect := b.version
-		value := []byte(`{"next":` + strconv.FormatInt(start+producerIDBlock, 10) + `}`)
-		res, err := kv.KV(ctx, []queen.KVOp{{Op: queen.OpPut, NS: queen.Namespace, Key: producerIDsKey, Value: value, Forever: true, Expect: &expect}})
+		value := []byte(`{"next":` + strconv.FormatInt(start+IDBlock, 10) + `}`)
+		res, err := kv.KV(ctx, []queen.KVOp{{Op: queen.OpPut, NS: queen.Namespace, Key: queen.ProducerIDsKey, Value: value, Forever: true, Expect: &expect}})
 		if err != nil {
 			return fmt.Errorf("reserve producer ids: %w", err)
 		}
 		r := res[0]
 		if r.Applied {
-			b.next, b.end, b.version = start, start+producerIDBlock, r.Version
+			b.next, b.end, b.version = start, start+IDBlock, r.Version
 			return nil
 		}
 		// Lost: the verdict carries the live row (version 0 when absent).
@@ -96,7 +99,7 @@ func (b *idBlock) reserve(ctx context.Context, kv kvCaller) error {
 		if r.Version != 0 {
 			var row idRow
 			if err := json.Unmarshal(r.Value, &row); err != nil || row.Next == nil {
-				return fmt.Errorf("producer id counter %s holds %s, not {\"next\":N}", producerIDsKey, string(r.Value))
+				return fmt.Errorf("producer id counter %s holds %s, not {\"next\":N}", queen.ProducerIDsKey, string(r.Value))
 			}
 			start = *row.Next
 		}

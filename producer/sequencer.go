@@ -1,4 +1,4 @@
-package node
+package producer
 
 import (
 	"cmp"
@@ -17,34 +17,20 @@ import (
 // refused. The window is process memory and bounded: a restart or an
 // eviction forgets it, and the producer recovers through KIP-360 (an epoch
 // bump, whose first batch is sequence 0).
-const (
-	maxSeqWindows    = 65536 // tracked producer-partitions, least recently used evicted
-	seqWindowBatches = 5     // Kafka's max.in.flight for an idempotent producer
-)
+const seqWindowBatches = 5 // Kafka's max.in.flight for an idempotent producer
 
-// idempotence is the node's producer state: id allocation and windows.
-type idempotence struct {
-	ids *producerIDs
-	seq *sequencer
+// Key names one producer. Scope is the connection identity: producer ids
+// are allocated per tenant, so two tenants' equal ids are two producers.
+type Key struct {
+	Scope string
+	ID    int64
 }
 
-func newIdempotence() *idempotence {
-	return &idempotence{ids: newProducerIDs(), seq: newSequencer(maxSeqWindows)}
-}
-
-// windowKey names one sequence window. scope is the connection identity:
-// producer ids are allocated per tenant, so two tenants' equal ids are two
-// producers.
+// windowKey names one sequence window: a producer's topic-partition.
 type windowKey struct {
-	scope     string
-	pid       int64
+	producer  Key
 	topic     string
 	partition int32
-}
-
-type producerKey struct {
-	scope string
-	pid   int64
 }
 
 // seqBatch is one remembered batch: its sequence range and base offset.
@@ -117,24 +103,26 @@ type producerState struct {
 	elem       *list.Element
 }
 
-// sequencer holds every window and producer, both bounded and evicted
-// least recently used first. Its own mutex guards only the maps and lists;
-// a window's content is guarded by its producer's mu.
-type sequencer struct {
+// Sequencer holds every window and producer of a node, both bounded and
+// evicted least recently used first. Its own mutex guards only the maps and
+// lists; a window's content is guarded by its producer's mu.
+type Sequencer struct {
 	mu        sync.Mutex
 	max       int
 	windows   map[windowKey]*seqWindow
 	wlru      list.List // windowKey, most recent at the front
-	producers map[producerKey]*producerState
-	plru      list.List // producerKey
+	producers map[Key]*producerState
+	plru      list.List // Key
 }
 
-func newSequencer(max int) *sequencer {
-	return &sequencer{max: max, windows: make(map[windowKey]*seqWindow), producers: make(map[producerKey]*producerState)}
+// NewSequencer returns a sequencer tracking at most max producers and max
+// producer-partitions (windows), the least recently used evicted past it.
+func NewSequencer(max int) *Sequencer {
+	return &Sequencer{max: max, windows: make(map[windowKey]*seqWindow), producers: make(map[Key]*producerState)}
 }
 
 // producer returns the state of k, creating it at epoch.
-func (s *sequencer) producer(k producerKey, epoch int16) *producerState {
+func (s *Sequencer) producer(k Key, epoch int16) *producerState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := s.producers[k]; ok {
@@ -163,15 +151,15 @@ func lruPut[K comparable, V any](m map[K]V, order *list.List, max int, k K, v V)
 
 // lockProducers locks the producers of keys (deduplicated, in a fixed order
 // so that two requests never wait on each other) and returns them by key.
-func (s *sequencer) lockProducers(keys []producerKey, epochs map[producerKey]int16) (map[producerKey]*producerState, func()) {
-	slices.SortFunc(keys, func(a, b producerKey) int {
-		if c := cmp.Compare(a.scope, b.scope); c != 0 {
+func (s *Sequencer) lockProducers(keys []Key, epochs map[Key]int16) (map[Key]*producerState, func()) {
+	slices.SortFunc(keys, func(a, b Key) int {
+		if c := cmp.Compare(a.Scope, b.Scope); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.pid, b.pid)
+		return cmp.Compare(a.ID, b.ID)
 	})
 	keys = slices.Compact(keys)
-	held := make(map[producerKey]*producerState, len(keys))
+	held := make(map[Key]*producerState, len(keys))
 	order := make([]*producerState, 0, len(keys))
 	for _, k := range keys {
 		p := s.producer(k, epochs[k])
@@ -233,13 +221,13 @@ func decideSeq(producerEpoch *int16, w *seqWindow, epoch int16, first, last int3
 
 // accepted remembers a batch written at base. A window of an older epoch is
 // started over.
-func (s *sequencer) accepted(k windowKey, epoch int16, first, last int32, base int64) {
+func (s *Sequencer) accepted(k windowKey, epoch int16, first, last int32, base int64) {
 	s.window(k, true).accept(epoch, seqBatch{first: first, last: last, base: base})
 }
 
 // window returns k's window (touching it), creating an empty one when
 // create; creating may evict the least recently used window.
-func (s *sequencer) window(k windowKey, create bool) *seqWindow {
+func (s *Sequencer) window(k windowKey, create bool) *seqWindow {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w, ok := s.windows[k]; ok {
@@ -254,40 +242,60 @@ func (s *sequencer) window(k windowKey, create bool) *seqWindow {
 	return w
 }
 
-// bumpResult is the outcome of a KIP-360 epoch bump.
-type bumpResult int
+// BumpResult is the outcome of a KIP-360 epoch bump.
+type BumpResult int
 
 const (
-	bumpGranted   bumpResult = iota // epoch is the new epoch
-	bumpFenced                      // the request's epoch is older than the producer's
-	bumpExhausted                   // no epoch left: allocate a new producer id
+	BumpGranted   BumpResult = iota // epoch is the new epoch
+	BumpFenced                      // the request's epoch is older than the producer's
+	BumpExhausted                   // no epoch left: allocate a new producer id
 )
 
-// bump moves producer k from epoch to epoch+1 (KIP-360, InitProducerId v3+
+// Bump moves producer k from epoch to epoch+1 (KIP-360, InitProducerId v3+
 // with an existing id), which starts every window of it over at sequence 0.
 // A producer the facade does not know (restart, eviction, another node's
 // id) is granted the bump: that is the recovery seed 001 promises. The
 // producer's lock is taken, so a bump waits for its in-flight produce.
-func (s *sequencer) bump(k producerKey, epoch int16) (int16, bumpResult) {
+func (s *Sequencer) Bump(k Key, epoch int16) (int16, BumpResult) {
 	p := s.producer(k, epoch)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
 	case p.bumpedFrom == epoch && p.epoch == epoch+1:
-		return p.epoch, bumpGranted // the same bump, retried
+		return p.epoch, BumpGranted // the same bump, retried
 	case epoch < p.epoch:
-		return 0, bumpFenced
+		return 0, BumpFenced
 	case epoch >= math.MaxInt16-1:
-		return 0, bumpExhausted
+		return 0, BumpExhausted
 	}
 	p.epoch, p.bumpedFrom = epoch+1, epoch
-	return p.epoch, bumpGranted
+	return p.epoch, BumpGranted
 }
 
-// granted records a freshly allocated producer id at epoch 0.
-func (s *sequencer) granted(k producerKey) {
-	p := s.producer(k, 0)
+// Grant records that producer k was granted epoch: 0 for a freshly
+// allocated id, or the epoch a transactional id was claimed at. Every older
+// epoch of k is fenced from then on (INVALID_PRODUCER_EPOCH on its
+// batches). The producer's lock is taken, so a grant waits for its
+// in-flight produce.
+func (s *Sequencer) Grant(k Key, epoch int16) {
+	p := s.producer(k, epoch)
 	p.mu.Lock()
-	p.epoch, p.bumpedFrom = 0, -1
+	p.epoch, p.bumpedFrom = epoch, -1
 	p.mu.Unlock()
+}
+
+// Epoch is producer k's newest epoch granted or seen and the epoch its last
+// KIP-360 bump moved from (-1 none); known is false for a producer the
+// sequencer does not hold (never met, or evicted). It does not touch k's
+// recency.
+func (s *Sequencer) Epoch(k Key) (epoch, bumpedFrom int16, known bool) {
+	s.mu.Lock()
+	p, ok := s.producers[k]
+	s.mu.Unlock()
+	if !ok {
+		return 0, 0, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.epoch, p.bumpedFrom, true
 }

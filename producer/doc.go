@@ -1,0 +1,41 @@
+// Package producer is the facade's producer state: producer ids, epochs and
+// the sequence windows of idempotent (and, later, transactional) batches
+// (seed 001, "Transactions and the idempotent producer").
+//
+// It owns:
+//   - producer id allocation (IDs.Next): blocks of IDBlock ids reserved by
+//     compare-and-set on the one queen.ProducerIDsKey row of Queen's KV,
+//     so ids are unique across nodes and restarts;
+//   - epochs (Sequencer.Grant, Sequencer.Bump): the epoch a producer was
+//     granted fences every older one, and KIP-360's bump moves an id to the
+//     next epoch, a retried bump answered as the first;
+//   - the sequence windows, bounded and evicted least recently used: the
+//     last five batches of each producer-partition with the offsets they
+//     got, so that a retry is answered from the window and a gap refused;
+//   - the sequencing of a group of produce requests (Sequencer.Sequence)
+//     and its settling once written (Sequencer.Settle): each Batch is
+//     marked Write, refused or answered as a repeat, exactly as running the
+//     requests one by one would answer, and a batch behind a failed write
+//     is decided again against the window as it stands.
+//
+// A caller's flow, per group of one scope (the connection's identity):
+//
+//	unlock := seq.Sequence(scope, batches) // producers locked, Write decided
+//	defer unlock()
+//	// write every batch marked Write; record its Outcome
+//	seq.Settle(batches)                    // every Batch's Answer
+//
+// Transactions (issue 8, package txn) use the same pieces: IDs.Next
+// allocates a transactional id's producer id, Grant records the epoch the
+// id was claimed or bumped to in its qk:txn: row (fencing the older
+// epoch's batches), and a transactional batch is sequenced with Sequence
+// and Settle like an idempotent one, its Outcome the stage's (Base -1, as
+// a staged batch has no offset yet).
+//
+// It does not own: the Kafka wire (package node parses requests and writes
+// the answers; this package sees Batch headers and outcomes), the record
+// codec (package recordbatch; a batch that did not decode comes with its
+// recordbatch.Fault), the push to Queen (the caller writes), the mapping of
+// a Queen failure to a Kafka code (the caller's), and any transaction state.
+// It never imports package node.
+package producer
