@@ -1,7 +1,8 @@
 // Command queen-dev is the project's Queen-compatible development broker
 // (not Queen): the HTTP routes of ../shared/queen-api.md over durable
 // embedded storage. See package queen/dev for behaviour, storage and fault
-// injection.
+// injection, and package supervisor for embedded mode (QUEEN_KAFKA_EMBEDDED),
+// in which queen-dev spawns and supervises the facade as its child.
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/queen-kafka/queen/dev"
+	"github.com/queen-mq/queen-kafka/supervisor"
 )
 
 const usage = `queen-dev: Queen-compatible development broker (not Queen).
@@ -34,7 +36,16 @@ Configuration is by environment only:
                         when QUEEN_DEV_TOKENS is set (default false)
   QUEEN_MAX_BODY_BYTES  request body ceiling in bytes (default 67108864)
 
-SIGTERM or SIGINT stops accepting, drains in-flight requests, syncs the log and exits 0.
+Embedded mode (read only when QUEEN_KAFKA_EMBEDDED=true):
+  QUEEN_KAFKA_EMBEDDED           true spawns and supervises the facade as a child (default false)
+  QUEEN_KAFKA_BIN                the facade binary (default: queen-kafka beside this executable)
+  QUEEN_KAFKA_SHUTDOWN_GRACE_MS  SIGTERM to SIGKILL on stop (default 5000, floored at 100)
+  The child gets this environment less the broker's secrets, QUEEN_URL set to the
+  loopback of the bound listener unless QUEEN_URL is set, and needs
+  QUEEN_KAFKA_ADVERTISED_ADDR. GET /status then carries a "kafka" block.
+
+SIGTERM or SIGINT stops the embedded facade (if any), stops accepting, drains in-flight
+requests, syncs the log and exits 0.
 `
 
 // config is the validated environment.
@@ -106,7 +117,23 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	b, err := dev.New(dev.Options{Dir: cfg.dir, Tokens: cfg.tokens, Faults: cfg.faults, MaxBodyBytes: cfg.maxBody, Logger: log})
+	// Embedded mode is validated with the rest, before anything is bound;
+	// off, it reads QUEEN_KAFKA_EMBEDDED and nothing else.
+	emb, err := supervisor.Load(context.Background(), os.Environ(), os.Executable)
+	if err != nil {
+		return err
+	}
+	var (
+		sup    *supervisor.Supervisor
+		status func() map[string]any
+	)
+	if emb != nil {
+		sup = supervisor.New(emb, supervisor.Options{Logger: log, BrokerAuth: len(cfg.tokens) > 0})
+		// Every way out of run stops the child, a panic included.
+		defer sup.Stop()
+		status = func() map[string]any { return map[string]any{"kafka": sup.Status()} }
+	}
+	b, err := dev.New(dev.Options{Dir: cfg.dir, Tokens: cfg.tokens, Faults: cfg.faults, MaxBodyBytes: cfg.maxBody, Logger: log, Status: status})
 	if err != nil {
 		return fmt.Errorf("QUEEN_DEV_DATA=%s: %w", cfg.dir, err)
 	}
@@ -121,13 +148,17 @@ func run(log *slog.Logger) error {
 		auth = "on"
 	}
 	log.Info("queen-dev listening (development broker, not Queen)", "addr", ln.Addr().String(), "data", cfg.dir,
-		"auth", auth, "tenants", b.Tenants(), "faults", cfg.faults, "replayed_frames", b.Replay.Frames,
+		"auth", auth, "tenants", b.Tenants(), "faults", cfg.faults, "embedded", emb != nil, "replayed_frames", b.Replay.Frames,
 		"torn_bytes", b.Replay.TornBytes)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if sup != nil {
+		// Wired to what ln actually bound, so port 0 and wildcards work.
+		sup.Start(ln.Addr())
+	}
 	select {
 	case err := <-serveErr:
 		b.Close()
@@ -135,6 +166,12 @@ func run(log *slog.Logger) error {
 	case <-ctx.Done():
 	}
 	log.Info("queen-dev: shutting down")
+	if sup != nil {
+		// The child stops first, while the broker still serves, so that
+		// its own stop (closing its connections; in cluster mode deleting
+		// its registry row) still reaches Queen.
+		sup.Stop()
+	}
 	b.Drain() // parked fetches answer now instead of holding Shutdown
 	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -42,6 +42,9 @@ type Options struct {
 	SweepInterval time.Duration
 	// Logger receives operational log lines; nil means slog.Default().
 	Logger *slog.Logger
+	// Status adds top-level blocks to GET /status beside "status":"ok"
+	// (cmd/queen-dev adds "kafka" in embedded mode); nil adds none.
+	Status func() map[string]any
 }
 
 // Broker is a Queen-compatible development broker: authoritative state in

@@ -18,7 +18,7 @@ type call struct {
 
 type routeFunc func(w http.ResponseWriter, r *http.Request, c *call)
 
-// Handler serves the contract's routes, GET /health and, with
+// Handler serves the contract's routes, GET /health, GET /status and, with
 // Options.Faults, the fault-injection routes.
 func (b *Broker) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -33,13 +33,14 @@ func (b *Broker) Handler() http.Handler {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, http.StatusOK, []byte(`{"status":"ok"}`))
 	})
+	mux.HandleFunc("GET /status", b.handleStatus)
 	if b.opts.Faults {
 		mux.HandleFunc("/dev/faults", b.handleFaults)
 	}
 	// Other methods on a contract path get a JSON 405 rather than the
 	// mux's plain-text one.
 	for _, path := range []string{"/api/v1/resources/queues", "/api/v1/configure", "/api/v1/resources/queues/{queue}",
-		"/api/v1/push", "/api/v1/fetch", "/api/v1/kv", "/api/v1/transaction", "/auth/me", "/health"} {
+		"/api/v1/push", "/api/v1/fetch", "/api/v1/kv", "/api/v1/transaction", "/auth/me", "/health", "/status"} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
 		})
