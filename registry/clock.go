@@ -1,15 +1,7 @@
 package registry
 
-import "time"
+import "github.com/queen-mq/queen-kafka/internal/clock"
 
 // Clock is the time seam: tests drive heartbeats and the boot watch with a
 // fake clock shared with the dev broker's expiry.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time                         { return time.Now() }
-func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+type Clock = clock.Clock

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/queen-kafka/hashring"
+	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -86,7 +87,7 @@ func Start(ctx context.Context, kv KV, cfg Config) (*Session, error) {
 		return nil, err
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = wallClock{}
+		cfg.Clock = clock.Wall{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

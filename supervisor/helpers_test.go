@@ -2,19 +2,20 @@ package supervisor
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
 // TestMain makes this test binary its own fake facade: with
@@ -73,90 +74,19 @@ func fakeChild(mode string) {
 	}
 }
 
-// fakeClock is a Clock the test advances; After channels fire when the
-// time they wait for is reached.
-type fakeClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	waits []fakeWait
-}
-
-type fakeWait struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
-
-func (f *fakeClock) After(d time.Duration) <-chan time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- f.now
-		return ch
-	}
-	f.waits = append(f.waits, fakeWait{at: f.now.Add(d), ch: ch})
-	return ch
-}
-
-// pending is how many After calls wait for exactly d from now.
-func (f *fakeClock) pending(d time.Duration) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, w := range f.waits {
-		if w.at.Equal(f.now.Add(d)) {
-			n++
-		}
-	}
-	return n
-}
-
-func (f *fakeClock) Advance(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.now = f.now.Add(d)
-	keep := f.waits[:0]
-	for _, w := range f.waits {
-		if !w.at.After(f.now) {
-			w.ch <- f.now
-		} else {
-			keep = append(keep, w)
-		}
-	}
-	f.waits = keep
+func newFakeClock() *testsupport.FakeClock {
+	return testsupport.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 // logBuf is a JSON slog destination the test reads records back from.
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type logBuf struct{ testsupport.LogBuffer }
 
 func (b *logBuf) logger() *slog.Logger { return slog.New(slog.NewJSONHandler(b, nil)) }
 
 // records are the log records so far whose message is msg ("" = all).
 func (b *logBuf) records(msg string) []map[string]any {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(b.buf.String(), "\n") {
-		if line == "" {
-			continue
-		}
+	for _, line := range strings.Split(b.String(), "\n") {
 		var r map[string]any
 		if json.Unmarshal([]byte(line), &r) == nil && (msg == "" || r["msg"] == msg) {
 			out = append(out, r)
@@ -165,37 +95,9 @@ func (b *logBuf) records(msg string) []map[string]any {
 	return out
 }
 
-func (b *logBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // eventually polls cond until it holds; the limit is only there so that a
 // broken supervisor fails the test instead of hanging it.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never happened: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// alive reports whether pid is a process that has not exited (a zombie
-// nobody reaped counts as exited).
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
-	}
-	// pid (comm) STATE …; comm may hold spaces, so read after the last ')'.
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+	require.Eventually(t, cond, 20*time.Second, 5*time.Millisecond, "never happened: %s", what)
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/queen-mq/queen-kafka/internal/clock"
 )
 
 // Backoff is the restart policy: the first restart waits Initial, each
@@ -84,7 +86,7 @@ func New(cfg *Config, o Options) *Supervisor {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Clock == nil {
-		o.Clock = wallClock{}
+		o.Clock = clock.Wall{}
 	}
 	if o.Backoff == (Backoff{}) {
 		o.Backoff = DefaultBackoff

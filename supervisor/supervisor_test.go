@@ -12,13 +12,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
 // harness is a supervisor whose child is this test binary in one of the
 // fakeChild modes, on a fake clock, logging JSON into logs.
 type harness struct {
 	*Supervisor
-	clk  *fakeClock
+	clk  *testsupport.FakeClock
 	logs *logBuf
 }
 
@@ -82,7 +84,7 @@ func TestRestartBackoff(t *testing.T) {
 		assert.Nil(t, st.PID)
 		require.NotNil(t, st.LastExit)
 		assert.Equal(t, "signal: killed", *st.LastExit)
-		assert.False(t, alive(pid))
+		assert.False(t, testsupport.Alive(pid))
 
 		// Nothing starts before the backoff has passed.
 		h.clk.Advance(time.Duration(want-1) * time.Millisecond)
@@ -123,7 +125,7 @@ func TestStopTerm(t *testing.T) {
 	require.NotNil(t, st.LastExit)
 	assert.Equal(t, "signal: terminated", *st.LastExit)
 	assert.Nil(t, st.PID)
-	assert.False(t, alive(pid))
+	assert.False(t, testsupport.Alive(pid))
 	assert.Empty(t, h.logs.records("queen-kafka facade still running after the grace (embedded); SIGKILL"))
 	h.clk.Advance(time.Hour)
 	assert.Equal(t, PhaseStopped, h.Status().Phase, "a stopped child stays stopped")
@@ -138,9 +140,9 @@ func TestStopGraceKill(t *testing.T) {
 	eventually(t, "the child ignores SIGTERM", func() bool { return len(h.logs.records("queen-kafka")) > 0 })
 	stopped := make(chan struct{})
 	go func() { h.Stop(); close(stopped) }()
-	eventually(t, "the stop waits out the grace", func() bool { return h.clk.pending(250*time.Millisecond) == 1 })
+	eventually(t, "the stop waits out the grace", func() bool { return h.clk.WaitersFor(250*time.Millisecond) == 1 })
 	assert.Equal(t, PhaseStopping, h.Status().Phase)
-	assert.True(t, alive(pid), "SIGTERM is ignored, so the child lives until the grace has passed")
+	assert.True(t, testsupport.Alive(pid), "SIGTERM is ignored, so the child lives until the grace has passed")
 	select {
 	case <-stopped:
 		t.Fatal("Stop returned before the grace had passed")
@@ -151,7 +153,7 @@ func TestStopGraceKill(t *testing.T) {
 	st := h.Status()
 	require.NotNil(t, st.LastExit)
 	assert.Equal(t, "signal: killed", *st.LastExit)
-	assert.False(t, alive(pid))
+	assert.False(t, testsupport.Alive(pid))
 	assert.Len(t, h.logs.records("queen-kafka facade still running after the grace (embedded); SIGKILL"), 1)
 }
 
@@ -169,14 +171,14 @@ func TestStopGroup(t *testing.T) {
 		}
 		return grandchild != 0
 	})
-	require.True(t, alive(grandchild))
+	require.True(t, testsupport.Alive(grandchild))
 	pgid, err := syscall.Getpgid(grandchild)
 	require.NoError(t, err)
 	assert.Equal(t, *h.Status().PID, pgid, "the child leads its own group")
 	own, _ := syscall.Getpgid(0)
 	assert.NotEqual(t, own, pgid)
 	h.Stop()
-	eventually(t, "the grandchild died with the stop", func() bool { return !alive(grandchild) })
+	eventually(t, "the grandchild died with the stop", func() bool { return !testsupport.Alive(grandchild) })
 }
 
 // TestChildEnvironment: the child sees the broker's environment less its

@@ -1,7 +1,7 @@
 // Package testsupport is the test harness the packages share: a locked log
 // buffer, free loopback ports, a runner for child processes (start, wait
 // until ready, signal, kill, restart, dump the log of a failed test), the
-// queen-dev process, go build, a process's CPU time, an httptest server
+// queen-dev process, go build, a process's CPU time, a fake clock, an httptest server
 // that closes what it serves when the test ends, and the dev broker's push
 // and fetch benchmarks (run in process by queen/dev, against the binary by
 // cmd/queen-dev).

@@ -2,8 +2,19 @@
 
 package testsupport
 
-import "os/exec"
+import (
+	"os"
+	"os/exec"
+	"syscall"
+)
 
 // KillWithParent is Linux's parent-death signal; elsewhere there is none, and
 // a child outlives a test binary that dies without its clean-ups.
 func KillWithParent(cmd *exec.Cmd) {}
+
+// Alive reports whether pid is a process that has not exited (a zombie
+// counts as alive here: there is no /proc to tell).
+func Alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	return err == nil && p.Signal(syscall.Signal(0)) == nil
+}

@@ -256,3 +256,36 @@ func TestPushBody(t *testing.T) {
 		}
 	}
 }
+
+func TestFakeClock(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := NewFakeClock(start)
+	now := c.After(0)
+	select {
+	case <-now:
+	default:
+		t.Fatal("After(0) must fire at once")
+	}
+	one, two := c.After(time.Second), c.After(2*time.Second)
+	if c.Waiters() != 2 || c.WaitersFor(time.Second) != 1 || c.WaitersFor(2*time.Second) != 1 {
+		t.Fatalf("waiters %d, for 1s %d, for 2s %d", c.Waiters(), c.WaitersFor(time.Second), c.WaitersFor(2*time.Second))
+	}
+	c.Advance(999 * time.Millisecond)
+	select {
+	case <-one:
+		t.Fatal("fired before its time")
+	default:
+	}
+	c.Advance(time.Millisecond)
+	if at := <-one; !at.Equal(start.Add(time.Second)) {
+		t.Fatalf("fired at %v", at)
+	}
+	if c.Waiters() != 1 || c.WaitersFor(time.Second) != 1 {
+		t.Fatalf("after one fired: waiters %d, for 1s %d", c.Waiters(), c.WaitersFor(time.Second))
+	}
+	c.Advance(time.Hour)
+	<-two
+	if c.Waiters() != 0 || !c.Now().Equal(start.Add(time.Hour+time.Second)) {
+		t.Fatalf("waiters %d now %v", c.Waiters(), c.Now())
+	}
+}

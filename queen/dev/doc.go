@@ -1,10 +1,12 @@
 // Package dev is queen-dev, the project's Queen-compatible development
 // broker. It is NOT Queen: it serves exactly the HTTP routes of the contract
 // the facade uses (../shared/queen-api.md §1: queue list, configure, delete,
-// push, fetch, kv, transaction, auth/me) plus GET /health, with the
-// contract's status codes and bodies, so that the facade and its tests run
-// against a real process. cmd/queen-dev is the binary; Options{} (no Dir) is
-// a memory-only broker for unit tests behind httptest.NewServer(b.Handler()).
+// push, fetch, kv, transaction, auth/me) plus its own GET /health and
+// GET /status (Options.Status adds blocks to the latter: cmd/queen-dev's
+// embedded mode adds "kafka"), with the contract's status codes and
+// bodies, so that the facade and its tests run against a real process.
+// cmd/queen-dev is the binary; Options{} (no Dir) is a memory-only broker
+// for unit tests behind httptest.NewServer(b.Handler()).
 //
 // # Storage
 //
