@@ -3,7 +3,8 @@
 # prints the bootstrap address, and stops everything on Ctrl-C.
 #
 #   NODES=3 (default) starts a cluster of three facades on 9092-9094;
-#   NODES=1 starts one single-mode facade on 9092.
+#   NODES=1 starts one single-mode facade on 9092 in embedded mode: one
+#   queen-dev command that spawns and supervises bin/queen-kafka itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,30 +41,42 @@ wait_port() { # host:port
   return 1
 }
 
-QUEEN_DEV_ADDR=$QUEEN_DEV_ADDR QUEEN_DEV_DATA=$QUEEN_DEV_DATA setsid ./bin/queen-dev &
-dev_pid=$!
-wait_port "$QUEEN_DEV_ADDR"
-
 bootstrap=()
-for i in $(seq 1 "$NODES"); do
-  port=$((BASE_PORT + i - 1))
-  addr=127.0.0.1:$port
-  env=(QUEEN_URL="http://$QUEEN_DEV_ADDR" QUEEN_TOKEN="$TOKEN"
-       QUEEN_KAFKA_ADDR="$addr" QUEEN_KAFKA_ADVERTISED_ADDR="$addr")
-  if [ "$NODES" -gt 1 ]; then
-    env+=(QUEEN_KAFKA_NODE_ID="$i" QUEEN_KAFKA_CLUSTER=queen)
-  fi
-  env "${env[@]}" ./bin/queen-kafka &
-  pids+=($!)
+if [ "$NODES" -eq 1 ]; then
+  # Embedded mode: queen-dev finds bin/queen-kafka beside itself, wires it to
+  # the address it bound, and stops it (SIGTERM, then SIGKILL after the
+  # grace) when it stops itself.
+  addr=127.0.0.1:$BASE_PORT
+  QUEEN_DEV_ADDR=$QUEEN_DEV_ADDR QUEEN_DEV_DATA=$QUEEN_DEV_DATA QUEEN_TOKEN=$TOKEN \
+    QUEEN_KAFKA_EMBEDDED=true QUEEN_KAFKA_ADDR=$addr QUEEN_KAFKA_ADVERTISED_ADDR=$addr \
+    setsid ./bin/queen-dev &
+  dev_pid=$!
+  wait_port "$QUEEN_DEV_ADDR"
   bootstrap+=("$addr")
-done
+else
+  QUEEN_DEV_ADDR=$QUEEN_DEV_ADDR QUEEN_DEV_DATA=$QUEEN_DEV_DATA setsid ./bin/queen-dev &
+  dev_pid=$!
+  wait_port "$QUEEN_DEV_ADDR"
+  for i in $(seq 1 "$NODES"); do
+    port=$((BASE_PORT + i - 1))
+    addr=127.0.0.1:$port
+    QUEEN_URL="http://$QUEEN_DEV_ADDR" QUEEN_TOKEN="$TOKEN" QUEEN_KAFKA_ADDR="$addr" QUEEN_KAFKA_ADVERTISED_ADDR="$addr" \
+      QUEEN_KAFKA_NODE_ID="$i" QUEEN_KAFKA_CLUSTER=queen ./bin/queen-kafka &
+    pids+=($!)
+    bootstrap+=("$addr")
+  done
+fi
 for addr in "${bootstrap[@]}"; do wait_port "$addr"; done
 
 list=$(IFS=,; echo "${bootstrap[*]}")
+mode="a cluster of $NODES facades"
+if [ "$NODES" -eq 1 ]; then
+  mode="one facade, embedded: curl -s http://$QUEEN_DEV_ADDR/status shows its supervisor"
+fi
 cat <<MSG
 
 queen-dev (development broker, not Queen) on http://$QUEEN_DEV_ADDR, data in $QUEEN_DEV_DATA
-bootstrap.servers=$list
+bootstrap.servers=$list ($mode)
 
   printf 'customer-123:{"orderId":8891}\n' | kcat -P -b $list -t orders -K:
   kcat -C -b $list -t orders -o beginning -e -q -f '%t [%p] offset %o key=%k %s\n'
