@@ -129,7 +129,9 @@ func run(log *slog.Logger) error {
 	)
 	if emb != nil {
 		sup = supervisor.New(emb, supervisor.Options{Logger: log, BrokerAuth: len(cfg.tokens) > 0})
-		// Every way out of run stops the child, a panic included.
+		// Every way out of run stops the child, a panic in run included
+		// (a process that dies any other way takes it along by
+		// PR_SET_PDEATHSIG).
 		defer sup.Stop()
 		status = func() map[string]any { return map[string]any{"kafka": sup.Status()} }
 	}
