@@ -4,12 +4,26 @@ import (
 	"context"
 	"errors"
 	"net"
+	"syscall"
 	"time"
+)
+
+// Accept backoff: a failed accept waits acceptBackoffMin, doubling up to
+// acceptBackoffMax while it keeps failing (net/http's Server does the same),
+// so a process out of file descriptors neither spins nor stops serving.
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+	// warnEvery spaces the warnings a peer or a load can repeat at will.
+	warnEvery = 10 * time.Second
 )
 
 // acceptLoop serves ln until it is closed. Past QUEEN_KAFKA_MAX_CONNECTIONS
 // a new connection is closed at once: a client that reconnects, rather than
-// a facade accepting work it cannot do.
+// a facade accepting work it cannot do. A transient accept failure (out of
+// file descriptors above all) is waited out and retried: the connections
+// already served are unaffected by it, and ending Serve for it would end
+// the process without draining or handing its node id back.
 func (n *Node) acceptLoop(ctx context.Context, ln net.Listener) error {
 	var backoff time.Duration
 	for {
@@ -21,16 +35,17 @@ func (n *Node) acceptLoop(ctx context.Context, ln net.Listener) error {
 			if draining || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				// Transient accept failure (e.g. out of file descriptors):
-				// back off rather than spin.
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				n.log.Warn("accept failed, backing off", "err", err, "backoff", backoff)
-				time.Sleep(backoff)
-				continue
+			if !retriableAccept(err) {
+				return err
 			}
-			return err
+			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
+			n.acceptWarn.warn(n.log, n.now(), "accept failed, retrying with backoff; connections already served carry on", "err", err, "backoff", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return nil
+			}
+			continue
 		}
 		backoff = 0
 		c := n.admit(nc)
@@ -39,6 +54,24 @@ func (n *Node) acceptLoop(ctx context.Context, ln net.Listener) error {
 		}
 		go c.serve(ctx)
 	}
+}
+
+// retriableAccept is an accept failure that passes: the process or the
+// system out of file descriptors or buffers, a timeout, a connection reset
+// before it was taken (what net.Error's Temporary covers, and what net/http
+// retries), and the network errors Linux passes up from a pending
+// connection, which accept(2) says to treat like EAGAIN.
+func retriableAccept(err error) bool {
+	var t interface{ Temporary() bool }
+	if errors.As(err, &t) && t.Temporary() {
+		return true
+	}
+	for _, e := range []syscall.Errno{syscall.ENOBUFS, syscall.ENOMEM, syscall.EPROTO, syscall.EPERM, syscall.ENETDOWN, syscall.ENOPROTOOPT, syscall.EHOSTDOWN, syscall.EHOSTUNREACH, syscall.EOPNOTSUPP, syscall.ENETUNREACH} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // admit registers nc, or closes it when the node is full or draining.

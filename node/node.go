@@ -56,6 +56,9 @@ type Node struct {
 	idleTimeout  time.Duration
 	frameTimeout time.Duration
 
+	// acceptWarn spaces the warnings of a failing accept.
+	acceptWarn logEvery
+
 	mu       sync.Mutex
 	ln       net.Listener
 	conns    map[*Conn]struct{}
@@ -83,6 +86,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		frameTimeout: frameTimeout,
 		conns:        make(map[*Conn]struct{}),
 		now:          time.Now,
+		acceptWarn:   logEvery{every: warnEvery},
 	}
 	n.topo = singleTopology{host: cfg.AdvertisedHost, port: cfg.AdvertisedPort, cluster: cfg.Cluster}
 	var own coordinator.Ownership = coordinator.Single{Node: selfBroker(cfg)}

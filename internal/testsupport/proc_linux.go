@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+	"unsafe"
 )
 
 // KillWithParent makes cmd's child die with the test binary (a timeout
@@ -33,4 +34,33 @@ func Alive(pid int) bool {
 	s := string(stat)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// SetOpenFilesLimit sets process pid's soft RLIMIT_NOFILE to limit (the
+// hard one stays, so no privilege is needed) and returns the limits it had, so a test can starve a running child
+// of file descriptors and give them back. Go raises a process's soft limit
+// to its hard one at start, so the limit must be set on the running child,
+// not inherited.
+func SetOpenFilesLimit(pid int, limit uint64) (soft, hard uint64, err error) {
+	var old [2]uint64 // struct rlimit: cur, max
+	if err := prlimit(pid, nil, &old); err != nil {
+		return 0, 0, err
+	}
+	if err := prlimit(pid, &[2]uint64{limit, old[1]}, nil); err != nil {
+		return 0, 0, err
+	}
+	return old[0], old[1], nil
+}
+
+// RestoreOpenFilesLimit puts back the limits SetOpenFilesLimit returned.
+func RestoreOpenFilesLimit(pid int, soft, hard uint64) error {
+	return prlimit(pid, &[2]uint64{soft, hard}, nil)
+}
+
+func prlimit(pid int, set, old *[2]uint64) error {
+	_, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), uintptr(syscall.RLIMIT_NOFILE), uintptr(unsafe.Pointer(set)), uintptr(unsafe.Pointer(old)), 0, 0)
+	if errno != 0 {
+		return fmt.Errorf("prlimit(%d, RLIMIT_NOFILE): %w", pid, errno)
+	}
+	return nil
 }

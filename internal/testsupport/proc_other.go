@@ -3,6 +3,7 @@
 package testsupport
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"syscall"
@@ -18,3 +19,13 @@ func Alive(pid int) bool {
 	p, err := os.FindProcess(pid)
 	return err == nil && p.Signal(syscall.Signal(0)) == nil
 }
+
+var errNoPrlimit = errors.New("prlimit is Linux only")
+
+// SetOpenFilesLimit is Linux's prlimit; elsewhere it fails.
+func SetOpenFilesLimit(pid int, limit uint64) (soft, hard uint64, err error) {
+	return 0, 0, errNoPrlimit
+}
+
+// RestoreOpenFilesLimit is Linux's prlimit; elsewhere it fails.
+func RestoreOpenFilesLimit(pid int, soft, hard uint64) error { return errNoPrlimit }
