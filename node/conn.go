@@ -355,7 +355,7 @@ func (c *Conn) answerLoop(ctx context.Context, queue <-chan queued) {
 		if !ok {
 			return
 		}
-		resps, taken, err := c.answerGroup(ctx, group)
+		resps, taken, err := c.dispatch(ctx, group)
 		if err != nil {
 			q := group[0]
 			c.log.Warn("request failed, closing connection", "api", kmsg.NameForKey(q.hdr.key), "version", q.hdr.version, "client_id", q.hdr.clientID, "err", err)
@@ -407,28 +407,4 @@ func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
 		buf = nil // do not pin a large response's buffer for the connection's life
 	}
 	return !c.closeAfterAnswer.Load()
-}
-
-// answer runs the handler. A panic is turned into an error so that one bad
-// request closes one connection and never the process.
-func (c *Conn) answer(ctx context.Context, q queued) (resp kmsg.Response, err error) {
-	if q.preset != nil {
-		return q.preset, nil
-	}
-	defer c.recoverHandler(q.hdr.key, &err)
-	resp, err = q.row.handler(c.n, ctx, c, q.req)
-	if resp != nil {
-		resp.SetVersion(q.hdr.version)
-	}
-	return resp, err
-}
-
-// recoverHandler, deferred by a handler's caller, turns a panic into the
-// error that closes the connection (the caller's answers are dropped with
-// it), so that one bad request never ends the process.
-func (c *Conn) recoverHandler(key int16, err *error) {
-	if r := recover(); r != nil {
-		c.log.Error("handler panic", "api", kmsg.NameForKey(key), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		*err = fmt.Errorf("handler panic: %v", r)
-	}
 }

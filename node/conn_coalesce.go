@@ -1,10 +1,6 @@
 package node
 
-import (
-	"context"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
-)
+import "github.com/twmb/franz-go/pkg/kmsg"
 
 // coalescable reports whether q may share a push with the Produce requests
 // around it.
@@ -58,33 +54,4 @@ func nextGroup(queue <-chan queued, carry []queued) (group, rest []queued, ok bo
 		}
 	}
 	return group, nil, true
-}
-
-// answerGroup answers group (one request, or Produce requests to coalesce)
-// and returns the answers of the first taken requests, in order; the rest
-// are answered in a later group.
-func (c *Conn) answerGroup(ctx context.Context, group []queued) (resps []kmsg.Response, taken int, err error) {
-	if len(group) == 1 {
-		c.clientID.Store(&group[0].hdr.clientID)
-		resp, err := c.answer(ctx, group[0])
-		return []kmsg.Response{resp}, 1, err
-	}
-	defer c.recoverHandler(group[0].hdr.key, &err)
-	c.clientID.Store(&group[len(group)-1].hdr.clientID)
-	reqs := make([]*kmsg.ProduceRequest, len(group))
-	for i, q := range group {
-		reqs[i] = q.req.(*kmsg.ProduceRequest)
-	}
-	answers, taken, err := c.n.produceGroup(ctx, c, reqs)
-	if err != nil {
-		return nil, 0, err
-	}
-	resps = make([]kmsg.Response, taken)
-	for i, a := range answers[:taken] {
-		if resp := produceAnswer(c, reqs[i], a); resp != nil {
-			resp.SetVersion(group[i].hdr.version)
-			resps[i] = resp
-		}
-	}
-	return resps, taken, nil
 }

@@ -51,6 +51,8 @@ type Node struct {
 	// cluster is cluster mode (registry session, topology, ownership); nil
 	// in single mode, where none of it exists.
 	cluster *cluster
+	// obs hears every request answered and what the node does (observe.go).
+	obs Observer
 
 	// Timeouts are fields so that framing tests can shorten them.
 	idleTimeout  time.Duration
@@ -87,6 +89,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		conns:        make(map[*Conn]struct{}),
 		now:          time.Now,
 		acceptWarn:   logEvery{every: warnEvery},
+		obs:          nopObserver{},
 	}
 	n.topo = singleTopology{host: cfg.AdvertisedHost, port: cfg.AdvertisedPort, cluster: cfg.Cluster}
 	var own coordinator.Ownership = coordinator.Single{Node: selfBroker(cfg)}

@@ -37,12 +37,15 @@ type producePart struct {
 	throttle int32
 }
 
+// handleProduce answers one request as a group of one. Its answer is
+// whole even under acks=0: dispatch, which observes it, drops the frame
+// (produceAnswer).
 func (n *Node) handleProduce(ctx context.Context, c *Conn, req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	resps, _, err := n.produceGroup(ctx, c, []*kmsg.ProduceRequest{req})
 	if err != nil {
 		return nil, err
 	}
-	return produceAnswer(c, req, resps[0]), nil
+	return resps[0], nil
 }
 
 // produceAnswer is what a produce request is owed: its response, or under

@@ -1,11 +1,9 @@
 package node
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -57,50 +55,31 @@ func groupEnv(t *testing.T) (*Node, *devQueen) {
 	return n, fq
 }
 
-// answerQueued runs the connection's answer loop over reqs, all already
-// read and waiting, and returns the answers it wrote (nil for a request
-// that got no frame), checking correlation ids and order.
+// answerQueued runs the connection's answer loop over reqs (runQueued).
 func answerQueued(t *testing.T, n *Node, reqs []*kmsg.ProduceRequest) []*kmsg.ProduceResponse {
 	t.Helper()
-	a, b := net.Pipe()
-	t.Cleanup(func() { a.Close(); b.Close() })
-	c := newConn(n, a)
-	queue := make(chan queued, len(reqs))
-	fmtr := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
-	for i, req := range reqs {
-		frame := fmtr.AppendRequest(nil, req, int32(i+1))
-		q, err := decodeRequest(frame[4:])
-		require.NoError(t, err)
-		q.size = int64(len(frame) - 4) // as readRequest holds it
-		queue <- q
+	in := make([]kmsg.Request, len(reqs))
+	for i, r := range reqs {
+		in[i] = r
 	}
-	close(queue)
-	done := make(chan struct{})
-	go func() { defer close(done); c.answerLoop(context.Background(), queue) }()
-	k := &kclient{t: t, nc: b, br: bufio.NewReader(b)}
 	out := make([]*kmsg.ProduceResponse, len(reqs))
-	for i, req := range reqs {
-		if req.Acks == 0 {
-			continue
+	for i, resp := range runQueued(t, n, in) {
+		if resp != nil {
+			out[i] = resp.(*kmsg.ProduceResponse)
 		}
-		corr, resp := k.recv(req)
-		require.Equal(t, int32(i+1), corr, "answers in request order")
-		out[i] = resp.(*kmsg.ProduceResponse)
 	}
-	<-done
 	return out
 }
 
-// answerSequential runs reqs one at a time through the handler.
+// answerSequential runs reqs one at a time, each dispatched alone.
 func answerSequential(t *testing.T, n *Node, reqs []*kmsg.ProduceRequest) []*kmsg.ProduceResponse {
 	t.Helper()
 	c := testConn(t, n)
 	out := make([]*kmsg.ProduceResponse, len(reqs))
 	for i, req := range reqs {
-		resp, err := n.handleProduce(context.Background(), c, req)
+		resp, err := dispatchOne(t, c, req)
 		require.NoError(t, err)
 		if resp != nil {
-			resp.SetVersion(req.Version)
 			out[i] = resp.(*kmsg.ProduceResponse)
 		}
 	}

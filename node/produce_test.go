@@ -223,12 +223,12 @@ func TestProduceManyPartitionsOnePush(t *testing.T) {
 func TestProduceAcksZeroAnswersNothing(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
 	e.createTopic("orders")
-	resp, err := e.n.handleProduce(context.Background(), e.c, produceReq(9, 0, "orders", 0, batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t)))
+	resp, err := dispatchOne(t, e.c, produceReq(9, 0, "orders", 0, batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t)))
 	require.NoError(t, err)
 	require.Nil(t, resp)
 	res, _ := e.stored("orders", 0)
 	require.Equal(t, int64(3), res.HighWatermark, "processed exactly as with acks")
-	resp, err = e.n.handleProduce(context.Background(), e.c, produceReq(9, 0, "absent", 0, batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t)))
+	resp, err = dispatchOne(t, e.c, produceReq(9, 0, "absent", 0, batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t)))
 	require.NoError(t, err)
 	require.Nil(t, resp, "a failure is logged, not answered")
 }

@@ -31,6 +31,19 @@ type Config struct {
 	MaxConnsPerHost int
 	// RequestTimeout overrides RequestTimeout (tests only).
 	RequestTimeout time.Duration
+	// Observer, when set, hears every call's route, outcome and duration.
+	Observer Observer
+}
+
+// Observer hears every HTTP call a Client (and every client As derives from
+// it) makes to Queen: route is the route constant ("POST /api/v1/push"),
+// outcome KindNone for a 2xx whose body decoded, else the failure's Kind;
+// d runs from the request's start to its body decoded. A verdict a route
+// reads from a decoded body (a configure not confirmed, PreconditionError,
+// TxnError) is a call that succeeded. It is called on every call's path:
+// it must be cheap, never block, and be safe for concurrent use.
+type Observer interface {
+	QueenCall(route string, outcome Kind, d time.Duration)
 }
 
 // Client calls Queen's HTTP routes. It is safe for concurrent use; As derives
@@ -41,6 +54,7 @@ type Client struct {
 	host    string
 	timeout time.Duration
 	hc      *http.Client
+	obs     Observer // nil: nobody listens
 }
 
 // New validates cfg and builds a client with its own pooled transport.
@@ -74,7 +88,7 @@ func New(cfg Config) (*Client, error) {
 		// as a server failure instead.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Client{base: u, token: cfg.Token, timeout: timeout, hc: hc}, nil
+	return &Client{base: u, token: cfg.Token, timeout: timeout, hc: hc, obs: cfg.Observer}, nil
 }
 
 // ParseURL checks a QUEEN_URL and returns it without a trailing slash.
@@ -112,8 +126,23 @@ func (c *Client) Authenticated() bool { return c.token != "" }
 
 // call performs one HTTP exchange on route (a route* constant) with suffix
 // appended to its path, and decodes a 2xx body into out. Any other status
-// becomes an *Error.
+// becomes an *Error. It is the one place every call passes, where the
+// observer hears it.
 func (c *Client) call(ctx context.Context, route, suffix string, timeout time.Duration, in, out any) error {
+	if c.obs == nil {
+		return c.exchange(ctx, route, suffix, timeout, in, out)
+	}
+	start := time.Now()
+	err := c.exchange(ctx, route, suffix, timeout, in, out)
+	outcome := KindNone
+	if err != nil {
+		outcome = KindOf(err)
+	}
+	c.obs.QueenCall(route, outcome, time.Since(start))
+	return err
+}
+
+func (c *Client) exchange(ctx context.Context, route, suffix string, timeout time.Duration, in, out any) error {
 	method, path, _ := strings.Cut(route, " ")
 	var body io.Reader
 	if rb, ok := in.(rawBody); ok {

@@ -1,0 +1,161 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// seenRequest is one Request call an observer heard.
+type seenRequest struct{ key, version, code int16 }
+
+// recordingObserver keeps every request it hears, in order.
+type recordingObserver struct {
+	mu   sync.Mutex
+	seen []seenRequest
+}
+
+func (o *recordingObserver) Request(key, version, code int16, d time.Duration) {
+	if d <= 0 {
+		panic("a request observed with no duration")
+	}
+	o.mu.Lock()
+	o.seen = append(o.seen, seenRequest{key, version, code})
+	o.mu.Unlock()
+}
+
+func (o *recordingObserver) requests() []seenRequest {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]seenRequest(nil), o.seen...)
+}
+
+// runQueued runs the connection's answer loop over reqs, all already read
+// and waiting, and returns the answers it wrote (nil for a request that
+// got no frame: acks=0), checking correlation ids and order.
+func runQueued(t *testing.T, n *Node, reqs []kmsg.Request) []kmsg.Response {
+	t.Helper()
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	c := newConn(n, a)
+	queue := make(chan queued, len(reqs))
+	fmtr := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
+	for i, req := range reqs {
+		frame := fmtr.AppendRequest(nil, req, int32(i+1))
+		q, err := decodeRequest(frame[4:])
+		require.NoError(t, err)
+		q.size = int64(len(frame) - 4) // as readRequest holds it
+		queue <- q
+	}
+	close(queue)
+	done := make(chan struct{})
+	go func() { defer close(done); c.answerLoop(context.Background(), queue) }()
+	k := &kclient{t: t, nc: b, br: bufio.NewReader(b)}
+	out := make([]kmsg.Response, len(reqs))
+	for i, req := range reqs {
+		if p, ok := req.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+			continue
+		}
+		corr, resp := k.recv(req)
+		require.Equal(t, int32(i+1), corr, "answers in request order")
+		out[i] = resp
+	}
+	<-done
+	return out
+}
+
+// TestDispatchObservesEveryRequestOnce: a request answered alone and each
+// request of a coalesced produce group pass the one dispatch point, each
+// heard once with its own version and its answer's first error code, an
+// acks=0 produce (no frame) included.
+func TestDispatchObservesEveryRequestOnce(t *testing.T) {
+	n, fq := groupEnv(t)
+	obs := &recordingObserver{}
+	n.obs = obs
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.Version = 7
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("__internal")
+	meta.Topics = append(meta.Topics, mt)
+	versions := kmsg.NewPtrApiVersionsRequest()
+	versions.Version = 3
+	versions.ClientSoftwareName, versions.ClientSoftwareVersion = "test", "1"
+
+	reqs := []kmsg.Request{versions}
+	scenario := groupScenario(t)
+	scenario[1].Version = 7 // each request keeps its own version in the group
+	for _, r := range scenario {
+		reqs = append(reqs, r)
+	}
+	reqs = append(reqs, meta)
+	before := fq.count(routePushCall)
+	runQueued(t, n, reqs)
+	require.Equal(t, 2, fq.count(routePushCall)-before, "the produce requests were coalesced")
+
+	produce, none := kmsg.Produce.Int16(), int16(0)
+	require.Equal(t, []seenRequest{
+		{kmsg.ApiVersions.Int16(), 3, none},
+		{produce, 9, none},
+		{produce, 7, kerr.UnknownTopicOrPartition.Code},
+		{produce, 9, none}, // acks=0: no frame, heard all the same
+		{produce, 9, kerr.OutOfOrderSequenceNumber.Code},
+		{produce, 9, none},
+		{produce, 9, none}, // the second group
+		{kmsg.Metadata.Int16(), 7, kerr.UnknownTopicOrPartition.Code},
+	}, obs.requests())
+
+	// An acks=0 produce read alone: no frame, its failure heard.
+	lone := groupProduceReq(0, groupPart{"absent", 0, idemBatch(t, 9<<32, 0, 0, 1)})
+	resp, err := dispatchOne(t, testConn(t, n), lone)
+	require.NoError(t, err)
+	require.Nil(t, resp, "acks=0 gets no frame")
+	seen := obs.requests()
+	require.Equal(t, seenRequest{produce, 9, kerr.UnknownTopicOrPartition.Code}, seen[len(seen)-1])
+}
+
+// TestResponseErrorCode: the first non-zero code, the top level before
+// what it holds, for the hand-read APIs and the walked ones alike.
+func TestResponseErrorCode(t *testing.T) {
+	require.Equal(t, int16(0), responseErrorCode(nil))
+
+	fetch := kmsg.NewPtrFetchResponse()
+	fetch.Topics = []kmsg.FetchResponseTopic{{Partitions: []kmsg.FetchResponseTopicPartition{{}, {ErrorCode: kerr.OffsetOutOfRange.Code}}}}
+	require.Equal(t, kerr.OffsetOutOfRange.Code, responseErrorCode(fetch))
+	fetch.ErrorCode = kerr.FetchSessionIDNotFound.Code
+	require.Equal(t, kerr.FetchSessionIDNotFound.Code, responseErrorCode(fetch))
+
+	meta := kmsg.NewPtrMetadataResponse()
+	require.Equal(t, int16(0), responseErrorCode(meta))
+	meta.Topics = []kmsg.MetadataResponseTopic{{}, {Partitions: []kmsg.MetadataResponseTopicPartition{{ErrorCode: kerr.LeaderNotAvailable.Code}}}}
+	require.Equal(t, kerr.LeaderNotAvailable.Code, responseErrorCode(meta))
+
+	join := kmsg.NewPtrJoinGroupResponse()
+	join.ErrorCode = kerr.RebalanceInProgress.Code
+	require.Equal(t, kerr.RebalanceInProgress.Code, responseErrorCode(join))
+
+	commit := kmsg.NewPtrOffsetCommitResponse()
+	commit.Topics = []kmsg.OffsetCommitResponseTopic{{Partitions: []kmsg.OffsetCommitResponseTopicPartition{{ErrorCode: kerr.IllegalGeneration.Code}}}}
+	require.Equal(t, kerr.IllegalGeneration.Code, responseErrorCode(commit))
+}
+
+// dispatchOne runs req on c as the connection runs a request read alone,
+// and returns what the connection would send (nil: no frame).
+func dispatchOne(t testing.TB, c *Conn, req kmsg.Request) (kmsg.Response, error) {
+	t.Helper()
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test")).AppendRequest(nil, req, 1)
+	q, err := decodeRequest(frame[4:])
+	require.NoError(t, err)
+	resps, taken, err := c.dispatch(context.Background(), []queued{q})
+	if err != nil {
+		return nil, err
+	}
+	require.Equal(t, 1, taken)
+	return resps[0], nil
+}
