@@ -125,6 +125,8 @@ type Decoder struct {
 	// topicLen is the current batch's topic name length, which every one
 	// of its items repeats.
 	topicLen int
+	// recordBytes is what the last batch's records weigh (RecordBytes).
+	recordBytes int64
 }
 
 // faultBudgetBusy is returned by envelopes when the claim could not grow
@@ -159,6 +161,12 @@ func (d *Decoder) Envelopes(rb *kmsg.RecordBatch, topic string, buf []byte, ends
 	return buf, ends, f
 }
 
+// RecordBytes is what the records of the batch the last Envelopes call
+// decoded weigh as the producer sent them: keys, values, header names and
+// values, not their envelopes (0 after a refused batch). The transaction
+// caps are counted in it.
+func (d *Decoder) RecordBytes() int64 { return d.recordBytes }
+
 // Restart drops the decompression buffer and gives back everything the
 // claim holds after a Busy fault, then waits, holding nothing, until the
 // budget can give the claim what it had reached and as much again. The
@@ -183,7 +191,7 @@ func (d *Decoder) Release(out []byte) {
 		d.out = nil
 	}
 	d.out = d.out[:0]
-	d.claim, d.recordCost, d.allowance, d.topicLen = nil, 0, 0, 0
+	d.claim, d.recordCost, d.allowance, d.topicLen, d.recordBytes = nil, 0, 0, 0, 0
 	d.rec = kmsg.Record{Headers: d.rec.Headers[:0]}
 	clear(d.hdrs)
 	d.hdrs = d.hdrs[:0]
@@ -240,8 +248,9 @@ func (d *Decoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, allowa
 		return nil
 	}
 	start, startEnds, startCost := len(buf), len(ends), d.recordCost
+	d.recordBytes = 0
 	fail := func(f *Fault) ([]byte, []int, int, *Fault) {
-		d.recordCost = startCost
+		d.recordCost, d.recordBytes = startCost, 0
 		if d.claim != nil {
 			d.claim.records -= int64(paid)
 		}
@@ -267,6 +276,7 @@ func (d *Decoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, allowa
 			return fail(faultf(kerr.InvalidRecord.Code, "record %d carries offset delta %d: inner offsets not in sequence", i, d.rec.OffsetDelta))
 		}
 		r := queen.Record{Key: d.rec.Key, Value: d.rec.Value, Timestamp: -1}
+		d.recordBytes += int64(len(r.Key) + len(r.Value))
 		if !logAppend {
 			if ts := rb.FirstTimestamp + d.rec.TimestampDelta64; ts >= 0 {
 				r.Timestamp = ts
@@ -276,6 +286,7 @@ func (d *Decoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, allowa
 			d.hdrs = d.hdrs[:0]
 			for _, h := range d.rec.Headers {
 				d.hdrs = append(d.hdrs, queen.Header{Key: h.Key, Value: h.Value})
+				d.recordBytes += int64(len(h.Key) + len(h.Value))
 			}
 			r.Headers = d.hdrs
 		}

@@ -214,3 +214,30 @@ func TestFetchBatchRoundTrip(t *testing.T) {
 		return r.Headers
 	}())
 }
+
+// RecordBytes is what the records weigh as sent — keys, values, header
+// names and values — however the batch was compressed, and nothing for a
+// refused batch.
+func TestRecordBytes(t *testing.T) {
+	want := int64(0)
+	for _, r := range batchtest.SampleRecords() {
+		want += int64(len(r.Key) + len(r.Value))
+		for _, h := range r.Headers {
+			want += int64(len(h.Key) + len(h.Value))
+		}
+	}
+	for _, codec := range []int{recordbatch.CodecNone, recordbatch.CodecZstd} {
+		var rb kmsg.RecordBatch
+		require.Nil(t, recordbatch.ParseProduce(batchtest.Batch{Codec: codec, FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t), &rb))
+		d := pool.GetUnpaid()
+		d.StartRequest()
+		_, _, f := d.Envelopes(&rb, "orders", nil, nil)
+		require.Nil(t, f)
+		require.Equal(t, want, d.RecordBytes(), "codec %d", codec)
+		rb.NumRecords++ // one record more than the body holds
+		_, _, f = d.Envelopes(&rb, "orders", nil, nil)
+		require.NotNil(t, f)
+		require.Zero(t, d.RecordBytes(), "a refused batch weighs nothing")
+		d.Release(nil)
+	}
+}
