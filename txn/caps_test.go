@@ -201,7 +201,7 @@ func TestCapMaxOpen(t *testing.T) {
 	// Every way out of an open transaction gives its place back: an
 	// expiry, a cap, a takeover.
 	h.add(h.m, ca, "a", pa, ea, "out", 0)
-	h.clock.advance(testTimeout)
+	h.clock.Advance(testTimeout)
 	h.m.Sweep()
 	h.end(h.m, ca, "a", pa, ea, false)
 	h.add(h.m, cb, "b", pb, eb, "out", 0)
@@ -216,8 +216,8 @@ func TestCapMaxOpen(t *testing.T) {
 }
 
 // The transactional ids held are bounded too: a binding whose connection
-// closed gives way, a live one does not; one connection claiming a second
-// id lets its first go.
+// closed gives way, a live one does not, and neither does one of a
+// connection that drives several ids.
 func TestHeldIDsAreBounded(t *testing.T) {
 	h := newHarness(t, Limits{})
 	h.m.maxBindings = 2
@@ -234,10 +234,9 @@ func TestHeldIDsAreBounded(t *testing.T) {
 	if h.m.Held() != 2 {
 		t.Fatalf("held %d", h.m.Held())
 	}
-	// Owner 1 moves to a fresh id: its idle "a" goes, so "d" fits.
-	h.init(h.m, Client{Owner: 1}, "d")
-	if h.m.Held() != 2 {
-		t.Fatalf("held %d after owner 1 moved on", h.m.Held())
+	// Owner 1 claims another id: its "a" is not given up.
+	if r := h.m.InitProducerID(bg, Client{Owner: 1}, initReq("d", testTimeout)); r.ErrorCode != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("a live connection's id was evicted: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 	// An open transaction is never evicted, orphaned or not.
 	pc, ec := h.init(h.m, Client{Owner: 3}, "c")

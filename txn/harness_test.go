@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
@@ -24,7 +25,7 @@ type harness struct {
 	t      *testing.T
 	q      *queen.Client // straight to the broker, for the assertions
 	wire   *flakyQueen   // what the manager calls
-	clock  *fakeClock
+	clock  *testsupport.FakeClock
 	ids    *countingIDs
 	groups *fakeGroups
 	m      *Manager
@@ -36,7 +37,7 @@ const testTimeout = 60 * time.Second
 func newHarness(t *testing.T, lim Limits) *harness {
 	t.Helper()
 	q := devbroker.Start(t, dev.Options{Logger: slog.New(slog.DiscardHandler)}, nil).Client
-	h := &harness{t: t, q: q, clock: &fakeClock{now: time.Unix(1_787_824_800, 0)}, ids: &countingIDs{next: 7}, groups: &fakeGroups{codes: map[string]int16{}}}
+	h := &harness{t: t, q: q, clock: testsupport.NewFakeClock(time.Unix(1_787_824_800, 0)), ids: &countingIDs{next: 7}, groups: &fakeGroups{codes: map[string]int16{}}}
 	h.wire = &flakyQueen{inner: q}
 	h.m = h.manager(lim)
 	h.cl = Client{Owner: 1}
@@ -56,23 +57,6 @@ func testFault(err error) int16 {
 		return kerr.TransactionalIDAuthorizationFailed.Code
 	}
 	return kerr.CoordinatorNotAvailable.Code
-}
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }
 
 type countingIDs struct {

@@ -50,7 +50,7 @@ func (m *Manager) InitProducerID(ctx context.Context, cl Client, req *kmsg.InitP
 	fenced := fencedCode(req.Version >= 4)
 	bump := req.ProducerID >= 0 && req.ProducerEpoch >= 0 // KIP-360, v3+
 
-	t, code := m.lock(Key{Identity: cl.Identity, ID: id}, cl.Owner, true)
+	t, code := m.lock(Key{Identity: cl.Identity, ID: id}, true)
 	if t == nil {
 		return fail(code)
 	}
@@ -149,5 +149,4 @@ func (m *Manager) bind(t *binding, cl Client, won marker, version int64, timeout
 	t.pid, t.epoch, t.version, t.seq = won.PID, won.Epoch, version, won.Seq
 	t.timeout, t.state, t.last = timeout, stateEmpty, outcomeNone
 	m.adopt(t, cl.Owner)
-	m.dropIdleOf(cl.Owner, t)
 }

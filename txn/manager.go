@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -29,8 +30,7 @@ const (
 	// maxBindings bounds the transactional ids the process holds, open
 	// or not (MaxOpen bounds the open ones): a number reached only by
 	// misconfiguration, since an id whose connection closed lingers only
-	// its timeout, and one connection moving to another id lets the first
-	// go.
+	// its timeout, and gives way first when the bound is reached.
 	maxBindings = 1 << 16
 )
 
@@ -48,11 +48,11 @@ var DefaultLimits = Limits{MaxBytes: 8 << 20, MaxRecords: 50_000, MaxStagedBytes
 
 // Config is how a Manager is built.
 type Config struct {
-	Queen  Queen  // the node's own credential; a Client may override it
-	IDs    IDs    // fresh producer ids
-	Groups Groups // membership of TxnOffsetCommit
-	Stages Stages // nil is Memory
-	Clock  Clock  // nil is SystemClock
+	Queen  Queen       // the node's own credential; a Client may override it
+	IDs    IDs         // fresh producer ids
+	Groups Groups      // membership of TxnOffsetCommit
+	Stages Stages      // nil is Memory
+	Clock  clock.Clock // nil is the wall clock; the sweep waits on its After
 	Log    *slog.Logger
 	Limits Limits // a zero field takes DefaultLimits'
 	// Fault maps a failed call to Queen (the claim's put, the commit) to
@@ -81,7 +81,7 @@ type Manager struct {
 	cfg    Config
 	lim    Limits
 	log    *slog.Logger
-	clock  Clock
+	clock  clock.Clock
 	stages Stages
 
 	mu          sync.Mutex
@@ -99,7 +99,7 @@ type Manager struct {
 // New builds a manager. The sweep runs once Start is called.
 func New(cfg Config) *Manager {
 	if cfg.Clock == nil {
-		cfg.Clock = SystemClock{}
+		cfg.Clock = clock.Wall{}
 	}
 	if cfg.Stages == nil {
 		cfg.Stages = Memory{}
@@ -137,13 +137,11 @@ func (m *Manager) Start() {
 	m.startOnce.Do(func() {
 		go func() {
 			defer close(m.done)
-			tick := time.NewTicker(SweepInterval)
-			defer tick.Stop()
 			for {
 				select {
 				case <-m.stop:
 					return
-				case <-tick.C:
+				case <-m.clock.After(SweepInterval):
 					m.Sweep()
 				}
 			}
@@ -197,7 +195,7 @@ func (m *Manager) groupClient(cl Client) coordinator.Client {
 // when create; at maxBindings that first evicts a binding given up on, and
 // failing that answers CONCURRENT_TRANSACTIONS, retriable: a transaction
 // ending makes room. Without create a missing binding is nil.
-func (m *Manager) lock(k Key, owner uint64, create bool) (*binding, int16) {
+func (m *Manager) lock(k Key, create bool) (*binding, int16) {
 	for {
 		m.mu.Lock()
 		t := m.txns[k]
@@ -206,7 +204,7 @@ func (m *Manager) lock(k Key, owner uint64, create bool) (*binding, int16) {
 				m.mu.Unlock()
 				return nil, 0
 			}
-			if len(m.txns) >= m.maxBindings && !m.evictLocked(owner) {
+			if len(m.txns) >= m.maxBindings && !m.evictLocked() {
 				m.mu.Unlock()
 				m.log.Warn("as many transactional ids held as the process allows: InitProducerId answered CONCURRENT_TRANSACTIONS", "held", m.maxBindings)
 				return nil, kerr.ConcurrentTransactions.Code
@@ -242,7 +240,7 @@ func (m *Manager) adopt(t *binding, owner uint64) {
 // what the request is answered: a transactional id this process does not
 // hold — a restart, a binding given up on — is INVALID_TXN_STATE.
 func (m *Manager) held(cl Client, id string, pid int64, epoch int16, fenced int16) (*binding, int16) {
-	t, _ := m.lock(Key{Identity: cl.Identity, ID: id}, 0, false)
+	t, _ := m.lock(Key{Identity: cl.Identity, ID: id}, false)
 	if t == nil {
 		return nil, kerr.InvalidTxnState.Code
 	}
@@ -255,27 +253,19 @@ func (m *Manager) held(cl Client, id string, pid int64, epoch int16, fenced int1
 	return t, 0
 }
 
-// evictLocked makes room for a binding of owner: it removes one that holds
-// no transaction and that either owner holds (see dropIdleOf) or whose
-// connection closed — the longest ago first — and reports whether there
-// was one.
-func (m *Manager) evictLocked(owner uint64) bool {
+// evictLocked makes room for a binding: it removes the one whose
+// connection closed longest ago among those holding no transaction, and
+// reports whether there was one.
+func (m *Manager) evictLocked() bool {
 	var pick *binding
 	for _, t := range m.txns {
-		mine := owner != 0 && t.owner == owner
-		if !mine && (t.orphaned.IsZero() || pick != nil && !t.orphaned.Before(pick.orphaned)) {
-			continue
-		}
-		if !t.mu.TryLock() {
+		if t.orphaned.IsZero() || pick != nil && !t.orphaned.Before(pick.orphaned) || !t.mu.TryLock() {
 			continue
 		}
 		idle := t.bound && !t.holds()
 		t.mu.Unlock()
 		if idle {
 			pick = t
-			if mine {
-				break
-			}
 		}
 	}
 	if pick == nil || !pick.mu.TryLock() {
@@ -298,28 +288,6 @@ func (m *Manager) forget(t *binding) {
 	m.mu.Lock()
 	m.removeLocked(t)
 	m.mu.Unlock()
-}
-
-// dropIdleOf removes every other binding of owner that holds no
-// transaction: a producer drives one transactional id at a time, so an
-// owner that claimed another has left the first for good (a pooled
-// producer re-initialised under a fresh id, as Flink's sink does, would
-// otherwise fill MaxOpen one id at a time).
-func (m *Manager) dropIdleOf(owner uint64, keep *binding) {
-	if owner == 0 {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, t := range m.txns {
-		if t == keep || t.owner != owner || !t.mu.TryLock() {
-			continue
-		}
-		if t.bound && !t.holds() {
-			m.removeLocked(t)
-		}
-		t.mu.Unlock()
-	}
 }
 
 // Disconnected starts the linger of every binding owner holds: an open

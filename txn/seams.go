@@ -2,7 +2,6 @@ package txn
 
 import (
 	"context"
-	"time"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/queen"
@@ -40,21 +39,3 @@ type Client struct {
 	// lingers for its timeout and then gives way (Disconnected).
 	Owner uint64
 }
-
-// Clock is the package's only source of time, so that tests drive
-// transaction timeouts and the sweep without sleeping.
-type Clock interface {
-	Now() time.Time
-}
-
-// SystemClock is the wall clock.
-type SystemClock struct{}
-
-// Now is time.Now.
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// ClockFunc adapts a function to Clock.
-type ClockFunc func() time.Time
-
-// Now calls f.
-func (f ClockFunc) Now() time.Time { return f() }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/queen-mq/queen-kafka/queen"
@@ -453,7 +454,7 @@ func TestCommitResumedFromANewConnection(t *testing.T) {
 	h.add(h.m, h.cl, "tx", pid, epoch, "out", 0)
 	h.produce(h.m, h.cl, batch("tx", pid, epoch, "out", 0, "a", 2))
 	h.m.Disconnected(h.cl.Owner)
-	h.clock.advance(testTimeout / 2)
+	h.clock.Advance(testTimeout / 2)
 	h.m.Sweep()
 	resumed := Client{Owner: 9}
 	if c := h.end(h.m, resumed, "tx", pid, epoch, true); c != 0 {
@@ -464,13 +465,13 @@ func TestCommitResumedFromANewConnection(t *testing.T) {
 	}
 	// The resuming connection owns it now: the first one closing is no
 	// longer a reason to let it go.
-	h.clock.advance(2 * testTimeout)
+	h.clock.Advance(2 * testTimeout)
 	h.m.Sweep()
 	if h.m.Held() != 1 {
 		t.Fatal("a binding in use was let go")
 	}
 	h.m.Disconnected(resumed.Owner)
-	h.clock.advance(testTimeout)
+	h.clock.Advance(testTimeout)
 	h.m.Sweep()
 	if h.m.Held() != 0 {
 		t.Fatal("an orphaned binding outlived its timeout")
@@ -501,11 +502,11 @@ func TestSweepExpiresATransactionPastItsTimeout(t *testing.T) {
 	pid, epoch := h.init(h.m, h.cl, "tx")
 	h.add(h.m, h.cl, "tx", pid, epoch, "out", 0)
 	h.produce(h.m, h.cl, batch("tx", pid, epoch, "out", 0, "a", 2))
-	h.clock.advance(testTimeout - time.Millisecond)
+	h.clock.Advance(testTimeout - time.Millisecond)
 	if h.m.Sweep() != 0 {
 		t.Fatal("expired before its timeout")
 	}
-	h.clock.advance(time.Millisecond)
+	h.clock.Advance(time.Millisecond)
 	if h.m.Sweep() != 1 {
 		t.Fatal("not expired at its timeout")
 	}
@@ -531,7 +532,7 @@ func TestSweepExpiresATransactionPastItsTimeout(t *testing.T) {
 	}
 	// The deadline holds between sweeps too.
 	h.add(h.m, h.cl, "tx", pid, epoch, "out", 0)
-	h.clock.advance(testTimeout)
+	h.clock.Advance(testTimeout)
 	if c := h.end(h.m, h.cl, "tx", pid, epoch, true); c != kerr.InvalidTxnState.Code {
 		t.Fatalf("commit past the deadline, before a sweep: %v", kerr.ErrorForCode(c))
 	}
@@ -553,4 +554,23 @@ func TestIdentitiesAreApart(t *testing.T) {
 	if code, _ := h.m.Produce(bg, b, batch("tx", pb, eb, "out", 0, "x", 1)); code != kerr.InvalidTxnState.Code {
 		t.Fatalf("globex produced into acme's transaction: %v", kerr.ErrorForCode(code))
 	}
+}
+
+// Started, the manager sweeps every SweepInterval of its clock, and Close
+// stops it.
+func TestStartSweepsOnItsClock(t *testing.T) {
+	h := newHarness(t, Limits{})
+	pid, epoch := h.init(h.m, h.cl, "tx")
+	h.add(h.m, h.cl, "tx", pid, epoch, "out", 0)
+	h.produce(h.m, h.cl, batch("tx", pid, epoch, "out", 0, "a", 1))
+	h.m.Start()
+	waiting := func() bool { return h.clock.WaitersFor(SweepInterval) == 1 }
+	require.Eventually(t, waiting, 10*time.Second, time.Millisecond, "the sweep is not waiting on the clock")
+	h.clock.Advance(SweepInterval)
+	require.Eventually(t, waiting, 10*time.Second, time.Millisecond, "the sweep did not wait again")
+	require.NotZero(t, h.m.Staged(), "swept before the timeout")
+	h.clock.Advance(testTimeout)
+	require.Eventually(t, func() bool { return h.m.Staged() == 0 }, 10*time.Second, time.Millisecond, "the sweep did not expire the transaction")
+	h.m.Close()
+	h.m.Close() // idempotent
 }
