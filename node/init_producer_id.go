@@ -26,7 +26,12 @@ func (n *Node) handleInitProducerID(ctx context.Context, c *Conn, req *kmsg.Init
 			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			return resp, nil
 		}
-		return n.txns.InitProducerID(ctx, c.txnClient(), req), nil
+		resp := n.txns.InitProducerID(ctx, c.txnClient(), req)
+		if resp.ErrorCode == 0 {
+			// The sequencer fences the claim's older epochs too.
+			n.sequencer.Grant(producer.Key{Scope: c.Identity(), ID: resp.ProducerID}, resp.ProducerEpoch)
+		}
+		return resp, nil
 	}
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/txn"
@@ -102,7 +103,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	n.producerIDs = producer.NewIDs()
 	n.sequencer = producer.NewSequencer(maxSeqWindows)
 	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation())
-	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, func() time.Time { return n.now() })
+	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, clock.Wall{})
 	return n, nil
 }
 

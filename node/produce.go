@@ -8,6 +8,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/txn"
 )
 
 // Produce v3–v9. Each record becomes one Queen message whose payload is the
@@ -17,7 +18,10 @@ import (
 // requests already waiting on a connection share that push and are then
 // answered one by one, each exactly as if it had been pushed alone (see
 // produceGroup). acks=1 and acks=all are the same durable call; acks=0 is
-// processed the same and answered with no frame.
+// processed the same and answered with no frame. A transactional produce
+// writes nothing: its batches, sequenced like idempotent ones, are staged
+// in the transaction (package txn) and answered base_offset -1 until
+// EndTxn(commit) writes them all.
 
 // producePart is one partition of a produce request on its way through.
 type producePart struct {
@@ -29,6 +33,8 @@ type producePart struct {
 	env    []byte // its envelopes, item i ending at ends[i]
 	items  [2]int // [first, end) of its envelopes' ends
 	pushed [2]int // [first, end) of its items in the push, when written
+	// recordBytes is what its records weigh as sent (a transaction's caps).
+	recordBytes int64
 
 	// batch is the partition as the group's sequencing sees it (its
 	// decode fault, whether it is written, its push outcome and its
@@ -89,11 +95,25 @@ func produceParts(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) []*produ
 	return parts
 }
 
+// transactionalID is the transaction a produce request belongs to, "" for
+// none. An empty id is no id: a client that encodes the nullable field as
+// a string (brod, through Erlang's kafka_protocol) sends "" for a plain
+// produce, and Apache Kafka takes those bytes as one.
+func transactionalID(req *kmsg.ProduceRequest) string {
+	if req.TransactionID == nil {
+		return ""
+	}
+	return *req.TransactionID
+}
+
 // admitProduce checks topics and partitions, then each batch's framing and
-// checksum, and returns the partitions still standing. timeout_ms is not
-// acted on: the Queen client's own ten-second budget bounds a produce
-// (seed 001).
-func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *kmsg.ProduceResponse, parts []*producePart) ([]*producePart, error) {
+// checksum, and returns the partitions still standing. A batch of a
+// transactional request (txnID) must be a transactional one, and is
+// admitted by the transaction before it is decoded (a fenced producer, a
+// partition not added); a transactional batch anywhere else is refused.
+// timeout_ms is not acted on: the Queen client's own ten-second budget
+// bounds a produce (seed 001).
+func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *kmsg.ProduceResponse, parts []*producePart, txnID string) ([]*producePart, error) {
 	var live []*producePart
 	topics := n.topicVerdicts(c, pushFault, &resp.ThrottleMillis)
 	seen := make(map[topicPartition]bool, len(parts))
@@ -125,11 +145,19 @@ func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *k
 		switch {
 		case p.rb.Attributes&recordbatch.AttrCodecMask == recordbatch.CodecZstd && version < 7:
 			p.fail(kerr.UnsupportedCompressionType.Code, "produce requests below version 7 are not allowed to use ZStandard compression")
-		case p.rb.Attributes&recordbatch.AttrTransactional != 0:
+		case txnID == "" && p.rb.Attributes&recordbatch.AttrTransactional != 0:
 			p.fail(kerr.TransactionalIDAuthorizationFailed.Code, "transactional records without a transactional id")
+		case txnID != "" && (p.rb.Attributes&recordbatch.AttrTransactional == 0 || p.rb.ProducerID < 0):
+			p.fail(kerr.InvalidRecord.Code, "a transactional produce carries only transactional record batches")
 		case p.rb.NumRecords == 0:
 			p.fail(kerr.InvalidRecord.Code, "record batch carries no records")
 		default:
+			if txnID != "" {
+				if code, msg := n.txns.Admit(c.txnClient(), &txn.Batch{TransactionalID: txnID, ProducerID: p.rb.ProducerID, ProducerEpoch: p.rb.ProducerEpoch, Topic: p.topic, Partition: p.resp.Partition}); code != 0 {
+					p.fail(code, msg)
+					continue
+				}
+			}
 			live = append(live, p)
 		}
 	}

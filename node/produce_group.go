@@ -11,12 +11,12 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/txn"
 )
 
 // A Kafka producer keeps several produce requests in flight on one
@@ -89,19 +89,18 @@ func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRe
 
 	var group []*groupReq
 	body := 0
+	txnID := ""
 	for i, req := range reqs {
+		// A transactional produce is a group of its own: it stages, and
+		// pushes nothing.
+		if id := transactionalID(req); i == 0 {
+			txnID = id
+		} else if id != "" || txnID != "" {
+			break
+		}
 		r := &groupReq{req: req, resp: req.ResponseKind().(*kmsg.ProduceResponse)}
 		parts := produceParts(req, r.resp)
-		if req.TransactionID != nil {
-			// Transactions are not offered yet; Apache Kafka answers a
-			// transactional produce it will not authorize this way.
-			for _, p := range parts {
-				p.fail(kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported by this facade")
-			}
-			group = append(group, r)
-			continue
-		}
-		live, err := n.admitProduce(ctx, c, req.Version, r.resp, parts)
+		live, err := n.admitProduce(ctx, c, req.Version, r.resp, parts, txnID)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -132,7 +131,9 @@ func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRe
 	batches := groupBatches(group)
 	unlock := n.sequencer.Sequence(c.Identity(), batches)
 	defer unlock()
-	if err := pushGroup(ctx, c, group, ends); err != nil {
+	if txnID != "" {
+		n.stageGroup(ctx, c, txnID, group[0], ends)
+	} else if err := pushGroup(ctx, c, group, ends); err != nil {
 		return nil, 0, err
 	}
 	n.sequencer.Settle(batches)
@@ -213,10 +214,32 @@ func encodeParts(d *recordbatch.Decoder, live []*producePart, chunk []byte, ends
 		} else {
 			chunk = env // envelopes took an array of their own
 		}
-		p.env, p.items = env, [2]int{from, len(ends)}
+		p.env, p.items, p.recordBytes = env, [2]int{from, len(ends)}, d.RecordBytes()
 		grown += len(env) + (len(ends)-from)*(itemOverhead+len(p.topic))
 	}
 	return chunk, ends, grown, false
+}
+
+// stageGroup is pushGroup for a transactional request (r, the group's
+// only one): each batch sequencing kept is staged in transaction id, under
+// its producer's lock still, so a retried batch is staged once; it is
+// answered base_offset -1, as nothing is in the log until EndTxn(commit).
+func (n *Node) stageGroup(ctx context.Context, c *Conn, id string, r *groupReq, ends []int) {
+	cl := c.txnClient()
+	for _, p := range r.live {
+		if !p.batch.Write {
+			continue
+		}
+		payloads := make([]json.RawMessage, 0, p.items[1]-p.items[0])
+		start := 0
+		for i := p.items[0]; i < p.items[1]; i++ {
+			payloads = append(payloads, json.RawMessage(p.env[start:ends[i]]))
+			start = ends[i]
+		}
+		code, msg := n.txns.Produce(ctx, cl, &txn.Batch{TransactionalID: id, ProducerID: p.rb.ProducerID, ProducerEpoch: p.rb.ProducerEpoch,
+			Topic: p.topic, Partition: p.resp.Partition, Payloads: payloads, Bytes: p.recordBytes})
+		p.batch.Outcome = producer.Outcome{Base: -1, Code: code, Msg: msg}
+	}
 }
 
 // pushGroup writes the envelopes of every batch to be written and records

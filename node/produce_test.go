@@ -180,12 +180,16 @@ func TestProduceRefusals(t *testing.T) {
 	require.Equal(t, int16(0), tw[0].ErrorCode)
 	require.Equal(t, kerr.InvalidRequest.Code, tw[1].ErrorCode, "a partition named twice")
 
+	// A transactional request carries transactional batches only, and a
+	// transactional batch needs the request's transactional id.
 	txn := produceReq(9, -1, "orders", 0, good)
 	id := "tx"
 	txn.TransactionID = &id
 	resp, err = e.n.handleProduce(context.Background(), e.c, txn)
 	require.NoError(t, err)
-	require.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode)
+	require.Equal(t, kerr.InvalidRecord.Code, resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode)
+	_, tb := e.produceOn(e.c, 9, "orders", 0, batchtest.Batch{Attrs: recordbatch.AttrTransactional, Idem: true, PID: 1, FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t))
+	require.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, tb.ErrorCode)
 
 	res, _ := e.stored("orders", 0)
 	require.Equal(t, int64(3), res.HighWatermark, "nothing refused was written")

@@ -3,10 +3,10 @@ package node
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/txn"
 )
@@ -14,16 +14,17 @@ import (
 // newTxns builds the transaction coordinator (package txn) from the node's
 // configuration: the five QUEEN_KAFKA_TXN_* caps, the producer id
 // allocator idempotent producers draw from, the group coordinator for
-// TxnOffsetCommit's membership rule, and the node's clock. Cluster mode
+// TxnOffsetCommit's membership rule, and a clock (the wall clock but in
+// tests). Cluster mode
 // builds one too and never reaches it: InitProducerId refuses a
 // transactional id there, so no binding exists and every other
 // transactional request is INVALID_TXN_STATE.
-func newTxns(cfg Config, q txn.Queen, log *slog.Logger, ids *producer.IDs, groups txn.Groups, now func() time.Time) *txn.Manager {
+func newTxns(cfg Config, q txn.Queen, log *slog.Logger, ids *producer.IDs, groups txn.Groups, clk clock.Clock) *txn.Manager {
 	return txn.New(txn.Config{
 		Queen:  q,
 		IDs:    txnIDs{ids},
 		Groups: groups,
-		Clock:  txn.ClockFunc(now),
+		Clock:  clk,
 		Log:    log.With("component", "txn"),
 		Limits: txn.Limits{
 			MaxBytes:       cfg.TxnMaxBytes,
