@@ -103,3 +103,78 @@ func TestHostileAcceptOutOfFileDescriptors(t *testing.T) {
 		t.Errorf("accept failure logged %d times in one episode; want it rate-limited", lines)
 	}
 }
+
+// closedBy reads c until the facade closes it, failing t if it is still
+// open after limit (or answers bytes: nothing was asked).
+func closedBy(t *testing.T, c net.Conn, limit time.Duration, what string) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(limit))
+	var b [1]byte
+	n, err := c.Read(b[:])
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("%s: still open after %s", what, limit)
+	}
+	if n > 0 {
+		t.Fatalf("%s: the facade sent %d bytes to a connection that asked nothing", what, n)
+	}
+}
+
+// Item 6: with SASL on, sockets that never authenticate hold every one of
+// QUEEN_KAFKA_MAX_CONNECTIONS' slots only until the authentication
+// deadline (10 s from accept); then they are closed and a real client
+// logs in. The refusals meanwhile are logged rate-limited, not one line
+// each. Before the fix they held their slots for the 10 minute idle
+// timeout and every refusal was a warning line.
+func TestHostileUnauthenticatedConnections(t *testing.T) {
+	t.Parallel()
+	dev := startQueenDev(t, devOptions{tokens: "tok-a=a"})
+	const slots = 16 // the smallest QUEEN_KAFKA_MAX_CONNECTIONS
+	fac := startFacade(t, dev, map[string]string{"QUEEN_KAFKA_SASL": "plain", "QUEEN_KAFKA_MAX_CONNECTIONS": fmt.Sprint(slots), "QUEEN_KAFKA_DEFAULT_PARTITIONS": "2"})
+	off := fac.Out.Len()
+
+	dialAll := func(n int) []net.Conn {
+		cs := make([]net.Conn, 0, n)
+		for range n {
+			c, err := net.DialTimeout("tcp", fac.addr, 5*time.Second)
+			if err != nil {
+				t.Fatalf("dial: %v", err)
+			}
+			t.Cleanup(func() { c.Close() })
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	idle := dialAll(slots)
+	// Every slot is held now: what arrives next is refused at once.
+	const extra = 100
+	refused := 0
+	for i, c := range dialAll(extra) {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err != nil {
+			if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+				refused++
+				continue
+			}
+		}
+		t.Logf("extra connection %d was not refused", i)
+	}
+	if refused < extra-1 { // one may have found the readiness probe's slot free
+		t.Fatalf("%d of %d connections past the %d slots refused", refused, extra, slots)
+	}
+	for i, c := range idle {
+		closedBy(t, c, 30*time.Second, fmt.Sprintf("unauthenticated idle connection %d", i))
+	}
+	mustRun(t, fac, "after the idle connections")
+	realClientWorks(t, []string{fac.addr}, kgoPlain("real", "tok-a"))
+
+	// The first refusal is a line; the rest are one more line, counting
+	// them, when the 10 s window closes.
+	logLine(t, fac, off, 20*time.Second, "connection refused: QUEEN_KAFKA_MAX_CONNECTIONS reached", fmt.Sprintf("suppressed=%d", refused-1))
+	logs := fac.Out.From(off)
+	if n := strings.Count(logs, "connection refused: QUEEN_KAFKA_MAX_CONNECTIONS reached"); n != 2 {
+		t.Errorf("%d refusals were logged in %d lines; want them rate-limited to two", refused, n)
+	}
+	if !strings.Contains(logs, "not authenticated in time") {
+		t.Errorf("the deadline's closes are not logged as such")
+	}
+}

@@ -36,6 +36,9 @@ type Conn struct {
 	log    *slog.Logger
 	// serverName is set once by the handshake, before any request is read.
 	serverName string
+	// authBy is when a connection that must authenticate (SASL) is closed
+	// if it has not: accept time plus the node's authTimeout.
+	authBy time.Time
 
 	queen    atomic.Pointer[queen.Client]
 	identity atomic.Pointer[string]
@@ -79,6 +82,9 @@ type queued struct {
 func newConn(n *Node, nc net.Conn) *Conn {
 	c := &Conn{n: n, id: n.connIDs.Add(1), nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: recordbatch.NewBudget(maxFrame), turn: make(chan struct{}, 1)}
 	c.log = n.log.With("remote", c.remote)
+	if n.cfg.SASL != "" {
+		c.authBy = time.Now().Add(n.authTimeout)
+	}
 	c.queen.Store(n.queen)
 	empty := ""
 	c.identity.Store(&empty)
@@ -119,6 +125,23 @@ func (c *Conn) mustAuthenticate() bool {
 // MarkAuthenticated lifts the pre-authentication limits: every API of the
 // table, and frames up to the general ceiling.
 func (c *Conn) MarkAuthenticated() { c.authenticated.Store(true) }
+
+// deadline is now plus d, and never past the authentication deadline while
+// the connection still owes one: every read and the TLS handshake of an
+// unauthenticated connection end there.
+func (c *Conn) deadline(d time.Duration) time.Time {
+	t := time.Now().Add(d)
+	if c.mustAuthenticate() && c.authBy.Before(t) {
+		return c.authBy
+	}
+	return t
+}
+
+// authExpired reports whether the connection was closed for owing an
+// authentication past its deadline.
+func (c *Conn) authExpired() bool {
+	return c.mustAuthenticate() && !time.Now().Before(c.authBy)
+}
 
 // frameLimit is the ceiling of the next request frame: preAuthMaxFrame
 // before a SASL listener's connection has authenticated, so that an
@@ -185,7 +208,7 @@ func (c *Conn) handshake(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	hctx, cancel := context.WithTimeout(ctx, c.n.frameTimeout)
+	hctx, cancel := context.WithDeadline(ctx, c.deadline(c.n.frameTimeout))
 	defer cancel()
 	if err := tc.HandshakeContext(hctx); err != nil {
 		return err
@@ -242,7 +265,7 @@ func (e errRefused) Error() string { return e.msg }
 func refuse(format string, args ...any) error { return errRefused{fmt.Sprintf(format, args...)} }
 
 func (c *Conn) readRequest(ctx context.Context) (queued, error) {
-	if err := c.nc.SetReadDeadline(time.Now().Add(c.n.idleTimeout)); err != nil {
+	if err := c.nc.SetReadDeadline(c.deadline(c.n.idleTimeout)); err != nil {
 		return queued{}, err
 	}
 	if c.stopping.Load() {
@@ -253,7 +276,7 @@ func (c *Conn) readRequest(ctx context.Context) (queued, error) {
 	}
 	// A frame has begun: the rest of it has frameTimeout to arrive, except
 	// while the connection waits for its read-ahead budget.
-	if err := c.nc.SetReadDeadline(time.Now().Add(c.n.frameTimeout)); err != nil {
+	if err := c.nc.SetReadDeadline(c.deadline(c.n.frameTimeout)); err != nil {
 		return queued{}, err
 	}
 	prefix, err := c.br.Peek(4)
@@ -267,7 +290,7 @@ func (c *Conn) readRequest(ctx context.Context) (queued, error) {
 	if c.budget.Acquire(ctx, int64(size)) != nil {
 		return queued{}, net.ErrClosed // the connection is ending
 	}
-	if err := c.nc.SetReadDeadline(time.Now().Add(c.n.frameTimeout)); err != nil {
+	if err := c.nc.SetReadDeadline(c.deadline(c.n.frameTimeout)); err != nil {
 		c.budget.Release(int64(size))
 		return queued{}, err
 	}
@@ -340,6 +363,8 @@ func (c *Conn) logReadEnd(err error) {
 		c.log.Debug("connection closed by peer")
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		c.log.Info("connection closed mid-frame")
+	case errors.Is(err, os.ErrDeadlineExceeded) && c.authExpired():
+		c.log.Info("closing connection: not authenticated in time", "auth_timeout", c.n.authTimeout)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		c.log.Info("closing idle or stalled connection", "idle_timeout", c.n.idleTimeout, "frame_timeout", c.n.frameTimeout)
 	default:

@@ -83,7 +83,7 @@ func (n *Node) admit(nc net.Conn) *Conn {
 		return nil
 	}
 	if len(n.conns) >= n.cfg.MaxConnections {
-		n.log.Warn("connection refused: QUEEN_KAFKA_MAX_CONNECTIONS reached", "remote", nc.RemoteAddr().String(), "max_connections", n.cfg.MaxConnections)
+		n.refuseWarn.warn(n.log, n.now(), "connection refused: QUEEN_KAFKA_MAX_CONNECTIONS reached", "remote", nc.RemoteAddr().String(), "max_connections", n.cfg.MaxConnections)
 		_ = nc.Close()
 		return nil
 	}

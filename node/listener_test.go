@@ -10,6 +10,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -152,5 +153,29 @@ func TestRetriableAccept(t *testing.T) {
 		if got := retriableAccept(tc.err); got != tc.want {
 			t.Errorf("retriableAccept(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// On a SASL listener a connection that has not authenticated by its
+// deadline is closed, however it spends the time (silent, or negotiating
+// versions); one that authenticated in time is not, though its deadline
+// passed too.
+func TestAuthenticationDeadline(t *testing.T) {
+	_, url := newDevQueenTokens(t, saslTokens)
+	n := newNodeOn(t, url, map[string]string{"QUEEN_KAFKA_SASL": "plain"})
+	n.authTimeout = 300 * time.Millisecond
+	addr := serveTestNode(t, n)
+
+	authed := saslLogin(t, addr, "svc", "tok-a")
+	silent := dial(t, addr)
+	chatty := dial(t, addr)
+	if resp := chatty.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+		t.Fatalf("ApiVersions before authentication: %d", resp.ErrorCode)
+	}
+	silent.expectClosed()
+	chatty.expectClosed()
+	// authed was accepted before both, so its deadline has passed as well.
+	if resp := authed.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+		t.Fatalf("authenticated connection after the deadline: %d", resp.ErrorCode)
 	}
 }

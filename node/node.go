@@ -22,6 +22,11 @@ import (
 const (
 	idleTimeout  = 10 * time.Minute // no request started
 	frameTimeout = 30 * time.Second // a frame begun and not finished
+	// authTimeout is how long a connection to a SASL listener has, from
+	// accept, to authenticate (TLS handshake included). An unauthenticated
+	// socket holds one of QUEEN_KAFKA_MAX_CONNECTIONS' slots, so idle ones
+	// must not be able to lock every real client out.
+	authTimeout = 10 * time.Second
 	// maxInFlight is how many decoded requests one connection may have
 	// read ahead of the one being answered.
 	maxInFlight = 16
@@ -58,9 +63,11 @@ type Node struct {
 	// Timeouts are fields so that framing tests can shorten them.
 	idleTimeout  time.Duration
 	frameTimeout time.Duration
+	authTimeout  time.Duration
 
-	// acceptWarn spaces the warnings of a failing accept.
-	acceptWarn logEvery
+	// acceptWarn and refuseWarn space the warnings of a failing accept and
+	// of connections refused past QUEEN_KAFKA_MAX_CONNECTIONS.
+	acceptWarn, refuseWarn logEvery
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -87,10 +94,12 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		queen:        q,
 		idleTimeout:  idleTimeout,
 		frameTimeout: frameTimeout,
+		authTimeout:  authTimeout,
 		conns:        make(map[*Conn]struct{}),
 		now:          time.Now,
 		acceptWarn:   logEvery{every: warnEvery},
 		obs:          nopObserver{},
+		refuseWarn:   logEvery{every: warnEvery},
 	}
 	n.topo = singleTopology{host: cfg.AdvertisedHost, port: cfg.AdvertisedPort, cluster: cfg.Cluster}
 	var own coordinator.Ownership = coordinator.Single{Node: selfBroker(cfg)}

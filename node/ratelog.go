@@ -8,31 +8,55 @@ import (
 
 // logEvery is a warning that may recur as fast as peers can cause it (a
 // refused connection, a failing accept): the first occurrence is logged at
-// once, later ones at most once per every, each line carrying how many
-// occurrences it stands for since the last line. The log then says how
-// often it happens without a peer being able to fill the disk.
+// once, and those within the next every are counted instead and reported
+// by one line when that window closes (with the attributes of the last of
+// them, and suppressed=<count>). The log then says how often it happens
+// without a peer being able to fill the disk.
 type logEvery struct {
 	every time.Duration
 
 	mu         sync.Mutex
-	last       time.Time
+	last       time.Time // when the last line went out
 	suppressed int
+	flush      *time.Timer // reports the suppressed count at the window's end
+	pending    func()      // that report's line
 }
 
-// warn logs msg with args unless a line went out less than every ago, in
-// which case the occurrence is counted into the next line.
+// warn logs msg with args, or counts it when a line went out less than
+// every ago.
 func (l *logEvery) warn(log *slog.Logger, now time.Time, msg string, args ...any) {
 	l.mu.Lock()
 	if !l.last.IsZero() && now.Sub(l.last) < l.every {
 		l.suppressed++
+		n := l.suppressed
+		l.pending = func() { log.Warn(msg, append(args, "suppressed", n, "window", l.every.String())...) }
+		if l.flush == nil {
+			l.flush = time.AfterFunc(l.every-now.Sub(l.last), l.report)
+		}
 		l.mu.Unlock()
 		return
 	}
 	n := l.suppressed
-	l.last, l.suppressed = now, 0
+	l.last, l.suppressed, l.pending = now, 0, nil
+	if l.flush != nil {
+		l.flush.Stop()
+		l.flush = nil
+	}
 	l.mu.Unlock()
 	if n > 0 {
-		args = append(args, "suppressed", n, "suppressed_window", l.every.String())
+		args = append(args, "suppressed", n, "window", l.every.String())
 	}
 	log.Warn(msg, args...)
+}
+
+// report writes the line of the occurrences counted in the window just
+// closed.
+func (l *logEvery) report() {
+	l.mu.Lock()
+	line := l.pending
+	l.suppressed, l.pending, l.flush = 0, nil, nil
+	l.mu.Unlock()
+	if line != nil {
+		line()
+	}
 }
