@@ -28,9 +28,9 @@ const (
 	// SweepInterval is how often transactions past their timeout expire.
 	SweepInterval = time.Second
 	// maxBindings bounds the transactional ids the process holds, open
-	// or not (MaxOpen bounds the open ones): a number reached only by
-	// misconfiguration, since an id whose connection closed lingers only
-	// its timeout, and gives way first when the bound is reached.
+	// or not (MaxOpen bounds the open ones): about 20 MB of them, a number
+	// reached only by a fleet of producers or by misconfiguration; an id
+	// whose connection closed gives way first when it is reached.
 	maxBindings = 1 << 16
 )
 
@@ -290,11 +290,14 @@ func (m *Manager) forget(t *binding) {
 	m.mu.Unlock()
 }
 
-// Disconnected starts the linger of every binding owner holds: an open
-// transaction stays committable, by whoever resumes it with its producer
-// id and epoch, until its own timeout, and the binding itself goes once it
-// has been orphaned for its timeout (Sweep), or earlier when MaxOpen needs
-// the room.
+// Disconnected records that owner's connection closed. What it held is
+// not dropped: an open transaction stays committable, by whoever resumes it
+// with its producer id and epoch, until its own timeout (Sweep), and the
+// binding stays until the bound on held ids needs the room, when the ones
+// whose connection closed longest ago give way first. A client closes an
+// idle connection and reopens one on its next request (franz-go after 20 s
+// of quiet), so a binding cannot go with its connection: the producer's
+// next transaction would meet an id this process forgot.
 func (m *Manager) Disconnected(owner uint64) {
 	if owner == 0 {
 		return
@@ -309,11 +312,10 @@ func (m *Manager) Disconnected(owner uint64) {
 	}
 }
 
-// Sweep expires every transaction past its timeout — its stage is dropped
-// and never written, and the producer must abort — and removes every
-// binding whose connection closed a timeout ago and that holds nothing. A
-// binding busy with a call to Queen is looked at next time. It returns how
-// many transactions expired.
+// Sweep expires every transaction past its timeout: its stage is dropped
+// and never written, and the producer must abort. A binding busy with a
+// call to Queen is looked at next time. It returns how many transactions
+// expired.
 func (m *Manager) Sweep() int {
 	now := m.clock.Now()
 	expired := 0
@@ -325,9 +327,6 @@ func (m *Manager) Sweep() int {
 		}
 		if t.expire(m, now) {
 			expired++
-		}
-		if !t.orphaned.IsZero() && !now.Before(t.orphaned.Add(t.timeout)) && !t.holds() {
-			m.removeLocked(t)
 		}
 		t.mu.Unlock()
 	}

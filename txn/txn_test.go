@@ -463,18 +463,16 @@ func TestCommitResumedFromANewConnection(t *testing.T) {
 	if got, _ := h.values("out", 0); !slices.Equal(got, []string{"a-0", "a-1"}) {
 		t.Fatalf("records %v", got)
 	}
-	// The resuming connection owns it now: the first one closing is no
-	// longer a reason to let it go.
-	h.clock.Advance(2 * testTimeout)
-	h.m.Sweep()
-	if h.m.Held() != 1 {
-		t.Fatal("a binding in use was let go")
-	}
+	// A binding outlives its connection for good: a client reopens an
+	// idle connection on its next request, and its next transaction must
+	// find the id held.
 	h.m.Disconnected(resumed.Owner)
-	h.clock.Advance(testTimeout)
+	h.clock.Advance(10 * testTimeout)
 	h.m.Sweep()
-	if h.m.Held() != 0 {
-		t.Fatal("an orphaned binding outlived its timeout")
+	h.add(h.m, Client{Owner: 10}, "tx", pid, epoch, "out", 0)
+	h.produce(h.m, Client{Owner: 10}, batch("tx", pid, epoch, "out", 0, "b", 1))
+	if c := h.end(h.m, Client{Owner: 11}, "tx", pid, epoch, true); c != 0 {
+		t.Fatalf("a producer idle past its timeout, on new connections: %v", kerr.ErrorForCode(c))
 	}
 }
 
