@@ -12,7 +12,13 @@
 // group and offset handlers call and which asks back only through narrow
 // seams: Ownership (who coordinates a key) and the Client's Topics (which
 // partitions this node serves, answered from the connection's catalogue).
-// It does not own the registry's qk:node: rows either.
+// It does not own the registry's qk:node: rows either, nor transactions:
+// transactional ids, their qk:txn: rows, stages, caps and commits are
+// package txn's, which the transaction handlers, InitProducerId's
+// transactional branch and a transactional Produce call (transactions.go
+// wires it), and which asks back through narrow seams: producer ids, the
+// group coordinator's membership rule, the partitions a transaction may
+// name, and the fault table's transaction row.
 //
 // Cluster mode (QUEEN_KAFKA_NODE_ID set) is wired here, in cluster*.go, from
 // explicit parts and without a pointer back to the Node: the registry
