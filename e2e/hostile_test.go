@@ -37,12 +37,46 @@ func realClientWorks(t *testing.T, seeds []string, opts ...kgo.Opt) {
 	}
 }
 
+// bulkTraffic produces n records of size bytes with franz-go and reads
+// them back, checking each.
+func bulkTraffic(t *testing.T, seeds []string, n, size int) {
+	t.Helper()
+	topic := uniq("hostile-bulk")
+	ctx := ctxT(t, 120*time.Second)
+	prod := newKgo(t, seeds, kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(), kgo.ProducerBatchMaxBytes(int32(size)+(64<<10)), kgo.ProducerLinger(0))
+	value := make([]byte, size)
+	for i := range n {
+		value[0], value[1] = byte(i), byte(i>>8)
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+			t.Fatalf("bulk produce %d: %v", i, err)
+		}
+	}
+	cons := newKgo(t, seeds, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(int32(4*size)), kgo.FetchMaxPartitionBytes(int32(4*size)))
+	got := pollKgo(t, cons, n, 60*time.Second)
+	for i, r := range got {
+		if len(r.value) != size {
+			t.Fatalf("bulk record %d: %d bytes, want %d", i, len(r.value), size)
+		}
+	}
+}
+
 // mustRun fails t if f's process has exited.
 func mustRun(t *testing.T, f *facade, when string) {
 	t.Helper()
 	if !f.running() {
 		t.Fatalf("the facade exited %s (code %d): %v", when, f.exited(), f.ExitErr())
 	}
+}
+
+// peakRSS is f's peak resident set so far (VmHWM), logged for the README.
+func peakRSS(t *testing.T, f *facade, what string) int64 {
+	t.Helper()
+	rss, peak, err := testsupport.ProcMemory(f.pid())
+	if err != nil {
+		t.Fatalf("memory of %s: %v", f.Name, err)
+	}
+	t.Logf("%s: VmRSS %d MiB, VmHWM (peak) %d MiB", what, rss>>20, peak>>20)
+	return peak
 }
 
 // Item 1: a facade out of file descriptors keeps serving. Its soft
@@ -104,6 +138,21 @@ func TestHostileAcceptOutOfFileDescriptors(t *testing.T) {
 	}
 }
 
+// dialMany opens n connections to addr, closed when t ends.
+func dialMany(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	cs := make([]net.Conn, 0, n)
+	for range n {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		t.Cleanup(func() { c.Close() })
+		cs = append(cs, c)
+	}
+	return cs
+}
+
 // closedBy reads c until the facade closes it, failing t if it is still
 // open after limit (or answers bytes: nothing was asked).
 func closedBy(t *testing.T, c net.Conn, limit time.Duration, what string) {
@@ -132,23 +181,11 @@ func TestHostileUnauthenticatedConnections(t *testing.T) {
 	fac := startFacade(t, dev, map[string]string{"QUEEN_KAFKA_SASL": "plain", "QUEEN_KAFKA_MAX_CONNECTIONS": fmt.Sprint(slots), "QUEEN_KAFKA_DEFAULT_PARTITIONS": "2"})
 	off := fac.Out.Len()
 
-	dialAll := func(n int) []net.Conn {
-		cs := make([]net.Conn, 0, n)
-		for range n {
-			c, err := net.DialTimeout("tcp", fac.addr, 5*time.Second)
-			if err != nil {
-				t.Fatalf("dial: %v", err)
-			}
-			t.Cleanup(func() { c.Close() })
-			cs = append(cs, c)
-		}
-		return cs
-	}
-	idle := dialAll(slots)
+	idle := dialMany(t, fac.addr, slots)
 	// Every slot is held now: what arrives next is refused at once.
 	const extra = 100
 	refused := 0
-	for i, c := range dialAll(extra) {
+	for i, c := range dialMany(t, fac.addr, extra) {
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		if _, err := c.Read(make([]byte, 1)); err != nil {
 			if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
@@ -176,5 +213,48 @@ func TestHostileUnauthenticatedConnections(t *testing.T) {
 	}
 	if !strings.Contains(logs, "not authenticated in time") {
 		t.Errorf("the deadline's closes are not logged as such")
+	}
+}
+
+// Item 2: 200 connections each declare a 100 MiB frame (size prefix
+// 0x06400000), send a few bytes of it and wait, while a real client
+// produces and consumes 64 MiB. A frame's buffer grows with the bytes that
+// arrived, so they cost what they sent. Before the fix each prefix
+// allocated its whole 100 MiB at once: the pages stay untouched, but a heap
+// of 20 GiB live sets the next collection at 40 GiB, so every byte of
+// garbage the real traffic leaves stays resident.
+func TestHostileFrameSizePrefix(t *testing.T) {
+	dev, _ := sharedEnv(t)
+	fac := startFacade(t, dev, nil)
+	seeds := []string{fac.addr}
+	realClientWorks(t, seeds)
+	before := peakRSS(t, fac, "before the prefixes")
+
+	const conns = 200
+	hostile := dialMany(t, fac.addr, conns)
+	for _, c := range hostile {
+		// A Produce v7 header's first bytes, then nothing more.
+		if _, err := c.Write([]byte{0x06, 0x40, 0x00, 0x00, 0, 0, 0, 7, 0, 0, 0, 1}); err != nil {
+			t.Fatalf("write prefix: %v", err)
+		}
+	}
+	realClientWorks(t, seeds)
+	// Real traffic meanwhile: what it leaves behind is garbage the
+	// collector must still be free to collect. A heap holding 20 GiB of
+	// declared frames would set the next collection at twice that, and
+	// this garbage would all stay resident.
+	bulkTraffic(t, seeds, 128, 512<<10)
+	mustRun(t, fac, "holding the declared frames")
+	peak := peakRSS(t, fac, fmt.Sprintf("%d connections each holding a declared 100 MiB frame", conns))
+	// Measured: 149 MiB, of which the real client's traffic alone is 122
+	// MiB (the same test with no hostile connection) and each hostile
+	// connection at most 128 KiB (its 64 KiB read buffer and its frame's
+	// first 64 KiB chunk); before the fix 1,346 and 2,077 MiB in two runs.
+	const bound = 256 << 20
+	if peak > bound {
+		t.Errorf("peak RSS %d MiB with %d declared 100 MiB frames (%d MiB before them); want under %d MiB", peak>>20, conns, before>>20, bound>>20)
+	}
+	for _, c := range hostile {
+		c.Close()
 	}
 }

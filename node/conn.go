@@ -48,6 +48,10 @@ type Conn struct {
 	// answered: at most maxInFlight requests, and at most one maximum
 	// frame's worth of bytes, so read-ahead never multiplies the ceiling.
 	budget *recordbatch.Budget
+	// framesHeld is what this connection holds of the node's frame budget
+	// (Node.frames): the buffers of its frames being read and of those read
+	// and not yet answered.
+	framesHeld atomic.Int64
 
 	authenticated atomic.Bool
 	stopping      atomic.Bool
@@ -193,11 +197,16 @@ func (c *Conn) serve(parent context.Context) {
 		defer c.recoverAndClose("reader")
 		c.readLoop(ctx, queue)
 	}()
+	defer func() {
+		cancel()
+		c.close()
+		for range queue { // let the reader finish after a failure
+		}
+		// Requests read and never answered give back the node's frame
+		// budget here, as the reader's last partial frame already did.
+		c.n.frames.Release(c.framesHeld.Swap(0))
+	}()
 	c.answerLoop(ctx, queue)
-	cancel()
-	c.close()
-	for range queue { // let the reader finish after a failure
-	}
 }
 
 // handshake completes a TLS connection's handshake up front, inside the
@@ -290,14 +299,16 @@ func (c *Conn) readRequest(ctx context.Context) (queued, error) {
 	if c.budget.Acquire(ctx, int64(size)) != nil {
 		return queued{}, net.ErrClosed // the connection is ending
 	}
-	if err := c.nc.SetReadDeadline(c.deadline(c.n.frameTimeout)); err != nil {
+	frameBy := c.deadline(c.n.frameTimeout)
+	if err := c.nc.SetReadDeadline(frameBy); err != nil {
 		c.budget.Release(int64(size))
 		return queued{}, err
 	}
 	_, _ = c.br.Discard(4)
-	frame, err := readBody(c.br, size)
+	frame, charged, err := readBody(c.br, size, c.chargeFrame(ctx, frameBy))
 	if err != nil {
 		c.budget.Release(int64(size))
+		c.releaseFrames(charged)
 		return queued{}, err
 	}
 	var q queued
@@ -310,12 +321,41 @@ func (c *Conn) readRequest(ctx context.Context) (queued, error) {
 		err = refuse("%s before SASL authentication", kmsg.NameForKey(q.hdr.key))
 	}
 	if err != nil {
-		c.budget.Release(int64(size))
+		c.release(int64(size))
 		return queued{}, err
 	}
 	q.size = int64(size)
 	q.lockstep = c.mustAuthenticate()
 	return q, nil
+}
+
+// chargeFrame is readBody's charge against the node's budget of frame
+// bytes. Waiting for it counts against the frame's deadline, by: a frame
+// stalled on the budget is a stalled frame, and closing it gives back what
+// it held, so that frames each holding part of the budget cannot wait on
+// one another for ever.
+func (c *Conn) chargeFrame(ctx context.Context, by time.Time) func(int64) error {
+	return func(n int64) error {
+		wctx, cancel := context.WithDeadline(ctx, by)
+		defer cancel()
+		if err := c.n.frames.Acquire(wctx, n); err != nil {
+			return fmt.Errorf("waiting for the node's frame budget: %w", os.ErrDeadlineExceeded)
+		}
+		c.framesHeld.Add(n)
+		return nil
+	}
+}
+
+// release gives back what a request's frame held: its read-ahead bytes
+// and, read whole, as much of the node's frame budget.
+func (c *Conn) release(size int64) {
+	c.budget.Release(size)
+	c.releaseFrames(size)
+}
+
+func (c *Conn) releaseFrames(n int64) {
+	c.framesHeld.Add(-n)
+	c.n.frames.Release(n)
 }
 
 func midFrame(err error) error {
@@ -403,7 +443,7 @@ func (c *Conn) answerLoop(ctx context.Context, queue <-chan queued) {
 func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
 	// The request's bytes are garbage once handled; the response is
 	// bounded separately.
-	c.budget.Release(q.size)
+	c.release(q.size)
 	buf := *bufp
 	defer func() { *bufp = buf }()
 	if resp == nil {

@@ -31,6 +31,12 @@ type requestHeader struct {
 	flexible      bool
 }
 
+// frameChunk is the buffer a frame body starts with (the whole body when
+// smaller); the buffer then doubles, up to the declared size, only as the
+// bytes arrive. A size prefix alone therefore allocates at most this: a
+// peer declaring 100 MiB and sending ten bytes costs what it sent.
+const frameChunk = 64 << 10
+
 // readFrame reads one size-prefixed frame, refusing a size outside
 // [0, limit] before allocating anything.
 func readFrame(r io.Reader, limit int32) ([]byte, error) {
@@ -42,7 +48,8 @@ func readFrame(r io.Reader, limit int32) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readBody(r, n)
+	frame, _, err := readBody(r, n, nil)
+	return frame, err
 }
 
 // frameSize checks a size prefix against the ceiling.
@@ -54,15 +61,39 @@ func frameSize(prefix []byte, limit int32) (int32, error) {
 	return n, nil
 }
 
-func readBody(r io.Reader, n int32) ([]byte, error) {
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, io.ErrUnexpectedEOF // the frame had begun
+// readBody reads an n-byte frame body into a buffer that grows with what
+// has arrived: frameChunk first, then doubling, never past n. charge, when
+// set, is asked for every byte of buffer before it is allocated (a budget),
+// and its error ends the read. charged is what was asked of it, which the
+// caller gives back, on error as well; after a whole body it is n.
+func readBody(r io.Reader, n int32, charge func(int64) error) (frame []byte, charged int64, err error) {
+	var buf []byte
+	for len(buf) < int(n) {
+		if len(buf) == cap(buf) {
+			grown := min(max(2*cap(buf), frameChunk), int(n))
+			if charge != nil {
+				if err := charge(int64(grown - cap(buf))); err != nil {
+					return nil, charged, err
+				}
+				charged += int64(grown - cap(buf))
+			}
+			next := make([]byte, len(buf), grown)
+			copy(next, buf)
+			buf = next
 		}
-		return nil, err
+		m, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF // the frame had begun
+			}
+			return nil, charged, err
+		}
 	}
-	return buf, nil
+	if buf == nil {
+		buf = []byte{}
+	}
+	return buf, charged, nil
 }
 
 // parseHeader splits a frame into its header and body. The header's shape

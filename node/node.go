@@ -15,6 +15,7 @@ import (
 	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/txn"
 )
 
@@ -30,6 +31,9 @@ const (
 	// maxInFlight is how many decoded requests one connection may have
 	// read ahead of the one being answered.
 	maxInFlight = 16
+	// framesPerConnection is the share of the node's frame budget each of
+	// QUEEN_KAFKA_MAX_CONNECTIONS is counted for (frameBudget).
+	framesPerConnection = preAuthMaxFrame
 	// maxSeqWindows is how many idempotent producers, and how many
 	// producer-partitions' sequence windows, a node tracks; the least
 	// recently used are evicted past it and recover through KIP-360.
@@ -54,6 +58,9 @@ type Node struct {
 	// connIDs numbers the connections (what a transaction's binding names
 	// its owner by).
 	connIDs atomic.Uint64
+	// frames is the node's budget of request frame bytes being read or
+	// read and not yet answered, across every connection (frameBudget).
+	frames *recordbatch.Budget
 	// cluster is cluster mode (registry session, topology, ownership); nil
 	// in single mode, where none of it exists.
 	cluster *cluster
@@ -79,6 +86,16 @@ type Node struct {
 	released []func(context.Context) error
 }
 
+// frameBudget is the node's budget of request frame bytes: room for every
+// connection to have a small frame (framesPerConnection, the
+// pre-authentication ceiling) in flight at once, and never less than two
+// maximum frames, so that one 100 MiB request is never alone in the
+// process. It is 256 MiB at the default 4,096 connections. A frame's buffer
+// only takes its share as its bytes arrive (readBody).
+func frameBudget(maxConnections int) int64 {
+	return max(2*maxFrame, int64(maxConnections)*framesPerConnection)
+}
+
 // New builds a node from a validated Config. Nothing is bound yet.
 func New(cfg Config, log *slog.Logger) (*Node, error) {
 	if log == nil {
@@ -95,6 +112,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		idleTimeout:  idleTimeout,
 		frameTimeout: frameTimeout,
 		authTimeout:  authTimeout,
+		frames:       recordbatch.NewBudget(frameBudget(cfg.MaxConnections)),
 		conns:        make(map[*Conn]struct{}),
 		now:          time.Now,
 		acceptWarn:   logEvery{every: warnEvery},

@@ -38,13 +38,9 @@ func TestLogEveryReportsAtWindowEnd(t *testing.T) {
 	for i := range 5 {
 		l.warn(log, time.Now(), "refused", "i", i)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(out.From(0), "suppressed=4") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no report of the 4 suppressed warnings:\n%s", out.From(0))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testsupport.WaitFor(t, 5*time.Second, "the report of the 4 suppressed warnings", func() bool {
+		return strings.Contains(out.From(0), "suppressed=4")
+	})
 	if n := strings.Count(out.From(0), "\n"); n != 2 {
 		t.Errorf("%d lines, want the first and the report:\n%s", n, out.From(0))
 	}

@@ -19,11 +19,5 @@ func newFakeClock() *fakeClock {
 // under test run real HTTP calls between fake-clock steps.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testsupport.WaitFor(t, 10*time.Second, what, cond)
 }

@@ -1,0 +1,92 @@
+package node
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
+	"github.com/queen-mq/queen-kafka/recordbatch"
+)
+
+// A body's buffer grows with the bytes that arrived: a peer that declares
+// 100 MiB and sends ten bytes is charged one chunk, not the declaration.
+func TestReadBodyGrowsWithWhatArrived(t *testing.T) {
+	var charged []int64
+	charge := func(n int64) error { charged = append(charged, n); return nil }
+	_, held, err := readBody(bytes.NewReader(make([]byte, 10)), maxFrame, charge)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a body cut short: err %v, want unexpected EOF", err)
+	}
+	if held != frameChunk || len(charged) != 1 {
+		t.Fatalf("10 bytes of a declared %d charged %d in %v, want one chunk of %d", maxFrame, held, charged, frameChunk)
+	}
+
+	// A whole body is charged exactly its size, in doubling steps.
+	body := bytes.Repeat([]byte("0123456789abcdef"), (3<<20)/16+1)
+	charged = nil
+	got, held, err := readBody(bytes.NewReader(body), int32(len(body)), charge)
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("whole body: err %v, %d bytes equal %v", err, len(got), bytes.Equal(got, body))
+	}
+	if held != int64(len(body)) || len(charged) != 7 || charged[0] != frameChunk {
+		t.Fatalf("a %d-byte body charged %d in %v, want its size from one chunk doubling", len(body), held, charged)
+	}
+
+	// A refused charge ends the read, reporting what had been charged.
+	refused := errors.New("over budget")
+	_, held, err = readBody(bytes.NewReader(body), int32(len(body)), func(n int64) error {
+		if n > frameChunk {
+			return refused
+		}
+		return nil
+	})
+	if !errors.Is(err, refused) || held != 2*frameChunk {
+		t.Fatalf("a refused charge: err %v, held %d, want %v having held %d", err, held, refused, 2*frameChunk)
+	}
+	if got, _, err := readBody(bytes.NewReader(nil), 0, nil); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("empty body: %v %v", got, err)
+	}
+}
+
+// The node's frame budget is shared by every connection: frames being read
+// hold what they have allocated, a frame that cannot get its share in its
+// deadline closes its connection, and a connection that ends, however,
+// gives back all it held.
+func TestFrameBudgetAcrossConnections(t *testing.T) {
+	n, _ := newTestNode(t, nil)
+	n.frames = recordbatch.NewBudget(4 * frameChunk)
+	n.frameTimeout = 300 * time.Millisecond
+	addr := serveTestNode(t, n)
+
+	// A holds the whole budget with a frame it is still sending.
+	a := dial(t, addr)
+	var prefix [4]byte
+	binary.BigEndian.PutUint32(prefix[:], maxFrame)
+	if _, err := a.nc.Write(append(prefix[:], make([]byte, 2*frameChunk)...)); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.WaitFor(t, 10*time.Second, "A's frame to hold the budget", func() bool { return n.frames.Free() == 0 })
+	// B's request must wait for room; it gets it when A's frame is cut at
+	// its deadline, well inside B's own.
+	b := dial(t, addr)
+	if resp := b.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+		t.Fatalf("ApiVersions behind a stalled frame: %d", resp.ErrorCode)
+	}
+	a.expectClosed()
+
+	// Pipelined requests read and never answered: the connection goes,
+	// and so does every byte it held.
+	c := dial(t, addr)
+	for range 8 {
+		c.send(kmsg.NewPtrApiVersionsRequest())
+	}
+	c.nc.Close()
+	b.nc.Close()
+	testsupport.WaitFor(t, 10*time.Second, "every byte of the frame budget back", func() bool { return n.frames.Free() == n.frames.Size() })
+}
