@@ -52,6 +52,8 @@ type Coordinator struct {
 	mu     sync.Mutex
 	groups map[groupKey]*group
 	closed atomic.Bool
+	// rebalances counts the joins completed with members (Stats).
+	rebalances atomic.Uint64
 }
 
 // groupKey files a group under the identity that reached it, because a
@@ -228,6 +230,39 @@ func (c *Coordinator) Close() {
 		}
 		g.mu.Unlock()
 	}
+}
+
+// Stats is what the coordinator holds, for /metrics: every state's
+// groups and their members, and the rebalances completed so far.
+type Stats struct {
+	States     []StateCount // one per state, Empty first
+	Rebalances uint64
+}
+
+// StateCount is how many groups are in State, and their members.
+type StateCount struct {
+	State   string
+	Groups  int
+	Members int
+}
+
+// Stats reads every group's state, each under its own lock, held briefly
+// (no group lock is ever held across a call to Queen).
+func (c *Coordinator) Stats() Stats {
+	var groups, members [stateDead + 1]int
+	c.mu.Lock()
+	for _, g := range c.groups {
+		g.mu.Lock()
+		groups[g.state]++
+		members[g.state] += len(g.members)
+		g.mu.Unlock()
+	}
+	c.mu.Unlock()
+	st := Stats{Rebalances: c.rebalances.Load()}
+	for s := stateEmpty; s <= stateDead; s++ {
+		st.States = append(st.States, StateCount{State: s.String(), Groups: groups[s], Members: members[s]})
+	}
+	return st
 }
 
 // Groups is how many groups are held in memory.

@@ -344,6 +344,7 @@ func (g *group) completeJoin() {
 		g.leader = ""
 		return
 	}
+	g.c.rebalances.Add(1)
 	g.protocol = g.selectProtocol()
 	if _, ok := g.members[g.leader]; !ok {
 		g.leader = g.order[0]

@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 
+	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/registry"
 )
 
@@ -57,7 +57,7 @@ func registryConfig(cfg Config, log *slog.Logger) registry.Config {
 		NodeID:    int32(cfg.NodeID),
 		Host:      cfg.AdvertisedHost,
 		Port:      int(cfg.AdvertisedPort),
-		Version:   facadeVersion(),
+		Version:   version.String(), // which build holds an id, for an operator reading the row
 		Heartbeat: cfg.ClusterHeartbeat,
 		TTL:       cfg.ClusterTTL,
 		Logger:    log,
@@ -158,13 +158,4 @@ func (c *cluster) follow(s *registry.Session, changed func()) {
 			return
 		}
 	}
-}
-
-// facadeVersion is written into the registry row so an operator reading it
-// can tell which build holds an id.
-func facadeVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "unknown"
 }

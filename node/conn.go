@@ -468,6 +468,7 @@ func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
 		c.log.Info("response write failed, closing connection", "err", err)
 		return false
 	}
+	c.n.obs.Sent(len(buf))
 	if cap(buf) > 1<<20 {
 		buf = nil // do not pin a large response's buffer for the connection's life
 	}

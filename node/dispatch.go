@@ -32,7 +32,7 @@ func (c *Conn) dispatch(ctx context.Context, group []queued) (resps []kmsg.Respo
 	}
 	d := time.Since(start)
 	for i, q := range group[:taken] {
-		c.n.obs.Request(q.hdr.key, q.hdr.version, responseErrorCode(resps[i]), d)
+		c.n.observe(q, resps[i], d)
 		if p, ok := resps[i].(*kmsg.ProduceResponse); ok {
 			// acks=0 is owed no frame; its answer was observed all the same.
 			resps[i] = produceAnswer(c, q.req.(*kmsg.ProduceRequest), p)

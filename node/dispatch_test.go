@@ -18,11 +18,12 @@ type seenRequest struct{ key, version, code int16 }
 
 // recordingObserver keeps every request it hears, in order.
 type recordingObserver struct {
+	nopObserver
 	mu   sync.Mutex
 	seen []seenRequest
 }
 
-func (o *recordingObserver) Request(key, version, code int16, d time.Duration) {
+func (o *recordingObserver) Request(key, version, code int16, _ int, _, d time.Duration) {
 	if d <= 0 {
 		panic("a request observed with no duration")
 	}

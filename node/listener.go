@@ -79,14 +79,17 @@ func (n *Node) admit(nc net.Conn) *Conn {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.draining {
+		n.obs.Refused("draining")
 		_ = nc.Close()
 		return nil
 	}
 	if len(n.conns) >= n.cfg.MaxConnections {
+		n.obs.Refused("max_connections")
 		n.refuseWarn.warn(n.log, n.now(), "connection refused: QUEEN_KAFKA_MAX_CONNECTIONS reached", "remote", nc.RemoteAddr().String(), "max_connections", n.cfg.MaxConnections)
 		_ = nc.Close()
 		return nil
 	}
+	n.obs.Accepted()
 	c := newConn(n, nc)
 	n.conns[c] = struct{}{}
 	n.connWG.Add(1)

@@ -1,6 +1,13 @@
 package node
 
-import "time"
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/recordbatch"
+)
 
 // Observer hears what the node does, for /metrics (package metrics
 // implements it). Its methods are called on the request path: each must be
@@ -8,11 +15,106 @@ import "time"
 type Observer interface {
 	// Request is one request answered (acks=0 included, though no frame is
 	// sent): its API key and version, the first non-zero error code of its
-	// answer (0: none), and how long its answer took (dispatch).
-	Request(key, version, code int16, d time.Duration)
+	// answer (0: none), its frame's bytes, the throttle its answer carries,
+	// and how long its answer took (dispatch).
+	Request(key, version, code int16, bytes int, throttle, took time.Duration)
+	// Sent is one response frame written, its bytes.
+	Sent(bytes int)
+	// Accepted is one connection accepted; Refused one closed at accept,
+	// with why: "max_connections" or "draining".
+	Accepted()
+	Refused(reason string)
+	// Produced is what one produce group wrote: the records and batches
+	// pushed to Queen or staged in a transaction.
+	Produced(records, batches int)
+	// Fetched is what one Fetch answer returned, records and batch bytes;
+	// FetchLag one partition's records left behind the high watermark.
+	Fetched(records, bytes int)
+	FetchLag(records int64)
+	// Committed is the partition offsets one OffsetCommit wrote.
+	Committed(offsets int)
 }
 
 // nopObserver is the observer of a node nobody watches.
 type nopObserver struct{}
 
-func (nopObserver) Request(int16, int16, int16, time.Duration) {}
+func (nopObserver) Request(int16, int16, int16, int, time.Duration, time.Duration) {}
+func (nopObserver) Sent(int)                                                       {}
+func (nopObserver) Accepted()                                                      {}
+func (nopObserver) Refused(string)                                                 {}
+func (nopObserver) Produced(int, int)                                              {}
+func (nopObserver) Fetched(int, int)                                               {}
+func (nopObserver) FetchLag(int64)                                                 {}
+func (nopObserver) Committed(int)                                                  {}
+
+// observe reports one answered request, and what its answer says of the
+// data path: records fetched and their lag, offsets committed.
+func (n *Node) observe(q queued, resp kmsg.Response, took time.Duration) {
+	var throttle time.Duration
+	if t, ok := resp.(kmsg.ThrottleResponse); ok {
+		ms, _ := t.Throttle()
+		throttle = time.Duration(ms) * time.Millisecond
+	}
+	n.obs.Request(q.hdr.key, q.hdr.version, responseErrorCode(resp), int(q.size)+4, throttle, took)
+	switch r := resp.(type) {
+	case *kmsg.FetchResponse:
+		n.observeFetch(q.req.(*kmsg.FetchRequest), r)
+	case *kmsg.OffsetCommitResponse:
+		committed := 0
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				if r.Topics[i].Partitions[j].ErrorCode == 0 {
+					committed++
+				}
+			}
+		}
+		if committed > 0 {
+			n.obs.Committed(committed)
+		}
+	}
+}
+
+// observeFetch counts the records and bytes of a Fetch answer (laid out in
+// request order, fetch.go) and each answered partition's lag: its high
+// watermark less the consumer's next offset, the one after the last record
+// returned, or the offset asked when none was.
+func (n *Node) observeFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+	records, bytes := 0, 0
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			p := &resp.Topics[i].Partitions[j]
+			if p.ErrorCode != 0 || p.HighWatermark < 0 {
+				continue
+			}
+			next := req.Topics[i].Partitions[j].FetchOffset
+			count, last := batchRecords(p.RecordBatches)
+			if count > 0 {
+				next = last + 1
+			}
+			records += count
+			bytes += len(p.RecordBatches)
+			n.obs.FetchLag(max(p.HighWatermark-next, 0))
+		}
+	}
+	n.obs.Fetched(records, bytes)
+}
+
+// batchRecords reads the batch headers of a fetched partition's record
+// set: how many records it holds and the offset of its last. Every batch
+// the facade answers is one it encoded (recordbatch.AppendFetchBatch); a
+// batch that does not read ends the count.
+func batchRecords(set []byte) (records int, last int64) {
+	for len(set) >= recordbatch.HeaderLen {
+		// The length field (after the base offset) counts from the field
+		// after it to the batch's end.
+		end := 12 + int(int32(binary.BigEndian.Uint32(set[8:])))
+		var rb kmsg.RecordBatch
+		if end < recordbatch.HeaderLen || end > len(set) || rb.ReadFrom(set[:end]) != nil {
+			break
+		}
+		records += int(rb.NumRecords)
+		last = rb.FirstOffset + int64(rb.LastOffsetDelta)
+		set = set[end:]
+	}
+	return records, last
+}

@@ -140,6 +140,7 @@ func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRe
 
 	now := n.now().UnixMilli()
 	resps := make([]*kmsg.ProduceResponse, len(group))
+	records, written := 0, 0
 	for i, r := range group {
 		resps[i] = r.resp
 		for _, p := range r.live {
@@ -147,8 +148,12 @@ func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRe
 			if p.batch.Write {
 				r.resp.ThrottleMillis = max(r.resp.ThrottleMillis, p.throttle)
 			}
+			if p.batch.Answer.Stored {
+				records, written = records+int(p.rb.NumRecords), written+1
+			}
 		}
 	}
+	n.obs.Produced(records, written)
 	return resps, len(group), nil
 }
 

@@ -113,6 +113,21 @@ type Sequencer struct {
 	wlru      list.List // windowKey, most recent at the front
 	producers map[Key]*producerState
 	plru      list.List // Key
+	// evicted counts what the bound pushed out: producers, windows.
+	evictedProducers, evictedWindows uint64
+}
+
+// Stats is what a sequencer holds and has evicted, for /metrics.
+type Stats struct {
+	Producers, Windows               int
+	EvictedProducers, EvictedWindows uint64
+}
+
+// Stats reads the sequencer's sizes and eviction counts.
+func (s *Sequencer) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{Producers: len(s.producers), Windows: len(s.windows), EvictedProducers: s.evictedProducers, EvictedWindows: s.evictedWindows}
 }
 
 // NewSequencer returns a sequencer tracking at most max producers and max
@@ -130,21 +145,22 @@ func (s *Sequencer) producer(k Key, epoch int16) *producerState {
 		return p
 	}
 	p := &producerState{epoch: epoch, bumpedFrom: -1}
-	p.elem = lruPut(s.producers, &s.plru, s.max, k, p)
+	p.elem = lruPut(s.producers, &s.plru, s.max, k, p, &s.evictedProducers)
 	return p
 }
 
 // lruPut stores v under k in m as its most recently used entry (order holds
 // m's keys, most recent at the front) and evicts the least recently used
-// entry once m holds more than max. It returns k's element in order, which
-// each use of the entry moves to the front.
-func lruPut[K comparable, V any](m map[K]V, order *list.List, max int, k K, v V) *list.Element {
+// entry once m holds more than max, counting it in evicted. It returns k's
+// element in order, which each use of the entry moves to the front.
+func lruPut[K comparable, V any](m map[K]V, order *list.List, max int, k K, v V, evicted *uint64) *list.Element {
 	e := order.PushFront(k)
 	m[k] = v
 	if len(m) > max {
 		oldest := order.Back()
 		order.Remove(oldest)
 		delete(m, oldest.Value.(K))
+		*evicted++
 	}
 	return e
 }
@@ -238,7 +254,7 @@ func (s *Sequencer) window(k windowKey, create bool) *seqWindow {
 		return nil
 	}
 	w := &seqWindow{key: k, epoch: -1}
-	w.elem = lruPut(s.windows, &s.wlru, s.max, k, w)
+	w.elem = lruPut(s.windows, &s.wlru, s.max, k, w, &s.evictedWindows)
 	return w
 }
 

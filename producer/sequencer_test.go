@@ -21,6 +21,11 @@ func TestSequencerEvictsLeastRecentlyUsed(t *testing.T) {
 	require.Equal(t, 3, s.windowCount())
 	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, s.check(p, k(1), 0, 5, 9).code, "evicted: an unknown window")
 	require.Equal(t, seqVerdict{}, s.check(p, k(0), 0, 5, 9), "kept")
+	require.Equal(t, Stats{Producers: 1, Windows: 3, EvictedWindows: 1}, s.Stats())
+	for id := int64(2); id <= 4; id++ {
+		s.producer(Key{ID: id}, 0)
+	}
+	require.Equal(t, Stats{Producers: 3, Windows: 3, EvictedProducers: 1, EvictedWindows: 1}, s.Stats(), "the fourth producer evicted the first")
 }
 
 func TestSequenceWrap(t *testing.T) {

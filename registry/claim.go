@@ -34,6 +34,9 @@ func (s *Session) claim(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return fmt.Errorf("registry: claiming node id %d: %w", s.cfg.NodeID, ctx.Err())
 			}
+			s.mu.Lock()
+			s.beatsFailed++
+			s.mu.Unlock()
 			if !queen.Retriable(err) {
 				return fmt.Errorf("registry: claiming node id %d at %s: %w", s.cfg.NodeID, s.key, err)
 			}

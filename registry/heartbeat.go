@@ -147,6 +147,7 @@ func (s *Session) succeeded(rows []queen.KVRow, sent time.Time) {
 	nodes, bad := parseRows(s.prefix, rows)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.beatsOK++
 	for _, k := range bad {
 		if !s.badRows[k] {
 			s.badRows[k] = true
@@ -180,6 +181,7 @@ func (s *Session) failed(ctx context.Context, err error) {
 	now := s.clk.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.beatsFailed++
 	if s.lastErr == nil {
 		s.failedAt, s.loggedAt = now, now
 		s.log.Error("registry unreachable: group RPCs answer COORDINATOR_NOT_AVAILABLE until the registry is reachable again; produce and fetch are unaffected",

@@ -67,6 +67,9 @@ type Session struct {
 	closed   bool
 	badRows  map[string]bool // malformed rows already logged
 	changed  chan struct{}
+	// beatsOK and beatsFailed count the registry calls of the claim and
+	// the heartbeats by outcome (Stats).
+	beatsOK, beatsFailed uint64
 
 	done     chan struct{}
 	doneOnce sync.Once
@@ -151,6 +154,26 @@ func (s *Session) View() View {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.view
+}
+
+// Stats is the session as /metrics reports it.
+type Stats struct {
+	LiveNodes int
+	// LastOK is the send time of the last successful heartbeat (or claim).
+	LastOK time.Time
+	// HeartbeatsOK and HeartbeatsFailed count the claim's and the
+	// heartbeats' calls by outcome; a call cut short by Close is neither.
+	HeartbeatsOK, HeartbeatsFailed uint64
+	Healthy                        bool // Err() == nil
+	Lost                           bool // another process took the id
+}
+
+// Stats reads the session's counts and health.
+func (s *Session) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{LiveNodes: len(s.view.Nodes), LastOK: s.lastOK, HeartbeatsOK: s.beatsOK, HeartbeatsFailed: s.beatsFailed,
+		Healthy: s.errLocked() == nil, Lost: s.lost != nil}
 }
 
 // Live is View().Nodes.

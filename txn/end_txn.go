@@ -161,6 +161,11 @@ func (m *Manager) ownCommit(t *binding, mk marker) bool {
 func (m *Manager) decided(t *binding, how outcome) {
 	m.release(t)
 	t.state, t.last = stateEmpty, how
+	if how == outcomeCommitted {
+		m.committed.Add(1)
+	} else {
+		m.aborted.Add(1)
+	}
 }
 
 func (m *Manager) abort(ctx context.Context, cl Client, t *binding) int16 {

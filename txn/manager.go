@@ -91,6 +91,8 @@ type Manager struct {
 	// open the transactions open (MaxOpen).
 	staged atomic.Int64
 	open   atomic.Int64
+	// committed and aborted count the transactions decided (Stats).
+	committed, aborted atomic.Uint64
 
 	startOnce, closeOnce sync.Once
 	stop, done           chan struct{}
@@ -164,6 +166,19 @@ func (m *Manager) Staged() int64 { return m.staged.Load() }
 
 // Open is how many transactions are open in the process.
 func (m *Manager) Open() int { return int(m.open.Load()) }
+
+// Stats is the transactions of the process, for /metrics: open now, and
+// decided so far by EndTxn (an abort of a transaction a timeout or a cap
+// already made abortable included).
+type Stats struct {
+	Open               int
+	Committed, Aborted uint64
+}
+
+// Stats reads the counts.
+func (m *Manager) Stats() Stats {
+	return Stats{Open: m.Open(), Committed: m.committed.Load(), Aborted: m.aborted.Load()}
+}
 
 // Held is how many transactional ids the process holds.
 func (m *Manager) Held() int {
