@@ -1,0 +1,136 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Snapshot is a node's state as one scrape reads it.
+type Snapshot struct {
+	OpenConnections int
+
+	// Groups are the groups this node coordinates, one entry per state
+	// (Empty, PreparingRebalance, CompletingRebalance, Stable, Dead).
+	Groups     []GroupState
+	Rebalances uint64 // rebalances completed with members
+
+	Producers         int    // idempotent producers whose epochs are tracked
+	SequenceWindows   int    // producer-partitions whose sequences are tracked
+	ProducerEvictions uint64 // producers evicted past the bound
+	WindowEvictions   uint64 // sequence windows evicted past the bound
+
+	TxnOpen      int
+	TxnCommitted uint64
+	TxnAborted   uint64
+
+	DecodeBudgetInUse int64 // bytes of the produce decode budget held now
+	DecodeBudgetSize  int64
+
+	Cluster *Cluster // nil in single mode
+}
+
+// GroupState is how many groups are in one state, and their members.
+type GroupState struct {
+	State   string
+	Groups  int
+	Members int
+}
+
+// Cluster is cluster mode's membership as this node sees it.
+type Cluster struct {
+	Joined    bool // the node id is claimed
+	Healthy   bool // the last heartbeat succeeded and is recent enough to act on
+	LiveNodes int
+	// HeartbeatAge is the time since the last successful heartbeat was
+	// sent (0 before the claim).
+	HeartbeatAge     time.Duration
+	HeartbeatsOK     uint64
+	HeartbeatsFailed uint64
+	Lost             bool // another process took this node id
+}
+
+// stateCollector turns a Snapshot into metrics at every scrape.
+type stateCollector struct {
+	snapshot func() Snapshot
+
+	conns, groups, members, rebalances                 *prometheus.Desc
+	producers, windows, evictions                      *prometheus.Desc
+	txnOpen, txns                                      *prometheus.Desc
+	budgetUsed, budgetSize                             *prometheus.Desc
+	joined, healthy, live, hbAge, heartbeats, lostDesc *prometheus.Desc
+}
+
+func newStateCollector(snapshot func() Snapshot) *stateCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(ns, "", name), help, labels, nil)
+	}
+	return &stateCollector{
+		snapshot:   snapshot,
+		conns:      d("open_connections", "Kafka connections open now."),
+		groups:     d("groups", "Consumer groups this node coordinates, by state.", "state"),
+		members:    d("group_members", "Members of the groups this node coordinates, by their group's state.", "state"),
+		rebalances: d("rebalances_total", "Rebalances completed with members (a new generation handed to its members)."),
+		producers:  d("idempotent_producers", "Idempotent producers whose epochs this node tracks."),
+		windows:    d("producer_sequence_windows", "Producer-partitions whose sequence windows this node tracks."),
+		evictions:  d("producer_evictions_total", "Least recently used producer state evicted past the bound, by kind (producer, window); an evicted producer recovers through KIP-360.", "kind"),
+		txnOpen:    d("transactions_open", "Transactions open now."),
+		txns:       d("transactions_total", "Transactions ended, by outcome (committed, aborted).", "outcome"),
+		budgetUsed: d("decode_budget_bytes", "Bytes of the process-wide produce decode budget held now."),
+		budgetSize: d("decode_budget_limit_bytes", "Size of the process-wide produce decode budget."),
+		joined:     d("cluster_joined", "1 once this node's id is claimed in the registry (cluster mode only)."),
+		healthy:    d("cluster_healthy", "1 while the last heartbeat succeeded and is recent enough to act on (cluster mode only)."),
+		live:       d("cluster_live_nodes", "Live nodes in the last registry read (cluster mode only)."),
+		hbAge:      d("cluster_heartbeat_age_seconds", "Time since the last successful heartbeat was sent (cluster mode only)."),
+		heartbeats: d("cluster_heartbeats_total", "Registry heartbeats (the claim's included), by outcome: ok, failed (cluster mode only).", "outcome"),
+		lostDesc:   d("cluster_node_id_lost", "1 once another process took this node's id (cluster mode only)."),
+	}
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.conns, c.groups, c.members, c.rebalances, c.producers, c.windows, c.evictions,
+		c.txnOpen, c.txns, c.budgetUsed, c.budgetSize, c.joined, c.healthy, c.live, c.hbAge, c.heartbeats, c.lostDesc} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.snapshot()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge(c.conns, float64(s.OpenConnections))
+	for _, g := range s.Groups {
+		gauge(c.groups, float64(g.Groups), g.State)
+		gauge(c.members, float64(g.Members), g.State)
+	}
+	counter(c.rebalances, s.Rebalances)
+	gauge(c.producers, float64(s.Producers))
+	gauge(c.windows, float64(s.SequenceWindows))
+	counter(c.evictions, s.ProducerEvictions, "producer")
+	counter(c.evictions, s.WindowEvictions, "window")
+	gauge(c.txnOpen, float64(s.TxnOpen))
+	counter(c.txns, s.TxnCommitted, "committed")
+	counter(c.txns, s.TxnAborted, "aborted")
+	gauge(c.budgetUsed, float64(s.DecodeBudgetInUse))
+	gauge(c.budgetSize, float64(s.DecodeBudgetSize))
+	if cl := s.Cluster; cl != nil {
+		gauge(c.joined, bool01(cl.Joined))
+		gauge(c.healthy, bool01(cl.Healthy))
+		gauge(c.live, float64(cl.LiveNodes))
+		gauge(c.hbAge, cl.HeartbeatAge.Seconds())
+		counter(c.heartbeats, cl.HeartbeatsOK, "ok")
+		counter(c.heartbeats, cl.HeartbeatsFailed, "failed")
+		gauge(c.lostDesc, bool01(cl.Lost))
+	}
+}
+
+func bool01(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
