@@ -271,6 +271,12 @@ func testIdempotentDefault(t *testing.T, tg target) {
 
 // rawBatch builds a RecordBatch v2 for an idempotent producer, CRC and all.
 func rawBatch(pid int64, epoch int16, seq int32, values ...string) []byte {
+	return recordBatch(0, pid, epoch, seq, values...)
+}
+
+// recordBatch builds a RecordBatch v2 with the given attributes (0x10 marks
+// a transactional batch), CRC and all.
+func recordBatch(attrs int16, pid int64, epoch int16, seq int32, values ...string) []byte {
 	now := time.Now().UnixMilli()
 	var recs []byte
 	for i, v := range values {
@@ -281,7 +287,7 @@ func rawBatch(pid int64, epoch int16, seq int32, values ...string) []byte {
 		recs = r.AppendTo(recs)
 	}
 	b := kmsg.RecordBatch{
-		FirstOffset: 0, Magic: 2, Attributes: 0, LastOffsetDelta: int32(len(values) - 1),
+		FirstOffset: 0, Magic: 2, Attributes: attrs, LastOffsetDelta: int32(len(values) - 1),
 		FirstTimestamp: now, MaxTimestamp: now, ProducerID: pid, ProducerEpoch: epoch,
 		FirstSequence: seq, PartitionLeaderEpoch: -1, NumRecords: int32(len(values)), Records: recs,
 	}

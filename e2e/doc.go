@@ -1,8 +1,8 @@
 // Package e2e holds the end-to-end tests: the real queen-dev and queen-kafka
 // binaries, built once per run and started as separate processes on
 // loopback, driven by real Kafka clients (franz-go kgo/kadm, IBM/sarama,
-// segmentio/kafka-go and the kcat command-line tool) and by plain HTTP
-// against queen-dev. Nothing here reaches into the product's packages: what
+// segmentio/kafka-go, librdkafka through confluent-kafka-go, which needs cgo,
+// and the kcat command-line tool) and by plain HTTP against queen-dev. Nothing here reaches into the product's packages: what
 // is asserted is what a client or an operator can observe on the wire, in
 // exit codes and in logs.
 //
@@ -15,4 +15,9 @@
 // the module root, or from E2E_SRC when that is set (a clean export of a
 // commit, to test committed code while a shared tree is mid-edit). kcat must
 // be installed: the kcat tests fail, never skip, without it.
+//
+// The test binary doubles as the exactly-once worker of txn_eos_test.go:
+// run with QK_E2E_EOS_WORKER set, an init function runs the worker's
+// consume-transform-produce loop instead of the tests, so that the test can
+// kill -9 a real process in the middle of a transaction.
 package e2e
