@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,17 +67,19 @@ func TestTxnFencing(t *testing.T) {
 
 // TestTxnTimeoutSweep: a transaction left open past its own
 // transaction.timeout.ms is aborted by the facade's sweep, without the
-// producer doing anything. The facade allows one open transaction
-// (QUEEN_KAFKA_TXN_MAX_OPEN=1), so the sweep is observable as the slot
-// coming free for another transactional id. The expired producer's commit
-// then fails with what Kafka sends for a transaction its coordinator
-// aborted (PRODUCER_FENCED or INVALID_PRODUCER_EPOCH after the epoch bump,
-// INVALID_TXN_STATE for a stage that is gone), nothing of it is written,
-// and the transactional id works again for a new producer.
+// producer doing anything. The process may stage 32 KiB
+// (QUEEN_KAFKA_TXN_MAX_STAGED_BYTES), so the sweep is observable as the
+// expired transaction's 16 KiB coming free: another transactional id's
+// 20 KiB is refused MESSAGE_TOO_LARGE beside it, and staged once the sweep
+// has run. The expired producer's commit then fails with what Kafka sends
+// for a transaction its coordinator aborted (PRODUCER_FENCED or
+// INVALID_PRODUCER_EPOCH after the epoch bump, INVALID_TXN_STATE for a
+// stage that is gone), nothing of it is written, and the transactional id
+// works again for a new producer.
 func TestTxnTimeoutSweep(t *testing.T) {
 	t.Parallel()
 	dev, _ := sharedEnv(t)
-	fac := startFacade(t, dev, map[string]string{"QUEEN_KAFKA_TXN_MAX_OPEN": "1"})
+	fac := startFacade(t, dev, map[string]string{"QUEEN_KAFKA_TXN_MAX_BYTES": "32768", "QUEEN_KAFKA_TXN_MAX_STAGED_BYTES": "32768"})
 	seeds := []string{fac.addr}
 	topic, id := uniq("txn-sweep"), uniq("tid-sweep")
 	createTopic(t, target{seeds, dev}, topic, 1, nil)
@@ -84,24 +87,40 @@ func TestTxnTimeoutSweep(t *testing.T) {
 
 	p := newTxnKgo(t, seeds, id, kgo.TransactionTimeout(1500*time.Millisecond))
 	require.NoError(t, p.BeginTransaction())
-	txnValues(t, p, topic, 0, "x1", "x2")
+	n, err := stageUntilRefused(t, p, topic, 4096, 4)
+	require.NoError(t, err, "16 KiB staged by the transaction that will expire")
+	require.Equal(t, 4, n)
 	opened := time.Now()
 
 	raw := newKgo(t, seeds)
+	br := leader(t, raw, topic)
 	other := initRawTxn(t, raw, uniq("tid-sweep-other"), 60000)
-	code := other.addPartitions(raw, topic, 0)[0]
-	require.NotEqual(t, int16(0), code, "a second transaction opened beside the first with QUEEN_KAFKA_TXN_MAX_OPEN=1")
-	eventually(t, 20*time.Second, "the expired transaction's slot freed by the sweep", func() (bool, string) {
-		c := other.addPartitions(raw, topic, 0)[0]
+	big := make([]string, 5)
+	for i := range big {
+		big[i] = strings.Repeat("o", 4096)
+	}
+	// stageOther opens a transaction of the other id and stages 20 KiB in
+	// it; a refused one is aborted, so the next try starts afresh.
+	stageOther := func() int16 {
+		other.mustAddPartitions(raw, topic, 0)
+		code, _ := other.produce(br, topic, 0, big...)
+		if code != 0 {
+			require.Equal(t, int16(0), other.end(raw, false), "abort of the refused transaction")
+		}
+		return code
+	}
+	require.Equal(t, kerr.MessageTooLarge.Code, stageOther(), "20 KiB beside the open transaction's 16 KiB under a 32 KiB process budget")
+	eventually(t, 20*time.Second, "the expired transaction's staged bytes freed by the sweep", func() (bool, string) {
+		c := stageOther()
 		return c == 0, codeName(c)
 	})
-	t.Logf("slot free %.1fs after the transaction opened (timeout 1.5s, sweep 1s)", time.Since(opened).Seconds())
+	t.Logf("staged bytes free %.1fs after the transaction opened (timeout 1.5s, sweep 1s)", time.Since(opened).Seconds())
 	assert.Equal(t, int16(0), other.end(raw, false), "abort of the other transaction")
 
-	err := p.EndTransaction(ctx, kgo.TryCommit)
+	err = p.EndTransaction(ctx, kgo.TryCommit)
 	assert.True(t, isOneOf(err, kerr.ProducerFenced, kerr.InvalidProducerEpoch, kerr.InvalidTxnState),
 		"commit of the expired transaction: %v, want PRODUCER_FENCED, INVALID_PRODUCER_EPOCH or INVALID_TXN_STATE", err)
-	assert.Equal(t, map[int32]int64{0: 0}, endOffsets(t, seeds, topic), "the expired transaction wrote something")
+	assert.Equal(t, map[int32]int64{0: 0}, endOffsets(t, seeds, topic), "the expired or aborted transactions wrote something")
 	assert.Empty(t, storedValues(t, dev, topic, 0), "what Queen holds")
 
 	q := newTxnKgo(t, seeds, id)
