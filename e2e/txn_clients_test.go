@@ -11,12 +11,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
 // rdkafkaLogs drains a librdkafka client's log channel into a buffer that
 // is printed if t fails (librdkafka writes to stderr otherwise).
 func rdkafkaLogs(t *testing.T, name string, logs chan kafka.LogEvent) {
-	buf := &logBuffer{}
+	buf := &testsupport.LogBuffer{}
 	go func() {
 		for e := range logs {
 			fmt.Fprintf(buf, "%s %s|%d|%s: %s\n", e.Timestamp.Format("15:04:05.000"), name, e.Level, e.Tag, e.Message)
@@ -24,7 +26,7 @@ func rdkafkaLogs(t *testing.T, name string, logs chan kafka.LogEvent) {
 	}()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("---- librdkafka %s log ----\n%s", name, tail(buf.From(0), 32<<10))
+			t.Logf("---- librdkafka %s log ----\n%s", name, testsupport.Tail(buf.String(), 32<<10))
 		}
 	})
 }

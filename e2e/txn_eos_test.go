@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
 // The exactly-once worker is this test binary run again with eosWorkerEnv
@@ -127,29 +129,15 @@ func runEOSWorker() int {
 }
 
 // startEOSWorker starts w as a child process, killed when t ends.
-func startEOSWorker(t *testing.T, w eosWorker) *proc {
+func startEOSWorker(t *testing.T, w eosWorker) *testsupport.Proc {
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	p := &proc{name: "eos-worker-" + w.name, bin: exe, env: envList(w.env()), out: &logBuffer{}}
-	p.attachLogs(t)
-	t.Cleanup(p.kill)
-	require.NoError(t, p.start())
+	p := &testsupport.Proc{Name: "eos-worker-" + w.name, Bin: exe, Env: testsupport.EnvList(w.env()), Out: &testsupport.LogBuffer{}}
+	p.AttachLogs(t)
+	t.Cleanup(p.Kill)
+	require.NoError(t, p.Start())
 	return p
-}
-
-// waitOutput waits until p has printed want, failing t if p exits first.
-func waitOutput(t *testing.T, p *proc, want string, limit time.Duration) {
-	t.Helper()
-	eventually(t, limit, p.name+" printing "+want, func() (bool, string) {
-		if strings.Contains(p.out.From(0), want) {
-			return true, ""
-		}
-		if !p.running() {
-			t.Fatalf("%s exited before printing %q:\n%s", p.name, want, tail(p.out.From(0), 16<<10))
-		}
-		return false, "not yet"
-	})
 }
 
 // TestTxnGroupTransactSessionKillRestart: franz-go's GroupTransactSession
@@ -190,16 +178,17 @@ func TestTxnGroupTransactSessionKillRestart(t *testing.T) {
 	for i, hang := range []int{500, 600} {
 		w.name, w.hangAfter = fmt.Sprintf("w%d", i+1), hang
 		p := startEOSWorker(t, w)
-		waitOutput(t, p, "HANG", 60*time.Second)
-		p.kill()
+		_, err := p.WaitLine(func(l string) bool { return strings.Contains(l, "HANG") }, 60*time.Second)
+		require.NoError(t, err, "worker %s holding an open transaction", w.name)
+		p.Kill()
 	}
 	w.name, w.hangAfter = "w3", 0
 	last := startEOSWorker(t, w)
 
 	adm := newAdmin(t, seeds)
 	eventually(t, 90*time.Second, "the group's committed offsets at the input's end offsets", func() (bool, string) {
-		if !last.running() {
-			t.Fatalf("the last worker exited:\n%s", tail(last.out.From(0), 16<<10))
+		if !last.Running() {
+			t.Fatalf("the last worker exited: %v", last.ExitErr())
 		}
 		offs, err := adm.FetchOffsets(ctxT(t, 5*time.Second), w.group)
 		if err != nil {
@@ -213,7 +202,7 @@ func TestTxnGroupTransactSessionKillRestart(t *testing.T) {
 		})
 		return fmt.Sprint(got) == fmt.Sprint(inEnds), fmt.Sprintf("committed %v, input ends %v", got, inEnds)
 	})
-	last.kill()
+	last.Kill()
 
 	outEnds := endOffsets(t, seeds, out)
 	assert.Equal(t, inEnds, outEnds, "output end offsets: each committed transaction of N advances the log by N")
