@@ -246,8 +246,15 @@ func exactlyOnce(t testing.TB, what string, want, got []rec) {
 // assertCommitted checks the group's committed offsets for topic exactly.
 func assertCommitted(t testing.TB, tg target, group, topic string, want map[int32]int64) {
 	t.Helper()
+	waitCommitted(t, tg, group, topic, want, 10*time.Second)
+}
+
+// waitCommitted waits up to limit for the group's committed offsets for
+// topic to be exactly want.
+func waitCommitted(t testing.TB, tg target, group, topic string, want map[int32]int64, limit time.Duration) {
+	t.Helper()
 	adm := newAdmin(t, tg.bootstrap)
-	eventually(t, 10*time.Second, "committed offsets "+fmt.Sprint(want), func() (bool, string) {
+	eventually(t, limit, "committed offsets "+fmt.Sprint(want), func() (bool, string) {
 		os, err := adm.FetchOffsets(ctxT(t, 5*time.Second), group)
 		if err != nil {
 			return false, err.Error()

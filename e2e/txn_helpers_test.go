@@ -40,6 +40,17 @@ func txnValues(t testing.TB, cl *kgo.Client, topic string, p int32, values ...st
 	}
 }
 
+// commitValues is one whole transaction of cl: begin, values to topic[p],
+// commit.
+func commitValues(t testing.TB, cl *kgo.Client, topic string, p int32, values ...string) {
+	t.Helper()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatalf("BeginTransaction: %v", err)
+	}
+	txnValues(t, cl, topic, p, values...)
+	commitTxn(t, cl)
+}
+
 // commitTxn ends cl's transaction with a commit and fails t unless it lands.
 func commitTxn(t testing.TB, cl *kgo.Client) {
 	t.Helper()
@@ -217,8 +228,14 @@ func (x *rawTxn) addPartitions(cl *kgo.Client, topic string, parts ...int32) map
 			codes[rp.Partition] = rp.ErrorCode
 		}
 	}
-	if len(codes) != len(parts) {
-		x.t.Errorf("AddPartitionsToTxn(%s): %d partitions answered, %d asked", x.id, len(codes), len(parts))
+	return x.answered("AddPartitionsToTxn", codes, len(parts))
+}
+
+// answered checks a per-partition answer covers the partitions asked.
+func (x *rawTxn) answered(api string, codes map[int32]int16, asked int) map[int32]int16 {
+	x.t.Helper()
+	if len(codes) != asked {
+		x.t.Errorf("%s(%s): %d partitions answered, %d asked", api, x.id, len(codes), asked)
 	}
 	return codes
 }
@@ -271,10 +288,7 @@ func (x *rawTxn) commitOffsets(cl *kgo.Client, group, topic string, offsets map[
 			codes[rp.Partition] = rp.ErrorCode
 		}
 	}
-	if len(codes) != len(offsets) {
-		x.t.Errorf("TxnOffsetCommit(%s): %d partitions answered, %d asked", x.id, len(codes), len(offsets))
-	}
-	return codes
+	return x.answered("TxnOffsetCommit", codes, len(offsets))
 }
 
 // produce sends values as one transactional batch to topic[p] on the

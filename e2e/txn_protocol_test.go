@@ -58,9 +58,7 @@ func TestTxnFencing(t *testing.T) {
 
 	assert.Equal(t, map[int32]int64{0: 0}, endOffsets(t, seeds, topic), "the fenced transaction wrote something")
 
-	require.NoError(t, b.BeginTransaction())
-	txnValues(t, b, topic, 0, "b1", "b2")
-	commitTxn(t, b)
+	commitValues(t, b, topic, 0, "b1", "b2")
 	assert.Equal(t, []string{"b1", "b2"}, valuesOf(readToEnd(t, seeds, topic, kgo.ReadCommitted())))
 	assert.Equal(t, []string{"b1", "b2"}, storedValues(t, dev, topic, 0), "what Queen holds")
 }
@@ -124,9 +122,7 @@ func TestTxnTimeoutSweep(t *testing.T) {
 	assert.Empty(t, storedValues(t, dev, topic, 0), "what Queen holds")
 
 	q := newTxnKgo(t, seeds, id)
-	require.NoError(t, q.BeginTransaction())
-	txnValues(t, q, topic, 0, "y1")
-	commitTxn(t, q)
+	commitValues(t, q, topic, 0, "y1")
 	assert.Equal(t, []string{"y1"}, valuesOf(readToEnd(t, seeds, topic, kgo.ReadCommitted())))
 }
 
@@ -163,9 +159,7 @@ func TestTxnFacadeRestart(t *testing.T) {
 	require.NoError(t, err, "InitProducerId after the restart")
 	assert.Equal(t, pid, pid2, "producer id across the restart")
 	assert.Greater(t, epoch2, epoch, "epoch across the restart")
-	require.NoError(t, q.BeginTransaction())
-	txnValues(t, q, topic, 0, "n1", "n2")
-	commitTxn(t, q)
+	commitValues(t, q, topic, 0, "n1", "n2")
 	assert.Equal(t, []string{"n1", "n2"}, valuesOf(readToEnd(t, seeds, topic, kgo.ReadCommitted())))
 }
 
