@@ -177,9 +177,10 @@ func TestTxnGroupTransactSessionKillRestart(t *testing.T) {
 	for i, hang := range []int{500, 600} {
 		w.name, w.hangAfter = fmt.Sprintf("w%d", i+1), hang
 		p := startEOSWorker(t, w)
-		_, err := p.WaitLine(func(l string) bool { return strings.Contains(l, "HANG") }, 60*time.Second)
+		line, err := p.WaitLine(func(l string) bool { return strings.Contains(l, "HANG") }, 60*time.Second)
 		require.NoError(t, err, "worker %s holding an open transaction", w.name)
 		p.Kill()
+		t.Logf("killed -9: %s", line)
 	}
 	w.name, w.hangAfter = "w3", 0
 	last := startEOSWorker(t, w)
