@@ -16,6 +16,8 @@ ARG GO_VERSION=1.26
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 ARG TARGETOS=linux
 ARG TARGETARCH
+# --version and the registry row carry it: docker build --build-arg VERSION=$(git describe --tags --always)
+ARG VERSION=dev
 WORKDIR /src
 # Dependencies first, so a source change does not re-download modules.
 COPY go.mod go.sum ./
@@ -24,7 +26,7 @@ COPY . .
 # CGO off: fully static binaries that run on a base with no libc.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/queen-kafka ./cmd/queen-dev
+    go build -trimpath -ldflags="-s -w -X github.com/queen-mq/queen-kafka/internal/version.version=${VERSION}" -o /out/ ./cmd/queen-kafka ./cmd/queen-dev
 
 # busybox's musl build is statically linked; only its binary is taken.
 FROM busybox:1.37-musl AS shell

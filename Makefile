@@ -3,13 +3,17 @@ GO       ?= go
 BIN      ?= bin
 GOFLAGS  ?=
 FUZZTIME ?= 5s
+# The build's version: --version, the boot line, the registry row and
+# queen_kafka_build_info carry it. Without git (a source tarball) it is "dev".
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X github.com/queen-mq/queen-kafka/internal/version.version=$(VERSION)
 
 .PHONY: all build run test unit e2e fuzz vet fmt-check tidy-check lint bench clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 # Starts queen-dev and the facade on localhost and prints the bootstrap address.
 run: build

@@ -2,9 +2,11 @@ package k8s
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -171,12 +173,27 @@ func TestStatefulSetShape(t *testing.T) {
 	if !slices.Equal(c.Command, []string{"/bin/sh", "/app/bin/entrypoint.sh"}) {
 		t.Errorf("command %v does not run the entrypoint", c.Command)
 	}
-	if len(c.Ports) != 1 || c.Ports[0].Name != "kafka" || c.Ports[0].ContainerPort != 9092 {
-		t.Errorf("ports %+v", c.Ports)
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
 	}
-	rp := c.ReadinessProbe
-	if rp == nil || rp.TCPSocket == nil || rp.TCPSocket.Port.StrVal != "kafka" {
-		t.Errorf("readiness probe %+v is not a tcpSocket on the kafka port", rp)
+	if len(c.Ports) != 2 || ports["kafka"] != 9092 || ports["http"] == 0 {
+		t.Errorf("ports %+v, want kafka 9092 and the operator's http", c.Ports)
+	}
+	// Readiness is the facade's own /readyz, which fails while a restarted
+	// pod waits out its predecessor's registry row; liveness is /healthz,
+	// which does not depend on Queen. Both on the operator port.
+	for _, probe := range []struct {
+		what string
+		p    *corev1.Probe
+		path string
+	}{{"readiness", c.ReadinessProbe, "/readyz"}, {"liveness", c.LivenessProbe, "/healthz"}} {
+		if probe.p == nil || probe.p.HTTPGet == nil || probe.p.HTTPGet.Path != probe.path || probe.p.HTTPGet.Port.StrVal != "http" {
+			t.Errorf("%s probe %+v is not GET %s on the http port", probe.what, probe.p, probe.path)
+		}
+	}
+	if a := sts.Spec.Template.Annotations; a["prometheus.io/port"] != strconv.Itoa(int(ports["http"])) || a["prometheus.io/path"] != "/metrics" {
+		t.Errorf("scrape annotations %v do not name the http port's /metrics", a)
 	}
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("resources %+v lack cpu/memory requests or a memory limit", c.Resources)
@@ -207,6 +224,9 @@ func TestStatefulSetShape(t *testing.T) {
 	}
 	if env["QUEEN_URL"].Value == "" {
 		t.Error("QUEEN_URL unset")
+	}
+	if _, port, err := net.SplitHostPort(env["QUEEN_KAFKA_HTTP_ADDR"].Value); err != nil || port != strconv.Itoa(int(ports["http"])) {
+		t.Errorf("QUEEN_KAFKA_HTTP_ADDR %q does not bind the http port %d", env["QUEEN_KAFKA_HTTP_ADDR"].Value, ports["http"])
 	}
 	if env["QK_HEADLESS_SERVICE"].Value != sts.Spec.ServiceName {
 		t.Errorf("QK_HEADLESS_SERVICE %q is not serviceName %q", env["QK_HEADLESS_SERVICE"].Value, sts.Spec.ServiceName)

@@ -87,7 +87,7 @@ func TestSnapshotAtScrape(t *testing.T) {
 		OpenConnections: 3,
 		Groups:          []GroupState{{State: "Stable", Groups: 2, Members: 5}, {State: "Empty", Groups: 1}},
 		Rebalances:      4, Producers: 6, SequenceWindows: 9, ProducerEvictions: 1, WindowEvictions: 2,
-		TxnOpen: 1, TxnCommitted: 7, TxnAborted: 2, DecodeBudgetInUse: 100, DecodeBudgetSize: 1000,
+		TxnOpen: 1, TxnCommitted: 7, TxnAborted: 2, DecodeBudgetInUse: 100, DecodeBudgetSize: 1000, FrameBudgetInUse: 10, FrameBudgetSize: 50,
 	}
 	m := New("dev", func() Snapshot { return snap })
 	s := scrape(t, m)
@@ -110,6 +110,8 @@ func TestSnapshotAtScrape(t *testing.T) {
 		{"queen_kafka_transactions_total", []string{"outcome", "aborted"}, 2},
 		{"queen_kafka_decode_budget_bytes", nil, 100},
 		{"queen_kafka_decode_budget_limit_bytes", nil, 1000},
+		{"queen_kafka_frame_budget_bytes", nil, 10},
+		{"queen_kafka_frame_budget_limit_bytes", nil, 50},
 	} {
 		require.Equal(t, c.want, value(t, s, c.name, c.labels...), "%s%v", c.name, c.labels)
 	}

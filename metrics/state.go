@@ -26,6 +26,8 @@ type Snapshot struct {
 
 	DecodeBudgetInUse int64 // bytes of the produce decode budget held now
 	DecodeBudgetSize  int64
+	FrameBudgetInUse  int64 // bytes of request frames being read or awaiting their answer
+	FrameBudgetSize   int64
 
 	Cluster *Cluster // nil in single mode
 }
@@ -57,7 +59,7 @@ type stateCollector struct {
 	conns, groups, members, rebalances                 *prometheus.Desc
 	producers, windows, evictions                      *prometheus.Desc
 	txnOpen, txns                                      *prometheus.Desc
-	budgetUsed, budgetSize                             *prometheus.Desc
+	budgetUsed, budgetSize, framesUsed, framesSize     *prometheus.Desc
 	joined, healthy, live, hbAge, heartbeats, lostDesc *prometheus.Desc
 }
 
@@ -78,6 +80,8 @@ func newStateCollector(snapshot func() Snapshot) *stateCollector {
 		txns:       d("transactions_total", "Transactions ended, by outcome (committed, aborted).", "outcome"),
 		budgetUsed: d("decode_budget_bytes", "Bytes of the process-wide produce decode budget held now."),
 		budgetSize: d("decode_budget_limit_bytes", "Size of the process-wide produce decode budget."),
+		framesUsed: d("frame_budget_bytes", "Bytes of request frames being read or awaiting their answer, held against the node's frame budget."),
+		framesSize: d("frame_budget_limit_bytes", "Size of the node's frame budget."),
 		joined:     d("cluster_joined", "1 once this node's id is claimed in the registry (cluster mode only)."),
 		healthy:    d("cluster_healthy", "1 while the last heartbeat succeeded and is recent enough to act on (cluster mode only)."),
 		live:       d("cluster_live_nodes", "Live nodes in the last registry read (cluster mode only)."),
@@ -89,7 +93,7 @@ func newStateCollector(snapshot func() Snapshot) *stateCollector {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.conns, c.groups, c.members, c.rebalances, c.producers, c.windows, c.evictions,
-		c.txnOpen, c.txns, c.budgetUsed, c.budgetSize, c.joined, c.healthy, c.live, c.hbAge, c.heartbeats, c.lostDesc} {
+		c.txnOpen, c.txns, c.budgetUsed, c.budgetSize, c.framesUsed, c.framesSize, c.joined, c.healthy, c.live, c.hbAge, c.heartbeats, c.lostDesc} {
 		ch <- d
 	}
 }
@@ -117,6 +121,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.txns, s.TxnAborted, "aborted")
 	gauge(c.budgetUsed, float64(s.DecodeBudgetInUse))
 	gauge(c.budgetSize, float64(s.DecodeBudgetSize))
+	gauge(c.framesUsed, float64(s.FrameBudgetInUse))
+	gauge(c.framesSize, float64(s.FrameBudgetSize))
 	if cl := s.Cluster; cl != nil {
 		gauge(c.joined, bool01(cl.Joined))
 		gauge(c.healthy, bool01(cl.Healthy))

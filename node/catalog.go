@@ -16,10 +16,10 @@ const catalogTTL = 3 * time.Second
 
 // Catalogue ceilings of the operator page.
 const (
-	maxAdvertisedWidth  = maxAdvertisedPartitions // partitions per topic
-	maxListedPartitions = 200_000                 // in one all-topics listing
-	topicCfgPageLimit   = 1000                    // getPrefix page (§7.1 clamp)
-	topicCfgMaxPages    = 1000                    // a million records, then refuse
+	maxAdvertisedWidth  = 100_000 // partitions per topic; QUEEN_KAFKA_DEFAULT_PARTITIONS' range too
+	maxListedPartitions = 200_000 // in one all-topics listing
+	topicCfgPageLimit   = 1000    // getPrefix page (§7.1 clamp)
+	topicCfgMaxPages    = 1000    // a million records, then refuse
 )
 
 // topicCfg is the qk:topiccfg:<topic> record (queen-api §10): the bag the

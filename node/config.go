@@ -14,6 +14,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -25,6 +26,7 @@ type Config struct {
 	QueenToken string // QUEEN_TOKEN; never logged
 
 	Addr           string // QUEEN_KAFKA_ADDR, what the listener binds
+	HTTPAddr       string // QUEEN_KAFKA_HTTP_ADDR, the operator listener; "" is off
 	AdvertisedAddr string // QUEEN_KAFKA_ADVERTISED_ADDR, as given
 	AdvertisedHost string // its host, unbracketed
 	AdvertisedPort int32  // its port
@@ -64,11 +66,17 @@ func (c Config) LogValue() slog.Value {
 	if c.SASL != "" {
 		sasl = c.SASL
 	}
+	http := "off"
+	if c.HTTPAddr != "" {
+		http = c.HTTPAddr
+	}
 	return slog.GroupValue(
+		slog.String("version", version.String()),
 		slog.String("queen_url", redactURL(c.QueenURL)),
 		slog.Bool("authenticated", c.QueenToken != ""),
 		slog.String("listen", c.Addr),
 		slog.String("advertised", c.AdvertisedAddr),
+		slog.String("http", http),
 		slog.Int("default_partitions", int(c.DefaultPartitions)),
 		slog.Int64("group_join_delay_ms", c.GroupJoinDelay.Milliseconds()),
 		slog.Bool("tls", c.TLSEnabled()),
@@ -108,33 +116,40 @@ func (c Config) TLSEnabled() bool { return c.TLSCertificate != nil }
 
 // rawConfig is what go-envconfig fills: every variable as text, so that the
 // typed conversion below can name the variable and its range on failure
-// rather than surface a reflection error.
+// rather than surface a reflection error. Its tags are THE definition of
+// the variables: env (name and default) for go-envconfig, range (an
+// integer's bounds, which the loader checks) or accepts (what else a value
+// may be), default (a default the loader applies itself, where an unset
+// variable must be told apart from its default) and help (one line of
+// meaning). --help is generated from them (variables.go), so
+// it cannot drift from what is loaded.
 type rawConfig struct {
-	QueenURL          string `env:"QUEEN_URL, default=http://localhost:6632"`
-	QueenToken        string `env:"QUEEN_TOKEN"`
-	Addr              string `env:"QUEEN_KAFKA_ADDR, default=0.0.0.0:9092"`
-	AdvertisedAddr    string `env:"QUEEN_KAFKA_ADVERTISED_ADDR"`
-	DefaultPartitions string `env:"QUEEN_KAFKA_DEFAULT_PARTITIONS, default=1024"`
-	MaxConnections    string `env:"QUEEN_KAFKA_MAX_CONNECTIONS, default=4096"`
-	TLSCert           string `env:"QUEEN_KAFKA_TLS_CERT"`
-	TLSKey            string `env:"QUEEN_KAFKA_TLS_KEY"`
-	SASL              string `env:"QUEEN_KAFKA_SASL"`
-	ForwardSNIHost    string `env:"QUEEN_KAFKA_FORWARD_SNI_HOST, default=false"`
-	GroupJoinDelay    string `env:"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS, default=3000"`
-	GroupMinSession   string `env:"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS, default=6000"`
-	GroupMaxSession   string `env:"QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS, default=300000"`
-	TxnMaxBytes       string `env:"QUEEN_KAFKA_TXN_MAX_BYTES, default=8388608"`
-	TxnMaxRecords     string `env:"QUEEN_KAFKA_TXN_MAX_RECORDS, default=50000"`
-	TxnMaxStaged      string `env:"QUEEN_KAFKA_TXN_MAX_STAGED_BYTES, default=134217728"`
-	TxnMaxOpen        string `env:"QUEEN_KAFKA_TXN_MAX_OPEN, default=1024"`
-	TxnMaxTimeout     string `env:"QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS, default=900000"`
-	LogLevel          string `env:"LOG_LEVEL, default=info"`
-	RustLog           string `env:"RUST_LOG"`
-	LogJSON           string `env:"QUEEN_LOG_JSON"`
-	NodeID            string `env:"QUEEN_KAFKA_NODE_ID"`
-	Cluster           string `env:"QUEEN_KAFKA_CLUSTER"`
-	ClusterHeartbeat  string `env:"QUEEN_KAFKA_CLUSTER_HEARTBEAT_MS, default=2000"`
-	ClusterTTL        string `env:"QUEEN_KAFKA_CLUSTER_TTL_MS, default=10000"`
+	QueenURL          string `env:"QUEEN_URL, default=http://localhost:6632" accepts:"an http or https URL" help:"The Queen broker or proxy the facade calls; a trailing slash is dropped, a password in it never logged."`
+	QueenToken        string `env:"QUEEN_TOKEN" accepts:"a bearer token" help:"Credential for Queen; never logged. With SASL on, a connection's own token replaces it. Required in cluster mode."`
+	Addr              string `env:"QUEEN_KAFKA_ADDR, default=0.0.0.0:9092" accepts:"host:port or [v6]:port" help:"The address the Kafka listener binds."`
+	AdvertisedAddr    string `env:"QUEEN_KAFKA_ADVERTISED_ADDR" accepts:"host:port clients can reach (required)" help:"What Metadata and FindCoordinator tell clients to connect to; not a wildcard, not QUEEN_KAFKA_ADDR."`
+	HTTPAddr          string `env:"QUEEN_KAFKA_HTTP_ADDR" accepts:"host:port or [v6]:port" help:"The operator HTTP listener: /metrics, /healthz, /readyz, /debug/pprof/. Unset: off."`
+	DefaultPartitions string `env:"QUEEN_KAFKA_DEFAULT_PARTITIONS, default=1024" range:"1..100000" help:"Partitions of an auto-created topic, and the floor of the width advertised for topics that declared none."`
+	MaxConnections    string `env:"QUEEN_KAFKA_MAX_CONNECTIONS, default=4096" range:"16..1000000" help:"Connections served at once; past it a new connection is closed at once."`
+	TLSCert           string `env:"QUEEN_KAFKA_TLS_CERT" accepts:"a PEM certificate chain file" help:"TLS on the Kafka listener; with QUEEN_KAFKA_TLS_KEY, both or neither."`
+	TLSKey            string `env:"QUEEN_KAFKA_TLS_KEY" accepts:"a PEM private key file" help:"The certificate's key, loaded at boot."`
+	SASL              string `env:"QUEEN_KAFKA_SASL" accepts:"plain (case-insensitive)" help:"SASL/PLAIN on the listener: the password is the connection's Queen token. Unset: no authentication."`
+	ForwardSNIHost    string `env:"QUEEN_KAFKA_FORWARD_SNI_HOST, default=false" accepts:"true or false" help:"Send the TLS server name as the Host of the connection's calls to Queen; requires TLS."`
+	GroupJoinDelay    string `env:"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS, default=3000" range:"0..3600000" help:"group.initial.rebalance.delay.ms: how long an empty group's first join waits for company."`
+	GroupMinSession   string `env:"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS, default=6000" range:"1..3600000" help:"group.min.session.timeout.ms."`
+	GroupMaxSession   string `env:"QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS, default=300000" range:"1..3600000" help:"group.max.session.timeout.ms; never below the minimum."`
+	TxnMaxBytes       string `env:"QUEEN_KAFKA_TXN_MAX_BYTES, default=8388608" range:"1..1073741824" help:"Staged record bytes one transaction may hold until its commit; never above QUEEN_KAFKA_TXN_MAX_STAGED_BYTES."`
+	TxnMaxRecords     string `env:"QUEEN_KAFKA_TXN_MAX_RECORDS, default=50000" range:"1..10000000" help:"Staged records in one transaction."`
+	TxnMaxStaged      string `env:"QUEEN_KAFKA_TXN_MAX_STAGED_BYTES, default=134217728" range:"1..17179869184" help:"Staged bytes across every open transaction of the process."`
+	TxnMaxOpen        string `env:"QUEEN_KAFKA_TXN_MAX_OPEN, default=1024" range:"1..1000000" help:"Transactions open at once in the process."`
+	TxnMaxTimeout     string `env:"QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS, default=900000" range:"1..86400000" help:"transaction.max.timeout.ms: the ceiling on a producer's transaction timeout."`
+	LogLevel          string `env:"LOG_LEVEL, default=info" accepts:"trace, debug, info, warn, error or off, optionally with target=level directives" help:"Log level; the first bare level of an EnvFilter-like value wins."`
+	RustLog           string `env:"RUST_LOG" accepts:"as LOG_LEVEL" help:"Same as LOG_LEVEL, and wins over it."`
+	LogJSON           string `env:"QUEEN_LOG_JSON, default=false" accepts:"true, anything else is false" help:"Log lines as JSON."`
+	NodeID            string `env:"QUEEN_KAFKA_NODE_ID" range:"1..64" help:"Cluster mode's switch and this node's id; unset is single mode (0 is reserved for it)."`
+	Cluster           string `env:"QUEEN_KAFKA_CLUSTER" default:"queen" accepts:"1 to 64 of [A-Za-z0-9._-]" help:"The cluster name: the registry key prefix and the cluster_id clients see. Cluster mode only."`
+	ClusterHeartbeat  string `env:"QUEEN_KAFKA_CLUSTER_HEARTBEAT_MS, default=2000" range:"500..30000" help:"How often a node refreshes its registry row and reads the live set. Cluster mode only."`
+	ClusterTTL        string `env:"QUEEN_KAFKA_CLUSTER_TTL_MS, default=10000" range:"3000..120000" help:"How long a silent node's row lives; at least three heartbeats. Cluster mode only."`
 }
 
 // blankIsUnset makes a present-but-blank variable count as unset: an empty
@@ -149,15 +164,6 @@ func (b blankIsUnset) Lookup(key string) (string, bool) {
 	}
 	return strings.TrimSpace(v), true
 }
-
-// Ranges of the operator page. The transaction caps have no range on that
-// page; theirs are chosen to refuse only nonsense (zero, negative, or a
-// budget no process could hold).
-const (
-	maxAdvertisedPartitions = 100_000
-	maxTxnBytes             = 1 << 30  // 1 GiB for one transaction
-	maxTxnStagedBytes       = 16 << 30 // 16 GiB across the process
-)
 
 // LoadConfig reads and validates every variable through l (the OS
 // environment in the binary, an envconfig.MapLookuper in tests). The error
@@ -179,34 +185,39 @@ func LoadConfig(ctx context.Context, l envconfig.Lookuper) (Config, error) {
 	}
 	c.QueenToken = raw.QueenToken
 
-	if err := checkListenAddr(raw.Addr); err != nil {
+	if err := checkListenAddr("QUEEN_KAFKA_ADDR", raw.Addr); err != nil {
 		return Config{}, err
 	}
 	c.Addr = raw.Addr
+	if raw.HTTPAddr != "" {
+		if err := checkListenAddr("QUEEN_KAFKA_HTTP_ADDR", raw.HTTPAddr); err != nil {
+			return Config{}, err
+		}
+		c.HTTPAddr = raw.HTTPAddr
+	}
 	if c.AdvertisedHost, c.AdvertisedPort, err = parseAdvertised(raw.AdvertisedAddr); err != nil {
 		return Config{}, err
 	}
 	c.AdvertisedAddr = raw.AdvertisedAddr
 
+	// Each integer's name and range are its rawConfig tags (variables.go).
 	ints := []struct {
-		name     string
-		raw      string
-		min, max int64
-		dst      func(int64)
+		field string
+		dst   func(int64)
 	}{
-		{"QUEEN_KAFKA_DEFAULT_PARTITIONS", raw.DefaultPartitions, 1, maxAdvertisedPartitions, func(v int64) { c.DefaultPartitions = int32(v) }},
-		{"QUEEN_KAFKA_MAX_CONNECTIONS", raw.MaxConnections, 16, 1_000_000, func(v int64) { c.MaxConnections = int(v) }},
-		{"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS", raw.GroupJoinDelay, 0, 3_600_000, func(v int64) { c.GroupJoinDelay = ms(v) }},
-		{"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS", raw.GroupMinSession, 1, 3_600_000, func(v int64) { c.GroupMinSessionTimeout = ms(v) }},
-		{"QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS", raw.GroupMaxSession, 1, 3_600_000, func(v int64) { c.GroupMaxSessionTimeout = ms(v) }},
-		{"QUEEN_KAFKA_TXN_MAX_BYTES", raw.TxnMaxBytes, 1, maxTxnBytes, func(v int64) { c.TxnMaxBytes = v }},
-		{"QUEEN_KAFKA_TXN_MAX_RECORDS", raw.TxnMaxRecords, 1, 10_000_000, func(v int64) { c.TxnMaxRecords = int(v) }},
-		{"QUEEN_KAFKA_TXN_MAX_STAGED_BYTES", raw.TxnMaxStaged, 1, maxTxnStagedBytes, func(v int64) { c.TxnMaxStagedBytes = v }},
-		{"QUEEN_KAFKA_TXN_MAX_OPEN", raw.TxnMaxOpen, 1, 1_000_000, func(v int64) { c.TxnMaxOpen = int(v) }},
-		{"QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS", raw.TxnMaxTimeout, 1, 86_400_000, func(v int64) { c.TxnMaxTimeout = ms(v) }},
+		{"DefaultPartitions", func(v int64) { c.DefaultPartitions = int32(v) }},
+		{"MaxConnections", func(v int64) { c.MaxConnections = int(v) }},
+		{"GroupJoinDelay", func(v int64) { c.GroupJoinDelay = ms(v) }},
+		{"GroupMinSession", func(v int64) { c.GroupMinSessionTimeout = ms(v) }},
+		{"GroupMaxSession", func(v int64) { c.GroupMaxSessionTimeout = ms(v) }},
+		{"TxnMaxBytes", func(v int64) { c.TxnMaxBytes = v }},
+		{"TxnMaxRecords", func(v int64) { c.TxnMaxRecords = int(v) }},
+		{"TxnMaxStaged", func(v int64) { c.TxnMaxStagedBytes = v }},
+		{"TxnMaxOpen", func(v int64) { c.TxnMaxOpen = int(v) }},
+		{"TxnMaxTimeout", func(v int64) { c.TxnMaxTimeout = ms(v) }},
 	}
 	for _, f := range ints {
-		v, err := parseRange(f.name, f.raw, f.min, f.max)
+		v, err := raw.integer(f.field)
 		if err != nil {
 			return Config{}, err
 		}
@@ -292,14 +303,14 @@ func (c *Config) loadTLS(raw rawConfig) error {
 }
 
 func (c *Config) loadCluster(raw rawConfig) error {
-	c.Cluster = "queen"
+	c.Cluster = variable("Cluster").Default
 	if raw.NodeID == "" {
 		if raw.Cluster != "" {
 			return fmt.Errorf("QUEEN_KAFKA_CLUSTER=%q is set without QUEEN_KAFKA_NODE_ID: the cluster name only means something in cluster mode, which QUEEN_KAFKA_NODE_ID (1 to 64) turns on", raw.Cluster)
 		}
 		return nil
 	}
-	id, err := parseRange("QUEEN_KAFKA_NODE_ID", raw.NodeID, 1, 64)
+	id, err := raw.integer("NodeID")
 	if err != nil {
 		return fmt.Errorf("%w (0 is reserved for the single-node identity; leave it unset for single mode)", err)
 	}
@@ -310,11 +321,11 @@ func (c *Config) loadCluster(raw rawConfig) error {
 		}
 		c.Cluster = raw.Cluster
 	}
-	hb, err := parseRange("QUEEN_KAFKA_CLUSTER_HEARTBEAT_MS", raw.ClusterHeartbeat, 500, 30_000)
+	hb, err := raw.integer("ClusterHeartbeat")
 	if err != nil {
 		return err
 	}
-	ttl, err := parseRange("QUEEN_KAFKA_CLUSTER_TTL_MS", raw.ClusterTTL, 3_000, 120_000)
+	ttl, err := raw.integer("ClusterTTL")
 	if err != nil {
 		return err
 	}
@@ -340,16 +351,17 @@ func validClusterName(s string) bool {
 	return true
 }
 
-func checkListenAddr(addr string) error {
+// checkListenAddr checks a bind address, name being its variable.
+func checkListenAddr(name, addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("QUEEN_KAFKA_ADDR=%q is invalid: expected host:port or [v6]:port: %v", addr, err)
+		return fmt.Errorf("%s=%q is invalid: expected host:port or [v6]:port: %v", name, addr, err)
 	}
 	if host != "" && net.ParseIP(host) == nil && strings.ContainsAny(host, "[]") {
-		return fmt.Errorf("QUEEN_KAFKA_ADDR=%q is invalid: expected host:port or [v6]:port", addr)
+		return fmt.Errorf("%s=%q is invalid: expected host:port or [v6]:port", name, addr)
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return fmt.Errorf("QUEEN_KAFKA_ADDR=%q is invalid: the port must be an integer in 0 to 65535", addr)
+		return fmt.Errorf("%s=%q is invalid: the port must be an integer in 0 to 65535", name, addr)
 	}
 	return nil
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
+
+	"github.com/queen-mq/queen-kafka/internal/version"
 )
 
 func baseEnv() map[string]string {
@@ -247,7 +249,7 @@ func TestBootLine(t *testing.T) {
 	out := b.String()
 	for _, w := range []string{"queen-kafka starting", "queen_url=http://localhost:6632", "authenticated=true", "listen=0.0.0.0:9092",
 		"advertised=kafka.example.com:9092", "default_partitions=1024", "group_join_delay_ms=3000", "tls=false", "sasl=plain",
-		"forward_sni_host=false", "node_id=0", "cluster=queen", "plaintext listener"} {
+		"forward_sni_host=false", "node_id=0", "cluster=queen", "plaintext listener", "version=" + version.String(), "http=off"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("boot log lacks %q:\n%s", w, out)
 		}

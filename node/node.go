@@ -13,6 +13,9 @@ import (
 
 	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/internal/clock"
+	"github.com/queen-mq/queen-kafka/internal/version"
+	"github.com/queen-mq/queen-kafka/metrics"
+	"github.com/queen-mq/queen-kafka/operator"
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
@@ -64,8 +67,13 @@ type Node struct {
 	// cluster is cluster mode (registry session, topology, ownership); nil
 	// in single mode, where none of it exists.
 	cluster *cluster
-	// obs hears every request answered and what the node does (observe.go).
-	obs Observer
+	// obs hears every request answered and what the node does (observe.go);
+	// metrics is what it is outside tests, served by the operator listener
+	// (ops.go), and health the node's Queen client's observer.
+	obs     Observer
+	metrics *metrics.Metrics
+	health  queenHealth
+	http    *operator.Server
 
 	// Timeouts are fields so that framing tests can shorten them.
 	idleTimeout  time.Duration
@@ -101,14 +109,9 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	q, err := queen.New(queen.Config{URL: cfg.QueenURL, Token: cfg.QueenToken})
-	if err != nil {
-		return nil, fmt.Errorf("queen client: %w", err)
-	}
 	n := &Node{
 		cfg:          cfg,
 		log:          log,
-		queen:        q,
 		idleTimeout:  idleTimeout,
 		frameTimeout: frameTimeout,
 		authTimeout:  authTimeout,
@@ -116,9 +119,16 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		conns:        make(map[*Conn]struct{}),
 		now:          time.Now,
 		acceptWarn:   logEvery{every: warnEvery},
-		obs:          nopObserver{},
 		refuseWarn:   logEvery{every: warnEvery},
 	}
+	n.metrics = metrics.New(version.String(), n.snapshot)
+	n.obs = n.metrics
+	n.health.next = n.metrics
+	q, err := queen.New(queen.Config{URL: cfg.QueenURL, Token: cfg.QueenToken, Observer: &n.health})
+	if err != nil {
+		return nil, fmt.Errorf("queen client: %w", err)
+	}
+	n.queen = q
 	n.topo = singleTopology{host: cfg.AdvertisedHost, port: cfg.AdvertisedPort, cluster: cfg.Cluster}
 	var own coordinator.Ownership = coordinator.Single{Node: selfBroker(cfg)}
 	if cfg.Clustered() {
@@ -159,6 +169,10 @@ func (n *Node) Listen() (net.Addr, error) {
 		// No ALPN: Kafka has no registered protocol id and no client offers one.
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*n.cfg.TLSCertificate}, MinVersion: tls.VersionTLS12})
 	}
+	if err := n.listenHTTP(); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
 	n.mu.Lock()
 	n.ln = ln
 	n.mu.Unlock()
@@ -187,7 +201,7 @@ func (n *Node) Serve(ctx context.Context) error {
 // Shutdown stops the node in three explicit steps: close the listener so no
 // new connection is accepted; let the connections already served drain
 // (each finishes the requests it has read and closes); then run the release
-// steps. If ctx ends first the remaining connections are closed hard, and
+// steps, and close the operator listener. If ctx ends first the remaining connections are closed hard, and
 // the release steps still run, since a late release is only slower.
 func (n *Node) Shutdown(ctx context.Context) error {
 	n.closeListener()
@@ -196,7 +210,10 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	n.coord.Close()
 	drainErr := n.drain(ctx)
 	n.txns.Close()
-	return errors.Join(drainErr, n.release(ctx))
+	releaseErr := n.release(ctx)
+	// The operator listener goes last: /metrics and a failing /readyz
+	// stay up for the whole drain.
+	return errors.Join(drainErr, releaseErr, n.closeHTTP(ctx))
 }
 
 func (n *Node) closeListener() {

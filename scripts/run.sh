@@ -12,6 +12,8 @@ NODES=${NODES:-3}
 QUEEN_DEV_ADDR=${QUEEN_DEV_ADDR:-127.0.0.1:6632}
 QUEEN_DEV_DATA=${QUEEN_DEV_DATA:-$PWD/.queen-dev}
 BASE_PORT=${BASE_PORT:-9092}
+# Each facade's operator listener (/metrics, /healthz, /readyz, /debug/pprof/).
+HTTP_BASE_PORT=${HTTP_BASE_PORT:-8080}
 TOKEN=${QUEEN_TOKEN:-queen-kafka-dev}
 
 # The facades stop first and queen-dev last, so that each facade's stop can
@@ -42,6 +44,7 @@ wait_port() { # host:port
 }
 
 bootstrap=()
+ops=()
 if [ "$NODES" -eq 1 ]; then
   # Embedded mode: queen-dev finds bin/queen-kafka beside itself, wires it to
   # the address it bound, and stops it (SIGTERM, then SIGKILL after the
@@ -49,10 +52,12 @@ if [ "$NODES" -eq 1 ]; then
   addr=127.0.0.1:$BASE_PORT
   QUEEN_DEV_ADDR=$QUEEN_DEV_ADDR QUEEN_DEV_DATA=$QUEEN_DEV_DATA QUEEN_TOKEN=$TOKEN \
     QUEEN_KAFKA_EMBEDDED=true QUEEN_KAFKA_ADDR=$addr QUEEN_KAFKA_ADVERTISED_ADDR=$addr \
+    QUEEN_KAFKA_HTTP_ADDR=127.0.0.1:$HTTP_BASE_PORT \
     setsid ./bin/queen-dev &
   dev_pid=$!
   wait_port "$QUEEN_DEV_ADDR"
   bootstrap+=("$addr")
+  ops+=("http://127.0.0.1:$HTTP_BASE_PORT")
 else
   QUEEN_DEV_ADDR=$QUEEN_DEV_ADDR QUEEN_DEV_DATA=$QUEEN_DEV_DATA setsid ./bin/queen-dev &
   dev_pid=$!
@@ -60,10 +65,12 @@ else
   for i in $(seq 1 "$NODES"); do
     port=$((BASE_PORT + i - 1))
     addr=127.0.0.1:$port
+    http=127.0.0.1:$((HTTP_BASE_PORT + i - 1))
     QUEEN_URL="http://$QUEEN_DEV_ADDR" QUEEN_TOKEN="$TOKEN" QUEEN_KAFKA_ADDR="$addr" QUEEN_KAFKA_ADVERTISED_ADDR="$addr" \
-      QUEEN_KAFKA_NODE_ID="$i" QUEEN_KAFKA_CLUSTER=queen ./bin/queen-kafka &
+      QUEEN_KAFKA_HTTP_ADDR="$http" QUEEN_KAFKA_NODE_ID="$i" QUEEN_KAFKA_CLUSTER=queen ./bin/queen-kafka &
     pids+=($!)
     bootstrap+=("$addr")
+    ops+=("http://$http")
   done
 fi
 for addr in "${bootstrap[@]}"; do wait_port "$addr"; done
@@ -77,6 +84,7 @@ cat <<MSG
 
 queen-dev (development broker, not Queen) on http://$QUEEN_DEV_ADDR, data in $QUEEN_DEV_DATA
 bootstrap.servers=$list ($mode)
+operator listeners (/metrics /healthz /readyz /debug/pprof/): ${ops[*]}
 
   printf 'customer-123:{"orderId":8891}\n' | kcat -P -b $list -t orders -K:
   kcat -C -b $list -t orders -o beginning -e -q -f '%t [%p] offset %o key=%k %s\n'

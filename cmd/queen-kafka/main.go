@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/node"
 )
 
@@ -20,7 +23,33 @@ import (
 // supervisor's default 5 s grace so a stop finishes before a SIGKILL.
 const shutdownGrace = 4 * time.Second
 
-func main() { os.Exit(run()) }
+func main() {
+	if code, done := flags(os.Args[1:], os.Stdout, os.Stderr); done {
+		os.Exit(code)
+	}
+	os.Exit(run())
+}
+
+// flags answers --help and --version; any other argument is refused, since
+// the facade is configured by its environment alone. done is false when
+// there is nothing to answer and the facade should run.
+func flags(args []string, stdout, stderr io.Writer) (code int, done bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		if err := node.WriteHelp(stdout, "queen-kafka"); err != nil {
+			return 1, true
+		}
+		return 0, true
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, "queen-kafka", version.String())
+		return 0, true
+	}
+	fmt.Fprintf(stderr, "queen-kafka: unknown argument %q: the facade is configured by environment variables; see queen-kafka --help\n", args[0])
+	return 2, true
+}
 
 func run() int {
 	cfg, err := node.LoadConfig(context.Background(), envconfig.OsLookuper())
@@ -45,6 +74,9 @@ func run() int {
 		return 1
 	}
 	log.Info("listening", "addr", addr.String())
+	if h := n.HTTPAddr(); h != nil {
+		log.Info("operator HTTP listening", "addr", h.String(), "paths", "/metrics /healthz /readyz /debug/pprof/")
+	}
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)

@@ -1,0 +1,227 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queen-mq/queen-kafka/metrics"
+	"github.com/queen-mq/queen-kafka/operator"
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// The operator listener (QUEEN_KAFKA_HTTP_ADDR): /metrics over the node's
+// own registry, /healthz, /readyz over the checks below, /debug/pprof/. It
+// is bound by Listen, right after the Kafka listener, so that it answers
+// (not ready) while a cluster node waits out a predecessor's registry row,
+// and closed last by Shutdown.
+
+// listenHTTP binds the operator listener when one is configured.
+func (n *Node) listenHTTP() error {
+	if n.cfg.HTTPAddr == "" {
+		return nil
+	}
+	s, err := operator.Listen(n.cfg.HTTPAddr, operator.Handler(n.metrics.Handler(), n.Ready), n.log)
+	if err != nil {
+		return fmt.Errorf("listen on QUEEN_KAFKA_HTTP_ADDR=%s: %w", n.cfg.HTTPAddr, err)
+	}
+	n.mu.Lock()
+	n.http = s
+	n.mu.Unlock()
+	return nil
+}
+
+// HTTPAddr is the operator listener's bound address, nil when it is off or
+// not bound yet.
+func (n *Node) HTTPAddr() net.Addr {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.http == nil {
+		return nil
+	}
+	return n.http.Addr()
+}
+
+// closeHTTP closes the operator listener on a budget of its own: what the
+// drain left of ctx may be nothing, and a scrape in flight is short.
+func (n *Node) closeHTTP(ctx context.Context) error {
+	n.mu.Lock()
+	s := n.http
+	n.http = nil
+	n.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	return s.Close(ctx)
+}
+
+// Ready is /readyz. A node is ready when all three hold:
+//
+//   - listener: the Kafka listener is bound and not draining (Shutdown
+//     fails it at once, so a load balancer stops sending clients first);
+//   - cluster: in cluster mode, the node id is claimed (JoinCluster done:
+//     not while a predecessor's registry row is waited out) and not lost;
+//     single mode passes;
+//   - queen: in cluster mode, the registry session is healthy (its last
+//     heartbeat, a call to Queen every QUEEN_KAFKA_CLUSTER_HEARTBEAT_MS,
+//     succeeded and is recent enough to act on); in single mode, the last
+//     call to Queen of any connection did not fail for want of Queen
+//     (transport, timeout, 408/502/503/504, 5xx; any other answer, a 401 or
+//     a 429 included, is Queen answering). After such a failure /readyz
+//     asks Queen itself (one KV read, at most once per second) rather than
+//     wait for traffic a not-ready node no longer gets.
+func (n *Node) Ready(ctx context.Context) []operator.Check {
+	n.mu.Lock()
+	bound, draining := n.ln != nil, n.draining
+	addr := ""
+	if bound {
+		addr = n.ln.Addr().String()
+	}
+	n.mu.Unlock()
+	listener := operator.Check{Name: "listener", OK: bound && !draining, Detail: "kafka listener on " + addr}
+	switch {
+	case draining:
+		listener.Detail = "shutting down"
+	case !bound:
+		listener.Detail = "kafka listener not bound yet"
+	}
+	return []operator.Check{listener, n.clusterCheck(), n.queenCheck(ctx)}
+}
+
+func (n *Node) clusterCheck() operator.Check {
+	c := operator.Check{Name: "cluster", OK: true, Detail: "single mode"}
+	if n.cluster == nil {
+		return c
+	}
+	s := n.cluster.session()
+	switch {
+	case s == nil:
+		c.OK, c.Detail = false, fmt.Sprintf("claiming node id %d in cluster %q (a predecessor's registry row is waited out, or the registry is unreachable)", n.cfg.NodeID, n.cfg.Cluster)
+	case s.Stats().Lost:
+		c.OK, c.Detail = false, "node id lost to another process"
+	default:
+		c.Detail = fmt.Sprintf("node %d of cluster %q", n.cfg.NodeID, n.cfg.Cluster)
+	}
+	return c
+}
+
+func (n *Node) queenCheck(ctx context.Context) operator.Check {
+	c := operator.Check{Name: "queen", OK: true}
+	if n.cluster != nil {
+		s := n.cluster.session()
+		if s == nil {
+			c.OK, c.Detail = false, "no heartbeat before the claim"
+			return c
+		}
+		if err := s.Err(); err != nil {
+			c.OK, c.Detail = false, err.Error()
+			return c
+		}
+		c.Detail = fmt.Sprintf("last heartbeat sent %s ago", time.Since(s.Stats().LastOK).Round(time.Millisecond))
+		return c
+	}
+	f := n.health.failure()
+	if f != nil {
+		n.health.probe(ctx, n.queen)
+		f = n.health.failure()
+	}
+	if f != nil {
+		c.OK, c.Detail = false, fmt.Sprintf("%s failed (%s) %s ago", f.route, f.kind, time.Since(f.at).Round(time.Millisecond))
+		return c
+	}
+	c.Detail = "last call answered"
+	return c
+}
+
+// queenHealth is the node's Queen client's observer: it keeps the last
+// call's verdict on Queen for /readyz and passes every call on to metrics.
+type queenHealth struct {
+	next   queen.Observer
+	failed atomic.Pointer[queenFailure] // nil: the last verdict was an answer
+
+	probeMu  sync.Mutex
+	probedAt time.Time
+}
+
+// queenFailure is a call that failed for want of Queen.
+type queenFailure struct {
+	route string
+	kind  queen.Kind
+	at    time.Time
+}
+
+// probeEvery spaces the probes of a node that is not ready.
+const probeEvery = time.Second
+
+func (h *queenHealth) QueenCall(route string, outcome queen.Kind, d time.Duration) {
+	switch outcome {
+	case queen.KindCanceled:
+		// The caller went away: nothing learnt of Queen.
+	case queen.KindTransport, queen.KindTimeout, queen.KindTransient, queen.KindServer:
+		h.failed.Store(&queenFailure{route: route, kind: outcome, at: time.Now()})
+	default:
+		if h.failed.Load() != nil {
+			h.failed.Store(nil)
+		}
+	}
+	if h.next != nil {
+		h.next.QueenCall(route, outcome, d)
+	}
+}
+
+func (h *queenHealth) failure() *queenFailure { return h.failed.Load() }
+
+// probe asks Queen once (a read of the producer-id row, which any
+// credential may make and which changes nothing), unless a probe ran less
+// than probeEvery ago; its outcome reaches failed through QueenCall.
+func (h *queenHealth) probe(ctx context.Context, q *queen.Client) {
+	h.probeMu.Lock()
+	defer h.probeMu.Unlock()
+	if time.Since(h.probedAt) < probeEvery {
+		return
+	}
+	h.probedAt = time.Now()
+	_, _ = q.KV(ctx, []queen.KVOp{{Op: queen.OpGet, NS: queen.Namespace, Key: queen.ProducerIDsKey}})
+}
+
+// snapshot is the node's state for a scrape.
+func (n *Node) snapshot() metrics.Snapshot {
+	n.mu.Lock()
+	conns := len(n.conns)
+	n.mu.Unlock()
+	cs, ps, ts := n.coord.Stats(), n.sequencer.Stats(), n.txns.Stats()
+	budget := decoding.Budget()
+	s := metrics.Snapshot{
+		OpenConnections:   conns,
+		Rebalances:        cs.Rebalances,
+		Producers:         ps.Producers,
+		SequenceWindows:   ps.Windows,
+		ProducerEvictions: ps.EvictedProducers,
+		WindowEvictions:   ps.EvictedWindows,
+		TxnOpen:           ts.Open,
+		TxnCommitted:      ts.Committed,
+		TxnAborted:        ts.Aborted,
+		DecodeBudgetInUse: budget.Size() - budget.Free(),
+		DecodeBudgetSize:  budget.Size(),
+		FrameBudgetInUse:  n.frames.Size() - n.frames.Free(),
+		FrameBudgetSize:   n.frames.Size(),
+	}
+	for _, st := range cs.States {
+		s.Groups = append(s.Groups, metrics.GroupState{State: st.State, Groups: st.Groups, Members: st.Members})
+	}
+	if n.cluster != nil {
+		c := &metrics.Cluster{}
+		if sess := n.cluster.session(); sess != nil {
+			st := sess.Stats()
+			*c = metrics.Cluster{Joined: true, Healthy: st.Healthy, LiveNodes: st.LiveNodes, HeartbeatAge: time.Since(st.LastOK),
+				HeartbeatsOK: st.HeartbeatsOK, HeartbeatsFailed: st.HeartbeatsFailed, Lost: st.Lost}
+		}
+		s.Cluster = c
+	}
+	return s
+}
