@@ -149,6 +149,10 @@ type queenDev struct {
 	*proc
 	url  string
 	data string
+	// admin is the bearer the test's own calls carry (fault rules, pushes,
+	// fetches) when the broker runs with auth on: a token of
+	// devOptions.tokens with the admin role.
+	admin string
 }
 
 // devOptions shape a queen-dev start.

@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
@@ -257,4 +259,59 @@ func TestHostileFrameSizePrefix(t *testing.T) {
 	for _, c := range hostile {
 		c.Close()
 	}
+}
+
+// Item 8: two consumers of one group, under two keys of one tenant, while
+// the first GET /auth/me of one key fails (503 from queen-dev's fault
+// injection): they end in ONE group, each assigned one of the two
+// partitions. The failing connection is closed with no answer and franz-go
+// reconnects, which asks again. Before the fix that key's connections were
+// filed under the key itself for their life: two groups, each member
+// assigned everything.
+func TestHostileAuthMeTransientFailure(t *testing.T) {
+	t.Parallel()
+	dev := startQueenDev(t, devOptions{faults: true, tokens: "tok-a1=a,tok-a2=a"})
+	dev.admin = "tok-a1"
+	fac := startFacade(t, dev, map[string]string{"QUEEN_KAFKA_SASL": "plain"})
+	seeds := []string{fac.addr}
+	topic, group := uniq("authme-split"), uniq("authme-group")
+	ctx := ctxT(t, 60*time.Second)
+	adm := kadm.NewClient(newKgo(t, seeds, kgoPlain("admin", "tok-a1")))
+	if res, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil || res.Err != nil {
+		t.Fatalf("create %s: %v / %v", topic, err, res.Err)
+	}
+
+	dev.fault(t, map[string]any{"rules": []faultRule{{Route: "authme", Token: "tok-a2", Status: 503, Count: 1}}})
+	consumer := func(user, token string) *kgo.Client {
+		return newKgo(t, seeds, kgoPlain(user, token), kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group), kgo.ClientID(user))
+	}
+	c1, c2 := consumer("c1", "tok-a1"), consumer("c2", "tok-a2")
+	var described string
+	eventually(t, 20*time.Second, "both consumers in one group, one partition each", func() (bool, string) {
+		for _, c := range []*kgo.Client{c1, c2} {
+			pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			c.PollFetches(pctx)
+			cancel()
+		}
+		groups, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return false, err.Error()
+		}
+		g := groups[group]
+		described = fmt.Sprintf("state %s, %d members", g.State, len(g.Members))
+		if g.State != "Stable" || len(g.Members) != 2 {
+			return false, described
+		}
+		for _, m := range g.Members {
+			ca, ok := m.Assigned.AsConsumer()
+			if !ok || len(ca.Topics) != 1 || len(ca.Topics[0].Partitions) != 1 {
+				return false, fmt.Sprintf("%s; member %s assigned %+v", described, m.ClientID, ca)
+			}
+		}
+		return true, ""
+	})
+	if !strings.Contains(fac.Out.From(0), "asking Queen which tenant the token acts for") {
+		t.Errorf("the injected /auth/me failure was never met (no connection closed for it)")
+	}
+	mustRun(t, fac, "after the /auth/me failure")
 }

@@ -28,6 +28,7 @@ func (d *queenDev) post(t testing.TB, path string, body any, out any) int {
 		t.Fatalf("POST %s: %v", path, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	d.authorize(req)
 	resp, err := httpc.Do(req)
 	if err != nil {
 		t.Fatalf("POST %s: %v", path, err)
@@ -171,6 +172,13 @@ func strp(s *string) string {
 	return fmt.Sprintf("%q", *s)
 }
 
+// authorize gives req the broker's admin bearer, when it runs with auth on.
+func (d *queenDev) authorize(req *http.Request) {
+	if d.admin != "" {
+		req.Header.Set("Authorization", "Bearer "+d.admin)
+	}
+}
+
 // fault posts one fault-injection rule to queen-dev (QUEEN_DEV_FAULTS=true).
 func (d *queenDev) fault(t testing.TB, rule any) {
 	t.Helper()
@@ -188,6 +196,7 @@ func (d *queenDev) clearFaults(t testing.TB) {
 		t.Errorf("DELETE /dev/faults: %v", err)
 		return
 	}
+	d.authorize(req)
 	resp, err := httpc.Do(req)
 	if err != nil {
 		t.Errorf("DELETE /dev/faults: %v", err)

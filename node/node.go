@@ -136,7 +136,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		n.topo, own = n.cluster.topo, n.cluster.owners
 	}
 	n.cats = newCatalogs(n)
-	n.ids = newIdentities(n)
+	n.ids = newIdentities()
 	n.producerIDs = producer.NewIDs()
 	n.sequencer = producer.NewSequencer(maxSeqWindows)
 	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation())

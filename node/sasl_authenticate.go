@@ -21,7 +21,8 @@ import (
 // connection with no answer at all, which every client retries, so that a
 // Queen restart never makes a fleet give up on a right password. On success
 // the connection's Queen calls carry the token, filed under the tenant
-// GET /auth/me names (identities). session_lifetime_ms stays 0: this facade
+// GET /auth/me names (identities); a failure to ask that (transport, 429,
+// 5xx) closes the connection the same way, since it is no answer. session_lifetime_ms stays 0: this facade
 // runs no re-authentication timer, and 0 stops clients from running one.
 func (n *Node) handleSaslAuthenticate(ctx context.Context, c *Conn, req *kmsg.SASLAuthenticateRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
@@ -58,7 +59,10 @@ func (n *Node) handleSaslAuthenticate(ctx context.Context, c *Conn, req *kmsg.SA
 		}
 		return nil, fmt.Errorf("SASL PLAIN user %q: verifying the token with Queen (closing with no error code, which clients retry): %w", user, err)
 	}
-	identity := n.ids.identity(ctx, q, credentialKey(host, token), c.log)
+	identity, err := n.ids.identity(ctx, q, credentialKey(host, token), c.log)
+	if err != nil {
+		return nil, fmt.Errorf("SASL PLAIN user %q: asking Queen which tenant the token acts for (closing with no error code, which clients retry; filed under its credential instead, its consumer groups would split from its tenant's): %w", user, err)
+	}
 	c.SetCredential(q, identity)
 	c.sasl.Store(saslDone)
 	c.MarkAuthenticated()

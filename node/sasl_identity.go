@@ -4,37 +4,41 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/queen-mq/queen-kafka/queen"
 )
-
-// identityRetry is how long a failure to ask GET /auth/me (transport, 429,
-// 5xx) stands before the credential is asked again; a definite answer,
-// naming a tenant or not, is kept.
-const identityRetry = 30 * time.Second
 
 // identities remembers which tenant each SASL credential acts for (§9),
 // asked once per credential. The tenant is what a connection's consumer
 // groups and topic list are filed under, so two keys of one tenant share
 // one coordinator. It holds only credentials Queen has just verified, keyed
 // by their hash: never the token itself.
+//
+// Only a definite answer is kept: a tenant, or a refusal to name one (the
+// credential then stands for itself). A failure to ask (transport, 429,
+// 5xx) is no answer: the connection asking is closed, and the next one
+// asks again. Filing it under its credential instead would, for the life
+// of the connection, make its consumer group a second group beside the
+// tenant's, both assigned every partition.
 type identities struct {
-	n  *Node
 	mu sync.Mutex
-	m  map[[sha256.Size]byte]identityAnswer
+	m  map[[sha256.Size]byte]*identityAsk
 }
 
-type identityAnswer struct {
-	tenant  string        // "" when no tenant was named
-	retryAt time.Time     // zero: a definite answer
-	asking  chan struct{} // non-nil while being asked; closed with the answer
+// identityAsk is one question to GET /auth/me, shared by every connection
+// of the credential that arrives while it is asked; done is closed with
+// the outcome.
+type identityAsk struct {
+	done   chan struct{}
+	tenant string // "" when no tenant was named
+	err    error  // a failure to ask: no answer
 }
 
-func newIdentities(n *Node) *identities {
-	return &identities{n: n, m: make(map[[sha256.Size]byte]identityAnswer)}
+func newIdentities() *identities {
+	return &identities{m: make(map[[sha256.Size]byte]*identityAsk)}
 }
 
 // credentialKey hashes a credential with the Host its calls carry: behind
@@ -44,65 +48,67 @@ func credentialKey(host, token string) [sha256.Size]byte {
 }
 
 // identity is "tenant:<id>" when GET /auth/me names the tenant q acts for,
-// and otherwise the credential standing for itself, as its hash. Callers
-// of one credential arriving while it is being asked (a fleet reconnecting)
-// wait for that one answer. A failure to ask never fails an authentication.
-func (ids *identities) identity(ctx context.Context, q *queen.Client, key [sha256.Size]byte, log *slog.Logger) string {
-	for {
-		now := ids.n.now()
-		ids.mu.Lock()
-		a, known := ids.m[key]
-		switch {
-		case known && a.asking != nil:
-			ids.mu.Unlock()
-			select {
-			case <-a.asking:
-				continue
-			case <-ctx.Done():
-				return a.name(key)
-			}
-		case known && (a.retryAt.IsZero() || now.Before(a.retryAt)):
-			ids.mu.Unlock()
-			return a.name(key)
-		}
-		asking := make(chan struct{})
-		ids.m[key] = identityAnswer{asking: asking}
-		ids.mu.Unlock()
-
-		a = identityAnswer{}
-		tenant, err := q.AuthMe(ctx)
-		switch {
-		case err == nil:
-			a.tenant = tenant
-		case definiteIdentityFailure(err):
-			log.Debug("GET /auth/me names no tenant for this credential; it stands for itself", "err", err)
-		default:
-			a.retryAt = now.Add(identityRetry)
-			log.Info("GET /auth/me failed; the credential stands for itself until asked again", "err", err, "retry_after", identityRetry)
-		}
-		ids.mu.Lock()
+// and the credential standing for itself, as its hash, when Queen answers
+// definitely that it names none. Callers of one credential arriving while
+// it is being asked (a fleet reconnecting) wait for that one answer. A
+// failure to ask is returned, to every caller that waited on it, and
+// forgotten.
+func (ids *identities) identity(ctx context.Context, q *queen.Client, key [sha256.Size]byte, log *slog.Logger) (string, error) {
+	ids.mu.Lock()
+	a, known := ids.m[key]
+	if !known {
+		a = &identityAsk{done: make(chan struct{})}
 		ids.m[key] = a
-		ids.mu.Unlock()
-		close(asking)
-		return a.name(key)
 	}
+	ids.mu.Unlock()
+	if known {
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		return a.name(key), a.err
+	}
+
+	tenant, err := q.AuthMe(ctx)
+	switch {
+	case err == nil:
+		a.tenant = tenant
+	case transientIdentityFailure(err):
+		a.err = err
+		ids.mu.Lock()
+		delete(ids.m, key)
+		ids.mu.Unlock()
+	default:
+		log.Debug("GET /auth/me names no tenant for this credential; it stands for itself", "err", err)
+	}
+	close(a.done)
+	return a.name(key), a.err
 }
 
 // name is the identity an answer files the credential under.
-func (a identityAnswer) name(key [sha256.Size]byte) string {
+func (a *identityAsk) name(key [sha256.Size]byte) string {
+	if a.err != nil {
+		return ""
+	}
 	if a.tenant != "" {
 		return "tenant:" + a.tenant
 	}
 	return "cred:" + hex.EncodeToString(key[:16])
 }
 
-// definiteIdentityFailure is an answer that asking again will not change:
-// Queen refusing the question (401/403: auth on, bearer not accepted there)
-// or the request itself.
-func definiteIdentityFailure(err error) bool {
+// transientIdentityFailure is a failure to ask that asking again may not
+// repeat: Queen unreachable or too slow, throttling, or a 5xx. Anything
+// else (401/403 from a broker that does not answer bearers there, a 4xx,
+// a 404 from a gateway without the route) is a definite answer naming no
+// tenant.
+func transientIdentityFailure(err error) bool {
 	switch queen.KindOf(err) {
-	case queen.KindUnauthorized, queen.KindForbidden, queen.KindBadRequest, queen.KindTooLarge:
+	case queen.KindThrottled, queen.KindTransient, queen.KindTransport, queen.KindTimeout, queen.KindCanceled:
 		return true
+	case queen.KindServer:
+		var qe *queen.Error
+		return errors.As(err, &qe) && qe.Status >= 500
 	}
 	return false
 }

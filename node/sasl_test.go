@@ -73,6 +73,19 @@ func saslLogin(t *testing.T, addr, user, password string) *kclient {
 	return k
 }
 
+// saslClosedUnanswered dials addr and authenticates with password
+// through the v1 flow, expecting the connection closed with no answer:
+// Queen could not say whether or for whom the token is good.
+func saslClosedUnanswered(t *testing.T, addr, password string) {
+	t.Helper()
+	k := dial(t, addr)
+	saslHandshake(t, k, 1, "PLAIN")
+	req := kmsg.NewPtrSASLAuthenticateRequest()
+	req.Version, req.SASLAuthBytes = 1, plainToken("u", password)
+	k.send(req)
+	k.expectClosed()
+}
+
 // topicNames lists the topics a Metadata request for all topics answers.
 func topicNames(t *testing.T, k *kclient) []string {
 	t.Helper()
@@ -164,34 +177,36 @@ func TestSaslIdentityAskedOncePerCredential(t *testing.T) {
 	n.ids.mu.Lock()
 	defer n.ids.mu.Unlock()
 	for _, a := range n.ids.m {
-		if a.tenant != "a" || !a.retryAt.IsZero() {
+		if a.tenant != "a" || a.err != nil {
 			t.Fatalf("identity answer %+v, want tenant a kept", a)
 		}
 	}
 }
 
-// A failure to ask /auth/me never fails the authentication: the credential
-// stands for itself (a hash, never the token) and is asked again once 30 s
-// have passed; a definite answer is then kept.
-func TestSaslIdentityFailureRetriedAfter30s(t *testing.T) {
+// A failure to ask /auth/me (here a 502) is no answer: the connection is
+// closed with none, as for any Queen failure while authenticating, and the
+// next connection asks again; filing it under its credential would split
+// its consumer groups from its tenant's. A definite answer naming no
+// tenant (a 404 from a gateway without the route) is kept: that
+// credential stands for itself, as its hash.
+func TestSaslIdentityFailureClosesTheConnection(t *testing.T) {
 	n, dq, addr := saslEnv(t)
 	var mu sync.Mutex
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	n.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	down := true
-	var downMu sync.Mutex
+	answer := map[string]int{"tok-a": http.StatusBadGateway, "tok-b": http.StatusNotFound}
 	dq.setFault(func(r *http.Request) (int, string, string) {
-		downMu.Lock()
-		defer downMu.Unlock()
-		if down && r.URL.Path == "/auth/me" {
-			return http.StatusBadGateway, "", `{"error":"bad gateway"}`
+		mu.Lock()
+		defer mu.Unlock()
+		if r.URL.Path != "/auth/me" {
+			return 0, "", ""
+		}
+		if code := answer[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]; code != 0 {
+			return code, "", `{"error":"injected"}`
 		}
 		return 0, "", ""
 	})
-	// Metadata files a topic list under the identity; read it from there.
-	first := func() string {
-		k := saslLogin(t, addr, "u", "tok-a")
+	// filed is the identity a fresh login's topic list is filed under.
+	filed := func(token string) string {
+		k := saslLogin(t, addr, "u", token)
 		topicNames(t, k)
 		n.cats.mu.Lock()
 		defer n.cats.mu.Unlock()
@@ -205,27 +220,27 @@ func TestSaslIdentityFailureRetriedAfter30s(t *testing.T) {
 		}
 		return ids[0]
 	}
-	id := first()
-	if !strings.HasPrefix(id, "cred:") || strings.Contains(id, "tok-a") {
-		t.Fatalf("identity without a tenant is %q, want the credential's hash", id)
+	saslClosedUnanswered(t, addr, "tok-a")
+	saslClosedUnanswered(t, addr, "tok-a")
+	if got := dq.count("GET /auth/me"); got != 2 {
+		t.Fatalf("/auth/me asked %d times for two connections while it failed, want each to ask", got)
 	}
-	if got := dq.count("GET /auth/me"); got != 1 {
-		t.Fatalf("/auth/me asked %d times", got)
+	mu.Lock()
+	delete(answer, "tok-a")
+	mu.Unlock()
+	if got := filed("tok-a"); got != "tenant:a" {
+		t.Fatalf("once /auth/me answers: identity %q, want tenant:a", got)
 	}
-	advance(29 * time.Second)
-	if again := first(); again != id || dq.count("GET /auth/me") != 1 {
-		t.Fatalf("asked again before 30 s: identity %q, %d asks", again, dq.count("GET /auth/me"))
+	if got := filed("tok-a"); got != "tenant:a" || dq.count("GET /auth/me") != 3 {
+		t.Fatalf("the answer was not kept: identity %q, %d asks", got, dq.count("GET /auth/me"))
 	}
-	downMu.Lock()
-	down = false
-	downMu.Unlock()
-	advance(time.Second)
-	if got := first(); got != "tenant:a" || dq.count("GET /auth/me") != 2 {
-		t.Fatalf("after 30 s: identity %q, %d asks", got, dq.count("GET /auth/me"))
+
+	id := filed("tok-b")
+	if !strings.HasPrefix(id, "cred:") || strings.Contains(id, "tok-b") {
+		t.Fatalf("a credential /auth/me names no tenant for is %q, want its hash", id)
 	}
-	advance(time.Hour)
-	if got := first(); got != "tenant:a" || dq.count("GET /auth/me") != 2 {
-		t.Fatalf("a definite answer was asked again: identity %q, %d asks", got, dq.count("GET /auth/me"))
+	if again := filed("tok-b"); again != id || dq.count("GET /auth/me") != 4 {
+		t.Fatalf("a definite answer was asked again: identity %q, %d asks", again, dq.count("GET /auth/me"))
 	}
 }
 
@@ -286,12 +301,7 @@ func TestSaslQueenFailureClosesWithoutCode(t *testing.T) {
 			}
 			return 0, "", ""
 		})
-		k := dial(t, addr)
-		saslHandshake(t, k, 1, "PLAIN")
-		req := kmsg.NewPtrSASLAuthenticateRequest()
-		req.Version, req.SASLAuthBytes = 1, plainToken("u", "tok-a")
-		k.send(req)
-		k.expectClosed()
+		saslClosedUnanswered(t, addr, "tok-a")
 	}
 	dq.setFault(nil)
 	saslLogin(t, addr, "u", "tok-a") // and the same token works once Queen does
