@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -54,17 +55,28 @@ func TestReadBodyGrowsWithWhatArrived(t *testing.T) {
 	}
 }
 
-// The node's frame budget is shared by every connection: frames being read
-// hold what they have allocated, a frame that cannot get its share in its
-// deadline closes its connection, and a connection that ends, however,
-// gives back all it held.
+// The node's frame budget is shared by every connection: a request that
+// cannot get its share within its frame's deadline closes its connection;
+// frames being read hold what they have allocated, until they end; and a
+// connection that ends, however, gives back all it held.
 func TestFrameBudgetAcrossConnections(t *testing.T) {
 	n, _ := newTestNode(t, nil)
 	n.frames = recordbatch.NewBudget(4 * frameChunk)
-	n.frameTimeout = 300 * time.Millisecond
+	n.frameTimeout = time.Second
 	addr := serveTestNode(t, n)
 
-	// A holds the whole budget with a frame it is still sending.
+	// With the whole budget held elsewhere, a request waits out its
+	// frame's deadline and its connection is closed.
+	if err := n.frames.Acquire(context.Background(), n.frames.Size()); err != nil {
+		t.Fatal(err)
+	}
+	starved := dial(t, addr)
+	starved.send(kmsg.NewPtrApiVersionsRequest())
+	starved.expectClosed()
+	n.frames.Release(n.frames.Size())
+
+	// A holds the whole budget with a frame it is still sending; B's
+	// request is answered once A goes.
 	a := dial(t, addr)
 	var prefix [4]byte
 	binary.BigEndian.PutUint32(prefix[:], maxFrame)
@@ -72,13 +84,12 @@ func TestFrameBudgetAcrossConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	testsupport.WaitFor(t, 10*time.Second, "A's frame to hold the budget", func() bool { return n.frames.Free() == 0 })
-	// B's request must wait for room; it gets it when A's frame is cut at
-	// its deadline, well inside B's own.
 	b := dial(t, addr)
-	if resp := b.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
-		t.Fatalf("ApiVersions behind a stalled frame: %d", resp.ErrorCode)
+	corr := b.send(kmsg.NewPtrApiVersionsRequest())
+	a.nc.Close()
+	if got, resp := b.recv(kmsg.NewPtrApiVersionsRequest()); got != corr || resp.(*kmsg.ApiVersionsResponse).ErrorCode != 0 {
+		t.Fatalf("ApiVersions behind a frame holding the budget: correlation %d, %+v", got, resp)
 	}
-	a.expectClosed()
 
 	// Pipelined requests read and never answered: the connection goes,
 	// and so does every byte it held.
