@@ -49,6 +49,8 @@ func TestBootValidation(t *testing.T) {
 		{"advertised port out of range", base(map[string]string{adv: "kafka.example.com:65536"}), []string{adv}},
 		{"advertised bare IPv6", base(map[string]string{adv: "fe80::1:9092"}), []string{adv, "["}},
 		{"listen address", base(map[string]string{"QUEEN_KAFKA_ADDR": "nonsense"}), []string{"QUEEN_KAFKA_ADDR"}},
+		{"operator address", base(map[string]string{"QUEEN_KAFKA_HTTP_ADDR": "nonsense"}), []string{"QUEEN_KAFKA_HTTP_ADDR"}},
+		{"operator port out of range", base(map[string]string{"QUEEN_KAFKA_HTTP_ADDR": "127.0.0.1:70000"}), []string{"QUEEN_KAFKA_HTTP_ADDR"}},
 		{"queen url scheme", base(map[string]string{"QUEEN_URL": "ftp://queen:6632"}), []string{"QUEEN_URL"}},
 		{"tls cert without key", base(map[string]string{"QUEEN_KAFKA_TLS_CERT": cert}), []string{"QUEEN_KAFKA_TLS_"}},
 		{"tls key without cert", base(map[string]string{"QUEEN_KAFKA_TLS_KEY": cert}), []string{"QUEEN_KAFKA_TLS_"}},
