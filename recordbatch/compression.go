@@ -56,7 +56,26 @@ type gzipDecoder struct {
 	src bytes.Reader
 }
 
-type zstdDecoder struct{ d *zstd.Decoder }
+// zstdDecoder is a pooled decoder, the reader it decodes from and the
+// buffer of a batch whose window descriptors were lowered.
+type zstdDecoder struct {
+	d       *zstd.Decoder
+	src     bytes.Reader
+	patched []byte
+}
+
+// putZstd pools z after a decode that held hold bytes, unless its history
+// or buffer outgrew what a pooled decoder keeps: that memory was paid for
+// the decode only, so it goes with the decoder.
+func (ds *decompressors) putZstd(z *zstdDecoder, hold int) {
+	z.src.Reset(nil)
+	if hold > scratchKeep {
+		runtime.SetFinalizer(z, nil)
+		z.d.Close()
+		return
+	}
+	ds.zstd.Put(z)
+}
 
 // payFunc is asked before dst grows to a capacity; an error refuses the
 // growth and ends the decode with it.
@@ -68,8 +87,9 @@ func freeGrowth(int) error { return nil }
 // returns it. Output is streamed through a limit, so a declared size is
 // never trusted and never more than limit bytes are produced (the caller
 // passes what is left of one frame's worth for the whole request); every
-// growth of dst is paid for first.
-func (ds *decompressors) decompress(dst, src []byte, c int, limit int, pay payFunc) ([]byte, error) {
+// growth of dst is paid for first, and payWindow for the history a zstd
+// decoder holds meanwhile.
+func (ds *decompressors) decompress(dst, src []byte, c int, limit int, pay, payWindow payFunc) ([]byte, error) {
 	switch c {
 	case CodecGzip:
 		g, _ := ds.gzip.Get().(*gzipDecoder)
@@ -93,6 +113,23 @@ func (ds *decompressors) decompress(dst, src []byte, c int, limit int, pay payFu
 		r.Reset(bytes.NewReader(src))
 		return readLimited(dst, r, limit, pay)
 	case CodecZstd:
+		// The history a frame declares is paid before a decoder is sized
+		// by it, and lowered first to what the frame can hold
+		// (zstd_window.go).
+		plan, err := planZstd(src)
+		if err != nil {
+			return dst, fmt.Errorf("zstd: %w", err)
+		}
+		if plan.window > uint64(ds.maxDecompressed) {
+			return dst, fmt.Errorf("zstd: %w", zstd.ErrWindowSizeExceeded)
+		}
+		hold := plan.ring()
+		if len(plan.patches) > 0 {
+			hold += len(src)
+		}
+		if err := payWindow(hold); err != nil {
+			return dst, err
+		}
 		z, _ := ds.zstd.Get().(*zstdDecoder)
 		if z == nil {
 			d, err := zstd.NewReader(nil,
@@ -106,8 +143,14 @@ func (ds *decompressors) decompress(dst, src []byte, c int, limit int, pay payFu
 			// A pooled decoder dropped by the GC must release its state.
 			runtime.SetFinalizer(z, func(z *zstdDecoder) { z.d.Close() })
 		}
-		defer ds.zstd.Put(z)
-		if err := z.d.Reset(bytes.NewReader(src)); err != nil {
+		defer ds.putZstd(z, hold)
+		if len(plan.patches) > 0 {
+			z.patched = plan.apply(src, z.patched)
+			z.src.Reset(z.patched)
+		} else {
+			z.src.Reset(src)
+		}
+		if err := z.d.Reset(&z.src); err != nil {
 			return dst, fmt.Errorf("zstd: %w", err)
 		}
 		return readLimited(dst, z.d, limit, pay)

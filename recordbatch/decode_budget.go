@@ -88,6 +88,9 @@ type decodeClaim struct {
 	held    int64
 	scratch int64
 	records int64
+	// window is the history the batch being decoded holds in its
+	// decompressor (a zstd window), for that batch only.
+	window int64
 	// reached is the most the claim has asked to cover, refused or not:
 	// a refused batch takes its record cost back, and a restart sized by
 	// what is left would be refused at the same record again.
@@ -97,7 +100,7 @@ type decodeClaim struct {
 // cover takes from the budget, without waiting, what the claim's use
 // exceeds its hold by (in geometric steps, to keep the lock cold).
 func (c *decodeClaim) cover() error {
-	use := c.scratch + c.records
+	use := c.scratch + c.records + c.window
 	c.reached = max(c.reached, use)
 	if use <= c.held {
 		return nil
@@ -122,6 +125,13 @@ func (c *decodeClaim) payScratch(n int) error {
 		return nil
 	}
 	c.scratch = int64(n)
+	return c.cover()
+}
+
+// payWindow records the decompressor of the batch being decoded holding n
+// bytes of history; the next batch's payWindow replaces it.
+func (c *decodeClaim) payWindow(n int) error {
+	c.window = int64(n)
 	return c.cover()
 }
 
@@ -155,5 +165,5 @@ func (c *decodeClaim) release() {
 	if c.held > 0 {
 		c.budget.Release(c.held)
 	}
-	c.held, c.scratch, c.records, c.reached = 0, 0, 0, 0
+	c.held, c.scratch, c.records, c.window, c.reached = 0, 0, 0, 0, 0
 }

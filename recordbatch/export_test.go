@@ -15,7 +15,7 @@ var (
 
 // Decompress runs p's decompressors with limit, paying nothing.
 func (p *Pool) Decompress(dst, src []byte, codec, limit int) ([]byte, error) {
-	return p.codecs.decompress(dst, src, codec, limit, freeGrowth)
+	return p.codecs.decompress(dst, src, codec, limit, freeGrowth, freeGrowth)
 }
 
 // GetUnpaid is a decoder that pays nothing on the budget, as the codec's

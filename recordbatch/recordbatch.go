@@ -207,15 +207,17 @@ func (d *Decoder) Release(out []byte) {
 func (d *Decoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, allowance int) ([]byte, []int, int, *Fault) {
 	body := rb.Records
 	spent := 0
-	pay := freeGrowth
+	pay, payWindow := freeGrowth, freeGrowth
 	if d.claim != nil {
-		pay = d.claim.payScratch
+		pay, payWindow = d.claim.payScratch, d.claim.payWindow
 	}
 	maxDecompressed, maxRecordCost := d.pool.maxDecompressed, d.pool.maxRecordCost
 	if c := int(rb.Attributes & AttrCodecMask); c != CodecNone {
 		var err error
 		if err = pay(cap(d.scratch)); err == nil {
-			d.scratch, err = d.pool.codecs.decompress(d.scratch[:0], body, c, allowance, pay)
+			d.scratch, err = d.pool.codecs.decompress(d.scratch[:0], body, c, allowance, pay, payWindow)
+			// The decompressor's history was held for this batch only.
+			_ = payWindow(0)
 		}
 		switch {
 		case err == errBudgetBusy:

@@ -164,3 +164,39 @@ func AllocatedBy(f func()) uint64 {
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
 }
+
+// WideWindowZstd is a batch of recs whose zstd frame declares a window of
+// window bytes (no content size) over one raw block holding the records: a
+// few dozen bytes that a decoder trusting the header sizes its history by.
+func WideWindowZstd(t testing.TB, window uint64, recs []kmsg.Record) []byte {
+	t.Helper()
+	var raw []byte
+	for i := range recs {
+		r := recs[i]
+		r.OffsetDelta = int32(i)
+		raw = recordbatch.AppendRecord(raw, &r)
+	}
+	h := zstd.Header{WindowSize: window}
+	frame, err := h.AppendTo(nil)
+	require.NoError(t, err)
+	return bombBatch(recordbatch.CodecZstd, appendRawBlock(frame, raw), int32(len(recs)))
+}
+
+// LyingContentSizeZstd is a batch of one empty record whose single-segment
+// zstd frame declares size bytes of content: the window of such a frame is
+// its content size.
+func LyingContentSizeZstd(t testing.TB, size uint64) []byte {
+	t.Helper()
+	raw := recordbatch.AppendRecord(nil, &kmsg.Record{})
+	h := zstd.Header{SingleSegment: true, HasFCS: true, FrameContentSize: size}
+	frame, err := h.AppendTo(nil)
+	require.NoError(t, err)
+	return bombBatch(recordbatch.CodecZstd, appendRawBlock(frame, raw), 1)
+}
+
+// appendRawBlock appends a last, raw zstd block holding data.
+func appendRawBlock(dst, data []byte) []byte {
+	bh := uint32(1) | uint32(len(data))<<3 // last, raw
+	dst = append(dst, byte(bh), byte(bh>>8), byte(bh>>16))
+	return append(dst, data...)
+}
