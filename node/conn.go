@@ -421,6 +421,10 @@ func (c *Conn) answerLoop(ctx context.Context, queue <-chan queued) {
 			return
 		}
 		resps, taken, err := c.dispatch(ctx, group)
+		if errors.Is(err, errStopping) {
+			c.log.Info("closing connection: the node is stopping", "api", kmsg.NameForKey(group[0].hdr.key))
+			return
+		}
 		if err != nil {
 			q := group[0]
 			c.log.Warn("request failed, closing connection", "api", kmsg.NameForKey(q.hdr.key), "version", q.hdr.version, "client_id", q.hdr.clientID, "err", err)

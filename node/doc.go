@@ -28,4 +28,12 @@
 // Metadata's brokers and leaders read from the live set (package hashring);
 // and the catalogue kept current with topics other nodes create or widen.
 // With the variable unset none of it is built.
+//
+// Every request passes one dispatch point (dispatch.go), whether answered
+// alone or coalesced with the Produce requests behind it, and is reported
+// there to the node's Observer (observe.go); the Queen client reports each
+// call to its queen.Observer. Package metrics implements both, and the
+// operator listener (ops.go, package operator) serves its registry beside
+// /healthz, /readyz and pprof. The node's parts answer their state for a
+// scrape through Stats methods (coordinator, producer, txn, registry).
 package node

@@ -99,7 +99,14 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 		// which returns at once on an erroring entry), do not park on it.
 		wait = 0
 	}
-	results, err := fetchChunked(ctx, c.Queen(), entries, wait, int(max(req.MinBytes, 0)))
+	fctx, cancel := n.untilStop(ctx)
+	results, err := fetchChunked(fctx, c.Queen(), entries, wait, int(max(req.MinBytes, 0)))
+	cancel()
+	if err != nil && n.stopped() && ctx.Err() == nil {
+		// A long poll cut by the stop: nothing was read, and a stopping
+		// node's connection is closed, which the consumer retries elsewhere.
+		return nil, errStopping
+	}
 	if err != nil {
 		logQueenFault(c, "fetch", err)
 		code, throttle, _, fatal := fetchFault(err)

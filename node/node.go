@@ -89,6 +89,14 @@ type Node struct {
 	conns    map[*Conn]struct{}
 	draining bool
 	connWG   sync.WaitGroup
+	// cancelServed ends the context of every served connection, and so of
+	// every request still being handled: Shutdown's last resort when the
+	// drain's time is up. Set by Serve.
+	cancelServed context.CancelFunc
+	// stopping ends when Shutdown begins: a wait that has no answer to lose
+	// (a Fetch's long poll) is cut by it rather than waited out (untilStop).
+	stopping context.Context
+	stop     context.CancelFunc
 	// released runs after the connections drain, in order: the step at
 	// which cluster mode hands its node id back.
 	released []func(context.Context) error
@@ -116,6 +124,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		frameTimeout: frameTimeout,
 		authTimeout:  authTimeout,
 		frames:       recordbatch.NewBudget(frameBudget(cfg.MaxConnections)),
+		cancelServed: func() {},
 		conns:        make(map[*Conn]struct{}),
 		now:          time.Now,
 		acceptWarn:   logEvery{every: warnEvery},
@@ -129,6 +138,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		return nil, fmt.Errorf("queen client: %w", err)
 	}
 	n.queen = q
+	n.stopping, n.stop = context.WithCancel(context.Background())
 	n.topo = singleTopology{host: cfg.AdvertisedHost, port: cfg.AdvertisedPort, cluster: cfg.Cluster}
 	var own coordinator.Ownership = coordinator.Single{Node: selfBroker(cfg)}
 	if cfg.Clustered() {
@@ -193,6 +203,12 @@ func (n *Node) Serve(ctx context.Context) error {
 		ln = n.ln
 		n.mu.Unlock()
 	}
+	// Not cancelled when the accept loop ends (that is the start of a
+	// stop): the connections drain on it, and Shutdown cancels it.
+	ctx, cancel := context.WithCancel(ctx)
+	n.mu.Lock()
+	n.cancelServed = cancel
+	n.mu.Unlock()
 	// The transaction timeout sweep runs while the node serves.
 	n.txns.Start()
 	return n.acceptLoop(ctx, ln)
@@ -201,20 +217,47 @@ func (n *Node) Serve(ctx context.Context) error {
 // Shutdown stops the node in three explicit steps: close the listener so no
 // new connection is accepted; let the connections already served drain
 // (each finishes the requests it has read and closes); then run the release
-// steps, and close the operator listener. If ctx ends first the remaining connections are closed hard, and
-// the release steps still run, since a late release is only slower.
+// steps, and close the operator listener. Waits with no answer to lose are
+// cut at once: a JoinGroup or SyncGroup parked in the coordinator is
+// answered NOT_COORDINATOR, and a Fetch's long poll ends its connection
+// (untilStop), so a parked consumer never holds a stop for its max wait. If
+// ctx ends first, every request still being handled is cancelled and its
+// connection closed; the release steps still run, on budgets of their own,
+// since a late release is only slower.
 func (n *Node) Shutdown(ctx context.Context) error {
 	n.closeListener()
-	// A JoinGroup parked in the coordinator would hold its connection's
-	// drain for up to a rebalance timeout; Close answers it now.
+	n.stop()
 	n.coord.Close()
 	drainErr := n.drain(ctx)
+	n.mu.Lock()
+	n.cancelServed()
+	n.mu.Unlock()
 	n.txns.Close()
 	releaseErr := n.release(ctx)
 	// The operator listener goes last: /metrics and a failing /readyz
 	// stay up for the whole drain.
 	return errors.Join(drainErr, releaseErr, n.closeHTTP(ctx))
 }
+
+// errStopping ends a request whose wait the node's stop cut short.
+var errStopping = errors.New("the node is stopping: a parked wait was cut and its connection closed")
+
+// untilStop is ctx, ended as well when the node begins to stop. It is for
+// waits that have no answer to lose, so that a stop does not wait them out;
+// stopped then tells the handler its wait was cut by the stop.
+func (n *Node) untilStop(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(n.stopping, cancel)
+	return ctx, func() { unhook(); cancel() }
+}
+
+// stopped reports whether the node has begun to stop.
+func (n *Node) stopped() bool { return n.stopping.Err() != nil }
+
+// drainAfterCancel is how long a drain cut short still waits for the
+// handlers it cancelled (each returns as soon as its Queen call sees the
+// cancellation) before the release steps run regardless.
+const drainAfterCancel = time.Second
 
 func (n *Node) closeListener() {
 	n.mu.Lock()
@@ -238,11 +281,16 @@ func (n *Node) drain(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		n.mu.Lock()
+		n.cancelServed()
 		for c := range n.conns {
 			c.close()
 		}
 		n.mu.Unlock()
-		<-done
+		select {
+		case <-done:
+		case <-time.After(drainAfterCancel):
+			return fmt.Errorf("drain cut short (%w), and connections still being handled %s after their cancellation are left behind", ctx.Err(), drainAfterCancel)
+		}
 		return fmt.Errorf("drain cut short: %w", ctx.Err())
 	}
 }
