@@ -102,15 +102,15 @@ func fixedAddrEnv(t testing.TB, env map[string]string) (addr string, _ map[strin
 }
 
 // producerEpochs is what the facade knows of a producer's epochs.
-type producerEpochs struct{ epoch, bumpedFrom int16 }
+type producerEpochs struct{ epoch int16 }
 
 // producerState is the facade's state of producer pid (nil: never met).
 func (e *dataEnv) producerState(pid int64) *producerEpochs {
-	epoch, from, ok := e.n.sequencer.Epoch(producer.Key{ID: pid})
+	epoch, ok := e.n.sequencer.Epoch(producer.Key{ID: pid})
 	if !ok {
 		return nil
 	}
-	return &producerEpochs{epoch: epoch, bumpedFrom: from}
+	return &producerEpochs{epoch: epoch}
 }
 
 // testConn is a Conn for driving handlers directly.

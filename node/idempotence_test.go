@@ -78,10 +78,11 @@ func TestIdempotentWindowRemembersFiveBatches(t *testing.T) {
 	require.Equal(t, int64(6), e.hwm("orders", 0))
 }
 
-// TestIdempotentUnknownProducerAndEpochBump: a producer the facade never saw
+// TestIdempotentUnknownProducerRecovers: a producer the facade never saw
 // (here: the same broker after a facade restart) is refused at any sequence
-// but 0, and recovers through KIP-360's bump.
-func TestIdempotentUnknownProducerAndEpochBump(t *testing.T) {
+// but 0, and recovers through InitProducerId, which answers a fresh id at
+// epoch 0 as Kafka's coordinator does, whatever id and epoch it carries.
+func TestIdempotentUnknownProducerRecovers(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
 	e.createTopic("orders")
 	pid := e.initProducer(e.c, -1, -1).ProducerID
@@ -94,30 +95,15 @@ func TestIdempotentUnknownProducerAndEpochBump(t *testing.T) {
 	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, p.ErrorCode, "seed 001: refused, not accepted as Kafka 3.9 does")
 	require.Equal(t, int64(42), e.hwm("orders", 0))
 
-	bump := e.initProducer(e.c, pid, 0)
-	require.Equal(t, int16(0), bump.ErrorCode)
-	require.Equal(t, pid, bump.ProducerID)
-	require.Equal(t, int16(1), bump.ProducerEpoch)
-	again := e.initProducer(e.c, pid, 0)
-	require.Equal(t, int16(1), again.ProducerEpoch, "a retried bump answers the same epoch")
-
-	require.Equal(t, int64(42), e.produce("orders", 0, idemBatch(t, pid, 1, 0, 1)).BaseOffset)
-	require.Equal(t, int64(43), e.produce("orders", 0, idemBatch(t, pid, 1, 1, 1)).BaseOffset)
-	require.Equal(t, kerr.InvalidProducerEpoch.Code, e.produce("orders", 0, idemBatch(t, pid, 0, 2, 1)).ErrorCode, "the old epoch is fenced")
+	fresh := e.initProducer(e.c, pid, 0)
+	require.Equal(t, int16(0), fresh.ErrorCode)
+	require.NotEqual(t, pid, fresh.ProducerID, "a fresh id, not a bump of the one named")
+	require.Equal(t, int16(0), fresh.ProducerEpoch)
+	require.Equal(t, int64(42), e.produce("orders", 0, idemBatch(t, fresh.ProducerID, 0, 0, 1)).BaseOffset)
+	require.Equal(t, int64(43), e.produce("orders", 0, idemBatch(t, fresh.ProducerID, 0, 1, 1)).BaseOffset)
 	require.Equal(t, int64(44), e.hwm("orders", 0))
 
-	// Bumping from the fenced epoch is refused, per version.
-	b2 := e.initProducer(e.c, pid, 1)
-	require.Equal(t, int16(2), b2.ProducerEpoch)
-	stale := e.initProducer(e.c, pid, 0)
-	require.Equal(t, kerr.ProducerFenced.Code, stale.ErrorCode)
-	req := kmsg.NewPtrInitProducerIDRequest()
-	req.Version, req.ProducerID, req.ProducerEpoch = 3, pid, 0
-	resp, err := e.n.handleInitProducerID(context.Background(), e.c, req)
-	require.NoError(t, err)
-	require.Equal(t, kerr.InvalidProducerEpoch.Code, resp.(*kmsg.InitProducerIDResponse).ErrorCode, "v3 predates PRODUCER_FENCED")
-
-	// An exhausted epoch gets a new id.
+	// An exhausted epoch gets a new id too.
 	last := e.initProducer(e.c, 77, math.MaxInt16-1)
 	require.Equal(t, int16(0), last.ErrorCode)
 	require.NotEqual(t, int64(77), last.ProducerID)
@@ -128,6 +114,35 @@ func TestIdempotentUnknownProducerAndEpochBump(t *testing.T) {
 	require.Equal(t, int16(0), p.ErrorCode)
 	require.Equal(t, int64(0), p.BaseOffset)
 	require.Equal(t, kerr.InvalidProducerEpoch.Code, e.produce("orders", 0, idemBatch(t, pid, 2, 0, 1)).ErrorCode, "and the local bump fences the older epoch")
+}
+
+// TestInitProducerIDCannotFenceAnotherProducer: a client naming another
+// client's producer id and epoch in a non-transactional InitProducerId gets
+// an id of its own; the named producer's epoch does not move, so its next
+// batch is written.
+func TestInitProducerIDCannotFenceAnotherProducer(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("orders")
+	victim := e.initProducer(e.c, -1, -1)
+	require.Equal(t, int64(0), e.produce("orders", 0, idemBatch(t, victim.ProducerID, 0, 0, 1)).BaseOffset)
+
+	for _, known := range []bool{true, false} {
+		other := testConn(t, e.n)
+		named := victim.ProducerID
+		if !known {
+			named = victim.ProducerID + 500 // an id of this node's block it never handed out
+		}
+		got := e.initProducer(other, named, 0)
+		require.Equal(t, int16(0), got.ErrorCode)
+		require.NotEqual(t, named, got.ProducerID, "known %v: answered a fresh id", known)
+		require.Equal(t, int16(0), got.ProducerEpoch, "known %v", known)
+	}
+	ps := e.producerState(victim.ProducerID)
+	require.NotNil(t, ps)
+	require.Equal(t, int16(0), ps.epoch, "the victim's epoch did not move")
+	p := e.produce("orders", 0, idemBatch(t, victim.ProducerID, 0, 1, 1))
+	require.Equal(t, int16(0), p.ErrorCode, "the victim is not fenced")
+	require.Equal(t, int64(1), p.BaseOffset)
 }
 
 // TestIdempotentConcurrentRetry: an original and its retry racing on two

@@ -10,9 +10,9 @@ import (
 )
 
 // InitProducerId v0–v4. Without a transactional id the answer is a
-// producer id unique across nodes and restarts at epoch 0, or — v3+
-// carrying an existing id and epoch — KIP-360's bump: the same id at
-// epoch+1, with every sequence window of it starting over. A transactional
+// producer id unique across nodes and restarts at epoch 0, whatever id and
+// epoch a v3+ request carries (KIP-360's recovery of an idempotent
+// producer is a new id, as Kafka answers it). A transactional
 // id is package txn's claim in single mode (an empty one is
 // INVALID_REQUEST there, as Kafka's coordinator answers it); in cluster
 // mode it is refused TRANSACTIONAL_ID_AUTHORIZATION_FAILED at once, which
@@ -36,23 +36,10 @@ func (n *Node) handleInitProducerID(ctx context.Context, c *Conn, req *kmsg.Init
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	scope := c.Identity()
-	if req.Version >= 3 && req.ProducerID >= 0 && req.ProducerEpoch >= 0 {
-		epoch, res := n.sequencer.Bump(producer.Key{Scope: scope, ID: req.ProducerID}, req.ProducerEpoch)
-		switch res {
-		case producer.BumpGranted:
-			resp.ProducerID, resp.ProducerEpoch = req.ProducerID, epoch
-			return resp, nil
-		case producer.BumpFenced:
-			// KIP-588: PRODUCER_FENCED from v4; older clients know it as
-			// INVALID_PRODUCER_EPOCH.
-			resp.ErrorCode = kerr.InvalidProducerEpoch.Code
-			if req.Version >= 4 {
-				resp.ErrorCode = kerr.ProducerFenced.Code
-			}
-			return resp, nil
-		}
-		// producer.BumpExhausted: the id has no epoch left; a new id follows.
-	}
+	// A producer id and epoch in the request are not looked at: Kafka's
+	// coordinator answers every non-transactional InitProducerId with a
+	// fresh id at epoch 0, so that no client can bump (and so fence)
+	// another client's producer by naming its id.
 	id, err := n.producerIDs.Next(ctx, scope, c.Queen())
 	if err != nil {
 		code, throttle, fatal := producerIDFault(err)

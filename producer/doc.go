@@ -6,9 +6,10 @@
 //   - producer id allocation (IDs.Next): blocks of IDBlock ids reserved by
 //     compare-and-set on the one queen.ProducerIDsKey row of Queen's KV,
 //     so ids are unique across nodes and restarts;
-//   - epochs (Sequencer.Grant, Sequencer.Bump): the epoch a producer was
-//     granted fences every older one, and KIP-360's bump moves an id to the
-//     next epoch, a retried bump answered as the first;
+//   - epochs (Sequencer.Grant): the epoch a producer was granted, or the
+//     newest its batches carried (a client's local KIP-360 bump), fences
+//     every older one; a producer's state is never evicted while a request
+//     holds or waits for it;
 //   - the sequence windows, bounded and evicted least recently used: the
 //     last five batches of each producer-partition with the offsets they
 //     got, so that a retry is answered from the window and a gap refused;

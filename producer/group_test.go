@@ -107,16 +107,16 @@ func TestGroupEpochs(t *testing.T) {
 	require.Equal(t, kerr.InvalidProducerEpoch.Code, reqs[0][0].Answer.Code, "older than granted")
 	require.Equal(t, Answer{Base: 0, Stored: true}, reqs[1][0].Answer, "a newer epoch at sequence 0")
 	require.Equal(t, kerr.InvalidProducerEpoch.Code, reqs[2][0].Answer.Code, "fenced by the newer epoch the group saw")
-	epoch, from, known := s.Epoch(Key{ID: 7})
+	epoch, known := s.Epoch(Key{ID: 7})
 	require.True(t, known)
-	require.Equal(t, []int16{3, -1}, []int16{epoch, from})
+	require.Equal(t, int16(3), epoch)
 
 	other := [][]*Batch{{{Topic: "t", ProducerID: 8, Epoch: 4, FirstSeq: 0, Records: 1}}}
 	unlock = s.Sequence("tenant-b", other)
 	unlock()
-	epoch, _, known = s.Epoch(Key{Scope: "tenant-b", ID: 8})
+	epoch, known = s.Epoch(Key{Scope: "tenant-b", ID: 8})
 	require.True(t, known)
 	require.Equal(t, int16(4), epoch)
-	_, _, known = s.Epoch(Key{ID: 8})
+	_, known = s.Epoch(Key{ID: 8})
 	require.False(t, known, "scopes are apart")
 }

@@ -16,7 +16,8 @@ import (
 // got. A retried batch is answered from it and not written again; a gap is
 // refused. The window is process memory and bounded: a restart or an
 // eviction forgets it, and the producer recovers through KIP-360 (an epoch
-// bump, whose first batch is sequence 0).
+// bumped locally, or a fresh id from InitProducerId, whose first batch is
+// sequence 0).
 const seqWindowBatches = 5 // Kafka's max.in.flight for an idempotent producer
 
 // Key names one producer. Scope is the connection identity: producer ids
@@ -95,12 +96,14 @@ func seqAdd(s int32, n int32) int32 {
 // connections — are sequenced one after the other and never both written.
 type producerState struct {
 	mu sync.Mutex
-	// epoch is the newest epoch granted or seen; bumpedFrom is the epoch
-	// the last KIP-360 bump moved from (-1 none), so that a retried bump is
-	// answered with what the first one granted rather than fenced.
-	epoch      int16
-	bumpedFrom int16
-	elem       *list.Element
+	// epoch is the newest epoch granted or seen.
+	epoch int16
+	elem  *list.Element
+	// pins counts the callers holding or waiting for mu (guarded by the
+	// Sequencer's mu): a pinned state is never evicted, or a retry
+	// arriving meanwhile would make a second state of the same producer
+	// and lock that one, and the two would be written side by side.
+	pins int
 }
 
 // Sequencer holds every window and producer of a node, both bounded and
@@ -136,31 +139,46 @@ func NewSequencer(max int) *Sequencer {
 	return &Sequencer{max: max, windows: make(map[windowKey]*seqWindow), producers: make(map[Key]*producerState)}
 }
 
-// producer returns the state of k, creating it at epoch.
+// producer returns the state of k, creating it at epoch, pinned: it stays
+// k's state until the caller unpins it, which it does once it no longer
+// holds or waits for its mu.
 func (s *Sequencer) producer(k Key, epoch int16) *producerState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := s.producers[k]; ok {
 		s.plru.MoveToFront(p.elem)
+		p.pins++
 		return p
 	}
-	p := &producerState{epoch: epoch, bumpedFrom: -1}
-	p.elem = lruPut(s.producers, &s.plru, s.max, k, p, &s.evictedProducers)
+	p := &producerState{epoch: epoch, pins: 1}
+	p.elem = lruPut(s.producers, &s.plru, s.max, k, p, &s.evictedProducers, func(p *producerState) bool { return p.pins == 0 })
 	return p
 }
 
+// unpin ends a caller's hold on p (from producer).
+func (s *Sequencer) unpin(p *producerState) {
+	s.mu.Lock()
+	p.pins--
+	s.mu.Unlock()
+}
+
 // lruPut stores v under k in m as its most recently used entry (order holds
-// m's keys, most recent at the front) and evicts the least recently used
-// entry once m holds more than max, counting it in evicted. It returns k's
-// element in order, which each use of the entry moves to the front.
-func lruPut[K comparable, V any](m map[K]V, order *list.List, max int, k K, v V, evicted *uint64) *list.Element {
+// m's keys, most recent at the front) and, while m holds more than max,
+// evicts the least recently used entries that evictable allows, counting
+// them in evicted (m outgrows max only by entries in use, and shrinks back
+// at the next insertion after they are given back). It returns k's element
+// in order, which each use of the entry moves to the front.
+func lruPut[K comparable, V any](m map[K]V, order *list.List, max int, k K, v V, evicted *uint64, evictable func(V) bool) *list.Element {
 	e := order.PushFront(k)
 	m[k] = v
-	if len(m) > max {
-		oldest := order.Back()
-		order.Remove(oldest)
-		delete(m, oldest.Value.(K))
-		*evicted++
+	for old := order.Back(); len(m) > max && old != e; {
+		prev := old.Prev()
+		if ok := old.Value.(K); evictable(m[ok]) {
+			order.Remove(old)
+			delete(m, ok)
+			*evicted++
+		}
+		old = prev
 	}
 	return e
 }
@@ -186,6 +204,7 @@ func (s *Sequencer) lockProducers(keys []Key, epochs map[Key]int16) (map[Key]*pr
 	return held, func() {
 		for i := len(order) - 1; i >= 0; i-- {
 			order[i].mu.Unlock()
+			s.unpin(order[i])
 		}
 	}
 }
@@ -254,38 +273,11 @@ func (s *Sequencer) window(k windowKey, create bool) *seqWindow {
 		return nil
 	}
 	w := &seqWindow{key: k, epoch: -1}
-	w.elem = lruPut(s.windows, &s.wlru, s.max, k, w, &s.evictedWindows)
+	// A window is guarded by its producer's mu, which a caller holding an
+	// evicted one still holds: the next caller finds no window and
+	// refuses anything but sequence 0, never writes beside it.
+	w.elem = lruPut(s.windows, &s.wlru, s.max, k, w, &s.evictedWindows, func(*seqWindow) bool { return true })
 	return w
-}
-
-// BumpResult is the outcome of a KIP-360 epoch bump.
-type BumpResult int
-
-const (
-	BumpGranted   BumpResult = iota // epoch is the new epoch
-	BumpFenced                      // the request's epoch is older than the producer's
-	BumpExhausted                   // no epoch left: allocate a new producer id
-)
-
-// Bump moves producer k from epoch to epoch+1 (KIP-360, InitProducerId v3+
-// with an existing id), which starts every window of it over at sequence 0.
-// A producer the facade does not know (restart, eviction, another node's
-// id) is granted the bump: that is the recovery seed 001 promises. The
-// producer's lock is taken, so a bump waits for its in-flight produce.
-func (s *Sequencer) Bump(k Key, epoch int16) (int16, BumpResult) {
-	p := s.producer(k, epoch)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch {
-	case p.bumpedFrom == epoch && p.epoch == epoch+1:
-		return p.epoch, BumpGranted // the same bump, retried
-	case epoch < p.epoch:
-		return 0, BumpFenced
-	case epoch >= math.MaxInt16-1:
-		return 0, BumpExhausted
-	}
-	p.epoch, p.bumpedFrom = epoch+1, epoch
-	return p.epoch, BumpGranted
 }
 
 // Grant records that producer k was granted epoch: 0 for a freshly
@@ -296,22 +288,22 @@ func (s *Sequencer) Bump(k Key, epoch int16) (int16, BumpResult) {
 func (s *Sequencer) Grant(k Key, epoch int16) {
 	p := s.producer(k, epoch)
 	p.mu.Lock()
-	p.epoch, p.bumpedFrom = epoch, -1
+	p.epoch = epoch
 	p.mu.Unlock()
+	s.unpin(p)
 }
 
-// Epoch is producer k's newest epoch granted or seen and the epoch its last
-// KIP-360 bump moved from (-1 none); known is false for a producer the
-// sequencer does not hold (never met, or evicted). It does not touch k's
-// recency.
-func (s *Sequencer) Epoch(k Key) (epoch, bumpedFrom int16, known bool) {
+// Epoch is producer k's newest epoch granted or seen; known is false for a
+// producer the sequencer does not hold (never met, or evicted). It does not
+// touch k's recency.
+func (s *Sequencer) Epoch(k Key) (epoch int16, known bool) {
 	s.mu.Lock()
 	p, ok := s.producers[k]
 	s.mu.Unlock()
 	if !ok {
-		return 0, 0, false
+		return 0, false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.epoch, p.bumpedFrom, true
+	return p.epoch, true
 }

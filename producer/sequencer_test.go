@@ -2,6 +2,9 @@ package producer
 
 import (
 	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,8 +25,9 @@ func TestSequencerEvictsLeastRecentlyUsed(t *testing.T) {
 	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, s.check(p, k(1), 0, 5, 9).code, "evicted: an unknown window")
 	require.Equal(t, seqVerdict{}, s.check(p, k(0), 0, 5, 9), "kept")
 	require.Equal(t, Stats{Producers: 1, Windows: 3, EvictedWindows: 1}, s.Stats())
+	s.unpin(p) // given back: evictable
 	for id := int64(2); id <= 4; id++ {
-		s.producer(Key{ID: id}, 0)
+		s.unpin(s.producer(Key{ID: id}, 0))
 	}
 	require.Equal(t, Stats{Producers: 3, Windows: 3, EvictedProducers: 1, EvictedWindows: 1}, s.Stats(), "the fourth producer evicted the first")
 }
@@ -50,4 +54,63 @@ func (s *Sequencer) windowCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.windows)
+}
+
+// TestSequencerKeepsALockedProducer: a producer whose lock is held is not
+// evicted by the producers created meanwhile, so the next request for it
+// finds that state, locked, rather than making a second one to lock beside
+// it; it is evictable again once given back.
+func TestSequencerKeepsALockedProducer(t *testing.T) {
+	s := NewSequencer(1)
+	k := Key{ID: 1}
+	held, unlock := s.lockProducers([]Key{k}, nil)
+	for id := int64(2); id <= 4; id++ {
+		s.Grant(Key{ID: id}, 0) // each would evict the least recently used
+	}
+	again := s.producer(k, 0)
+	require.Same(t, held[k], again, "the locked producer was evicted and made again")
+	require.False(t, again.mu.TryLock(), "a second holder of one producer")
+	s.unpin(again)
+	unlock()
+	s.Grant(Key{ID: 5}, 0)
+	_, known := s.Epoch(k)
+	require.False(t, known, "evictable once unlocked")
+	require.LessOrEqual(t, s.Stats().Producers, 2)
+}
+
+// TestSequencerEvictionNeverGivesTwoHolders: many requests locking a few
+// producers through a sequencer far too small for them never hold one
+// producer twice at once (run with -race: the unguarded counter is the
+// producer's to guard).
+func TestSequencerEvictionNeverGivesTwoHolders(t *testing.T) {
+	s := NewSequencer(2)
+	const producers, workers, rounds = 6, 8, 500
+	var inside [producers]atomic.Int32
+	var writes [producers]int // guarded by the producer's lock alone
+	var wg sync.WaitGroup
+	var twice atomic.Int32
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				id := (w + r) % producers
+				_, unlock := s.lockProducers([]Key{{ID: int64(id)}}, nil)
+				if inside[id].Add(1) != 1 {
+					twice.Add(1)
+				}
+				runtime.Gosched() // let the others evict and lock meanwhile
+				writes[id]++
+				inside[id].Add(-1)
+				unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Zero(t, twice.Load(), "a producer was held by two requests at once")
+	total := 0
+	for _, n := range writes {
+		total += n
+	}
+	require.Equal(t, workers*rounds, total)
 }
