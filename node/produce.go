@@ -41,6 +41,8 @@ type producePart struct {
 	// answer); throttle is what a 429 on its push carried.
 	batch    producer.Batch
 	throttle int32
+	// req is the index in its group of the request it belongs to.
+	req int
 }
 
 // handleProduce answers one request as a group of one. Its answer is

@@ -124,6 +124,9 @@ func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRe
 			break
 		}
 		body += grown
+		for _, p := range live {
+			p.req = i
+		}
 		r.live = live
 		group = append(group, r)
 	}
@@ -334,6 +337,22 @@ func shardParts(written []*producePart, count int) [][]*producePart {
 	return shards
 }
 
+// pushByRequest pushes parts (in group order) as one push per request, one
+// after another, so that each partition's chain stays in order.
+func pushByRequest(ctx context.Context, c *Conn, parts []*producePart, ends []int) error {
+	for len(parts) > 0 {
+		n := 1
+		for n < len(parts) && parts[n].req == parts[0].req {
+			n++
+		}
+		if err := pushShard(ctx, c, parts[:n], ends); err != nil {
+			return err
+		}
+		parts = parts[n:]
+	}
+	return nil
+}
+
 // pushShard pushes the envelopes of parts as one call and records each
 // part's outcome; a failed call is every part's outcome, with the throttle
 // a 429 carries. A canceled call is returned.
@@ -354,6 +373,12 @@ func pushShard(ctx context.Context, c *Conn, parts []*producePart, ends []int) e
 		p.pushed = [2]int{from, len(items)}
 	}
 	results, err := c.Queen().Push(ctx, items)
+	if err != nil && queen.KindOf(err) == queen.KindTooLarge && parts[0].req != parts[len(parts)-1].req {
+		// Over Queen's body ceiling (QUEEN_MAX_BODY_BYTES, which may be
+		// set below coalesceBodyBytes) together: each request is pushed
+		// on its own, in group order, and answered as it would be alone.
+		return pushByRequest(ctx, c, parts, ends)
+	}
 	if err != nil {
 		logQueenFault(c, "push", err)
 		code, throttle, msg, fatal := pushFault(err)

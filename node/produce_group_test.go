@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/producer"
+	"github.com/queen-mq/queen-kafka/queen/dev"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 )
@@ -374,4 +375,34 @@ func TestCoalescedProduceWindowEvictedMidGroup(t *testing.T) {
 		require.Equal(t, int16(0), p.ErrorCode, "partition %d", j)
 	}
 	require.Equal(t, int64(3), got[0].Topics[0].Partitions[1].BaseOffset)
+}
+
+// TestCoalescedProduceSplitOnQueenBodyCeiling: with Queen's body ceiling
+// (QUEEN_MAX_BODY_BYTES) below coalesceBodyBytes, two requests that each
+// fit alone but not together are refused 413 as one push; each is then
+// pushed alone and written, in order, as it would have been alone. A
+// request too large alone is still MESSAGE_TOO_LARGE, and alone.
+func TestCoalescedProduceSplitOnQueenBodyCeiling(t *testing.T) {
+	e := newDataEnv(t, dev.Options{MaxBodyBytes: 1 << 20}, nil)
+	e.createTopic("orders")
+	record := func(size int) []byte {
+		return batchtest.Batch{Codec: recordbatch.CodecLz4, FirstTS: 1, Records: []kmsg.Record{{Value: []byte(strings.Repeat("x", size))}}}.Encode(t)
+	}
+	// 400 KiB of value is about 540 KiB of push body: one fits, two do not.
+	reqs := []*kmsg.ProduceRequest{
+		groupProduceReq(-1, groupPart{"orders", 0, record(400 << 10)}),
+		groupProduceReq(-1, groupPart{"orders", 0, record(400 << 10)}),
+		groupProduceReq(-1, groupPart{"orders", 1, record(900 << 10)}), // too large alone
+	}
+	resps, taken, err := e.n.produceGroup(context.Background(), e.c, reqs)
+	require.NoError(t, err)
+	require.Equal(t, 3, taken, "coalesced: under coalesceBodyBytes")
+	for i := range 2 {
+		p := resps[i].Topics[0].Partitions[0]
+		require.Equal(t, int16(0), p.ErrorCode, "request %d fits alone: %v", i, kerr.ErrorForCode(p.ErrorCode))
+		require.Equal(t, int64(i), p.BaseOffset, "request %d, in order", i)
+	}
+	require.Equal(t, kerr.MessageTooLarge.Code, resps[2].Topics[0].Partitions[0].ErrorCode, "too large alone")
+	require.Equal(t, int64(2), e.hwm("orders", 0))
+	require.Equal(t, int64(0), e.hwm("orders", 1), "nothing of the refused request written")
 }
