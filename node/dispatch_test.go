@@ -11,6 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 )
 
 // seenRequest is one Request call an observer heard.
@@ -21,6 +25,15 @@ type recordingObserver struct {
 	nopObserver
 	mu   sync.Mutex
 	seen []seenRequest
+	// produced sums Produced: records, batches.
+	produced [2]int
+}
+
+func (o *recordingObserver) Produced(records, batches int) {
+	o.mu.Lock()
+	o.produced[0] += records
+	o.produced[1] += batches
+	o.mu.Unlock()
 }
 
 func (o *recordingObserver) Request(key, version, code int16, _ int, _, d time.Duration) {
@@ -111,6 +124,12 @@ func TestDispatchObservesEveryRequestOnce(t *testing.T) {
 		{produce, 9, none}, // the second group
 		{kmsg.Metadata.Int16(), 7, kerr.UnknownTopicOrPartition.Code},
 	}, obs.requests())
+	// What was written, batch by batch: request 1 all three (3, 3 and 2
+	// records), request 2 its first (2), the acks=0 one (1), request 4 its
+	// plain batch after the gap (3), not the repeat of request 5, and both
+	// of request 6 (1 each).
+	plain := len(batchtest.SampleRecords())
+	require.Equal(t, [2]int{3 + plain + 2 + 2 + 1 + plain + 1 + 1, 8}, obs.produced)
 
 	// An acks=0 produce read alone: no frame, its failure heard.
 	lone := groupProduceReq(0, groupPart{"absent", 0, idemBatch(t, 9<<32, 0, 0, 1)})
@@ -159,4 +178,23 @@ func dispatchOne(t testing.TB, c *Conn, req kmsg.Request) (kmsg.Response, error)
 	}
 	require.Equal(t, 1, taken)
 	return resps[0], nil
+}
+
+// TestBatchRecords: the records and last offset of a fetched record set,
+// several batches included; a truncated batch ends the count.
+func TestBatchRecords(t *testing.T) {
+	batch := func(offsets ...int64) []byte {
+		var recs []recordbatch.Fetched
+		for _, o := range offsets {
+			recs = append(recs, recordbatch.Fetched{Offset: o, Record: queen.Record{Value: []byte("v"), Timestamp: 1}})
+		}
+		return recordbatch.AppendFetchBatch(nil, recs)
+	}
+	n, last := batchRecords(nil)
+	require.Equal(t, [2]int64{0, 0}, [2]int64{int64(n), last})
+	set := append(batch(10, 11, 13), batch(20, 21)...)
+	n, last = batchRecords(set)
+	require.Equal(t, [2]int64{5, 21}, [2]int64{int64(n), last}, "two batches, gaps allowed")
+	n, last = batchRecords(set[:len(set)-1])
+	require.Equal(t, [2]int64{3, 13}, [2]int64{int64(n), last}, "a truncated batch is not counted")
 }

@@ -86,13 +86,16 @@ func (n *Node) observeFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 			if p.ErrorCode != 0 || p.HighWatermark < 0 {
 				continue
 			}
-			next := req.Topics[i].Partitions[j].FetchOffset
 			count, last := batchRecords(p.RecordBatches)
+			records += count
+			bytes += len(p.RecordBatches)
+			if i >= len(req.Topics) || j >= len(req.Topics[i].Partitions) {
+				continue // not laid out as asked: no offset to measure from
+			}
+			next := req.Topics[i].Partitions[j].FetchOffset
 			if count > 0 {
 				next = last + 1
 			}
-			records += count
-			bytes += len(p.RecordBatches)
 			n.obs.FetchLag(max(p.HighWatermark-next, 0))
 		}
 	}

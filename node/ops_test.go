@@ -116,3 +116,43 @@ func TestReadyzFollowsQueenInSingleMode(t *testing.T) {
 	})
 	require.Greater(t, fq.count("POST /api/v1/kv"), probes, "readiness asked Queen itself")
 }
+
+// TestConnectionMetrics: accepted and refused connections, open ones, and
+// the frame bytes each way, as a scrape reads them.
+func TestConnectionMetrics(t *testing.T) {
+	n, _ := newTestNode(t, nil) // QUEEN_KAFKA_MAX_CONNECTIONS=16
+	addr := serveTestNode(t, n)
+	req := kmsg.NewPtrApiVersionsRequest()
+	var conns []*kclient
+	for range 16 {
+		k := dial(t, addr)
+		k.roundTrip(req)
+		conns = append(conns, k)
+	}
+	dial(t, addr).expectClosed()
+	gather := func() testsupport.Scrape {
+		fams, err := n.metrics.Gatherer().Gather()
+		require.NoError(t, err)
+		return testsupport.ScrapeFamilies(fams)
+	}
+	s := gather()
+	get := func(name string, labels ...string) float64 {
+		v, ok := s.Sum(name, labels...)
+		require.True(t, ok, name)
+		return v
+	}
+	require.Equal(t, 16.0, get("queen_kafka_connections_accepted_total"))
+	require.Equal(t, 1.0, get("queen_kafka_connections_refused_total", "reason", "max_connections"))
+	require.Equal(t, 16.0, get("queen_kafka_open_connections"))
+	require.Equal(t, 16.0, get("queen_kafka_requests_total", "api", "ApiVersions", "error", "NONE"))
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test")).AppendRequest(nil, req, 1)
+	require.Equal(t, float64(16*len(frame)), get("queen_kafka_request_bytes_total"), "each request's frame, size prefix included")
+	require.Greater(t, get("queen_kafka_response_bytes_total"), 16.0*4)
+	for _, k := range conns {
+		k.nc.Close()
+	}
+	testsupport.WaitFor(t, 10*time.Second, "the connections forgotten", func() bool {
+		s = gather()
+		return get("queen_kafka_open_connections") == 0
+	})
+}
