@@ -22,6 +22,9 @@ import (
 type queenProxy struct {
 	url     string
 	kvCalls atomic.Int64
+	// fetching is how many fetch calls are at queen-dev now (a long poll
+	// parked there counts until it is answered or its caller gives up).
+	fetching atomic.Int64
 
 	mu      sync.Mutex
 	hold    func(body []byte) bool // nil: forward everything at once
@@ -63,6 +66,10 @@ func startQueenProxy(t testing.TB, upstream string) *queenProxy {
 					return
 				}
 			}
+		}
+		if r.URL.Path == "/api/v1/fetch" {
+			p.fetching.Add(1)
+			defer p.fetching.Add(-1)
 		}
 		rp.ServeHTTP(w, r)
 	}))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -320,4 +321,74 @@ func TestHostileAuthMeTransientFailure(t *testing.T) {
 		t.Errorf("the injected /auth/me failure was never met (no connection closed for it)")
 	}
 	mustRun(t, fac, "after the /auth/me failure")
+}
+
+// Item 9: SIGTERM while a consumer's Fetch is parked in Queen's long poll
+// (max wait 30 s, nothing to read), in cluster mode. The stop cuts the
+// wait: the process exits 0 well before the fetch's 30 s, and in order the
+// fetch's connection closes, the registry row is deleted (fenced, within
+// its budget; read back absent from queen-dev), and the process says it
+// stopped. Before the fix the drain waited for the long poll, past the
+// 4 s shutdown grace and then for the poll itself, and the delete ran on
+// an expired budget.
+func TestHostileSIGTERMParkedFetch(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, clusterOpts{nodes: 1, proxies: true})
+	topic := uniq("parked")
+	c.createTopic(t, topic, 1)
+	req := fetchP0(topic, 6, 0)
+	req.MaxWaitMillis, req.MinBytes = 30000, 1
+	fetched := make(chan error, 1)
+	go func() {
+		_, err := c.pin(t, 1).Request(context.Background(), req)
+		fetched <- err
+	}()
+	eventually(t, 10*time.Second, "the fetch parked at queen-dev", func() (bool, string) {
+		return c.proxies[0].fetching.Load() == 1, "no fetch at queen-dev"
+	})
+
+	f := c.node(1)
+	m := regexp.MustCompile(`node id claimed.* key=(\S+)`).FindStringSubmatch(f.Out.From(0))
+	if m == nil {
+		t.Fatalf("no registry key in the claim's line:\n%s", f.Out.From(0))
+	}
+	key := m[1]
+	if v := registryVersion(t, c.dev, key); v == 0 {
+		t.Fatalf("registry row %s not live while the node serves", key)
+	}
+	off := f.Out.Len()
+	// The limit is what the fetch would otherwise hold the stop for, not a
+	// measure of how fast the stop is.
+	if code := f.terminate(t, 20*time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM", code)
+	}
+	if err := <-fetched; err == nil {
+		t.Errorf("the parked fetch was answered, want its connection closed by the stop")
+	}
+	out := f.Out.From(off)
+	cut := strings.Index(out, "closing connection: the node is stopping")
+	deleted := strings.Index(out, "registry row deleted")
+	stopped := strings.Index(out, `msg=stopped`)
+	if cut < 0 || deleted < cut || stopped < deleted {
+		t.Fatalf("want, in order, the fetch cut (%d), the registry row deleted (%d), stopped (%d):\n%s", cut, deleted, stopped, out)
+	}
+	if v := registryVersion(t, c.dev, key); v != 0 {
+		t.Errorf("registry row %s still live at version %d after the stop", key, v)
+	}
+}
+
+// registryVersion is the live version of registry row key in queen-dev's
+// store, 0 when absent.
+func registryVersion(t *testing.T, dev *queenDev, key string) int64 {
+	t.Helper()
+	var kv struct {
+		Results []struct {
+			Version int64 `json:"version"`
+		} `json:"results"`
+	}
+	op := map[string]any{"op": "get", "ns": "queen-kafka", "key": key}
+	if code := dev.post(t, "/api/v1/kv", map[string]any{"operations": []any{op}}, &kv); code != 200 || len(kv.Results) != 1 {
+		t.Fatalf("read registry row %s: status %d, %+v", key, code, kv)
+	}
+	return kv.Results[0].Version
 }
