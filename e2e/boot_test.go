@@ -56,6 +56,7 @@ func TestBootValidation(t *testing.T) {
 		{"tls key without cert", base(map[string]string{"QUEEN_KAFKA_TLS_KEY": cert}), []string{"QUEEN_KAFKA_TLS_"}},
 		{"sasl bad value", base(map[string]string{"QUEEN_KAFKA_SASL": "scram-sha-256"}), []string{"QUEEN_KAFKA_SASL"}},
 		{"forward sni not a bool", base(map[string]string{"QUEEN_KAFKA_FORWARD_SNI_HOST": "maybe"}), []string{"QUEEN_KAFKA_FORWARD_SNI_HOST"}},
+		{"dedup keys not a bool", base(map[string]string{"QUEEN_KAFKA_DEDUP_KEYS": "off"}), []string{"QUEEN_KAFKA_DEDUP_KEYS"}},
 		{"forward sni without tls", base(map[string]string{"QUEEN_KAFKA_FORWARD_SNI_HOST": "true"}), []string{"QUEEN_KAFKA_FORWARD_SNI_HOST"}},
 		{"session min above max", base(map[string]string{"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "20000", "QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS": "10000"}),
 			[]string{"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS", "QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS"}},
@@ -86,6 +87,7 @@ func TestBootValidation(t *testing.T) {
 		{"QUEEN_KAFKA_TXN_MAX_STAGED_BYTES", base, "-1", ""},
 		{"QUEEN_KAFKA_TXN_MAX_OPEN", base, "-1", ""},
 		{"QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS", base, "-1", ""},
+		{"QUEEN_KAFKA_DEDUP_WINDOW_SECONDS", base, "-1", "604801"},
 		{"QUEEN_KAFKA_CLUSTER_HEARTBEAT_MS", func(m map[string]string) map[string]string {
 			m["QUEEN_KAFKA_CLUSTER_TTL_MS"] = "120000" // so only the heartbeat's own range is broken
 			return cluster(m)

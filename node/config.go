@@ -48,6 +48,14 @@ type Config struct {
 	TxnMaxOpen        int           // QUEEN_KAFKA_TXN_MAX_OPEN
 	TxnMaxTimeout     time.Duration // QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS
 
+	// DedupWindowSeconds is the dedupWindowSeconds of every queue the
+	// facade creates (0: leave Queen's own default). DedupKeys puts each
+	// idempotent or transactional record's Queen transactionId on its
+	// push; false (QUEEN_KAFKA_DEDUP_KEYS=false) exists only to measure what
+	// the keys cost, and gives up deduplicating a retry the window lost.
+	DedupWindowSeconds int  // QUEEN_KAFKA_DEDUP_WINDOW_SECONDS
+	DedupKeys          bool // QUEEN_KAFKA_DEDUP_KEYS
+
 	LogLevel slog.Level // LOG_LEVEL, or RUST_LOG when set
 	LogJSON  bool       // QUEEN_LOG_JSON
 
@@ -82,6 +90,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("tls", c.TLSEnabled()),
 		slog.String("sasl", sasl),
 		slog.Bool("forward_sni_host", c.ForwardSNIHost),
+		slog.Int("dedup_window_s", c.DedupWindowSeconds),
+		slog.Bool("dedup_keys", c.DedupKeys),
 		slog.Int("node_id", c.NodeID),
 		slog.String("cluster", c.Cluster),
 	)
@@ -143,6 +153,8 @@ type rawConfig struct {
 	TxnMaxStaged      string `env:"QUEEN_KAFKA_TXN_MAX_STAGED_BYTES, default=134217728" range:"1..17179869184" help:"Staged bytes across every open transaction of the process."`
 	TxnMaxOpen        string `env:"QUEEN_KAFKA_TXN_MAX_OPEN, default=1024" range:"1..1000000" help:"Transactions open at once in the process."`
 	TxnMaxTimeout     string `env:"QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS, default=900000" range:"1..86400000" help:"transaction.max.timeout.ms: the ceiling on a producer's transaction timeout."`
+	DedupWindow       string `env:"QUEEN_KAFKA_DEDUP_WINDOW_SECONDS, default=900" range:"0..604800" help:"dedupWindowSeconds of every queue the facade creates: how long Queen answers a retried idempotent batch with its original offsets. 0 leaves Queen's default."`
+	DedupKeys         string `env:"QUEEN_KAFKA_DEDUP_KEYS, default=true" accepts:"true or false" help:"Send each idempotent record's dedup key to Queen. false exists only to measure the keys' cost: a retry after a lost answer may then be stored twice."`
 	LogLevel          string `env:"LOG_LEVEL, default=info" accepts:"trace, debug, info, warn, error or off, optionally with target=level directives" help:"Log level; the first bare level of an EnvFilter-like value wins."`
 	RustLog           string `env:"RUST_LOG" accepts:"as LOG_LEVEL" help:"Same as LOG_LEVEL, and wins over it."`
 	LogJSON           string `env:"QUEEN_LOG_JSON, default=false" accepts:"true, anything else is false" help:"Log lines as JSON."`
@@ -215,6 +227,7 @@ func LoadConfig(ctx context.Context, l envconfig.Lookuper) (Config, error) {
 		{"TxnMaxStaged", func(v int64) { c.TxnMaxStagedBytes = v }},
 		{"TxnMaxOpen", func(v int64) { c.TxnMaxOpen = int(v) }},
 		{"TxnMaxTimeout", func(v int64) { c.TxnMaxTimeout = ms(v) }},
+		{"DedupWindow", func(v int64) { c.DedupWindowSeconds = int(v) }},
 	}
 	for _, f := range ints {
 		v, err := raw.integer(f.field)
@@ -243,6 +256,9 @@ func LoadConfig(ctx context.Context, l envconfig.Lookuper) (Config, error) {
 		return Config{}, fmt.Errorf("QUEEN_KAFKA_SASL=%q is not a supported mechanism: the only value is plain (case-insensitive), or unset for no authentication", raw.SASL)
 	}
 	if c.ForwardSNIHost, err = parseBool("QUEEN_KAFKA_FORWARD_SNI_HOST", raw.ForwardSNIHost); err != nil {
+		return Config{}, err
+	}
+	if c.DedupKeys, err = parseBool("QUEEN_KAFKA_DEDUP_KEYS", raw.DedupKeys); err != nil {
 		return Config{}, err
 	}
 	if c.ForwardSNIHost && !c.TLSEnabled() {

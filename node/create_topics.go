@@ -132,7 +132,7 @@ func (n *Node) createTopic(ctx context.Context, c *Conn, p createPlan) (int64, e
 	if err != nil {
 		return 0, err
 	}
-	bag := p.config.retentionBag()
+	bag := n.queueOptions(p.config.retentionBag())
 	applied, version, err := writeTopicCfg(ctx, q, p.name, n.newTopicRecord(p, nil), version)
 	if err != nil {
 		return 0, err
@@ -148,7 +148,22 @@ func (n *Node) createTopic(ctx context.Context, c *Conn, p createPlan) (int64, e
 }
 
 func (n *Node) newTopicRecord(p createPlan, qid *string) *topicCfg {
-	return &topicCfg{QID: qid, Set: p.config.retentionBag(), At: n.now().UnixMilli(), Partitions: p.width, Kafka: p.config.kafkaMap()}
+	return &topicCfg{QID: qid, Set: n.queueOptions(p.config.retentionBag()), At: n.now().UnixMilli(), Partitions: p.width, Kafka: p.config.kafkaMap()}
+}
+
+// queueOptions is the configure bag of a queue the facade creates: opts
+// plus dedupWindowSeconds = QUEEN_KAFKA_DEDUP_WINDOW_SECONDS, the window in
+// which Queen answers a retried idempotent batch duplicate (seed 002; 0
+// leaves Queen's own default). opts may be nil.
+func (n *Node) queueOptions(opts map[string]any) map[string]any {
+	if n.cfg.DedupWindowSeconds == 0 {
+		return opts
+	}
+	if opts == nil {
+		opts = make(map[string]any, 1)
+	}
+	opts["dedupWindowSeconds"] = n.cfg.DedupWindowSeconds
+	return opts
 }
 
 // errTopicRace is a record written by a concurrent creator between our read

@@ -35,7 +35,7 @@ func TestCreateTopicsRecordsFloorBeforeQueue(t *testing.T) {
 		t.Fatalf("record at configure time: %+v", recordAtConfigure)
 	}
 	body := dq.lastBody("POST /api/v1/configure")
-	if fmt.Sprint(body) != "map[queue:orders retentionEnabled:true retentionSeconds:86400]" {
+	if fmt.Sprint(body) != "map[dedupWindowSeconds:900 queue:orders retentionEnabled:true retentionSeconds:86400]" {
 		t.Fatalf("configure body %v", body)
 	}
 	rec := dq.record("orders")

@@ -91,7 +91,7 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 			}
 		}
 		created++
-		if _, err := c.Queen().Configure(ctx, name, nil); err != nil {
+		if _, err := c.Queen().Configure(ctx, name, n.queueOptions(nil)); err != nil {
 			code, throttle, _ := topicFault(err)
 			resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 			c.log.Warn("metadata: auto-create failed", "topic", name, "err", err)

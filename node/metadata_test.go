@@ -185,8 +185,8 @@ func TestMetadataAutoCreate(t *testing.T) {
 	if tp := topicOf(t, resp, "fresh"); tp.ErrorCode != 0 || len(tp.Partitions) != 4 {
 		t.Fatalf("auto-created topic: %+v", tp)
 	}
-	if body := fq.lastBody("POST /api/v1/configure"); fq.queue("fresh") == nil || len(body) != 1 || body["queue"] != "fresh" {
-		t.Fatalf("auto-create must send the queue name only: %v", body)
+	if body := fq.lastBody("POST /api/v1/configure"); fq.queue("fresh") == nil || len(body) != 2 || body["queue"] != "fresh" || body["dedupWindowSeconds"] != float64(900) {
+		t.Fatalf("auto-create must send the queue name and QUEEN_KAFKA_DEDUP_WINDOW_SECONDS only: %v", body)
 	}
 	// Below v4 there is no flag and creation is always allowed.
 	for v := int16(0); v < 4; v++ {

@@ -33,6 +33,9 @@ type producePart struct {
 	env    []byte // its envelopes, item i ending at ends[i]
 	items  [2]int // [first, end) of its envelopes' ends
 	pushed [2]int // [first, end) of its items in the push, when written
+	// keys are its records' Queen transactionIds (keyParts), nil when the
+	// batch is not idempotent or keys are off.
+	keys []string
 	// recordBytes is what its records weigh as sent (a transaction's caps).
 	recordBytes int64
 

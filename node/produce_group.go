@@ -134,6 +134,9 @@ func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRe
 	batches := groupBatches(group)
 	unlock := n.sequencer.Sequence(c.Identity(), batches)
 	defer unlock()
+	if n.cfg.DedupKeys {
+		keyParts(group)
+	}
 	if txnID != "" {
 		n.stageGroup(ctx, c, txnID, group[0], ends)
 	} else if err := pushGroup(ctx, c, group, ends); err != nil {
@@ -175,6 +178,20 @@ func groupBatches(group []*groupReq) [][]*producer.Batch {
 		}
 	}
 	return batches
+}
+
+// keyParts gives each idempotent or transactional batch to be written its
+// records' Queen transactionIds (producer.DedupKeys), so that a retry whose
+// first write Queen stored, and whose window this node lost or never held,
+// is answered duplicate with the original offsets instead of stored again.
+func keyParts(group []*groupReq) {
+	for _, r := range group {
+		for _, p := range r.live {
+			if p.batch.Write && p.rb.ProducerID >= 0 {
+				p.keys = producer.DedupKeys(p.rb.ProducerID, p.rb.ProducerEpoch, p.rb.FirstSequence, p.items[1]-p.items[0])
+			}
+		}
+	}
 }
 
 // answer writes the partition's answer as sequencing settled it: refused,
@@ -245,7 +262,7 @@ func (n *Node) stageGroup(ctx context.Context, c *Conn, id string, r *groupReq, 
 			start = ends[i]
 		}
 		code, msg := n.txns.Produce(ctx, cl, &txn.Batch{TransactionalID: id, ProducerID: p.rb.ProducerID, ProducerEpoch: p.rb.ProducerEpoch,
-			Topic: p.topic, Partition: p.resp.Partition, Payloads: payloads, Bytes: p.recordBytes})
+			Topic: p.topic, Partition: p.resp.Partition, Payloads: payloads, Keys: p.keys, Bytes: p.recordBytes})
 		p.batch.Outcome = producer.Outcome{Base: -1, Code: code, Msg: msg}
 	}
 }
@@ -367,7 +384,11 @@ func pushShard(ctx context.Context, c *Conn, parts []*producePart, ends []int) e
 		from := len(items)
 		start := 0
 		for i := p.items[0]; i < p.items[1]; i++ {
-			items = append(items, queen.PushItem{Queue: p.topic, Partition: part, Payload: json.RawMessage(p.env[start:ends[i]])})
+			it := queen.PushItem{Queue: p.topic, Partition: part, Payload: json.RawMessage(p.env[start:ends[i]])}
+			if p.keys != nil {
+				it.TransactionID = p.keys[i-p.items[0]]
+			}
+			items = append(items, it)
 			start = ends[i]
 		}
 		p.pushed = [2]int{from, len(items)}

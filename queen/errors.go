@@ -111,6 +111,11 @@ func (e *TxnError) Error() string {
 	return fmt.Sprintf("queen transaction rolled back: %s: %s", e.Reason, e.Message)
 }
 
+// TxnReasonDuplicate is the rollback of a transaction one of whose pushed
+// items carries a transactionId already stored in its partition's dedup
+// window (§8).
+const TxnReasonDuplicate = "duplicate"
+
 // Fenced reports whether the rollback was a lost KV precondition.
 func (e *TxnError) Fenced() bool { return e.Reason == "kv_precondition" }
 

@@ -37,7 +37,9 @@ type DeleteResult struct {
 }
 
 // PushItem is one item of POST /api/v1/push (§5). Partition is the Kafka
-// partition index in decimal; TransactionID is never set by the facade.
+// partition index in decimal; TransactionID is the dedup key, set by the
+// facade on records of idempotent and transactional batches only
+// (producer.DedupKeys).
 type PushItem struct {
 	Queue         string          `json:"queue"`
 	Partition     string          `json:"partition,omitempty"`

@@ -24,6 +24,9 @@ import (
 //     was written and the stage is dropped — unless the row the fence met
 //     is this very commit's, which landed on an earlier attempt whose
 //     answer was lost: then 0;
+//   - rolled back as duplicate: Queen already holds records of this
+//     transaction (their keys are producer.DedupKeys), which only a landed
+//     attempt of this commit can have stored: 0 if the row shows it;
 //   - anything else (a rollback for another reason, a transport failure, a
 //     429 or 5xx, an answer that broke the contract): COORDINATOR_NOT_AVAILABLE
 //     with the stage kept, so that the client's retry can land it.
@@ -115,6 +118,21 @@ func (m *Manager) commit(ctx context.Context, cl Client, t *binding) int16 {
 				m.decided(t, outcomeAborted)
 				return kerr.ProducerFenced.Code
 			}
+		case errors.As(err, &te) && te.Reason == queen.TxnReasonDuplicate:
+			// Every staged record carries its producer id, epoch and
+			// sequence as its Queen transactionId (producer.DedupKeys), and
+			// only a commit of this transaction stores them: Queen already
+			// holds some, so an earlier attempt of this commit landed and
+			// its answer was lost. Queen applies the fence before the
+			// records (§8), so that attempt normally meets the fence
+			// first; a broker that checks the records first answers this.
+			// The row says whether it was this very commit.
+			if version, ok := m.landed(ctx, cl, t); ok {
+				t.version = version
+				break
+			}
+			m.log.Error("transaction commit: Queen holds records of this transaction already but its qk:txn: row does not show this commit; nothing was written, the stage is kept", "transactional_id", t.key.ID, "producer_id", t.pid, "epoch", t.epoch)
+			return kerr.CoordinatorNotAvailable.Code
 		default:
 			m.log.Warn("transaction commit failed; the stage is kept for the client's retry", "transactional_id", t.key.ID, "records", t.records, "err", err)
 			return m.fault(err)
@@ -144,6 +162,17 @@ func (m *Manager) commitOps(t *binding, offsets []queen.KVOp) []queen.KVOp {
 		ops = append(ops, coordinator.IndexWrite(id, t.groups[id].protocolType, now))
 	}
 	return append(ops, offsets...)
+}
+
+// landed reads t's row and reports whether it is this process's commit of
+// t's current transaction, with the row's version.
+func (m *Manager) landed(ctx context.Context, cl Client, t *binding) (int64, bool) {
+	res, err := m.kv(cl).KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: []string{queen.TxnKey(t.key.ID)}}})
+	if err != nil || len(res) != 1 || len(res[0].Rows) != 1 {
+		return 0, false
+	}
+	mk, ok := readMarker(res[0].Rows[0].Value)
+	return res[0].Rows[0].Version, ok && m.ownCommit(t, mk)
 }
 
 // ownRow reports a row this process wrote for t's producer id and epoch.

@@ -16,6 +16,11 @@ type Batch struct {
 	Topic           string
 	Partition       int32
 	Payloads        []json.RawMessage // copied by the stage
+	// Keys are the records' Queen transactionIds (producer.DedupKeys), one
+	// per payload, or nil: committed with the records, they make a commit
+	// whose records Queen already stored roll back as duplicate instead
+	// of storing them twice.
+	Keys []string
 	// Bytes is what the records weigh against the byte caps: their keys,
 	// values and headers as the producer sent them, not the envelopes.
 	Bytes int64
@@ -82,7 +87,7 @@ func (m *Manager) Produce(ctx context.Context, cl Client, b *Batch) (code int16,
 		m.poison(t, "QUEEN_KAFKA_TXN_MAX_STAGED_BYTES")
 		return kerr.MessageTooLarge.Code, "this process holds as many staged transactional records as QUEEN_KAFKA_TXN_MAX_STAGED_BYTES allows; abort the transaction"
 	}
-	if err := t.stage.AddRecords(ctx, b.Topic, b.Partition, b.Payloads); err != nil {
+	if err := t.stage.AddRecords(ctx, b.Topic, b.Partition, b.Payloads, b.Keys); err != nil {
 		m.staged.Add(-b.Bytes)
 		m.log.Warn("staging transactional records failed", "transactional_id", t.key.ID, "err", err)
 		return kerr.RequestTimedOut.Code, "the records could not be staged; retry"

@@ -17,8 +17,9 @@ import (
 type Stage interface {
 	// AddRecords stages records of one partition after those staged
 	// before; payloads are envelopes the stage must copy, since the
-	// caller reuses their memory.
-	AddRecords(ctx context.Context, topic string, partition int32, payloads []json.RawMessage) error
+	// caller reuses their memory. keys (nil, or one per payload) are the
+	// records' Queen transactionIds, pushed with them at the commit.
+	AddRecords(ctx context.Context, topic string, partition int32, payloads []json.RawMessage, keys []string) error
 	// SetOffset stages the write of one committed offset; a second write
 	// of the same key replaces the first.
 	SetOffset(ctx context.Context, key string, write queen.KVOp) error
@@ -47,7 +48,7 @@ type memStage struct {
 	at      map[string]int // offset key → index in offsets
 }
 
-func (s *memStage) AddRecords(_ context.Context, topic string, partition int32, payloads []json.RawMessage) error {
+func (s *memStage) AddRecords(_ context.Context, topic string, partition int32, payloads []json.RawMessage, keys []string) error {
 	// One arena per call: a batch costs one allocation, not one per record.
 	n := 0
 	for _, p := range payloads {
@@ -55,10 +56,14 @@ func (s *memStage) AddRecords(_ context.Context, topic string, partition int32, 
 	}
 	arena := make([]byte, 0, n)
 	part := strconv.FormatInt(int64(partition), 10)
-	for _, p := range payloads {
+	for i, p := range payloads {
 		from := len(arena)
 		arena = append(arena, p...)
-		s.items = append(s.items, queen.PushItem{Queue: topic, Partition: part, Payload: arena[from:len(arena):len(arena)]})
+		it := queen.PushItem{Queue: topic, Partition: part, Payload: arena[from:len(arena):len(arena)]}
+		if keys != nil {
+			it.TransactionID = keys[i] // a substring of one string the stage may keep
+		}
+		s.items = append(s.items, it)
 	}
 	return nil
 }
