@@ -79,9 +79,13 @@ func TestIdempotentWindowRemembersFiveBatches(t *testing.T) {
 }
 
 // TestIdempotentUnknownProducerRecovers: a producer the facade never saw
-// (here: the same broker after a facade restart) is refused at any sequence
-// but 0, and recovers through InitProducerId, which answers a fresh id at
-// epoch 0 as Kafka's coordinator does, whatever id and epoch it carries.
+// (here: the same broker after a facade restart) is accepted at any
+// sequence, as Apache Kafka 3.9 accepts it (issue 9; this test pinned seed
+// 001's refusal before): a retry of a batch Queen already stored is
+// answered by Queen's dedup window with the original offsets and written
+// once, the next sequence starts the window, and a gap on that now known
+// window is refused. InitProducerId still answers a fresh id at epoch 0,
+// as Kafka's coordinator does, whatever id and epoch it carries.
 func TestIdempotentUnknownProducerRecovers(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, nil)
 	e.createTopic("orders")
@@ -91,17 +95,28 @@ func TestIdempotentUnknownProducerRecovers(t *testing.T) {
 	// Restart: a new node over the same Queen knows nothing.
 	e.n = e.node(nil)
 	e.c = testConn(t, e.n)
-	p := e.produce("orders", 0, idemBatch(t, pid, 0, 42, 1))
-	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, p.ErrorCode, "seed 001: refused, not accepted as Kafka 3.9 does")
-	require.Equal(t, int64(42), e.hwm("orders", 0))
+	p := e.produce("orders", 0, idemBatch(t, pid, 0, 0, 42))
+	require.Equal(t, int16(0), p.ErrorCode, "the retry of a batch whose answer the restart lost")
+	require.Equal(t, int64(0), p.BaseOffset, "answered with the original offsets (Queen's dedup window)")
+	require.Equal(t, int64(42), e.hwm("orders", 0), "and not stored again")
+	p = e.produce("orders", 0, idemBatch(t, pid, 0, 42, 1))
+	require.Equal(t, int16(0), p.ErrorCode)
+	require.Equal(t, int64(42), p.BaseOffset)
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, e.produce("orders", 0, idemBatch(t, pid, 0, 44, 1)).ErrorCode, "a gap on the known window")
+	require.Equal(t, int64(43), e.hwm("orders", 0), "nothing of the gap written")
+
+	// On another partition, a producer met mid-stream starts its window there.
+	p = e.produce("orders", 1, idemBatch(t, pid, 0, 1000, 2))
+	require.Equal(t, int16(0), p.ErrorCode)
+	require.Equal(t, int64(0), p.BaseOffset)
 
 	fresh := e.initProducer(e.c, pid, 0)
 	require.Equal(t, int16(0), fresh.ErrorCode)
 	require.NotEqual(t, pid, fresh.ProducerID, "a fresh id, not a bump of the one named")
 	require.Equal(t, int16(0), fresh.ProducerEpoch)
-	require.Equal(t, int64(42), e.produce("orders", 0, idemBatch(t, fresh.ProducerID, 0, 0, 1)).BaseOffset)
-	require.Equal(t, int64(43), e.produce("orders", 0, idemBatch(t, fresh.ProducerID, 0, 1, 1)).BaseOffset)
-	require.Equal(t, int64(44), e.hwm("orders", 0))
+	require.Equal(t, int64(43), e.produce("orders", 0, idemBatch(t, fresh.ProducerID, 0, 0, 1)).BaseOffset)
+	require.Equal(t, int64(44), e.produce("orders", 0, idemBatch(t, fresh.ProducerID, 0, 1, 1)).BaseOffset)
+	require.Equal(t, int64(45), e.hwm("orders", 0))
 
 	// An exhausted epoch gets a new id too.
 	last := e.initProducer(e.c, 77, math.MaxInt16-1)
@@ -112,7 +127,7 @@ func TestIdempotentUnknownProducerRecovers(t *testing.T) {
 	// Java's idempotent producer bumps its epoch locally and starts at 0.
 	p = e.produce("orders", 1, idemBatch(t, pid, 5, 0, 1))
 	require.Equal(t, int16(0), p.ErrorCode)
-	require.Equal(t, int64(0), p.BaseOffset)
+	require.Equal(t, int64(2), p.BaseOffset)
 	require.Equal(t, kerr.InvalidProducerEpoch.Code, e.produce("orders", 0, idemBatch(t, pid, 2, 0, 1)).ErrorCode, "and the local bump fences the older epoch")
 }
 

@@ -190,6 +190,7 @@ func (s *Sequencer) Settle(reqs [][]*Batch) {
 					s.accepted(b.key, b.Epoch, b.FirstSeq, b.lastSeq, b.Outcome.Base)
 				} else {
 					broken[b.key] = true
+					s.pin(b.key, b.Epoch, b.FirstSeq)
 				}
 			default:
 				b.refuse(b.Fault.Code, b.Fault.Msg)

@@ -15,9 +15,8 @@ import (
 // in its log: the last five batches' sequence ranges and the offsets they
 // got. A retried batch is answered from it and not written again; a gap is
 // refused. The window is process memory and bounded: a restart or an
-// eviction forgets it, and the producer recovers through KIP-360 (an epoch
-// bumped locally, or a fresh id from InitProducerId, whose first batch is
-// sequence 0).
+// eviction forgets it, and the next batch then starts a new window, its
+// retries deduplicated by Queen through each record's DedupKey.
 const seqWindowBatches = 5 // Kafka's max.in.flight for an idempotent producer
 
 // Key names one producer. Scope is the connection identity: producer ids
@@ -46,13 +45,22 @@ type seqWindow struct {
 	batches [seqWindowBatches]seqBatch // ring; newest at head-1
 	n, head int
 	elem    *list.Element
+	// pinned is an empty window held at epoch expecting sequence from:
+	// the first batch met on it failed its write (pin), so the batches
+	// behind it are a gap until it is retried, as on a known window.
+	pinned bool
+	from   int32
 }
+
+// known reports whether the window decides sequences: it remembers a
+// batch, or was pinned by a failed first write.
+func (w *seqWindow) known() bool { return w != nil && (w.n > 0 || w.pinned) }
 
 // nextSeq is the sequence the window expects next. Sequences wrap from
 // MaxInt32 to 0, as Kafka's do.
 func (w *seqWindow) nextSeq() int32 {
 	if w.n == 0 {
-		return 0
+		return w.from
 	}
 	return seqAdd(w.batches[(w.head+seqWindowBatches-1)%seqWindowBatches].last, 1)
 }
@@ -222,13 +230,15 @@ type seqVerdict struct {
 // ones, under the producer's mu, or a coalesced group's projection of them;
 // a duplicate's ring slot is returned too (-1 otherwise). Stale epochs are
 // INVALID_PRODUCER_EPOCH, Apache Kafka's answer to a produce from a fenced
-// idempotent producer. A window the facade does not hold accepts only
-// sequence 0 — the first batch of a producer, of a partition, or of an
-// epoch after a bump — and refuses anything else
-// OUT_OF_ORDER_SEQUENCE_NUMBER (seed 001: a producer this facade has never
-// seen is refused; sequence 0 is what KIP-360 recovery and Java's local
-// epoch bump both send next, so refusing it too would leave the producer
-// nowhere to go).
+// idempotent producer. A window the facade does not hold (a restart, an
+// eviction, a producer whose connection moved from another node) accepts
+// any sequence and starts there, as Apache Kafka 3.9 accepts a producer it
+// has no state for: every record of the batch carries its DedupKey, so a
+// retry of a batch Queen already stored is answered by Queen's dedup window
+// with the original offsets and written once (issue 9, retiring seed 001's
+// refusal). A known window of an older epoch accepts only sequence 0, the
+// first batch of a new epoch; a known window of this epoch refuses a gap
+// OUT_OF_ORDER_SEQUENCE_NUMBER.
 func decideSeq(producerEpoch *int16, w *seqWindow, epoch int16, first, last int32) (seqVerdict, int) {
 	if epoch < *producerEpoch {
 		return seqVerdict{code: kerr.InvalidProducerEpoch.Code}, -1
@@ -237,7 +247,9 @@ func decideSeq(producerEpoch *int16, w *seqWindow, epoch int16, first, last int3
 		*producerEpoch = epoch
 	}
 	switch {
-	case w == nil || w.epoch < epoch || w.n == 0:
+	case !w.known():
+		return seqVerdict{}, -1
+	case w.epoch < epoch:
 		if first != 0 {
 			return seqVerdict{code: kerr.OutOfOrderSequenceNumber.Code}, -1
 		}
@@ -258,6 +270,17 @@ func decideSeq(producerEpoch *int16, w *seqWindow, epoch int16, first, last int3
 // started over.
 func (s *Sequencer) accepted(k windowKey, epoch int16, first, last int32, base int64) {
 	s.window(k, true).accept(epoch, seqBatch{first: first, last: last, base: base})
+}
+
+// pin holds k's window at epoch expecting sequence first when it is not
+// known yet: that batch, the first the node met on it, failed its write,
+// and a batch behind it is a gap (or the batch landed and its answer was
+// lost, which its retry learns from Queen's dedup window). A known window
+// already stands at the failed batch, which its write did not advance.
+func (s *Sequencer) pin(k windowKey, epoch int16, first int32) {
+	if w := s.window(k, true); !w.known() {
+		w.epoch, w.pinned, w.from = epoch, true, first
+	}
 }
 
 // window returns k's window (touching it), creating an empty one when

@@ -22,7 +22,8 @@ func TestSequencerEvictsLeastRecentlyUsed(t *testing.T) {
 	require.True(t, s.check(p, k(0), 0, 0, 4).dup) // touch 0: 1 is now the oldest
 	s.accepted(k(3), 0, 0, 4, 100)
 	require.Equal(t, 3, s.windowCount())
-	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, s.check(p, k(1), 0, 5, 9).code, "evicted: an unknown window")
+	require.Equal(t, seqVerdict{}, s.check(p, k(1), 0, 5, 9), "evicted: an unknown window accepts any sequence (issue 9, as Kafka 3.9)")
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, s.check(p, k(0), 0, 6, 9).code, "a gap on a known window")
 	require.Equal(t, seqVerdict{}, s.check(p, k(0), 0, 5, 9), "kept")
 	require.Equal(t, Stats{Producers: 1, Windows: 3, EvictedWindows: 1}, s.Stats())
 	s.unpin(p) // given back: evictable
@@ -30,6 +31,31 @@ func TestSequencerEvictsLeastRecentlyUsed(t *testing.T) {
 		s.unpin(s.producer(Key{ID: id}, 0))
 	}
 	require.Equal(t, Stats{Producers: 3, Windows: 3, EvictedProducers: 1, EvictedWindows: 1}, s.Stats(), "the fourth producer evicted the first")
+}
+
+// TestSequencerUnknownAndPinnedWindows: a window the node never held
+// accepts any sequence and starts there (issue 9: Queen's dedup window
+// answers a retry of a batch already stored), a gap on it from then on is
+// refused, a new epoch starts at 0, and a first batch whose write failed
+// pins the window so the batches behind it are a gap until it is retried.
+func TestSequencerUnknownAndPinnedWindows(t *testing.T) {
+	s := NewSequencer(10)
+	k := windowKey{producer: Key{ID: 1}, topic: "t"}
+	p := s.producer(Key{ID: 1}, 0)
+	require.Equal(t, seqVerdict{}, s.check(p, k, 0, 42, 44), "unknown: accepted mid-stream")
+	s.accepted(k, 0, 42, 44, 10)
+	require.Equal(t, seqVerdict{dup: true, base: 10}, s.check(p, k, 0, 42, 44))
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, s.check(p, k, 0, 46, 47).code, "gap on the known window")
+	require.Equal(t, seqVerdict{}, s.check(p, k, 0, 45, 47))
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, s.check(p, k, 1, 3, 4).code, "a new epoch starts at 0")
+	require.Equal(t, seqVerdict{}, s.check(p, k, 1, 0, 4))
+
+	k2 := windowKey{producer: Key{ID: 1}, topic: "u"}
+	s.pin(k2, 1, 7)
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, s.check(p, k2, 1, 9, 9).code, "behind the failed first batch")
+	require.Equal(t, seqVerdict{}, s.check(p, k2, 1, 7, 8), "the failed batch's retry")
+	s.pin(k, 1, 99) // a known window is not moved by a pin
+	require.Equal(t, seqVerdict{}, s.check(p, k, 1, 0, 4))
 }
 
 func TestSequenceWrap(t *testing.T) {
