@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -10,9 +11,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
-// queenProxy sits between one facade and queen-dev. It counts the facade's
+// queenProxy sits between one facade and queen-dev. It can fail pushes
+// AFTER forwarding them (pushFault): queen-dev stores the records and the
+// facade never learns it, either because the answer is dropped with the
+// connection or because a 503 replaces it, which is the lost answer durable
+// idempotence exists for (issue 9). It counts the facade's
 // KV calls (queen-dev keeps no counter, and the registry's cost to Queen is
 // a benchmark figure), and it can hold KV calls matching a predicate until
 // released: the only way to make a call that already passed the facade's
@@ -25,6 +31,16 @@ type queenProxy struct {
 	// fetching is how many fetch calls are at queen-dev now (a long poll
 	// parked there counts until it is answered or its caller gives up).
 	fetching atomic.Int64
+
+	// pushFault, when set, decides for each push (counted from 1) whether
+	// to lose its answer, and how; faulted counts the pushes it did.
+	pushFault atomic.Pointer[func(n int64) pushLoss]
+	pushes    atomic.Int64
+	faulted   atomic.Int64
+	// pushDelay holds every push's answer this long after queen-dev gave
+	// it (nanoseconds): a facade killed meanwhile never learns its push
+	// was stored.
+	pushDelay atomic.Int64
 
 	mu      sync.Mutex
 	hold    func(body []byte) bool // nil: forward everything at once
@@ -43,6 +59,26 @@ func startQueenProxy(t testing.TB, upstream string) *queenProxy {
 	rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) }
 	p := &queenProxy{release: make(chan struct{}), held: make(chan []byte, 64)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/push" {
+			loss := keepAnswer
+			if f := p.pushFault.Load(); f != nil {
+				loss = (*f)(p.pushes.Add(1))
+			}
+			if delay := time.Duration(p.pushDelay.Load()); loss != keepAnswer || delay > 0 {
+				rec := httptest.NewRecorder()
+				rp.ServeHTTP(rec, r) // stored upstream, whatever happens to the answer
+				time.Sleep(delay)
+				if loss != keepAnswer {
+					p.faulted.Add(1)
+					loseAnswer(w, loss)
+					return
+				}
+				maps.Copy(w.Header(), rec.Header())
+				w.WriteHeader(rec.Code)
+				w.Write(rec.Body.Bytes())
+				return
+			}
+		}
 		if r.URL.Path == "/api/v1/kv" {
 			p.kvCalls.Add(1)
 			body, err := io.ReadAll(r.Body)
@@ -101,4 +137,45 @@ func (p *queenProxy) releaseAll() {
 		p.hold = nil
 		close(p.release)
 	}
+}
+
+// pushLoss is how a forwarded push's answer is lost.
+type pushLoss int
+
+const (
+	keepAnswer pushLoss = iota
+	dropAnswer          // the connection is closed with no answer
+	answer503           // 503 replaces the 201
+)
+
+// loseAnswer loses a forwarded call's answer as loss says.
+func loseAnswer(w http.ResponseWriter, loss pushLoss) {
+	if loss == answer503 {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, `{"error":"unavailable"}`, http.StatusServiceUnavailable)
+		return
+	}
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler) // closes the connection without an answer
+}
+
+// failPushes loses the answer of every every-th push, limit times, as loss
+// says; every 0 stops.
+func (p *queenProxy) failPushes(every, limit int64, loss pushLoss) {
+	if every == 0 {
+		p.pushFault.Store(nil)
+		return
+	}
+	f := func(n int64) pushLoss {
+		if n%every == 0 && p.faulted.Load() < limit {
+			return loss
+		}
+		return keepAnswer
+	}
+	p.pushFault.Store(&f)
 }
