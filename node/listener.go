@@ -39,7 +39,7 @@ func (n *Node) acceptLoop(ctx context.Context, ln net.Listener) error {
 				return err
 			}
 			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
-			n.acceptWarn.warn(n.log, n.now(), "accept failed, retrying with backoff; connections already served carry on", "err", err, "backoff", backoff)
+			n.acceptWarn.Warn(n.log, n.now(), "accept failed, retrying with backoff; connections already served carry on", "err", err, "backoff", backoff)
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
@@ -85,7 +85,7 @@ func (n *Node) admit(nc net.Conn) *Conn {
 	}
 	if len(n.conns) >= n.cfg.MaxConnections {
 		n.obs.Refused("max_connections")
-		n.refuseWarn.warn(n.log, n.now(), "connection refused: QUEEN_KAFKA_MAX_CONNECTIONS reached", "remote", nc.RemoteAddr().String(), "max_connections", n.cfg.MaxConnections)
+		n.refuseWarn.Warn(n.log, n.now(), "connection refused: QUEEN_KAFKA_MAX_CONNECTIONS reached", "remote", nc.RemoteAddr().String(), "max_connections", n.cfg.MaxConnections)
 		_ = nc.Close()
 		return nil
 	}

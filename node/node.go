@@ -13,6 +13,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/internal/clock"
+	"github.com/queen-mq/queen-kafka/internal/ratelog"
 	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/metrics"
 	"github.com/queen-mq/queen-kafka/operator"
@@ -82,7 +83,7 @@ type Node struct {
 
 	// acceptWarn and refuseWarn space the warnings of a failing accept and
 	// of connections refused past QUEEN_KAFKA_MAX_CONNECTIONS.
-	acceptWarn, refuseWarn logEvery
+	acceptWarn, refuseWarn ratelog.Every
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -127,8 +128,8 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		cancelServed: func() {},
 		conns:        make(map[*Conn]struct{}),
 		now:          time.Now,
-		acceptWarn:   logEvery{every: warnEvery},
-		refuseWarn:   logEvery{every: warnEvery},
+		acceptWarn:   ratelog.Every{Window: warnEvery},
+		refuseWarn:   ratelog.Every{Window: warnEvery},
 	}
 	n.metrics = metrics.New(version.String(), n.snapshot)
 	n.obs = n.metrics

@@ -1,4 +1,4 @@
-package node
+package ratelog
 
 import (
 	"log/slog"
@@ -11,15 +11,15 @@ import (
 
 // A recurring warning is logged once, then at most once per window with
 // the count of what it stands for.
-func TestLogEvery(t *testing.T) {
+func TestEvery(t *testing.T) {
 	var out testsupport.LogBuffer
 	log := slog.New(slog.NewTextHandler(&out, nil))
-	l := logEvery{every: 10 * time.Second}
+	l := Every{Window: 10 * time.Second}
 	t0 := time.Unix(1000, 0)
 	for i := range 100 {
-		l.warn(log, t0.Add(time.Duration(i)*time.Millisecond), "refused", "i", i)
+		l.Warn(log, t0.Add(time.Duration(i)*time.Millisecond), "refused", "i", i)
 	}
-	l.warn(log, t0.Add(10*time.Second), "refused", "i", 100)
+	l.Warn(log, t0.Add(10*time.Second), "refused", "i", 100)
 	lines := strings.Split(strings.TrimSpace(out.From(0)), "\n")
 	if len(lines) != 2 {
 		t.Fatalf("%d lines for 101 warnings over 10 s, want 2:\n%s", len(lines), out.From(0))
@@ -31,12 +31,12 @@ func TestLogEvery(t *testing.T) {
 
 // Occurrences counted in a window are reported when it closes, though
 // nothing recurs after it.
-func TestLogEveryReportsAtWindowEnd(t *testing.T) {
+func TestEveryReportsAtWindowEnd(t *testing.T) {
 	var out testsupport.LogBuffer
 	log := slog.New(slog.NewTextHandler(&out, nil))
-	l := logEvery{every: 50 * time.Millisecond}
+	l := Every{Window: 50 * time.Millisecond}
 	for i := range 5 {
-		l.warn(log, time.Now(), "refused", "i", i)
+		l.Warn(log, time.Now(), "refused", "i", i)
 	}
 	testsupport.WaitFor(t, 5*time.Second, "the report of the 4 suppressed warnings", func() bool {
 		return strings.Contains(out.From(0), "suppressed=4")

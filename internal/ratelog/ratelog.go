@@ -1,4 +1,7 @@
-package node
+// Package ratelog spaces a warning that peers can repeat at will (a
+// refused connection, a failing accept, a flood of joins): the first is
+// logged, the rest of its window are counted into one more line.
+package ratelog
 
 import (
 	"log/slog"
@@ -6,14 +9,15 @@ import (
 	"time"
 )
 
-// logEvery is a warning that may recur as fast as peers can cause it (a
+// Every is a warning that may recur as fast as peers can cause it (a
 // refused connection, a failing accept): the first occurrence is logged at
-// once, and those within the next every are counted instead and reported
+// once, and those within the next Window are counted instead and reported
 // by one line when that window closes (with the attributes of the last of
 // them, and suppressed=<count>). The log then says how often it happens
 // without a peer being able to fill the disk.
-type logEvery struct {
-	every time.Duration
+type Every struct {
+	// Window is the least time between two lines.
+	Window time.Duration
 
 	mu         sync.Mutex
 	last       time.Time // when the last line went out
@@ -22,16 +26,16 @@ type logEvery struct {
 	pending    func()      // that report's line
 }
 
-// warn logs msg with args, or counts it when a line went out less than
-// every ago.
-func (l *logEvery) warn(log *slog.Logger, now time.Time, msg string, args ...any) {
+// Warn logs msg with args, or counts it when a line went out less than
+// Window ago.
+func (l *Every) Warn(log *slog.Logger, now time.Time, msg string, args ...any) {
 	l.mu.Lock()
-	if !l.last.IsZero() && now.Sub(l.last) < l.every {
+	if !l.last.IsZero() && now.Sub(l.last) < l.Window {
 		l.suppressed++
 		n := l.suppressed
-		l.pending = func() { log.Warn(msg, append(args, "suppressed", n, "window", l.every.String())...) }
+		l.pending = func() { log.Warn(msg, append(args, "suppressed", n, "window", l.Window.String())...) }
 		if l.flush == nil {
-			l.flush = time.AfterFunc(l.every-now.Sub(l.last), l.report)
+			l.flush = time.AfterFunc(l.Window-now.Sub(l.last), l.report)
 		}
 		l.mu.Unlock()
 		return
@@ -44,14 +48,14 @@ func (l *logEvery) warn(log *slog.Logger, now time.Time, msg string, args ...any
 	}
 	l.mu.Unlock()
 	if n > 0 {
-		args = append(args, "suppressed", n, "window", l.every.String())
+		args = append(args, "suppressed", n, "window", l.Window.String())
 	}
 	log.Warn(msg, args...)
 }
 
 // report writes the line of the occurrences counted in the window just
 // closed.
-func (l *logEvery) report() {
+func (l *Every) report() {
 	l.mu.Lock()
 	line := l.pending
 	l.suppressed, l.pending, l.flush = 0, nil, nil
