@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/queen-mq/queen-kafka/internal/ratelog"
 )
 
 // Ceilings of seed 000 ("Ceilings that are not configurable").
@@ -31,6 +33,8 @@ type Config struct {
 	MinSessionTimeout time.Duration // QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS
 	MaxSessionTimeout time.Duration // QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS
 	MaxGroups         int           // 0 is DefaultMaxGroups
+	MaxGroupSize      int           // 0 is DefaultMaxGroupSize
+	MaxPendingMembers int           // 0 is DefaultMaxPendingMembers
 
 	// Fenced puts the qk:fence:<group> compare-and-set at op 0 of every
 	// offset write (cluster mode, §10). NodeID and Incarnation are written
@@ -54,6 +58,11 @@ type Coordinator struct {
 	closed atomic.Bool
 	// rebalances counts the joins completed with members (Stats).
 	rebalances atomic.Uint64
+	// pending is every member id handed out with MEMBER_ID_REQUIRED, oldest
+	// first, bounded node-wide (pending.go); evictWarn spaces the warning
+	// of its evictions.
+	pending   pendingQueue
+	evictWarn ratelog.Every
 }
 
 // groupKey files a group under the identity that reached it, because a
@@ -77,7 +86,17 @@ func New(cfg Config) *Coordinator {
 	if cfg.MaxGroups <= 0 {
 		cfg.MaxGroups = DefaultMaxGroups
 	}
-	return &Coordinator{cfg: cfg, log: cfg.Log, clock: cfg.Clock, own: cfg.Ownership, groups: make(map[groupKey]*group)}
+	if cfg.MaxGroupSize <= 0 {
+		cfg.MaxGroupSize = DefaultMaxGroupSize
+	}
+	if cfg.MaxPendingMembers <= 0 {
+		cfg.MaxPendingMembers = DefaultMaxPendingMembers
+	}
+	return &Coordinator{
+		cfg: cfg, log: cfg.Log, clock: cfg.Clock, own: cfg.Ownership, groups: make(map[groupKey]*group),
+		pending:   pendingQueue{max: cfg.MaxPendingMembers},
+		evictWarn: ratelog.Every{Window: 10 * time.Second},
+	}
 }
 
 func (c *Coordinator) kvFor(cl Client) KV {

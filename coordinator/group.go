@@ -133,9 +133,9 @@ type group struct {
 	protocol     string
 	leader       string
 	members      map[string]*member
-	order        []string // join order: leader succession and the leader's member list
-	pending      map[string]Timer
-	deadCode     int16 // what a write that outlived the group answers
+	order        []string                  // join order: leader succession and the leader's member list
+	pending      map[string]*pendingMember // member ids handed out with MEMBER_ID_REQUIRED (pending.go)
+	deadCode     int16                     // what a write that outlived the group answers
 
 	joinTimer      Timer
 	joinSeq        uint64
@@ -150,7 +150,7 @@ type group struct {
 }
 
 func newGroup(c *Coordinator, k groupKey) *group {
-	return &group{c: c, key: k, members: make(map[string]*member), pending: make(map[string]Timer)}
+	return &group{c: c, key: k, members: make(map[string]*member), pending: make(map[string]*pendingMember)}
 }
 
 // otherMembersSupport is Kafka's protocol-compatibility rule: an empty
@@ -461,35 +461,13 @@ func (g *group) sessionTimerFired(m *member, seq uint64) {
 	g.memberGone(m)
 }
 
-// addPending remembers a member id handed out with MEMBER_ID_REQUIRED; the
-// member must join with it within its session timeout.
-func (g *group) addPending(id string, session time.Duration) {
-	g.pending[id] = g.c.clock.AfterFunc(session, func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if _, ok := g.pending[id]; ok {
-			delete(g.pending, id)
-			g.maybeCompleteJoin()
-		}
-	})
-}
-
-func (g *group) takePending(id string) bool {
-	t, ok := g.pending[id]
-	if ok {
-		t.Stop()
-		delete(g.pending, id)
-	}
-	return ok
-}
-
 // kill marks the group Dead and answers every waiter with code.
 func (g *group) kill(code int16) {
 	for _, id := range append([]string(nil), g.order...) {
 		g.removeMember(g.members[id], code)
 	}
-	for id := range g.pending {
-		g.takePending(id)
+	for _, p := range g.pending {
+		g.dropPending(p)
 	}
 	if g.joinTimer != nil {
 		g.joinTimer.Stop()

@@ -63,7 +63,10 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) joinOutcome {
 	}
 	rebalance := session // v0 has no rebalance timeout; Kafka uses the session's
 	if req.Version >= 1 && req.RebalanceTimeoutMillis > 0 {
-		rebalance = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+		// Clamped to the longest session the coordinator admits: a join
+		// phase held open for the 24 days an int32 allows would stall the
+		// whole group behind one member that never rejoins.
+		rebalance = min(time.Duration(req.RebalanceTimeoutMillis)*time.Millisecond, c.cfg.MaxSessionTimeout)
 	}
 	if req.ProtocolType == "" || len(req.Protocols) == 0 {
 		return joinErr(kerr.InconsistentGroupProtocol.Code, req.MemberID)
@@ -117,6 +120,11 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) joinOutcome {
 		if !g.compatible("", req.ProtocolType, protos) {
 			return joinErr(kerr.InconsistentGroupProtocol.Code, "")
 		}
+		if len(g.members)+len(g.pending) >= c.cfg.MaxGroupSize {
+			// Kafka's group.max.size; the ids handed out and not yet
+			// joined with are seats promised, so they count.
+			return joinErr(kerr.GroupMaxSizeReached.Code, "")
+		}
 		id := newMemberID(cl.ID)
 		if req.Version >= 4 {
 			// KIP-394: the member must come back with the id, so that a
@@ -126,7 +134,7 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) joinOutcome {
 		}
 		return addAndRebalance(id)
 	}
-	if _, ok := g.pending[req.MemberID]; ok {
+	if g.livePending(req.MemberID) != nil {
 		if !g.compatible("", req.ProtocolType, protos) {
 			return joinErr(kerr.InconsistentGroupProtocol.Code, req.MemberID)
 		}
