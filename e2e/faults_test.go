@@ -20,7 +20,11 @@ type faultRule struct {
 	Token      string `json:"token,omitempty"`
 	Status     int    `json:"status,omitempty"`
 	RetryAfter *int   `json:"retryAfter,omitempty"`
+	Hang       bool   `json:"hang,omitempty"`
+	HangMs     int    `json:"hangMs,omitempty"`
+	Drop       bool   `json:"drop,omitempty"`
 	Count      int    `json:"count,omitempty"`
+	Hits       int    `json:"hits,omitempty"` // as GET /dev/faults reports it
 }
 
 func secs(n int) *int { return &n }

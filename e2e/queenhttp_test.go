@@ -207,3 +207,43 @@ func (d *queenDev) clearFaults(t testing.TB) {
 		t.Errorf("DELETE /dev/faults: status %d", resp.StatusCode)
 	}
 }
+
+// faults lists the fault-injection rules in force, with their hits.
+func (d *queenDev) faults(t testing.TB) []faultRule {
+	t.Helper()
+	resp, err := httpc.Get(d.url + "/dev/faults")
+	if err != nil {
+		t.Fatalf("GET /dev/faults: %v", err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Rules []faultRule `json:"rules"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("GET /dev/faults: %v", err)
+	}
+	return body.Rules
+}
+
+// kvAs is one KV call (queen-api §7) presenting token, for a test that
+// needs a call of its own to meet a token-scoped fault: it returns when
+// queen-dev answers, with the status.
+func (d *queenDev) kvAs(token string, ops ...map[string]any) (int, error) {
+	raw, err := json.Marshal(map[string]any{"ops": ops})
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequest(http.MethodPost, d.url+"/api/v1/kv", bytes.NewReader(raw))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}

@@ -14,6 +14,14 @@ import (
 // shows up to Kafka clients within about this long.
 const catalogTTL = 3 * time.Second
 
+// staleRefreshWait bounds how long an unforced caller holding a stale
+// listing waits for its refresh, counted from the refresh's start: past
+// it the stale listing answers and the refresh finishes in the background
+// (stale-while-revalidate). A Queen whose KV hangs (a black hole) then
+// costs Metadata and the data path at most this once per refresh, not the
+// Queen client's whole budget on every request (issue 11, item 7).
+const staleRefreshWait = 250 * time.Millisecond
+
 // Catalogue ceilings of the operator page.
 const (
 	maxAdvertisedWidth  = 100_000 // partitions per topic; QUEEN_KAFKA_DEFAULT_PARTITIONS' range too
@@ -84,10 +92,11 @@ type localChange struct {
 // refreshCall is one listing and everyone waiting for it. q and ctx are
 // the ones of the caller that asked for it first.
 type refreshCall struct {
-	done chan struct{}
-	err  error
-	q    *queen.Client
-	ctx  context.Context
+	done    chan struct{}
+	err     error
+	q       *queen.Client
+	ctx     context.Context
+	started time.Time // wall clock, for staleRefreshWait
 }
 
 // catalogs files catalogues by connection identity, so that two tenants on
@@ -190,13 +199,16 @@ func (cat *catalog) width(t topicInfo) int32 {
 // So a burst of forced callers costs Queen two listings, not one each. The
 // listing runs on its own, bounded by the Queen client's budget, so that
 // every caller stops waiting at its own deadline while the others still get
-// the answer.
+// the answer. An unforced caller that already holds a listing waits for
+// the refresh only until staleRefreshWait after it began, and is then
+// answered from what it holds (nil).
 func (cat *catalog) ensure(ctx context.Context, c *Conn, force bool) error {
 	cat.mu.Lock()
 	if !force && !cat.loadedAt.IsZero() && cat.n.now().Sub(cat.loadedAt) < catalogTTL {
 		cat.mu.Unlock()
 		return nil
 	}
+	stale := !force && !cat.loadedAt.IsZero()
 	var call *refreshCall
 	switch {
 	case !force && cat.running != nil:
@@ -208,14 +220,23 @@ func (cat *catalog) ensure(ctx context.Context, c *Conn, force bool) error {
 		if cat.running != nil {
 			cat.next = call
 		} else {
+			call.started = time.Now()
 			cat.running = call
 			go cat.run(call)
 		}
 	}
 	cat.mu.Unlock()
+	var bound <-chan time.Time
+	if stale {
+		t := time.NewTimer(time.Until(call.started.Add(staleRefreshWait)))
+		defer t.Stop()
+		bound = t.C
+	}
 	select {
 	case <-call.done:
 		return call.err
+	case <-bound:
+		return nil // the stale listing answers; the refresh goes on
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -237,6 +258,9 @@ func (cat *catalog) run(call *refreshCall) {
 		cat.mu.Lock()
 		next := cat.next
 		cat.running, cat.next = next, nil
+		if next != nil {
+			next.started = time.Now()
+		}
 		cat.mu.Unlock()
 		close(call.done)
 		call = next

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 )
@@ -355,4 +356,87 @@ func TestMetadataDevBrokerFaults(t *testing.T) {
 	if resp.ThrottleMillis != 0 || resp.Topics[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("403: throttle %d code %d", resp.ThrottleMillis, resp.Topics[0].ErrorCode)
 	}
+}
+
+// promptly runs f and fails the test if f has not returned while the
+// fault it runs under still holds: the fault only ends when the test
+// releases it, so "answered before the hang ends" is an ordering, and the
+// deadline only turns an answer that never comes into a failure.
+func promptly(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s waited for the hung KV", what)
+	}
+}
+
+// TestMetadataAndProducerIDsWhileKVHangs (issue 11, item 7): with every KV
+// call hung (a black hole, not an error) and the listing stale, Metadata,
+// the data path's topic lookup and InitProducerId answer from what the node
+// holds — the stale listing, the producer-id block reserved ahead of need —
+// while the refresh and the reservation wait in the background.
+func TestMetadataAndProducerIDsWhileKVHangs(t *testing.T) {
+	n, fq := newTestNode(t, nil)
+	clk := withClock(n)
+	c := testConn(t, n)
+	fq.addQueue("orders", 2)
+	if resp := metadata(t, n, c, 9, false, "orders"); resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("metadata before the hang: code %d", resp.Topics[0].ErrorCode)
+	}
+	initPID := func() *kmsg.InitProducerIDResponse {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.Version, req.ProducerID, req.ProducerEpoch = 4, -1, -1
+		resp, err := n.handleInitProducerID(t.Context(), c, req)
+		if err != nil {
+			t.Fatalf("init producer id: %v", err)
+		}
+		return resp.(*kmsg.InitProducerIDResponse)
+	}
+	// Half the first block: the next one is reserved ahead of need.
+	for range producer.IDBlock/2 + 1 {
+		if r := initPID(); r.ErrorCode != 0 {
+			t.Fatalf("init producer id before the hang: code %d", r.ErrorCode)
+		}
+	}
+	kvCalls := func() int { return fq.count("POST /api/v1/kv") }
+	for i := 0; i < 500 && kvCalls() < 3; i++ { // the listing's read, then two reservations
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	hung := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(hung) }) }
+	t.Cleanup(release)
+	fq.setFault(func(r *http.Request) (int, string, string) {
+		if r.URL.Path == "/api/v1/kv" {
+			select {
+			case <-hung:
+			case <-r.Context().Done():
+			}
+		}
+		return 0, "", ""
+	})
+	clk.advance(catalogTTL)
+	promptly(t, "Metadata over a stale listing", func() {
+		if resp := metadata(t, n, c, 9, false, "orders"); len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 4 {
+			t.Errorf("metadata under the hang: %+v", resp.Topics)
+		}
+	})
+	promptly(t, "the data path's topic lookup", func() {
+		if w, ok, err := n.topicWidth(t.Context(), c, "orders"); err != nil || !ok || w != 4 {
+			t.Errorf("topicWidth under the hang: %d %v %v", w, ok, err)
+		}
+	})
+	promptly(t, "InitProducerId past the first block", func() {
+		for range producer.IDBlock {
+			if r := initPID(); r.ErrorCode != 0 {
+				t.Errorf("init producer id under the hang: code %d", r.ErrorCode)
+				return
+			}
+		}
+	})
+	release()
 }

@@ -5,7 +5,10 @@
 // It owns:
 //   - producer id allocation (IDs.Next): blocks of IDBlock ids reserved by
 //     compare-and-set on the one queen.ProducerIDsKey row of Queen's KV,
-//     so ids are unique across nodes and restarts;
+//     so ids are unique across nodes and restarts; the next block is
+//     reserved in the background when the current one is half spent, and
+//     each scope reserves under its own lock, never one held across a KV
+//     call, so a hung KV costs no InitProducerId while an id is left;
 //   - epochs (Sequencer.Grant): the epoch a producer was granted, or the
 //     newest its batches carried (a client's local KIP-360 bump), fences
 //     every older one; a producer's state is never evicted while a request

@@ -29,18 +29,45 @@ type KV interface {
 
 // IDs hands out producer ids, per scope (connection identity: each
 // tenant's KV holds its own counter), unique across nodes and restarts.
+//
+// Each scope holds the block it hands ids out of and, reserved ahead of
+// need, the next one: when the current block is half spent a reservation
+// starts in the background, so that a KV that is slow or hangs (a black
+// hole) costs an InitProducerId nothing while a reserved id is left. Only a
+// scope with no id left waits, and only for its own scope's reservation:
+// no lock is held across a KV call, so one tenant's stuck reservation never
+// stalls another's InitProducerId.
 type IDs struct {
-	mu     sync.Mutex
-	blocks map[string]*idBlock
+	mu     sync.Mutex // guards scopes only
+	scopes map[string]*scopeIDs
+}
+
+// scopeIDs is one scope's blocks. mu is never held across a KV call.
+type scopeIDs struct {
+	mu          sync.Mutex
+	cur, spare  idSpan
+	last        idBlock      // the counter as this node last reserved it
+	reservation *reservation // non-nil while one is in flight
+}
+
+// idSpan is [next, end): ids not yet handed out.
+type idSpan struct{ next, end int64 }
+
+func (s idSpan) left() int64 { return s.end - s.next }
+
+// reservation is one block being reserved, and everyone waiting for it.
+type reservation struct {
+	done chan struct{}
+	err  error
 }
 
 type idBlock struct {
-	next, end int64
-	version   int64 // the row version last seen, the next reservation's expect
+	end     int64 // the end of the block last reserved
+	version int64 // the row version last seen, the next reservation's expect
 }
 
 // NewIDs returns an allocator holding no block yet.
-func NewIDs() *IDs { return &IDs{blocks: make(map[string]*idBlock)} }
+func NewIDs() *IDs { return &IDs{scopes: make(map[string]*scopeIDs)} }
 
 // idRow is the value of queen.ProducerIDsKey: the first id no node has
 // reserved.
@@ -48,50 +75,107 @@ type idRow struct {
 	Next *int64 `json:"next"`
 }
 
-// Next returns a fresh producer id for scope, reserving a new block through
-// kv when the current one is spent. An error is the reservation's Queen
-// failure, wrapped.
-func (a *IDs) Next(ctx context.Context, scope string, kv KV) (int64, error) {
+func (a *IDs) scope(scope string) *scopeIDs {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	b := a.blocks[scope]
-	if b == nil {
-		b = &idBlock{}
-		a.blocks[scope] = b
+	s := a.scopes[scope]
+	if s == nil {
+		s = &scopeIDs{}
+		a.scopes[scope] = s
 	}
-	if b.next >= b.end {
-		if err := b.reserve(ctx, kv); err != nil {
-			return 0, err
+	return s
+}
+
+// Next returns a fresh producer id for scope. It answers from the reserved
+// blocks when an id is left, starting the next block's reservation through
+// kv when the current one is half spent; with none left it waits for the
+// scope's reservation or for ctx. An error is the reservation's Queen
+// failure, wrapped.
+func (a *IDs) Next(ctx context.Context, scope string, kv KV) (int64, error) {
+	s := a.scope(scope)
+	for {
+		s.mu.Lock()
+		if s.cur.left() == 0 {
+			s.cur, s.spare = s.spare, idSpan{}
+		}
+		if s.cur.left() > 0 {
+			id := s.cur.next
+			s.cur.next++
+			if s.cur.left() < IDBlock/2 && s.spare.left() == 0 && s.reservation == nil {
+				// Ahead of need: nobody waits for it, and its failure is
+				// only retried by the next caller.
+				s.startLocked(context.WithoutCancel(ctx), kv)
+			}
+			s.mu.Unlock()
+			return id, nil
+		}
+		r := s.reservation
+		if r == nil {
+			r = s.startLocked(context.WithoutCancel(ctx), kv)
+		}
+		s.mu.Unlock()
+		select {
+		case <-r.done:
+			if r.err != nil {
+				return 0, r.err
+			}
+		case <-ctx.Done():
+			return 0, fmt.Errorf("reserve producer ids: %w", ctx.Err())
 		}
 	}
-	id := b.next
-	b.next++
-	return id, nil
+}
+
+// startLocked begins the scope's next reservation on its own goroutine,
+// bounded by the KV client's own budget rather than by any one caller, so
+// that a caller giving up does not waste the block for the others. The
+// caller holds s.mu.
+func (s *scopeIDs) startLocked(ctx context.Context, kv KV) *reservation {
+	r := &reservation{done: make(chan struct{})}
+	s.reservation = r
+	last := s.last
+	go func() {
+		start, err := last.reserve(ctx, kv)
+		s.mu.Lock()
+		if err == nil {
+			span := idSpan{next: start, end: start + IDBlock}
+			if s.cur.left() == 0 {
+				s.cur = span
+			} else {
+				s.spare = span
+			}
+		}
+		s.last = last
+		s.reservation = nil
+		r.err = err
+		s.mu.Unlock()
+		close(r.done)
+	}()
+	return r
 }
 
 // reserve claims [N, N+block) by writing next=N+block with expect = the row
-// version it was read at. The first attempt guesses the version last seen
-// (0, absent, on a fresh node); a lost race answers the current row, which
-// the next attempt uses, so each attempt is one call.
-func (b *idBlock) reserve(ctx context.Context, kv KV) error {
+// version it was read at, and returns N. The first attempt guesses the
+// version last seen (0, absent, on a fresh node); a lost race answers the
+// current row, which the next attempt uses, so each attempt is one call.
+func (b *idBlock) reserve(ctx context.Context, kv KV) (int64, error) {
 	var start int64
 	if b.version != 0 {
 		start = b.end // the row said so when we last wrote it
 	}
 	for try := 0; try < producerIDTries; try++ {
 		if start < 0 || start > maxProducerIDVal {
-			return fmt.Errorf("producer id counter %s is at %d, out of range", queen.ProducerIDsKey, start)
+			return 0, fmt.Errorf("producer id counter %s is at %d, out of range", queen.ProducerIDsKey, start)
 		}
 		expect := b.version
 		value := []byte(`{"next":` + strconv.FormatInt(start+IDBlock, 10) + `}`)
 		res, err := kv.KV(ctx, []queen.KVOp{{Op: queen.OpPut, NS: queen.Namespace, Key: queen.ProducerIDsKey, Value: value, Forever: true, Expect: &expect}})
 		if err != nil {
-			return fmt.Errorf("reserve producer ids: %w", err)
+			return 0, fmt.Errorf("reserve producer ids: %w", err)
 		}
 		r := res[0]
 		if r.Applied {
-			b.next, b.end, b.version = start, start+IDBlock, r.Version
-			return nil
+			b.end, b.version = start+IDBlock, r.Version
+			return start, nil
 		}
 		// Lost: the verdict carries the live row (version 0 when absent).
 		b.version = r.Version
@@ -99,10 +183,10 @@ func (b *idBlock) reserve(ctx context.Context, kv KV) error {
 		if r.Version != 0 {
 			var row idRow
 			if err := json.Unmarshal(r.Value, &row); err != nil || row.Next == nil {
-				return fmt.Errorf("producer id counter %s holds %s, not {\"next\":N}", queen.ProducerIDsKey, string(r.Value))
+				return 0, fmt.Errorf("producer id counter %s holds %s, not {\"next\":N}", queen.ProducerIDsKey, string(r.Value))
 			}
 			start = *row.Next
 		}
 	}
-	return errors.New("reserve producer ids: lost the compare-and-set too many times in a row")
+	return 0, errors.New("reserve producer ids: lost the compare-and-set too many times in a row")
 }
