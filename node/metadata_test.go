@@ -204,6 +204,22 @@ func TestMetadataAutoCreate(t *testing.T) {
 	}
 }
 
+// TestAutoCreateDedupWindowZero: QUEEN_KAFKA_DEDUP_WINDOW_SECONDS=0 leaves
+// every queue as Queen makes it (seed 002): auto-create sends the name only
+// and CreateTopics the retention options only.
+func TestAutoCreateDedupWindowZero(t *testing.T) {
+	n, fq := newTestNode(t, map[string]string{"QUEEN_KAFKA_DEDUP_WINDOW_SECONDS": "0"})
+	c := testConn(t, n)
+	metadata(t, n, c, 9, true, "fresh")
+	if body := fq.lastBody("POST /api/v1/configure"); fq.queue("fresh") == nil || len(body) != 1 || body["queue"] != "fresh" {
+		t.Fatalf("auto-create with a window of 0 must send the queue name only: %v", body)
+	}
+	createTopics(t, n, c, 5, false, createSpec{"declared", 3, 1, nil})
+	if body := fq.lastBody("POST /api/v1/configure"); fmt.Sprint(body) != "map[queue:declared retentionEnabled:false retentionSeconds:0]" {
+		t.Fatalf("CreateTopics with a window of 0: %v", body)
+	}
+}
+
 func TestMetadataAutoCreateCapPerRequest(t *testing.T) {
 	n, fq := newTestNode(t, nil)
 	var names []string
