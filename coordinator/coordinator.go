@@ -33,6 +33,11 @@ type Config struct {
 	MinSessionTimeout time.Duration // QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS
 	MaxSessionTimeout time.Duration // QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS
 	MaxGroups         int           // 0 is DefaultMaxGroups
+	// MaxGroupsPerIdentity is one identity's share of MaxGroups (0 is a
+	// quarter of it, at least 1), so that one tenant or credential
+	// creating groups without end cannot take the room every other one
+	// needs.
+	MaxGroupsPerIdentity int
 	MaxGroupSize      int           // 0 is DefaultMaxGroupSize
 	MaxPendingMembers int           // 0 is DefaultMaxPendingMembers
 
@@ -86,6 +91,10 @@ func New(cfg Config) *Coordinator {
 	if cfg.MaxGroups <= 0 {
 		cfg.MaxGroups = DefaultMaxGroups
 	}
+	if cfg.MaxGroupsPerIdentity <= 0 {
+		cfg.MaxGroupsPerIdentity = max(cfg.MaxGroups/4, 1)
+	}
+	cfg.MaxGroupsPerIdentity = min(cfg.MaxGroupsPerIdentity, cfg.MaxGroups)
 	if cfg.MaxGroupSize <= 0 {
 		cfg.MaxGroupSize = DefaultMaxGroupSize
 	}
@@ -142,9 +151,11 @@ func (c *Coordinator) lookup(cl Client, group string) *group {
 var errTooManyGroups = errors.New("group ceiling reached")
 
 // getOrCreate returns the group, creating it Empty when absent. Past the
-// ceiling an Empty group without members is forgotten to make room (it
-// holds nothing the store does not), and only when none is left does a new
-// group get COORDINATOR_NOT_AVAILABLE.
+// identity's share of the ceiling one of its own Empty groups without
+// members is forgotten to make room (it holds nothing the store does not),
+// past the ceiling anybody's; only when none is left does a new group get
+// COORDINATOR_NOT_AVAILABLE. So an identity flooding the coordinator with
+// groups fills its share and no more (issue 11, item 12).
 func (c *Coordinator) getOrCreate(cl Client, id string) (*group, error) {
 	k := groupKey{cl.Identity, id}
 	c.mu.Lock()
@@ -152,7 +163,10 @@ func (c *Coordinator) getOrCreate(cl Client, id string) (*group, error) {
 	if g := c.groups[k]; g != nil {
 		return g, nil
 	}
-	if len(c.groups) >= c.cfg.MaxGroups && !c.evictIdleLocked() {
+	if c.heldLocked(k.identity) >= c.cfg.MaxGroupsPerIdentity && !c.evictIdleLocked(func(o groupKey) bool { return o.identity == k.identity }) {
+		return nil, errTooManyGroups
+	}
+	if len(c.groups) >= c.cfg.MaxGroups && !c.evictIdleLocked(func(groupKey) bool { return true }) {
 		return nil, errTooManyGroups
 	}
 	g := newGroup(c, k)
@@ -169,9 +183,22 @@ func (c *Coordinator) getOrCreate(cl Client, id string) (*group, error) {
 	return g, nil
 }
 
-func (c *Coordinator) evictIdleLocked() bool {
+// heldLocked is how many groups identity holds; the caller holds mu.
+func (c *Coordinator) heldLocked(identity string) int {
+	n := 0
+	for k := range c.groups {
+		if k.identity == identity {
+			n++
+		}
+	}
+	return n
+}
+
+// evictIdleLocked forgets one idle group whose key which accepts; the
+// caller holds mu.
+func (c *Coordinator) evictIdleLocked(which func(groupKey) bool) bool {
 	for k, g := range c.groups {
-		if !g.wmu.TryLock() {
+		if !which(k) || !g.wmu.TryLock() {
 			continue
 		}
 		g.mu.Lock()

@@ -82,7 +82,7 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) joinOutcome {
 	if req.MemberID == "" {
 		var err error
 		if g, err = c.getOrCreate(cl, req.Group); err != nil {
-			c.log.Warn("consumer group refused: the coordinator holds its ceiling of groups", "group", req.Group, "max_groups", c.cfg.MaxGroups)
+			c.log.Warn("consumer group refused: the coordinator holds its ceiling of groups, or this identity its share of it", "group", req.Group, "max_groups", c.cfg.MaxGroups, "max_groups_per_identity", c.cfg.MaxGroupsPerIdentity)
 			return joinErr(kerr.CoordinatorNotAvailable.Code, "")
 		}
 	} else if g = c.lookup(cl, req.Group); g == nil {

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -280,7 +281,7 @@ func TestProtocolSelection(t *testing.T) {
 }
 
 func TestJoinValidation(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxGroups = 2 })
+	h := newHarness(t, func(c *Config) { c.MaxGroups, c.MaxGroupsPerIdentity = 2, 2 })
 	short := joinReq(3, "g", "")
 	short.SessionTimeoutMillis = 5999
 	long := joinReq(3, "g", "")
@@ -455,5 +456,42 @@ func TestCloseAnswersParkedRequestsAtOnce(t *testing.T) {
 	// A member of the current generation can still commit its last offsets.
 	if c := h.commit(commitReq("g", a, gen, "orders", map[int32]int64{0: 5})); c[0] != 0 {
 		t.Fatalf("commit after Close %d", c[0])
+	}
+}
+
+// TestGroupCeilingSharedPerIdentity (issue 11, item 12): an identity
+// creating groups without end fills its share of the ceiling (a quarter by
+// default) and no more, so another identity still forms its groups; past
+// its share an identity's own idle group makes room.
+func TestGroupCeilingSharedPerIdentity(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxGroups = 8 })
+	join := func(identity, group string) *kmsg.JoinGroupResponse {
+		h.cl.Identity = identity
+		return recv(t, h.joinAsync(joinReq(3, group, "")))
+	}
+	var first string
+	for i := range 20 {
+		r := join("tenant:flood", fmt.Sprintf("flood-%d", i))
+		switch {
+		case i < 2 && r.ErrorCode != 0:
+			t.Fatalf("flooding identity's group %d: %v", i, kerr.ErrorForCode(r.ErrorCode))
+		case i >= 2 && r.ErrorCode != kerr.CoordinatorNotAvailable.Code:
+			t.Fatalf("flooding identity's group %d: %v, want COORDINATOR_NOT_AVAILABLE past its share", i, kerr.ErrorForCode(r.ErrorCode))
+		}
+		if i == 0 {
+			first = r.MemberID
+		}
+	}
+	for i := range 2 {
+		if r := join("tenant:quiet", fmt.Sprintf("quiet-%d", i)); r.ErrorCode != 0 {
+			t.Fatalf("another identity's group %d under the flood: %v", i, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	h.cl.Identity = "tenant:flood"
+	if code := h.leave("flood-0", first); code != 0 {
+		t.Fatalf("leave: %v", kerr.ErrorForCode(code))
+	}
+	if r := join("tenant:flood", "flood-next"); r.ErrorCode != 0 {
+		t.Fatalf("the flooding identity's idle group must make room for its next: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 }
