@@ -38,8 +38,8 @@ type Config struct {
 	// creating groups without end cannot take the room every other one
 	// needs.
 	MaxGroupsPerIdentity int
-	MaxGroupSize      int           // 0 is DefaultMaxGroupSize
-	MaxPendingMembers int           // 0 is DefaultMaxPendingMembers
+	MaxGroupSize         int // 0 is DefaultMaxGroupSize
+	MaxPendingMembers    int // 0 is DefaultMaxPendingMembers
 
 	// Fenced puts the qk:fence:<group> compare-and-set at op 0 of every
 	// offset write (cluster mode, §10). NodeID and Incarnation are written
