@@ -95,10 +95,13 @@ func TestIdempotentUnknownProducerRecovers(t *testing.T) {
 	// Restart: a new node over the same Queen knows nothing.
 	e.n = e.node(nil)
 	e.c = testConn(t, e.n)
+	obs := &recordingObserver{}
+	e.n.obs = obs
 	p := e.produce("orders", 0, idemBatch(t, pid, 0, 0, 42))
 	require.Equal(t, int16(0), p.ErrorCode, "the retry of a batch whose answer the restart lost")
 	require.Equal(t, int64(0), p.BaseOffset, "answered with the original offsets (Queen's dedup window)")
 	require.Equal(t, int64(42), e.hwm("orders", 0), "and not stored again")
+	require.Equal(t, [2]int{0, 0}, obs.produced, "nor counted as produced")
 	p = e.produce("orders", 0, idemBatch(t, pid, 0, 42, 1))
 	require.Equal(t, int16(0), p.ErrorCode)
 	require.Equal(t, int64(42), p.BaseOffset)

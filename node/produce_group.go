@@ -413,8 +413,21 @@ func pushShard(ctx context.Context, c *Conn, parts []*producePart, ends []int) e
 		return nil
 	}
 	for _, p := range parts {
-		base, code, msg := partitionOutcome(results[p.pushed[0]:p.pushed[1]])
-		p.batch.Outcome = producer.Outcome{Base: base, Code: code, Msg: msg}
+		rs := results[p.pushed[0]:p.pushed[1]]
+		base, code, msg := partitionOutcome(rs)
+		p.batch.Outcome = producer.Outcome{Base: base, Code: code, Msg: msg, Duplicate: code == 0 && allDuplicate(rs)}
 	}
 	return nil
+}
+
+// allDuplicate reports a batch Queen's dedup window answered whole: every
+// record was stored by an earlier push (its keys, keyParts), so this push
+// stored nothing and the offsets are the original's.
+func allDuplicate(rs []queen.PushResult) bool {
+	for _, r := range rs {
+		if r.Status != queen.StatusDuplicate {
+			return false
+		}
+	}
+	return len(rs) > 0
 }

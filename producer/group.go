@@ -44,16 +44,20 @@ type Batch struct {
 }
 
 // Outcome is what a write did with one batch: stored at Base, or refused
-// with Code and Msg.
+// with Code and Msg. Duplicate is a write Queen's dedup window answered
+// with the offsets an earlier write of the same records got (a retry whose
+// first answer was lost): nothing was stored this time.
 type Outcome struct {
-	Base int64
-	Code int16
-	Msg  string
+	Base      int64
+	Code      int16
+	Msg       string
+	Duplicate bool
 }
 
 // Answer is what a batch is answered: refused with Code (and Msg, empty
 // for a sequence refusal), or at Base, which Stored says this batch's own
-// write gave (a repeat is answered with its first write's offset).
+// write gave (a repeat, found in the window or by Queen's dedup window, is
+// answered with its first write's offset).
 type Answer struct {
 	Code   int16
 	Msg    string
@@ -242,7 +246,7 @@ func (b *Batch) settleWrite() bool {
 		b.refuse(b.Outcome.Code, b.Outcome.Msg)
 		return false
 	}
-	b.Answer = Answer{Base: b.Outcome.Base, Stored: true}
+	b.Answer = Answer{Base: b.Outcome.Base, Stored: !b.Outcome.Duplicate}
 	return true
 }
 
