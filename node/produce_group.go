@@ -83,7 +83,7 @@ type groupReq struct {
 func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRequest) ([]*kmsg.ProduceResponse, int, error) {
 	// The group's decoded records are paid for on the process-wide budget
 	// until its push is over.
-	d := decoding.Get()
+	d := decoding.GetFor(c.Identity())
 	chunk, ends := d.Buffer(), []int(nil)
 	defer func() { d.Release(chunk) }() // the push is over before release
 

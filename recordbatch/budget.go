@@ -5,27 +5,38 @@ import (
 	"sync"
 )
 
-// Budget is a weighted semaphore of bytes with first-come order, so that a
-// large claim is not starved by a stream of small ones, a try that never
-// waits, and waits bounded by a context. It serves a Pool's decode budget,
-// and the facade's connections use it for their read-ahead budget.
-// One acquisition larger than the whole budget is admitted when nothing is
-// held, so a single oversized claim waits for the rest but never forever.
+// Budget is a weighted semaphore of bytes with first-come order within an
+// owner and turns across owners, so that a large claim is not starved by a
+// stream of small ones and one owner queueing many claims (a tenant
+// flooding produce) does not starve another's: waiters are served one per
+// owner in turn, round-robin, each owner's in arrival order. It has a try
+// that never waits, and waits bounded by a context. It serves a Pool's
+// decode budget, and the facade's connections use it for their read-ahead
+// budget. One acquisition larger than the whole budget is admitted when
+// nothing is held, so a single oversized claim waits for the rest but never
+// forever.
 type Budget struct {
-	mu      sync.Mutex
-	free    int64
-	size    int64
-	peak    int64 // most held at once since ResetPeak
-	waiters []*budgetWaiter
+	mu   sync.Mutex
+	free int64
+	size int64
+	peak int64 // most held at once since ResetPeak
+	// queues holds each owner's waiters in arrival order; turns is the
+	// owners with waiters, the one served next first.
+	queues  map[string][]*budgetWaiter
+	turns   []string
+	waiting int
 }
 
 type budgetWaiter struct {
 	n     int64
+	owner string
 	ready chan struct{}
 }
 
 // NewBudget returns a budget of size bytes, all free.
-func NewBudget(size int64) *Budget { return &Budget{free: size, size: size} }
+func NewBudget(size int64) *Budget {
+	return &Budget{free: size, size: size, queues: make(map[string][]*budgetWaiter)}
+}
 
 // fitsLocked reports whether n bytes can be taken now, ignoring the queue.
 func (b *Budget) fitsLocked(n int64) bool { return n <= b.free || b.free == b.size }
@@ -34,23 +45,31 @@ func (b *Budget) fitsLocked(n int64) bool { return n <= b.free || b.free == b.si
 func (b *Budget) TryAcquire(n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.waiters) > 0 || !b.fitsLocked(n) {
+	if b.waiting > 0 || !b.fitsLocked(n) {
 		return false
 	}
 	b.takeLocked(n)
 	return true
 }
 
-// Acquire takes n bytes, waiting in order until they are free or ctx ends.
-func (b *Budget) Acquire(ctx context.Context, n int64) error {
+// Acquire is AcquireAs for the anonymous owner "".
+func (b *Budget) Acquire(ctx context.Context, n int64) error { return b.AcquireAs(ctx, "", n) }
+
+// AcquireAs takes n bytes for owner, waiting its turn until they are free
+// or ctx ends.
+func (b *Budget) AcquireAs(ctx context.Context, owner string, n int64) error {
 	b.mu.Lock()
-	if len(b.waiters) == 0 && b.fitsLocked(n) {
+	if b.waiting == 0 && b.fitsLocked(n) {
 		b.takeLocked(n)
 		b.mu.Unlock()
 		return nil
 	}
-	w := &budgetWaiter{n: n, ready: make(chan struct{})}
-	b.waiters = append(b.waiters, w)
+	w := &budgetWaiter{n: n, owner: owner, ready: make(chan struct{})}
+	if len(b.queues[owner]) == 0 {
+		b.turns = append(b.turns, owner)
+	}
+	b.queues[owner] = append(b.queues[owner], w)
+	b.waiting++
 	b.mu.Unlock()
 	select {
 	case <-w.ready:
@@ -62,18 +81,35 @@ func (b *Budget) Acquire(ctx context.Context, n int64) error {
 		case <-w.ready:
 			// Granted as ctx ended: hand the bytes on.
 			b.free += n
-			b.grantLocked()
 		default:
-			for i, q := range b.waiters {
-				if q == w {
-					b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
-					break
-				}
-			}
-			// The head may have been what kept smaller claims behind it.
-			b.grantLocked()
+			b.dropLocked(w)
 		}
+		// The head may have been what kept smaller claims behind it.
+		b.grantLocked()
 		return ctx.Err()
+	}
+}
+
+// dropLocked removes a waiter that gave up.
+func (b *Budget) dropLocked(w *budgetWaiter) {
+	q := b.queues[w.owner]
+	for i, x := range q {
+		if x == w {
+			q = append(q[:i:i], q[i+1:]...)
+			b.waiting--
+			break
+		}
+	}
+	if len(q) > 0 {
+		b.queues[w.owner] = q
+		return
+	}
+	delete(b.queues, w.owner)
+	for i, o := range b.turns {
+		if o == w.owner {
+			b.turns = append(b.turns[:i:i], b.turns[i+1:]...)
+			break
+		}
 	}
 }
 
@@ -93,12 +129,26 @@ func (b *Budget) takeLocked(n int64) {
 	b.peak = max(b.peak, b.size-b.free)
 }
 
+// grantLocked serves waiters while the one whose turn it is fits: one per
+// owner, then that owner goes to the back of the turns.
 func (b *Budget) grantLocked() {
-	for len(b.waiters) > 0 && b.fitsLocked(b.waiters[0].n) {
-		w := b.waiters[0]
+	for len(b.turns) > 0 {
+		owner := b.turns[0]
+		q := b.queues[owner]
+		w := q[0]
+		if !b.fitsLocked(w.n) {
+			return
+		}
 		b.takeLocked(w.n)
-		b.waiters = b.waiters[1:]
 		close(w.ready)
+		b.waiting--
+		b.turns = b.turns[1:]
+		if q = q[1:]; len(q) == 0 {
+			delete(b.queues, owner)
+		} else {
+			b.queues[owner] = q
+			b.turns = append(b.turns, owner)
+		}
 	}
 }
 
@@ -116,7 +166,7 @@ func (b *Budget) Free() int64 {
 func (b *Budget) Waiting() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.waiters)
+	return b.waiting
 }
 
 // Peak is the most held at once since the budget was made or ResetPeak.

@@ -60,9 +60,15 @@ func NewPool(l Limits) *Pool {
 }
 
 // Get takes a decoder whose claim is paid on the pool's budget.
-func (p *Pool) Get() *Decoder {
+func (p *Pool) Get() *Decoder { return p.GetFor("") }
+
+// GetFor is Get for owner (the facade's connection identity): when the
+// budget is contended, the claims of one owner wait their turn with every
+// other owner's, so that one tenant flooding produce does not starve
+// another's requests (Budget).
+func (p *Pool) GetFor(owner string) *Decoder {
 	d := p.decoders.Get().(*Decoder)
-	d.own.budget = p.budget
+	d.own.budget, d.own.owner = p.budget, owner
 	d.claim = &d.own
 	return d
 }
@@ -85,6 +91,7 @@ var errBudgetBusy = errors.New("decode budget busy")
 // anything.
 type decodeClaim struct {
 	budget  *Budget
+	owner   string // whose turn a wait takes (Budget.AcquireAs)
 	held    int64
 	scratch int64
 	records int64
@@ -153,7 +160,7 @@ func (c *decodeClaim) restart(ctx context.Context) error {
 	}
 	want := min(max(2*c.reached, minClaimStep), c.budget.size)
 	c.release()
-	if err := c.budget.Acquire(ctx, want); err != nil {
+	if err := c.budget.AcquireAs(ctx, c.owner, want); err != nil {
 		return err
 	}
 	c.held = want
