@@ -8,10 +8,9 @@ import (
 )
 
 // FindCoordinator answers a FindCoordinator v0-3. Single mode names this
-// node for every key, group or transaction. In a cluster a group key is its
-// owner and a transaction key is TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
-// fatal on purpose, so initTransactions() stops at once instead of retrying
-// for max.block.ms against a node that cannot hold the transaction.
+// node for every key, group or transaction. In a cluster either key is its
+// owner on the rendezvous ring over the live set (issue 9: a transactional
+// id and a group of the same name share an owner, which is harmless).
 func (c *Coordinator) FindCoordinator(ctx context.Context, cl Client, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	fail := func(code int16, msg string) *kmsg.FindCoordinatorResponse {
@@ -33,10 +32,11 @@ func (c *Coordinator) FindCoordinator(ctx context.Context, cl Client, req *kmsg.
 		}
 		b = o
 	case 1:
-		if c.cfg.Fenced {
-			return fail(kerr.TransactionalIDAuthorizationFailed.Code, "transactions are refused in cluster mode")
+		o, err := c.own.Owner(req.CoordinatorKey)
+		if err != nil {
+			return fail(kerr.CoordinatorNotAvailable.Code, "the node registry is unavailable")
 		}
-		b = c.own.Self()
+		b = o
 	default:
 		return fail(kerr.InvalidRequest.Code, "unknown coordinator type")
 	}

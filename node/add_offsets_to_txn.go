@@ -9,5 +9,10 @@ import (
 // AddOffsetsToTxn v0–v3 (v4 exists for transaction protocol 2, which does
 // not send it). The consumer group whose offsets the transaction commits.
 func (n *Node) handleAddOffsetsToTxn(ctx context.Context, c *Conn, req *kmsg.AddOffsetsToTxnRequest) (kmsg.Response, error) {
+	if code := n.txnOwnerCode(req.TransactionalID); code != 0 {
+		resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+		resp.ErrorCode = code
+		return resp, nil
+	}
 	return n.txns.AddOffsetsToTxn(ctx, c.txnClient(), req), nil
 }

@@ -10,5 +10,8 @@ import (
 // a different request). The partitions a transactional Produce may stage,
 // each checked against the catalogue first.
 func (n *Node) handleAddPartitionsToTxn(ctx context.Context, c *Conn, req *kmsg.AddPartitionsToTxnRequest) (kmsg.Response, error) {
+	if code := n.txnOwnerCode(req.TransactionalID); code != 0 {
+		return n.txns.AddPartitionsToTxn(ctx, c.txnClient(), req, func(context.Context, string, int32) int16 { return code }), nil
+	}
 	return n.txns.AddPartitionsToTxn(ctx, c.txnClient(), req, n.txnPartitions(c)), nil
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/registry"
 )
@@ -85,7 +87,10 @@ func (n *Node) JoinCluster(ctx context.Context) error {
 	if n.cluster == nil {
 		return nil
 	}
-	if err := n.cluster.join(ctx, n.coord.DropUnowned); err != nil {
+	if err := n.cluster.join(ctx, func() {
+		n.coord.DropUnowned()
+		n.txns.DropUnowned(func(id string) bool { return n.txnOwnerCode(id) != kerr.NotCoordinator.Code })
+	}); err != nil {
 		return err
 	}
 	// Shutdown runs this after the connections drained: the fenced delete

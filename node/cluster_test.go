@@ -186,8 +186,9 @@ func TestSingleModeHasNoClusterFootprint(t *testing.T) {
 // TestClusterNodesAgreeOnTopologyAndOwners: three nodes over one Queen list
 // the same brokers at their own addresses, the same controller (lowest id),
 // the ring's leader and leader-first replicas for every partition, the
-// cluster name as cluster_id, and the same owner for a group; a non-owner
-// refuses membership NOT_COORDINATOR and transactions are refused at once.
+// cluster name as cluster_id, and the same owner for a group and for a
+// transactional id; a non-owner refuses membership and InitProducerId
+// NOT_COORDINATOR.
 func TestClusterNodesAgreeOnTopologyAndOwners(t *testing.T) {
 	fq, url := newDevQueen(t)
 	fq.addQueue("spread", 6)
@@ -240,13 +241,15 @@ func TestClusterNodesAgreeOnTopologyAndOwners(t *testing.T) {
 		} else if n.cfg.NodeID != 2 && code != kerr.NotCoordinator.Code {
 			t.Fatalf("node %d JoinGroup at a non-owner: %v, want NOT_COORDINATOR", n.cfg.NodeID, kerr.ErrorForCode(code))
 		}
-		if fc := findCoordinator(t, n, "txn-1", 1); fc.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
-			t.Fatalf("node %d FindCoordinator(transaction): %v", n.cfg.NodeID, kerr.ErrorForCode(fc.ErrorCode))
+		if fc := findCoordinator(t, n, group, 1); fc.ErrorCode != 0 || fc.NodeID != 2 {
+			t.Fatalf("node %d FindCoordinator(transaction %s): %+v", n.cfg.NodeID, group, fc)
 		}
 		ip := kmsg.NewPtrInitProducerIDRequest()
-		ip.Version, ip.TransactionalID, ip.TransactionTimeoutMillis = 4, kmsg.StringPtr("txn-1"), 60_000
-		if r := call[*kmsg.InitProducerIDResponse](t, n, testConn(t, n), ip); r.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		ip.Version, ip.TransactionalID, ip.TransactionTimeoutMillis = 4, kmsg.StringPtr(group), 60_000
+		if r := call[*kmsg.InitProducerIDResponse](t, n, testConn(t, n), ip); (n.cfg.NodeID == 2) != (r.ErrorCode == 0) {
 			t.Fatalf("node %d InitProducerId(transactional): %v", n.cfg.NodeID, kerr.ErrorForCode(r.ErrorCode))
+		} else if n.cfg.NodeID != 2 && r.ErrorCode != kerr.NotCoordinator.Code {
+			t.Fatalf("node %d InitProducerId at a non-owner: %v, want NOT_COORDINATOR", n.cfg.NodeID, kerr.ErrorForCode(r.ErrorCode))
 		}
 	}
 	// One incarnation per process: the fence carries the registry row's.

@@ -10,5 +10,10 @@ import (
 // protocol 2, not performed here). A commit is one POST /api/v1/transaction
 // of the whole stage; an abort writes no record.
 func (n *Node) handleEndTxn(ctx context.Context, c *Conn, req *kmsg.EndTxnRequest) (kmsg.Response, error) {
+	if code := n.txnOwnerCode(req.TransactionalID); code != 0 {
+		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = code
+		return resp, nil
+	}
 	return n.txns.EndTxn(ctx, c.txnClient(), req), nil
 }

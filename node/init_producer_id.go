@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/producer"
@@ -15,15 +14,14 @@ import (
 // producer is a new id, as Kafka answers it). A transactional
 // id is package txn's claim in single mode (an empty one is
 // INVALID_REQUEST there, as Kafka's coordinator answers it); in cluster
-// mode it is refused TRANSACTIONAL_ID_AUTHORIZATION_FAILED at once, which
-// every client treats as fatal, so that initTransactions() stops instead of
-// retrying for max.block.ms against a node that cannot hold the stage.
+// mode only the id's owner on the ring claims it, and another node answers
+// NOT_COORDINATOR (issue 9).
 func (n *Node) handleInitProducerID(ctx context.Context, c *Conn, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
 	if req.TransactionalID != nil {
-		if n.cfg.Clustered() {
+		if code := n.txnOwnerCode(*req.TransactionalID); code != 0 {
 			resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 			resp.ProducerID, resp.ProducerEpoch = -1, -1
-			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			resp.ErrorCode = code
 			return resp, nil
 		}
 		resp := n.txns.InitProducerID(ctx, c.txnClient(), req)

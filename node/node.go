@@ -59,6 +59,7 @@ type Node struct {
 	sequencer   *producer.Sequencer
 	coord       *coordinator.Coordinator // consumer groups and committed offsets
 	txns        *txn.Manager             // transactional ids and their stages
+	txnShared   *txn.Shared              // cluster mode: staging in Queen at any node; nil in single mode
 	// connIDs numbers the connections (what a transaction's binding names
 	// its owner by).
 	connIDs atomic.Uint64
@@ -152,6 +153,9 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	n.sequencer = producer.NewSequencer(maxSeqWindows)
 	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation())
 	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, clock.Wall{})
+	if cfg.Clustered() {
+		n.txnShared = newTxnShared(cfg, q, log, n.coord, clock.Wall{})
+	}
 	return n, nil
 }
 

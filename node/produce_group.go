@@ -250,7 +250,6 @@ func encodeParts(d *recordbatch.Decoder, live []*producePart, chunk []byte, ends
 // its producer's lock still, so a retried batch is staged once; it is
 // answered base_offset -1, as nothing is in the log until EndTxn(commit).
 func (n *Node) stageGroup(ctx context.Context, c *Conn, id string, r *groupReq, ends []int) {
-	cl := c.txnClient()
 	for _, p := range r.live {
 		if !p.batch.Write {
 			continue
@@ -261,7 +260,7 @@ func (n *Node) stageGroup(ctx context.Context, c *Conn, id string, r *groupReq, 
 			payloads = append(payloads, json.RawMessage(p.env[start:ends[i]]))
 			start = ends[i]
 		}
-		code, msg := n.txns.Produce(ctx, cl, &txn.Batch{TransactionalID: id, ProducerID: p.rb.ProducerID, ProducerEpoch: p.rb.ProducerEpoch,
+		code, msg := n.txnStage(ctx, c, &txn.Batch{TransactionalID: id, ProducerID: p.rb.ProducerID, ProducerEpoch: p.rb.ProducerEpoch, FirstSeq: p.rb.FirstSequence,
 			Topic: p.topic, Partition: p.resp.Partition, Payloads: payloads, Keys: p.keys, Bytes: p.recordBytes})
 		p.batch.Outcome = producer.Outcome{Base: -1, Code: code, Msg: msg}
 	}

@@ -15,27 +15,78 @@ import (
 // configuration: the five QUEEN_KAFKA_TXN_* caps, the producer id
 // allocator idempotent producers draw from, the group coordinator for
 // TxnOffsetCommit's membership rule, and a clock (the wall clock but in
-// tests). Cluster mode
-// builds one too and never reaches it: InitProducerId refuses a
-// transactional id there, so no binding exists and every other
-// transactional request is INVALID_TXN_STATE.
+// tests). In cluster mode it holds the transactional ids this node owns on
+// the ring, and their stages are in Queen (txn.QueenStages), written by
+// every node's txn.Shared.
 func newTxns(cfg Config, q txn.Queen, log *slog.Logger, ids *producer.IDs, groups txn.Groups, clk clock.Clock) *txn.Manager {
+	var stages txn.Stages
+	if cfg.Clustered() {
+		stages = txn.QueenStages{Limits: txnLimits(cfg), Clock: func() int64 { return clk.Now().UnixMilli() }, Log: log.With("component", "txn")}
+	}
 	return txn.New(txn.Config{
-		Queen:  q,
-		IDs:    txnIDs{ids},
-		Groups: groups,
-		Clock:  clk,
-		Log:    log.With("component", "txn"),
-		Limits: txn.Limits{
-			MaxBytes:       cfg.TxnMaxBytes,
-			MaxRecords:     cfg.TxnMaxRecords,
-			MaxStagedBytes: cfg.TxnMaxStagedBytes,
-			MaxOpen:        cfg.TxnMaxOpen,
-			MaxTimeout:     cfg.TxnMaxTimeout,
-		},
-		Fault:  txnFault,
-		NodeID: int32(cfg.NodeID),
+		Queen:   q,
+		IDs:     txnIDs{ids},
+		Groups:  groups,
+		Clock:   clk,
+		Log:     log.With("component", "txn"),
+		Limits:  txnLimits(cfg),
+		Fault:   txnFault,
+		NodeID:  int32(cfg.NodeID),
+		Stages:  stages,
+		Cluster: cfg.Clustered(),
 	})
+}
+
+// newTxnShared is cluster mode's staging half (txn.Shared), the same caps.
+func newTxnShared(cfg Config, q txn.Queen, log *slog.Logger, groups txn.Groups, clk clock.Clock) *txn.Shared {
+	return txn.NewShared(txn.SharedConfig{Queen: q, Groups: groups, Limits: txnLimits(cfg), Clock: clk,
+		Log: log.With("component", "txn"), Fault: txnFault, NodeID: int32(cfg.NodeID)})
+}
+
+// txnLimits is the five QUEEN_KAFKA_TXN_* caps.
+func txnLimits(cfg Config) txn.Limits {
+	return txn.Limits{
+		MaxBytes:       cfg.TxnMaxBytes,
+		MaxRecords:     cfg.TxnMaxRecords,
+		MaxStagedBytes: cfg.TxnMaxStagedBytes,
+		MaxOpen:        cfg.TxnMaxOpen,
+		MaxTimeout:     cfg.TxnMaxTimeout,
+	}
+}
+
+// txnOwnerCode gates a request of transactional id to its coordinator: 0
+// in single mode and at the id's owner on the ring, NOT_COORDINATOR at
+// another node (the client finds the coordinator again), and
+// COORDINATOR_NOT_AVAILABLE while no owner is known.
+func (n *Node) txnOwnerCode(id string) int16 {
+	if n.cluster == nil {
+		return 0
+	}
+	o, err := n.cluster.owners.Owner(id)
+	switch {
+	case err != nil:
+		return kerr.CoordinatorNotAvailable.Code
+	case o.NodeID != n.cluster.self.ID:
+		return kerr.NotCoordinator.Code
+	}
+	return 0
+}
+
+// txnAdmit is the transactional Produce's check before sequencing: the
+// owner's binding in single mode, the qk:txn: row in cluster mode.
+func (n *Node) txnAdmit(ctx context.Context, c *Conn, b *txn.Batch) (int16, string) {
+	if n.txnShared != nil {
+		return n.txnShared.Admit(ctx, c.txnClient(), b)
+	}
+	return n.txns.Admit(c.txnClient(), b)
+}
+
+// txnStage stages one sequenced batch of a transactional Produce.
+func (n *Node) txnStage(ctx context.Context, c *Conn, b *txn.Batch) (int16, string) {
+	if n.txnShared != nil {
+		return n.txnShared.Produce(ctx, c.txnClient(), b)
+	}
+	return n.txns.Produce(ctx, c.txnClient(), b)
 }
 
 // txnIDs is the node's producer id allocator as package txn asks for it.

@@ -8,7 +8,12 @@ import (
 
 // TxnOffsetCommit v0–v3 (the floor matters: Java's builder throws below v3
 // when group metadata is set). Offsets staged beside the records, checked
-// against the group as OffsetCommit is, and written by EndTxn(commit).
+// against the group as OffsetCommit is, and written by EndTxn(commit). In
+// cluster mode clients send it to the GROUP's coordinator, which stages the
+// offsets in Queen for the transactional id's owner (txn.Shared).
 func (n *Node) handleTxnOffsetCommit(ctx context.Context, c *Conn, req *kmsg.TxnOffsetCommitRequest) (kmsg.Response, error) {
+	if n.txnShared != nil {
+		return n.txnShared.TxnOffsetCommit(ctx, c.txnClient(), req, n.txnPartitions(c)), nil
+	}
 	return n.txns.TxnOffsetCommit(ctx, c.txnClient(), req, n.txnPartitions(c)), nil
 }

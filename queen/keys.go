@@ -75,6 +75,11 @@ const (
 	PrefixNode     = "qk:node:"
 	PrefixTxn      = "qk:txn:"
 	PrefixTopicCfg = "qk:topiccfg:"
+	// PrefixTxnStage is cluster mode's transaction stage (issue 9): the
+	// records and offsets of an open transaction, written by whichever
+	// node received them and read by the transactional id's owner at
+	// EndTxn(commit). Layout and expiry: TxnStagePrefix.
+	PrefixTxnStage = "qk:txnstage:"
 )
 
 // ProducerIDsKey is the one row of the producer id counter,
@@ -126,6 +131,28 @@ func NodeKey(cluster string, id int) string { return NodePrefix(cluster) + strco
 
 // TxnKey is qk:txn:<esc transactional.id>.
 func TxnKey(txnID string) string { return PrefixTxn + Esc(txnID) }
+
+// TxnStagePrefix is qk:txnstage:<esc id>:<pid>:<epoch>:<txn>: — every row
+// staged for transaction number txn (the qk:txn: row's seq+1 while it is
+// "ongoing") of producer pid at epoch. Below it (cluster mode only):
+//
+//	r:<esc topic>:<partition>:<base sequence, 10 digits>:<chunk, 4 digits>
+//	    {"q":<topic>,"p":<partition>,"b":<record bytes>,"r":[<envelope>…]},
+//	    a batch's records in values of at most 64 KiB; a retried batch
+//	    rewrites the same keys, at any node;
+//	o:<esc group>:<esc topic>:<partition>
+//	    {"g":<group>,"q":<topic>,"p":<partition>,"offset":<n>,"metadata":"…","pt":"…"},
+//	    a TxnOffsetCommit's offset (a repeat replaces it);
+//	x:<node>  a cap refused part of the transaction: it can only abort.
+//
+// Every row is put with ttlSeconds = the transaction's timeout plus a
+// margin, so a stage nobody commits (abort, crash, fencing) expires; the
+// owner never commits a transaction past its timeout, so no row of one it
+// commits has expired. The number in the key makes the rows of a decided
+// transaction unreachable at once, whether or not their cleanup landed.
+func TxnStagePrefix(txnID string, pid int64, epoch int16, txn uint64) string {
+	return PrefixTxnStage + Esc(txnID) + ":" + strconv.FormatInt(pid, 10) + ":" + strconv.FormatInt(int64(epoch), 10) + ":" + strconv.FormatUint(txn, 10) + ":"
+}
 
 // TopicCfgKey is qk:topiccfg:<topic> (topic names are validated, not escaped).
 func TopicCfgKey(topic string) string { return PrefixTopicCfg + topic }

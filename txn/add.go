@@ -52,7 +52,8 @@ func (m *Manager) AddPartitionsToTxn(ctx context.Context, cl Client, req *kmsg.A
 		return fill(kerr.OperationNotAttempted.Code)
 	}
 
-	t, code := m.held(cl, req.TransactionalID, req.ProducerID, req.ProducerEpoch, fencedCode(req.Version >= 2))
+	fenced := fencedCode(req.Version >= 2)
+	t, code := m.held(ctx, cl, req.TransactionalID, req.ProducerID, req.ProducerEpoch, fenced)
 	if t == nil {
 		return fill(code)
 	}
@@ -80,7 +81,7 @@ func (m *Manager) AddPartitionsToTxn(ctx context.Context, cl Client, req *kmsg.A
 		return fill(kerr.OperationNotAttempted.Code)
 	}
 	if t.state == stateEmpty {
-		if code := m.begin(t, m.clock.Now()); code != 0 {
+		if code := m.begin(ctx, cl, t, m.clock.Now(), fenced); code != 0 {
 			return fill(code)
 		}
 	}
@@ -95,14 +96,19 @@ func (m *Manager) AddPartitionsToTxn(ctx context.Context, cl Client, req *kmsg.A
 
 // AddOffsetsToTxn answers an AddOffsetsToTxn v0–v3: the consumer group
 // whose offsets this transaction commits. It opens the transaction when
-// none is (a consume-only loop commits offsets and produces nothing).
+// none is (a consume-only loop commits offsets and produces nothing). In
+// cluster mode the group is another node's, which checks it at
+// TxnOffsetCommit, as Kafka's group coordinator does.
 func (m *Manager) AddOffsetsToTxn(ctx context.Context, cl Client, req *kmsg.AddOffsetsToTxnRequest) *kmsg.AddOffsetsToTxnResponse {
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-	if code, _ := m.cfg.Groups.TxnCommitCheck(m.groupClient(cl), req.Group, "", -1); code != 0 {
-		resp.ErrorCode = code
-		return resp
+	if !m.cfg.Cluster {
+		if code, _ := m.cfg.Groups.TxnCommitCheck(m.groupClient(cl), req.Group, "", -1); code != 0 {
+			resp.ErrorCode = code
+			return resp
+		}
 	}
-	t, code := m.held(cl, req.TransactionalID, req.ProducerID, req.ProducerEpoch, fencedCode(req.Version >= 2))
+	fenced := fencedCode(req.Version >= 2)
+	t, code := m.held(ctx, cl, req.TransactionalID, req.ProducerID, req.ProducerEpoch, fenced)
 	if t == nil {
 		resp.ErrorCode = code
 		return resp
@@ -113,7 +119,7 @@ func (m *Manager) AddOffsetsToTxn(ctx context.Context, cl Client, req *kmsg.AddO
 		return resp
 	}
 	if t.state == stateEmpty {
-		if code := m.begin(t, m.clock.Now()); code != 0 {
+		if code := m.begin(ctx, cl, t, m.clock.Now(), fenced); code != 0 {
 			resp.ErrorCode = code
 			return resp
 		}

@@ -84,6 +84,7 @@ type binding struct {
 
 	state    state
 	last     outcome
+	begun    time.Time // when the transaction opened (cluster mode's row says it)
 	deadline time.Time
 	stage    Stage
 	// What the stage holds, counted for the caps.
@@ -173,11 +174,17 @@ type marker struct {
 	Node        int32  `json:"node"`
 	Incarnation string `json:"incarnation"`
 	TS          int64  `json:"ts"`
+	// Cluster mode only: the transaction timeout, and (state "ongoing")
+	// when the open transaction began, both in ms, so that any node can
+	// tell a transaction's deadline from the row.
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
+	Begin     int64 `json:"begin,omitempty"`
 }
 
 // Row states (§10).
 const (
 	rowOpen      = "open"
+	rowOngoing   = "ongoing" // cluster mode: transaction seq+1 is open
 	rowCommitted = "committed"
 	rowAborted   = "aborted"
 )
@@ -199,9 +206,11 @@ func readMarker(raw []byte) (mk marker, ok bool) {
 		Seq         uint64 `json:"seq"`
 		Node        int32  `json:"node"`
 		Incarnation string `json:"incarnation"`
+		TimeoutMs   int64  `json:"timeoutMs"`
+		Begin       int64  `json:"begin"`
 	}
 	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil || v.PID == nil || v.Epoch == nil || *v.PID < 0 || *v.Epoch < 0 {
 		return marker{}, false
 	}
-	return marker{PID: *v.PID, Epoch: *v.Epoch, State: v.State, Seq: v.Seq, Node: v.Node, Incarnation: v.Incarnation}, true
+	return marker{PID: *v.PID, Epoch: *v.Epoch, State: v.State, Seq: v.Seq, Node: v.Node, Incarnation: v.Incarnation, TimeoutMs: v.TimeoutMs, Begin: v.Begin}, true
 }

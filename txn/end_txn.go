@@ -39,7 +39,7 @@ import (
 // aborted, best effort: the abort is true whether or not that lands.
 func (m *Manager) EndTxn(ctx context.Context, cl Client, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse {
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
-	t, code := m.held(cl, req.TransactionalID, req.ProducerID, req.ProducerEpoch, fencedCode(req.Version >= 2))
+	t, code := m.held(ctx, cl, req.TransactionalID, req.ProducerID, req.ProducerEpoch, fencedCode(req.Version >= 2))
 	if t == nil {
 		if code == kerr.InvalidTxnState.Code && !req.Commit {
 			// Nothing of a transaction this process does not hold was ever
@@ -71,6 +71,12 @@ func (m *Manager) commit(ctx context.Context, cl Client, t *binding) int16 {
 		return kerr.InvalidTxnState.Code
 	}
 	items, offsets, err := t.stage.Contents(ctx)
+	var poisoned *poisonedError
+	if errors.As(err, &poisoned) {
+		// Cluster mode: a cap refused part of what the nodes staged.
+		m.poison(t, poisoned.why)
+		return kerr.InvalidTxnState.Code
+	}
 	if err != nil {
 		m.log.Warn("transaction commit: the stage could not be read; it is kept for the retry", "transactional_id", t.key.ID, "err", err)
 		t.state = stateCommitting
@@ -100,7 +106,20 @@ func (m *Manager) commit(ctx context.Context, cl Client, t *binding) int16 {
 			t.version = res[0].Version
 		case errors.As(err, &te) && te.Fenced() && te.KVIndex == 0:
 			mk, ok := readMarker(te.Value)
+			var landed bool
+			var moved error
+			if ok && m.cfg.Cluster {
+				landed, moved = m.clusterFence(t, mk)
+			}
 			switch {
+			case landed:
+				// This transaction's commit landed, here or through another
+				// owner; the answer was lost.
+				t.version = te.Version
+			case moved != nil:
+				m.log.Info("transaction commit: the row moved under this node for the same producer; the client finds the coordinator again", "transactional_id", t.key.ID, "err", moved)
+				m.forget(t)
+				return kerr.NotCoordinator.Code
 			case ok && m.ownCommit(t, mk):
 				// An earlier attempt of this very commit landed; its answer
 				// was lost.
@@ -141,6 +160,9 @@ func (m *Manager) commit(ctx context.Context, cl Client, t *binding) int16 {
 	}
 	m.log.Debug("transaction committed", "transactional_id", t.key.ID, "producer_id", t.pid, "epoch", t.epoch, "records", len(items), "offsets", len(offsets))
 	t.seq++
+	if l, ok := t.stage.(landedStage); ok {
+		l.Landed()
+	}
 	m.decided(t, outcomeCommitted)
 	return 0
 }

@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
@@ -65,6 +66,14 @@ type Config struct {
 	// commit of its own that landed without its answer.
 	NodeID      int32
 	Incarnation string
+	// Cluster is cluster mode (issue 9): the transactional id's owner
+	// holds the binding, but its records and offsets are staged in Queen by
+	// whichever node received them (Shared), so the owner announces each
+	// transaction it opens in the qk:txn: row (state "ongoing", with its
+	// start and timeout), loads from that row an id it does not hold (a
+	// restart, an ownership move), and commits the stage Queen holds
+	// (Stages must then be QueenStages).
+	Cluster bool
 }
 
 // Key names one transactional id as the identity that reached it.
@@ -114,7 +123,13 @@ func New(cfg Config) *Manager {
 		_, _ = rand.Read(b[:])
 		cfg.Incarnation = hex.EncodeToString(b[:])
 	}
-	lim, d := cfg.Limits, DefaultLimits
+	return &Manager{cfg: cfg, lim: cfg.Limits.withDefaults(), log: cfg.Log, clock: cfg.Clock, stages: cfg.Stages,
+		txns: make(map[Key]*binding), maxBindings: maxBindings, stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// withDefaults is lim with every zero field DefaultLimits'.
+func (lim Limits) withDefaults() Limits {
+	d := DefaultLimits
 	if lim.MaxBytes <= 0 {
 		lim.MaxBytes = d.MaxBytes
 	}
@@ -130,8 +145,7 @@ func New(cfg Config) *Manager {
 	if lim.MaxTimeout <= 0 {
 		lim.MaxTimeout = d.MaxTimeout
 	}
-	return &Manager{cfg: cfg, lim: lim, log: cfg.Log, clock: cfg.Clock, stages: cfg.Stages,
-		txns: make(map[Key]*binding), maxBindings: maxBindings, stop: make(chan struct{}), done: make(chan struct{})}
+	return lim
 }
 
 // Start runs the sweep every SweepInterval until Close.
@@ -188,11 +202,14 @@ func (m *Manager) Held() int {
 }
 
 // fault is the code a failed call to Queen answers.
-func (m *Manager) fault(err error) int16 {
-	if m.cfg.Fault == nil {
+func (m *Manager) fault(err error) int16 { return faultCode(m.cfg.Fault, err) }
+
+// faultCode is f's code for err, COORDINATOR_NOT_AVAILABLE without f.
+func faultCode(f func(error) int16, err error) int16 {
+	if f == nil {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	return m.cfg.Fault(err)
+	return f(err)
 }
 
 func (m *Manager) kv(cl Client) Queen {
@@ -254,8 +271,11 @@ func (m *Manager) adopt(t *binding, owner uint64) {
 // no binding, or a refused request, the binding is nil and the code is
 // what the request is answered: a transactional id this process does not
 // hold — a restart, a binding given up on — is INVALID_TXN_STATE.
-func (m *Manager) held(cl Client, id string, pid int64, epoch int16, fenced int16) (*binding, int16) {
+func (m *Manager) held(ctx context.Context, cl Client, id string, pid int64, epoch int16, fenced int16) (*binding, int16) {
 	t, _ := m.lock(Key{Identity: cl.Identity, ID: id}, false)
+	if t == nil && m.cfg.Cluster {
+		return m.load(ctx, cl, Key{Identity: cl.Identity, ID: id}, pid, epoch, fenced)
+	}
 	if t == nil {
 		return nil, kerr.InvalidTxnState.Code
 	}
@@ -368,24 +388,41 @@ func (m *Manager) release(t *binding) {
 // begin opens a transaction on t, an empty one: its stage, and its
 // deadline. Past QUEEN_KAFKA_TXN_MAX_OPEN it is MESSAGE_TOO_LARGE and
 // nothing opens; the producer aborts and tries again once another
-// transaction has ended.
-func (m *Manager) begin(t *binding, now time.Time) int16 {
+// transaction has ended. In cluster mode the qk:txn: row says "ongoing"
+// first (announce), so that the nodes staging its records accept them.
+func (m *Manager) begin(ctx context.Context, cl Client, t *binding, now time.Time, fenced int16) int16 {
 	if m.open.Add(1) > int64(m.lim.MaxOpen) {
 		m.open.Add(-1)
 		m.log.Warn("as many transactions open as QUEEN_KAFKA_TXN_MAX_OPEN allows: one more refused MESSAGE_TOO_LARGE", "transactional_id", t.key.ID, "max_open", m.lim.MaxOpen)
 		return kerr.MessageTooLarge.Code
 	}
+	if m.cfg.Cluster {
+		if code := m.announce(ctx, cl, t, now, fenced); code != 0 {
+			m.open.Add(-1)
+			return code
+		}
+	}
 	t.state = stateOngoing
+	t.begun = now
 	t.deadline = now.Add(t.timeout)
-	t.stage = m.stages.Open(t.key)
+	t.stage = m.stages.Open(t.key, m.ref(t), m.kv(cl))
 	return 0
 }
+
+// ref is the transaction t opens or holds: its stage's name in Queen.
+func (m *Manager) ref(t *binding) Ref { return Ref{PID: t.pid, Epoch: t.epoch, Txn: t.seq + 1} }
 
 func (m *Manager) now() int64 { return m.clock.Now().UnixMilli() }
 
 // markerOp is the put of t's row with state, expecting the version held.
 func (m *Manager) markerOp(t *binding, state string, seq uint64, required bool) queen.KVOp {
 	expect := t.version
-	return queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: queen.TxnKey(t.key.ID), Forever: true, Expect: &expect, Required: required,
-		Value: marker{PID: t.pid, Epoch: t.epoch, State: state, Seq: seq, Node: m.cfg.NodeID, Incarnation: m.cfg.Incarnation, TS: m.now()}.json()}
+	mk := marker{PID: t.pid, Epoch: t.epoch, State: state, Seq: seq, Node: m.cfg.NodeID, Incarnation: m.cfg.Incarnation, TS: m.now()}
+	if m.cfg.Cluster {
+		mk.TimeoutMs = t.timeout.Milliseconds()
+		if state == rowOngoing {
+			mk.Begin = t.begun.UnixMilli()
+		}
+	}
+	return queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: queen.TxnKey(t.key.ID), Forever: true, Expect: &expect, Required: required, Value: mk.json()}
 }

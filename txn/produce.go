@@ -15,7 +15,10 @@ type Batch struct {
 	ProducerEpoch   int16
 	Topic           string
 	Partition       int32
-	Payloads        []json.RawMessage // copied by the stage
+	// FirstSeq is the batch's base sequence: in cluster mode it names the
+	// batch's rows in the stage, so that a retry rewrites them.
+	FirstSeq int32
+	Payloads []json.RawMessage // copied by the stage
 	// Keys are the records' Queen transactionIds (producer.DedupKeys), one
 	// per payload, or nil: committed with the records, they make a commit
 	// whose records Queen already stored roll back as duplicate instead
@@ -33,7 +36,7 @@ type Batch struct {
 // Kafka's partition verification answers). The node asks it first, so that
 // a fenced producer is told it is fenced rather than out of sequence.
 func (m *Manager) Admit(cl Client, b *Batch) (code int16, msg string) {
-	t, code, msg := m.admit(cl, b)
+	t, code, msg := m.admit(context.Background(), cl, b)
 	if t != nil {
 		t.mu.Unlock()
 	}
@@ -41,8 +44,8 @@ func (m *Manager) Admit(cl Client, b *Batch) (code int16, msg string) {
 }
 
 // admit is Admit, returning the binding still locked when it admits.
-func (m *Manager) admit(cl Client, b *Batch) (*binding, int16, string) {
-	t, code := m.held(cl, b.TransactionalID, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
+func (m *Manager) admit(ctx context.Context, cl Client, b *Batch) (*binding, int16, string) {
+	t, code := m.held(ctx, cl, b.TransactionalID, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
 	if t == nil {
 		return nil, code, "this producer does not hold the transaction: " + kerr.ErrorForCode(code).Error()
 	}
@@ -68,7 +71,7 @@ func (m *Manager) admit(cl Client, b *Batch) (*binding, int16, string) {
 // the process's _MAX_STAGED_BYTES the batch is MESSAGE_TOO_LARGE and the
 // transaction abortable: waiting does not make it fit.
 func (m *Manager) Produce(ctx context.Context, cl Client, b *Batch) (code int16, msg string) {
-	t, code, msg := m.admit(cl, b)
+	t, code, msg := m.admit(ctx, cl, b)
 	if t == nil {
 		return code, msg
 	}

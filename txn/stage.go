@@ -31,16 +31,26 @@ type Stage interface {
 	Drop()
 }
 
-// Stages opens the stage of each transaction the manager begins.
+// Stages opens the stage of each transaction the manager begins (or, in
+// cluster mode, loads from its qk:txn: row): transaction ref of k, whose
+// calls to Queen go through q.
 type Stages interface {
-	Open(k Key) Stage
+	Open(k Key, ref Ref, q Queen) Stage
+}
+
+// Ref names one transaction of a transactional id: the producer id and
+// epoch that hold it and its number (the qk:txn: row's seq+1 while open).
+type Ref struct {
+	PID   int64
+	Epoch int16
+	Txn   uint64
 }
 
 // Memory is the in-process stage: lost, as seed 001 says, with the process.
 type Memory struct{}
 
 // Open returns an empty in-memory stage.
-func (Memory) Open(Key) Stage { return &memStage{} }
+func (Memory) Open(Key, Ref, Queen) Stage { return &memStage{} }
 
 type memStage struct {
 	items   []queen.PushItem

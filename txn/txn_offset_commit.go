@@ -24,32 +24,17 @@ import (
 func (m *Manager) TxnOffsetCommit(ctx context.Context, cl Client, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	codes := newGrid(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) int { return len(t.Partitions) })
-	defer func() {
-		for i, t := range req.Topics {
-			rt := kmsg.NewTxnOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for j, p := range t.Partitions {
-				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-	}()
+	defer answerOffsets(req, resp, codes)
 	fill := func(code int16) *kmsg.TxnOffsetCommitResponse {
 		codes.fill(code)
 		return resp
 	}
-	if req.InstanceID != nil {
-		return fill(kerr.UnknownMemberID.Code)
-	}
-	for i, t := range req.Topics {
-		for j, p := range t.Partitions {
-			codes[i][j] = served(ctx, t.Topic, p.Partition)
-		}
+	if code := precheckOffsets(ctx, req, served, codes); code != 0 {
+		return fill(code)
 	}
 
-	t, code := m.held(cl, req.TransactionalID, req.ProducerID, req.ProducerEpoch, fencedCode(req.Version >= 3))
+	fenced := fencedCode(req.Version >= 3)
+	t, code := m.held(ctx, cl, req.TransactionalID, req.ProducerID, req.ProducerEpoch, fenced)
 	if t == nil {
 		return fill(code)
 	}
@@ -62,7 +47,7 @@ func (m *Manager) TxnOffsetCommit(ctx context.Context, cl Client, req *kmsg.TxnO
 		return fill(code)
 	}
 	if t.state == stateEmpty {
-		if code := m.begin(t, m.clock.Now()); code != 0 {
+		if code := m.begin(ctx, cl, t, m.clock.Now(), fenced); code != 0 {
 			return fill(code)
 		}
 	}
@@ -75,17 +60,9 @@ func (m *Manager) TxnOffsetCommit(ctx context.Context, cl Client, req *kmsg.TxnO
 			if codes[i][j] != 0 {
 				continue
 			}
-			key, code := coordinator.OffsetKey(req.Group, rt.Topic, p.Partition)
-			md := ""
-			if p.Metadata != nil {
-				md = *p.Metadata
-			}
-			switch {
-			case code != 0:
+			key, md, code := offsetEntry(req.Group, rt.Topic, p)
+			if code != 0 {
 				codes[i][j] = code
-				continue
-			case len(md) > coordinator.MaxMetadataBytes:
-				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
 				continue
 			}
 			if _, again := t.offsetKeys[key]; !again {
@@ -122,4 +99,48 @@ func (m *Manager) TxnOffsetCommit(ctx context.Context, cl Client, req *kmsg.TxnO
 		return fill(kerr.OperationNotAttempted.Code)
 	}
 	return resp
+}
+
+// answerOffsets builds resp from codes, one per partition of req.
+func answerOffsets(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOffsetCommitResponse, codes grid) {
+	for i, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for j, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+}
+
+// precheckOffsets refuses what no transaction state changes: a static
+// member (the code every partition gets), and each partition not served.
+func precheckOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck, codes grid) int16 {
+	if req.InstanceID != nil {
+		return kerr.UnknownMemberID.Code
+	}
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			codes[i][j] = served(ctx, t.Topic, p.Partition)
+		}
+	}
+	return 0
+}
+
+// offsetEntry is one partition's offset key and metadata, or the code it
+// is refused with.
+func offsetEntry(group, topic string, p kmsg.TxnOffsetCommitRequestTopicPartition) (key, md string, code int16) {
+	key, code = coordinator.OffsetKey(group, topic, p.Partition)
+	if p.Metadata != nil {
+		md = *p.Metadata
+	}
+	switch {
+	case code != 0:
+		return "", "", code
+	case len(md) > coordinator.MaxMetadataBytes:
+		return "", "", kerr.OffsetMetadataTooLarge.Code
+	}
+	return key, md, 0
 }

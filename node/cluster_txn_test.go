@@ -1,0 +1,174 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// Transactions in cluster mode (issue 9), raw requests over TCP: the
+// transactional id's owner coordinates, records are staged in Queen by the
+// node that received them and offsets by the group's coordinator, and the
+// owner's EndTxn(commit) lands all of it as one Queen transaction.
+
+// clusterTxnEnv is three served cluster nodes over one dev Queen.
+type clusterTxnEnv struct {
+	fq    *devQueen
+	nodes []*Node
+	k     []*kclient // a connection to each node, by node id - 1
+	addr  []string
+}
+
+func newClusterTxnEnv(t *testing.T) *clusterTxnEnv {
+	t.Helper()
+	fq, url := newDevQueen(t)
+	e := &clusterTxnEnv{fq: fq}
+	for id := 1; id <= 3; id++ {
+		n := joinedNode(t, url, id)
+		e.nodes = append(e.nodes, n)
+		e.addr = append(e.addr, serveTestNode(t, n))
+		e.k = append(e.k, dial(t, e.addr[id-1]))
+	}
+	waitView(t, []int32{1, 2, 3}, e.nodes...)
+	return e
+}
+
+// values is what Queen holds of topic[p] past the native record addQueue
+// put at offset 0.
+func (e *clusterTxnEnv) values(t *testing.T, topic string, p int32) []string {
+	t.Helper()
+	rs, err := e.fq.q.Fetch(context.Background(), queen.FetchRequest{Entries: []queen.FetchEntry{{Queue: topic, Partition: "0", Offset: 1, MaxBytes: 8 << 20}}})
+	if p != 0 {
+		rs, err = e.fq.q.Fetch(context.Background(), queen.FetchRequest{Entries: []queen.FetchEntry{{Queue: topic, Partition: "1", Offset: 1, MaxBytes: 8 << 20}}})
+	}
+	require.NoError(t, err)
+	var vs []string
+	for _, r := range rs[0].Records {
+		vs = append(vs, string(queen.DecodePayload(r.Payload, queen.ParseTS(r.TS)).Value))
+	}
+	return vs
+}
+
+// offset is the committed offset of group on topic[p], -1 for none.
+func (e *clusterTxnEnv) offset(t *testing.T, group, topic string, p int32) int64 {
+	t.Helper()
+	res, err := e.fq.q.KV(context.Background(), []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: []string{queen.GroupOffsetKey(group, topic, p)}}})
+	require.NoError(t, err)
+	if len(res[0].Rows) == 0 {
+		return -1
+	}
+	var v struct{ Offset int64 }
+	require.NoError(t, json.Unmarshal(res[0].Rows[0].Value, &v))
+	return v.Offset
+}
+
+// stageRows is how many rows Queen holds under prefix.
+func (e *clusterTxnEnv) stageRows(t *testing.T, prefix string) int {
+	t.Helper()
+	res, err := e.fq.q.KV(context.Background(), []queen.KVOp{{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: prefix, Limit: 1000, KeysOnly: true}})
+	require.NoError(t, err)
+	return len(res[0].Rows)
+}
+
+func TestClusterTxnCommitsRecordsStagedAtOtherNodes(t *testing.T) {
+	e := newClusterTxnEnv(t)
+	e.fq.addQueue("out", 2)
+	e.fq.addQueue("in", 1)
+	live := []int32{1, 2, 3}
+	id := groupOwnedBy(t, live, 2, "txc")
+	group := groupOwnedBy(t, live, 3, "txg")
+	owner, other, groupNode := e.k[1], e.k[0], e.k[2]
+
+	for i, n := range e.nodes {
+		fc := findCoordinator(t, n, id, 1)
+		require.Equal(t, int16(0), fc.ErrorCode, "node %d", i+1)
+		require.Equal(t, int32(2), fc.NodeID, "node %d names the ring's owner", i+1)
+	}
+	resp, _ := initTxn(t, other, id, 60_000)
+	require.Equal(t, kerr.NotCoordinator.Code, resp.ErrorCode, "InitProducerId away from the owner")
+	x := mustInitTxn(t, owner, id)
+
+	// Away from the owner every coordinator request is NOT_COORDINATOR.
+	require.Equal(t, []int16{kerr.NotCoordinator.Code}, x.add(other, "out", 0))
+	require.Equal(t, kerr.NotCoordinator.Code, x.addOffsets(other, group))
+	require.Equal(t, kerr.NotCoordinator.Code, x.end(other, true))
+
+	// Before the transaction opens, no node stages for it.
+	code, _ := x.produce(other, "out", 0, "early")
+	require.Equal(t, kerr.InvalidTxnState.Code, code)
+
+	x.mustAdd(owner, "out", 0, 1)
+	require.Equal(t, int16(0), x.addOffsets(owner, group))
+	x.mustProduce(other, "out", 0, "a", "b")
+	x.mustProduce(groupNode, "out", 1, "c")
+	x.mustProduce(other, "out", 0, "d")
+	// A retried batch (same sequence) through another node is staged once.
+	c, _ := x.produceAt(groupNode, "out", 0, 0, "a", "b")
+	require.Equal(t, int16(0), c)
+	require.Equal(t, map[int32]int16{0: kerr.NotCoordinator.Code}, x.commitOffsets(other, group, "", -1, "in", map[int32]int64{0: 7}),
+		"TxnOffsetCommit goes to the group's coordinator")
+	require.Equal(t, map[int32]int16{0: 0}, x.commitOffsets(groupNode, group, "", -1, "in", map[int32]int64{0: 7}))
+	require.Empty(t, e.values(t, "out", 0), "nothing of an open transaction is in the log")
+	require.Equal(t, int64(-1), e.offset(t, group, "in", 0))
+
+	require.Equal(t, int16(0), x.end(owner, true))
+	require.Equal(t, []string{"a", "b", "d"}, e.values(t, "out", 0))
+	require.Equal(t, []string{"c"}, e.values(t, "out", 1))
+	require.Equal(t, int64(7), e.offset(t, group, "in", 0))
+	require.Equal(t, int16(0), x.end(owner, true), "a repeated commit is answered 0")
+
+	// After the commit no node stages into the decided transaction.
+	code, _ = x.produce(other, "out", 0, "late")
+	require.Equal(t, kerr.InvalidTxnState.Code, code)
+
+	// An aborted transaction writes nothing.
+	x.mustAdd(owner, "out", 0)
+	x.mustProduce(other, "out", 0, "gone")
+	require.Equal(t, int16(0), x.end(owner, false))
+	require.Equal(t, []string{"a", "b", "d"}, e.values(t, "out", 0))
+	code, _ = x.produce(other, "out", 0, "after-abort")
+	require.Equal(t, kerr.InvalidTxnState.Code, code)
+}
+
+// A transaction whose owner forgot it (a restart, an ownership move: the
+// binding is dropped) is loaded from its qk:txn: row by the next request,
+// and its commit lands what the nodes staged in Queen; a newer epoch fences
+// what the old one staged.
+func TestClusterTxnResumedCommitLandsAfterTheOwnerForgot(t *testing.T) {
+	e := newClusterTxnEnv(t)
+	e.fq.addQueue("out", 2)
+	id := groupOwnedBy(t, []int32{1, 2, 3}, 1, "txr")
+	owner, other := e.k[0], e.k[1]
+	x := mustInitTxn(t, owner, id)
+	x.mustAdd(owner, "out", 0)
+	x.mustProduce(other, "out", 0, "kept-1", "kept-2")
+
+	e.nodes[0].txns.DropUnowned(func(string) bool { return false }) // as a restart or a move leaves it
+	require.Equal(t, 0, e.nodes[0].txns.Held())
+	x.mustProduce(other, "out", 0, "kept-3")
+	require.Equal(t, int16(0), x.end(dial(t, e.addr[0]), true), "a resumed commit from a new connection")
+	require.Equal(t, []string{"kept-1", "kept-2", "kept-3"}, e.values(t, "out", 0))
+
+	// The next transaction, fenced by a new epoch before it commits.
+	x.mustAdd(owner, "out", 1)
+	x.mustProduce(other, "out", 1, "fenced")
+	y := mustInitTxn(t, owner, id)
+	require.Equal(t, x.pid, y.pid)
+	require.Equal(t, x.epoch+1, y.epoch)
+	code, _ := x.produce(other, "out", 1, "zombie")
+	require.Equal(t, kerr.ProducerFenced.Code, code)
+	require.Equal(t, kerr.ProducerFenced.Code, x.end(owner, true))
+	require.Empty(t, e.values(t, "out", 1))
+	// The committed transaction's rows are cleaned up; the fenced one's
+	// (and a write a stale cache sent under a decided number) are left to
+	// their ttl, unreachable by any commit.
+	committed := queen.TxnStagePrefix(id, x.pid, x.epoch, 1) + "r:out:0:"
+	require.Eventually(t, func() bool { return e.stageRows(t, committed) == 0 }, 10*time.Second, 20*time.Millisecond)
+	require.Positive(t, e.stageRows(t, queen.TxnStagePrefix(id, x.pid, x.epoch, 2)), "the fenced transaction's rows")
+}

@@ -1,0 +1,415 @@
+package txn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// Cluster mode's owner side (issue 9). The transactional id's owner on the
+// rendezvous ring holds the binding as in single mode; what differs:
+//
+//   - announce: a transaction opens by writing the qk:txn: row "ongoing"
+//     (compare-and-set on the version held), with its start and timeout,
+//     so that the nodes that receive its records (Shared) stage them under
+//     its number, and any node can tell its deadline;
+//   - load: a request for an id this process does not hold (it restarted,
+//     or the id moved here) binds it from the row, an ongoing transaction
+//     included, so a commit resumed anywhere lands what Queen holds;
+//   - the stage is QueenStages: read at EndTxn(commit) with getPrefix and
+//     sent, with the offsets, as the one POST /api/v1/transaction.
+
+// stageMargin is how much longer than its transaction's timeout a stage
+// row lives: the clock skew between a node and Queen it tolerates.
+const stageMargin = 120 * time.Second
+
+// StageTTL is the ttlSeconds of a stage row of a transaction of timeout.
+func StageTTL(timeout time.Duration) int64 { return int64((timeout + stageMargin) / time.Second) }
+
+// errNotOwner: the row moved under this process for the producer it holds
+// (another owner wrote it): the binding is stale, and the client must find
+// the coordinator again.
+var errNotOwner = errors.New("the transactional id's row was written by another node")
+
+// announce writes t's row "ongoing" for the transaction it opens. A lost
+// compare-and-set is PRODUCER_FENCED (fenced) when another producer holds
+// the id, and NOT_COORDINATOR when another node wrote it for this producer
+// (the id moved and moved back): the binding is forgotten, and the client's
+// retry at the owner loads the row afresh.
+func (m *Manager) announce(ctx context.Context, cl Client, t *binding, now time.Time, fenced int16) int16 {
+	t.begun = now
+	op := m.markerOp(t, rowOngoing, t.seq, false)
+	res, err := m.kv(cl).KV(ctx, []queen.KVOp{op})
+	if err != nil {
+		m.log.Warn("opening a transaction: the qk:txn: row could not be written", "transactional_id", t.key.ID, "err", err)
+		return m.fault(err)
+	}
+	if r := res[0]; r.Applied {
+		t.version = r.Version
+		return 0
+	} else if mk, ok := readMarker(r.Value); ok && mk.PID == t.pid && mk.Epoch == t.epoch {
+		m.log.Info("opening a transaction: the qk:txn: row moved under this node; the binding is reloaded on the next request", "transactional_id", t.key.ID)
+		m.forget(t)
+		return kerr.NotCoordinator.Code
+	}
+	t.fenced = true
+	return fenced
+}
+
+// load binds k from its qk:txn: row for a request of producer pid at
+// epoch, and returns the binding locked; refused, nil and the code.
+func (m *Manager) load(ctx context.Context, cl Client, k Key, pid int64, epoch int16, fenced int16) (*binding, int16) {
+	res, err := m.kv(cl).KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: []string{queen.TxnKey(k.ID)}}})
+	if err != nil {
+		m.log.Warn("reading a transactional id's row failed", "transactional_id", k.ID, "err", err)
+		return nil, m.fault(err)
+	}
+	if res[0].Truncated {
+		return nil, kerr.CoordinatorNotAvailable.Code
+	}
+	if len(res[0].Rows) == 0 {
+		return nil, kerr.InvalidTxnState.Code
+	}
+	row := res[0].Rows[0]
+	mk, ok := readMarker(row.Value)
+	switch {
+	case !ok:
+		return nil, kerr.InvalidTxnState.Code
+	case mk.PID != pid:
+		return nil, kerr.InvalidProducerIDMapping.Code
+	case epoch < mk.Epoch:
+		return nil, fenced
+	case epoch > mk.Epoch:
+		return nil, kerr.InvalidProducerEpoch.Code
+	}
+	t, code := m.lock(k, true)
+	if t == nil {
+		return nil, code
+	}
+	if !t.bound {
+		t.bound, t.fenced, t.bumpedFrom = true, false, -1
+		t.pid, t.epoch, t.version, t.seq = mk.PID, mk.Epoch, row.Version, mk.Seq
+		t.timeout = time.Duration(mk.TimeoutMs) * time.Millisecond
+		if t.timeout <= 0 {
+			t.timeout = m.lim.MaxTimeout
+		}
+		t.state, t.last = stateEmpty, outcomeNone
+		switch mk.State {
+		case rowOngoing:
+			m.open.Add(1)
+			t.state = stateOngoing
+			t.begun = time.UnixMilli(mk.Begin)
+			t.deadline = t.begun.Add(t.timeout)
+			t.stage = m.stages.Open(k, m.ref(t), m.kv(cl))
+		case rowCommitted:
+			t.last = outcomeCommitted
+		case rowAborted:
+			t.last = outcomeAborted
+		}
+		m.log.Info("transactional id loaded from its row", "transactional_id", k.ID, "producer_id", t.pid, "epoch", t.epoch, "state", mk.State, "seq", t.seq)
+	}
+	if code := t.check(pid, epoch, fenced); code != 0 {
+		t.mu.Unlock()
+		return nil, code
+	}
+	m.adopt(t, cl.Owner)
+	t.expire(m, m.clock.Now())
+	return t, 0
+}
+
+// DropUnowned forgets every transactional id owns says this node no
+// longer owns (an ownership move): what it held stays in Queen (the row,
+// the stage) for the new owner to load, and if the id comes back it is
+// loaded afresh rather than trusted. A binding busy with a call to Queen is
+// left to its compare-and-set, which a move makes fail.
+func (m *Manager) DropUnowned(owns func(id string) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range m.txns {
+		if owns(t.key.ID) || !t.mu.TryLock() {
+			continue
+		}
+		m.removeLocked(t)
+		t.mu.Unlock()
+	}
+}
+
+// clusterFence decides a commit whose fence lost in cluster mode, given
+// the row it met: landed when that row is this very transaction committed
+// (by this node or another owner that served the producer's retry: the
+// row is written only by a commit of the transaction number it names), or
+// errNotOwner when another node moved the row of this producer.
+func (m *Manager) clusterFence(t *binding, mk marker) (landed bool, err error) {
+	if mk.PID != t.pid || mk.Epoch != t.epoch {
+		return false, nil
+	}
+	if mk.State == rowCommitted && mk.Seq == t.seq+1 {
+		return true, nil
+	}
+	return false, errNotOwner
+}
+
+// poisonedError is a stage that can never commit: a cap refused part of
+// it, here or at the node that staged it.
+type poisonedError struct{ why string }
+
+func (e *poisonedError) Error() string { return "the transaction is past a cap: " + e.why }
+
+// QueenStages is cluster mode's Stages: what Shared staged in Queen under
+// qk:txnstage:, read by the owner at EndTxn(commit).
+type QueenStages struct {
+	Limits Limits // the per-transaction caps a commit is checked against
+	Clock  func() int64
+	Log    *slog.Logger
+}
+
+// Open names the stage of transaction ref of k.
+func (s QueenStages) Open(k Key, ref Ref, q Queen) Stage {
+	return &queenStage{q: q, prefix: queen.TxnStagePrefix(k.ID, ref.PID, ref.Epoch, ref.Txn), lim: s.Limits.withDefaults(), now: s.Clock, log: s.Log}
+}
+
+type queenStage struct {
+	q      Queen
+	prefix string
+	lim    Limits
+	now    func() int64
+	log    *slog.Logger
+
+	read    bool
+	items   []queen.PushItem
+	offsets []queen.KVOp
+	keys    []string // every row read: the cleanup after the commit
+	landed  bool     // the commit of these rows is known to have landed
+}
+
+// landed is what a stage may learn: its commit landed, so the rows it read
+// are garbage now. A stage dropped without it (fenced, moved, expired)
+// leaves its rows to their ttl, since another owner may still commit them.
+type landedStage interface{ Landed() }
+
+// Landed marks the rows read as committed.
+func (s *queenStage) Landed() { s.landed = true }
+
+// stageRecords is the value of an r: row: chunk of n of one batch's
+// records, as the JSON array text [["<dedup key>",env],…] cut into pieces
+// that fit a value (one record may be larger than a value). Bytes, on chunk 0, is
+// what the batch weighs against the byte caps.
+type stageRecords struct {
+	Topic     string `json:"q"`
+	Partition int32  `json:"p"`
+	Bytes     int64  `json:"b,omitempty"`
+	Chunks    int    `json:"n"`
+	Data      []byte `json:"d"`
+}
+
+// stageChunkBytes is the array text one r: row carries: base64 makes it
+// 60,000 bytes, which with the rest of the value stays under §7.3's 64 KiB.
+const stageChunkBytes = 45_000
+
+// stageOffset is the value of an o: row.
+type stageOffset struct {
+	Group        string `json:"g"`
+	Topic        string `json:"q"`
+	Partition    int32  `json:"p"`
+	Offset       int64  `json:"offset"`
+	Metadata     string `json:"metadata"`
+	ProtocolType string `json:"pt"`
+}
+
+// stagePage is how many rows one getPrefix reads: 64 rows of at most
+// 64 KiB each is the route's 4 MiB read budget.
+const stagePage = 64
+
+func (s *queenStage) AddRecords(context.Context, string, int32, []json.RawMessage, []string) error {
+	return errors.New("cluster mode stages records through Shared, at the node that received them")
+}
+
+func (s *queenStage) SetOffset(context.Context, string, queen.KVOp) error {
+	return errors.New("cluster mode stages offsets through Shared, at the group's coordinator")
+}
+
+// Contents reads the whole stage, page by page, once: a retried commit
+// sends the same bundle. The caps of the transaction are checked over
+// everything every node staged.
+func (s *queenStage) Contents(ctx context.Context) ([]queen.PushItem, []queen.KVOp, error) {
+	if s.read {
+		return s.items, s.offsets, nil
+	}
+	var (
+		items   []queen.PushItem
+		offs    []stageOffset
+		keys    []string
+		bytes   int64
+		after   string
+		poison  string
+		ptypes  = map[string]string{}
+		offsetN = map[string]bool{}
+		batch   batchAssembly
+	)
+	for {
+		res, err := s.q.KV(ctx, []queen.KVOp{{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: s.prefix, Limit: stagePage, After: after}})
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the transaction's stage: %w", err)
+		}
+		r := res[0]
+		for _, row := range r.Rows {
+			keys = append(keys, row.Key)
+			rest := strings.TrimPrefix(row.Key, s.prefix)
+			switch {
+			case strings.HasPrefix(rest, "r:"):
+				var v stageRecords
+				if err := json.Unmarshal(row.Value, &v); err != nil {
+					return nil, nil, fmt.Errorf("stage row %q: %w", row.Key, err)
+				}
+				cut := strings.LastIndexByte(rest, ':')
+				chunk, err := strconv.Atoi(rest[cut+1:])
+				if err != nil {
+					return nil, nil, fmt.Errorf("stage row %q: no chunk number", row.Key)
+				}
+				if items, err = batch.add(items, rest[:cut], chunk, v); err != nil {
+					return nil, nil, fmt.Errorf("stage row %q: %w", row.Key, err)
+				}
+				bytes += v.Bytes
+			case strings.HasPrefix(rest, "o:"):
+				var v stageOffset
+				if err := json.Unmarshal(row.Value, &v); err != nil {
+					return nil, nil, fmt.Errorf("stage row %q: %w", row.Key, err)
+				}
+				offs = append(offs, v)
+				ptypes[v.Group] = v.ProtocolType
+				offsetN[row.Key] = true
+			case strings.HasPrefix(rest, "x:"):
+				poison = "refused at node " + strings.TrimPrefix(rest, "x:")
+			}
+		}
+		if !r.Truncated {
+			break
+		}
+		switch {
+		case len(r.Rows) > 0:
+			after = r.Rows[len(r.Rows)-1].Key
+		case r.NextAfter != nil && *r.NextAfter > after:
+			after = *r.NextAfter
+		default:
+			return nil, nil, errors.New("reading the transaction's stage: a truncated page without a cursor")
+		}
+	}
+	if batch.id != "" {
+		// A batch whose last chunks are missing: a staging write that
+		// failed half way, which its producer was told failed.
+		return nil, nil, &poisonedError{"a batch staged in part"}
+	}
+	s.keys = keys
+	switch {
+	case poison != "":
+		return nil, nil, &poisonedError{poison}
+	case len(items) > s.lim.MaxRecords:
+		return nil, nil, &poisonedError{"QUEEN_KAFKA_TXN_MAX_RECORDS"}
+	case bytes > s.lim.MaxBytes:
+		return nil, nil, &poisonedError{"QUEEN_KAFKA_TXN_MAX_BYTES"}
+	case 1+len(ptypes)+len(offsetN) > riderOps:
+		return nil, nil, &poisonedError{"more than 62 offsets (less one per further group)"}
+	}
+	now := s.now()
+	groups := make([]string, 0, len(ptypes))
+	for g := range ptypes {
+		groups = append(groups, g)
+	}
+	slices.Sort(groups)
+	ops := make([]queen.KVOp, 0, len(groups)+len(offs))
+	for _, g := range groups {
+		ops = append(ops, coordinator.IndexWrite(g, ptypes[g], now))
+	}
+	for _, o := range offs {
+		key, code := coordinator.OffsetKey(o.Group, o.Topic, o.Partition)
+		if code != 0 {
+			return nil, nil, &poisonedError{"an offset key past the key ceiling"}
+		}
+		ops = append(ops, coordinator.OffsetWrite(key, o.Offset, o.Metadata, now))
+	}
+	s.items, s.offsets, s.read = items, ops, true
+	return items, ops, nil
+}
+
+// Drop forgets the stage; the rows of a commit that landed are deleted
+// best effort (their key names a decided transaction, so none is read
+// again whether or not this lands, and each expires with its ttl).
+func (s *queenStage) Drop() {
+	keys, q, landed, log := s.keys, s.q, s.landed, s.log
+	*s = queenStage{}
+	if !landed || len(keys) == 0 || q == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for len(keys) > 0 {
+			n := min(len(keys), 200)
+			ops := make([]queen.KVOp, 0, n)
+			for _, k := range keys[:n] {
+				ops = append(ops, queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: k})
+			}
+			if _, err := q.KV(ctx, ops); err != nil {
+				if log != nil {
+					log.Info("cleaning up a committed transaction's stage failed; its rows expire with their ttl", "err", err)
+				}
+				return
+			}
+			keys = keys[n:]
+		}
+	}()
+}
+
+// batchAssembly joins the chunks of one staged batch, which getPrefix
+// returns adjacent and in order (their keys differ only in the chunk
+// number).
+type batchAssembly struct {
+	id    string
+	next  int
+	v     stageRecords
+	array []byte
+}
+
+// add takes chunk of batch id; when it completes the batch, the batch's
+// records are appended to items.
+func (a *batchAssembly) add(items []queen.PushItem, id string, chunk int, v stageRecords) ([]queen.PushItem, error) {
+	if chunk == 0 {
+		if a.id != "" {
+			return items, &poisonedError{"a batch staged in part"}
+		}
+		a.id, a.next, a.v, a.array = id, 0, v, nil
+	}
+	if a.id != id || a.next != chunk || v.Chunks != a.v.Chunks {
+		return items, &poisonedError{"a batch staged in part"}
+	}
+	a.array = append(a.array, v.Data...)
+	a.next++
+	if a.next < a.v.Chunks {
+		return items, nil
+	}
+	var pairs [][2]json.RawMessage
+	if err := json.Unmarshal(a.array, &pairs); err != nil {
+		return items, err
+	}
+	part := strconv.FormatInt(int64(a.v.Partition), 10)
+	for _, p := range pairs {
+		var key string
+		if err := json.Unmarshal(p[0], &key); err != nil {
+			return items, err
+		}
+		items = append(items, queen.PushItem{Queue: a.v.Topic, Partition: part, Payload: p[1], TransactionID: key})
+	}
+	*a = batchAssembly{}
+	return items, nil
+}

@@ -1,0 +1,453 @@
+package txn
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/internal/clock"
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// Shared is cluster mode's staging half, served by every node (issue 9): a
+// transactional Produce goes to each partition's leader and a
+// TxnOffsetCommit to the group's coordinator, neither of which need be the
+// transactional id's owner, and nodes share nothing but Queen. So the
+// records and offsets are staged in Queen, under qk:txnstage: (queen/keys.go
+// gives the layout), where the owner's EndTxn(commit) reads them.
+//
+// A write is accepted against the qk:txn: row: the producer id and epoch
+// must be the row's and its state "ongoing" (the owner's AddPartitionsToTxn
+// or AddOffsetsToTxn wrote it), and the rows go under the transaction's
+// number. The row is cached per id, and read again in the very call that
+// writes the rows (a getMany after the puts, one database transaction), so
+// a stale cache can never stage into a decided transaction: the write then
+// answers from the fresh row, or is tried once more under the new number.
+// The owner's epoch bump fences: the row names the new epoch from then on.
+//
+// The caps of seed 000 hold per node here (QUEEN_KAFKA_TXN_MAX_RECORDS and
+// _MAX_BYTES over what this node staged of one transaction, _MAX_STAGED_BYTES
+// over what it staged of every transaction not past its timeout), and per
+// transaction at the owner's commit, over what every node staged. A batch
+// over a cap is MESSAGE_TOO_LARGE and leaves an x: row in the stage, so
+// that the transaction can only abort.
+type Shared struct {
+	q      Queen
+	groups Groups
+	lim    Limits
+	clock  clock.Clock
+	log    *slog.Logger
+	fault  func(error) int16
+	node   int32
+
+	mu       sync.Mutex
+	rows     map[Key]marker
+	portions map[portionKey]*portion
+	staged   int64 // record bytes of every portion
+}
+
+// SharedConfig is how a Shared is built; the fields mean what Config's do.
+type SharedConfig struct {
+	Queen  Queen
+	Groups Groups
+	Limits Limits
+	Clock  clock.Clock
+	Log    *slog.Logger
+	Fault  func(err error) int16
+	NodeID int32
+}
+
+// portionKey is one transaction as one node staged it.
+type portionKey struct {
+	key Key
+	ref Ref
+}
+
+// portion is what this node staged of one transaction, until its deadline
+// (and the ttl margin) passes.
+type portion struct {
+	records int
+	bytes   int64
+	until   time.Time
+}
+
+// NewShared builds the staging half.
+func NewShared(cfg SharedConfig) *Shared {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Wall{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Shared{q: cfg.Queen, groups: cfg.Groups, lim: cfg.Limits.withDefaults(), clock: cfg.Clock, log: cfg.Log,
+		fault: func(err error) int16 { return faultCode(cfg.Fault, err) }, node: cfg.NodeID,
+		rows: make(map[Key]marker), portions: make(map[portionKey]*portion)}
+}
+
+func (s *Shared) kv(cl Client) Queen {
+	if cl.Queen != nil {
+		return cl.Queen
+	}
+	return s.q
+}
+
+// rowOp reads the qk:txn: row of id.
+func rowOp(id string) queen.KVOp {
+	return queen.KVOp{Op: queen.OpGetMany, NS: queen.Namespace, Keys: []string{queen.TxnKey(id)}}
+}
+
+// remember caches what a read of k's row found (r, a getMany result); a
+// missing row is no row.
+func (s *Shared) remember(k Key, r queen.KVResult) (marker, bool) {
+	mk, ok := marker{}, false
+	if len(r.Rows) > 0 {
+		mk, ok = readMarker(r.Rows[0].Value)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !ok {
+		delete(s.rows, k)
+		return marker{}, false
+	}
+	if len(s.rows) >= maxBindings {
+		clear(s.rows) // a cache: everything is read again
+	}
+	s.rows[k] = mk
+	return mk, true
+}
+
+// row is k's row, from the cache unless fresh.
+func (s *Shared) row(ctx context.Context, cl Client, k Key, fresh bool) (marker, bool, int16) {
+	if !fresh {
+		s.mu.Lock()
+		mk, ok := s.rows[k]
+		s.mu.Unlock()
+		if ok {
+			return mk, true, 0
+		}
+	}
+	res, err := s.kv(cl).KV(ctx, []queen.KVOp{rowOp(k.ID)})
+	if err != nil {
+		s.log.Warn("reading a transactional id's row failed", "transactional_id", k.ID, "err", err)
+		return marker{}, false, s.fault(err)
+	}
+	if res[0].Truncated {
+		return marker{}, false, kerr.CoordinatorNotAvailable.Code
+	}
+	mk, ok := s.remember(k, res[0])
+	return mk, ok, 0
+}
+
+// verdict is a write of producer pid at epoch against row mk: 0 when the
+// transaction is open, else what a broker answers.
+func verdict(mk marker, ok bool, pid int64, epoch int16, fenced int16) (int16, string) {
+	switch {
+	case !ok:
+		return kerr.InvalidTxnState.Code, "the transactional id holds no producer"
+	case mk.PID != pid:
+		return kerr.InvalidProducerIDMapping.Code, "another producer id holds the transactional id"
+	case epoch < mk.Epoch:
+		return fenced, "a newer epoch holds the transactional id"
+	case epoch > mk.Epoch:
+		return kerr.InvalidProducerEpoch.Code, "an epoch the coordinator never granted"
+	case mk.State != rowOngoing:
+		return kerr.InvalidTxnState.Code, "no transaction is open (AddPartitionsToTxn first)"
+	}
+	return 0, ""
+}
+
+// current is the open transaction of k for producer pid at epoch: the
+// cached row, or a fresh one when the cache refuses.
+func (s *Shared) current(ctx context.Context, cl Client, k Key, pid int64, epoch int16, fenced int16) (marker, int16, string) {
+	mk, ok, code := s.row(ctx, cl, k, false)
+	if code != 0 {
+		return marker{}, code, "the transactional id's row could not be read"
+	}
+	if c, _ := verdict(mk, ok, pid, epoch, fenced); c == 0 {
+		return mk, 0, ""
+	}
+	if mk, ok, code = s.row(ctx, cl, k, true); code != 0 {
+		return marker{}, code, "the transactional id's row could not be read"
+	}
+	c, msg := verdict(mk, ok, pid, epoch, fenced)
+	return mk, c, msg
+}
+
+// Admit is Manager.Admit in cluster mode: the producer must hold the
+// transactional id at this epoch and a transaction must be open. The
+// partition's inclusion is not checked (the owner keeps that list).
+func (s *Shared) Admit(ctx context.Context, cl Client, b *Batch) (int16, string) {
+	_, code, msg := s.current(ctx, cl, Key{Identity: cl.Identity, ID: b.TransactionalID}, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
+	return code, msg
+}
+
+// Produce stages one partition's batch in Queen, under the open
+// transaction's number, in rows named by the batch's base sequence, so
+// that a retry through any node rewrites the same rows.
+func (s *Shared) Produce(ctx context.Context, cl Client, b *Batch) (int16, string) {
+	k := Key{Identity: cl.Identity, ID: b.TransactionalID}
+	for attempt := 0; ; attempt++ {
+		mk, code, msg := s.current(ctx, cl, k, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
+		if code != 0 {
+			return code, msg
+		}
+		ref := Ref{PID: b.ProducerID, Epoch: b.ProducerEpoch, Txn: mk.Seq + 1}
+		prefix := queen.TxnStagePrefix(b.TransactionalID, ref.PID, ref.Epoch, ref.Txn)
+		ops, err := recordRows(prefix, b, StageTTL(time.Duration(mk.TimeoutMs)*time.Millisecond))
+		if err != nil {
+			return kerr.InvalidRequest.Code, err.Error()
+		}
+		pk := portionKey{k, ref}
+		if code, msg := s.reserve(ctx, cl, pk, mk, len(b.Payloads), b.Bytes); code != 0 {
+			return code, msg
+		}
+		again, code, msg := s.write(ctx, cl, k, mk, ops, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
+		if code == 0 {
+			return 0, ""
+		}
+		s.unreserve(pk, len(b.Payloads), b.Bytes)
+		if !again || attempt > 0 {
+			return code, msg
+		}
+	}
+}
+
+// write puts ops (stage rows of mk's open transaction) in calls within
+// §7.3's limits, each reading the row back after its writes; again is a
+// refusal by a row that moved on to another open transaction, which the
+// caller may stage into instead.
+func (s *Shared) write(ctx context.Context, cl Client, k Key, mk marker, ops []queen.KVOp, pid int64, epoch int16, fenced int16) (again bool, code int16, msg string) {
+	const perCall = 64 // 64 values of ≤64 KiB: a 4 MiB body
+	for len(ops) > 0 {
+		n := min(len(ops), perCall)
+		call := append(ops[:n:n], rowOp(k.ID))
+		res, err := s.kv(cl).KV(ctx, call)
+		if err != nil {
+			s.log.Warn("staging transactional rows failed", "transactional_id", k.ID, "err", err)
+			return false, s.fault(err), "the records could not be staged; retry"
+		}
+		now, ok := s.remember(k, res[n])
+		if c, m := verdict(now, ok, pid, epoch, fenced); c != 0 {
+			return false, c, m
+		}
+		if now.Seq != mk.Seq {
+			return true, kerr.InvalidTxnState.Code, "the transaction moved on while its records were staged"
+		}
+		ops = ops[n:]
+	}
+	return false, 0, ""
+}
+
+// reserve counts a batch against this node's caps; over one, the
+// transaction is marked so it can only abort, and the batch is
+// MESSAGE_TOO_LARGE.
+func (s *Shared) reserve(ctx context.Context, cl Client, pk portionKey, mk marker, records int, bytes int64) (int16, string) {
+	now := s.clock.Now()
+	s.mu.Lock()
+	for k, p := range s.portions {
+		if now.After(p.until) {
+			s.staged -= p.bytes
+			delete(s.portions, k)
+		}
+	}
+	p := s.portions[pk]
+	if p == nil {
+		timeout := time.Duration(mk.TimeoutMs) * time.Millisecond
+		p = &portion{until: time.UnixMilli(mk.Begin).Add(timeout + stageMargin)}
+		s.portions[pk] = p
+	}
+	why := ""
+	switch {
+	case p.records+records > s.lim.MaxRecords:
+		why = "QUEEN_KAFKA_TXN_MAX_RECORDS"
+	case p.bytes+bytes > s.lim.MaxBytes:
+		why = "QUEEN_KAFKA_TXN_MAX_BYTES"
+	case s.staged+bytes > s.lim.MaxStagedBytes:
+		why = "QUEEN_KAFKA_TXN_MAX_STAGED_BYTES"
+	default:
+		p.records += records
+		p.bytes += bytes
+		s.staged += bytes
+	}
+	s.mu.Unlock()
+	if why == "" {
+		return 0, ""
+	}
+	s.poison(ctx, cl, pk, mk, why)
+	return kerr.MessageTooLarge.Code, "the transaction is past " + why + "; abort it"
+}
+
+func (s *Shared) unreserve(pk portionKey, records int, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.portions[pk]; p != nil {
+		p.records -= records
+		p.bytes -= bytes
+		s.staged -= bytes
+	}
+}
+
+// Staged is the record bytes this node staged for transactions not yet
+// past their timeout.
+func (s *Shared) Staged() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.staged
+}
+
+// poison writes the x: row that keeps the transaction from committing,
+// best effort: the producer was refused the batch, and a client aborts a
+// transaction one of whose batches failed.
+func (s *Shared) poison(ctx context.Context, cl Client, pk portionKey, mk marker, why string) {
+	s.log.Warn("a transaction is past a cap at this node; the producer must abort it", "transactional_id", pk.key.ID, "producer_id", pk.ref.PID, "epoch", pk.ref.Epoch, "cap", why)
+	key := queen.TxnStagePrefix(pk.key.ID, pk.ref.PID, pk.ref.Epoch, pk.ref.Txn) + "x:" + strconv.Itoa(int(s.node))
+	val, _ := json.Marshal(map[string]string{"why": why})
+	op := queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: key, Value: val, TTLSeconds: StageTTL(time.Duration(mk.TimeoutMs) * time.Millisecond)}
+	if _, err := s.kv(cl).KV(ctx, []queen.KVOp{op}); err != nil {
+		s.log.Warn("the cap's mark could not be staged", "transactional_id", pk.key.ID, "err", err)
+	}
+}
+
+// recordRows is the r: rows of batch b under prefix: its records as one
+// JSON array of [dedup key, envelope] pairs (the key "" without one), cut
+// into chunks of stageChunkBytes.
+func recordRows(prefix string, b *Batch, ttl int64) ([]queen.KVOp, error) {
+	n := 2
+	for _, p := range b.Payloads {
+		n += len(p) + 8
+	}
+	array := make([]byte, 0, n)
+	array = append(array, '[')
+	for i, p := range b.Payloads {
+		if i > 0 {
+			array = append(array, ',')
+		}
+		key := ""
+		if b.Keys != nil {
+			key = b.Keys[i]
+		}
+		k, err := json.Marshal(key)
+		if err != nil {
+			return nil, err
+		}
+		array = append(append(append(append(array, '['), k...), ','), p...)
+		array = append(array, ']')
+	}
+	array = append(array, ']')
+	chunks := (len(array) + stageChunkBytes - 1) / stageChunkBytes
+	if chunks > 9999 {
+		return nil, fmt.Errorf("a batch of %d bytes is too large to stage", len(array))
+	}
+	base := prefix + "r:" + queen.Esc(b.Topic) + ":" + strconv.FormatInt(int64(b.Partition), 10) + ":" + fmt.Sprintf("%010d", uint32(b.FirstSeq)) + ":"
+	if len(base)+4 > queen.MaxKeyBytes {
+		return nil, fmt.Errorf("the transactional id and topic are too long for a stage key")
+	}
+	ops := make([]queen.KVOp, 0, chunks)
+	for c := 0; c < chunks; c++ {
+		v := stageRecords{Topic: b.Topic, Partition: b.Partition, Chunks: chunks, Data: array[c*stageChunkBytes : min(len(array), (c+1)*stageChunkBytes)]}
+		if c == 0 {
+			v.Bytes = b.Bytes
+		}
+		val, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: base + fmt.Sprintf("%04d", c), Value: val, TTLSeconds: ttl})
+	}
+	return ops, nil
+}
+
+// TxnOffsetCommit is Manager.TxnOffsetCommit in cluster mode, served by the
+// group's coordinator (where Kafka clients send it): the group's rule is
+// checked here, and each offset is staged as an o: row of the open
+// transaction, the same call counting the offsets staged so far against
+// the rider's budget (MaxOffsets, less one per further group).
+func (s *Shared) TxnOffsetCommit(ctx context.Context, cl Client, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck) *kmsg.TxnOffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	codes := newGrid(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) int { return len(t.Partitions) })
+	defer answerOffsets(req, resp, codes)
+	fill := func(code int16) *kmsg.TxnOffsetCommitResponse {
+		codes.fill(code)
+		return resp
+	}
+	if code := precheckOffsets(ctx, req, served, codes); code != 0 {
+		return fill(code)
+	}
+	k := Key{Identity: cl.Identity, ID: req.TransactionalID}
+	fenced := fencedCode(req.Version >= 3)
+	mk, code, _ := s.current(ctx, cl, k, req.ProducerID, req.ProducerEpoch, fenced)
+	if code != 0 {
+		return fill(code)
+	}
+	code, ptype := s.groups.TxnCommitCheck(coordinator.Client{Identity: cl.Identity}, req.Group, req.MemberID, req.Generation)
+	if code != 0 {
+		return fill(code)
+	}
+	ref := Ref{PID: req.ProducerID, Epoch: req.ProducerEpoch, Txn: mk.Seq + 1}
+	prefix := queen.TxnStagePrefix(req.TransactionalID, ref.PID, ref.Epoch, ref.Txn)
+	ttl := StageTTL(time.Duration(mk.TimeoutMs) * time.Millisecond)
+	var ops []queen.KVOp
+	seen := map[string]bool{}
+	for i, rt := range req.Topics {
+		for j, p := range rt.Partitions {
+			if codes[i][j] != 0 {
+				continue
+			}
+			_, md, code := offsetEntry(req.Group, rt.Topic, p)
+			key := prefix + "o:" + queen.Esc(req.Group) + ":" + queen.Esc(rt.Topic) + ":" + strconv.FormatInt(int64(p.Partition), 10)
+			switch {
+			case code != 0:
+				codes[i][j] = code
+				continue
+			case len(key) > queen.MaxKeyBytes:
+				codes[i][j] = kerr.InvalidCommitOffsetSize.Code
+				continue
+			case seen[key]:
+				continue // a partition named twice: one write per key per call
+			}
+			seen[key] = true
+			val, _ := json.Marshal(stageOffset{Group: req.Group, Topic: rt.Topic, Partition: p.Partition, Offset: p.Offset, Metadata: md, ProtocolType: ptype})
+			ops = append(ops, queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: key, Value: val, TTLSeconds: ttl})
+		}
+	}
+	if len(ops) == 0 {
+		return resp
+	}
+	if len(ops) > MaxOffsets {
+		s.poison(ctx, cl, portionKey{k, ref}, mk, "more than 62 offsets")
+		return fill(kerr.InvalidCommitOffsetSize.Code)
+	}
+	count := queen.KVOp{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: prefix + "o:", Limit: riderOps + 1, KeysOnly: true}
+	res, err := s.kv(cl).KV(ctx, append(ops, rowOp(k.ID), count))
+	if err != nil {
+		s.log.Warn("staging transactional offsets failed", "transactional_id", k.ID, "err", err)
+		return fill(s.fault(err))
+	}
+	now, ok := s.remember(k, res[len(ops)])
+	if c, _ := verdict(now, ok, req.ProducerID, req.ProducerEpoch, fenced); c != 0 {
+		return fill(c)
+	}
+	if now.Seq != mk.Seq {
+		return fill(kerr.ConcurrentTransactions.Code) // staged into a decided transaction: retried, it stages into the open one
+	}
+	staged := res[len(ops)+1]
+	groups := map[string]bool{}
+	for _, r := range staged.Rows {
+		g, _, _ := strings.Cut(strings.TrimPrefix(r.Key, prefix+"o:"), ":")
+		groups[g] = true
+	}
+	if staged.Truncated || 1+len(groups)+len(staged.Rows) > riderOps {
+		s.poison(ctx, cl, portionKey{k, ref}, mk, "more than 62 offsets (less one per further group)")
+		return fill(kerr.InvalidCommitOffsetSize.Code)
+	}
+	return resp
+}
