@@ -119,13 +119,7 @@ func (m *Manager) load(ctx context.Context, cl Client, k Key, pid int64, epoch i
 		}
 		m.log.Info("transactional id loaded from its row", "transactional_id", k.ID, "producer_id", t.pid, "epoch", t.epoch, "state", mk.State, "seq", t.seq)
 	}
-	if code := t.check(pid, epoch, fenced); code != 0 {
-		t.mu.Unlock()
-		return nil, code
-	}
-	m.adopt(t, cl.Owner)
-	t.expire(m, m.clock.Now())
-	return t, 0
+	return m.checked(cl, t, pid, epoch, fenced)
 }
 
 // DropUnowned forgets every transactional id owns says this node no

@@ -279,6 +279,12 @@ func (m *Manager) held(ctx context.Context, cl Client, id string, pid int64, epo
 	if t == nil {
 		return nil, kerr.InvalidTxnState.Code
 	}
+	return m.checked(cl, t, pid, epoch, fenced)
+}
+
+// checked is held's verdict on t, locked: kept locked, adopted by cl and
+// past its deadline applied when the request may use it, else unlocked.
+func (m *Manager) checked(cl Client, t *binding, pid int64, epoch int16, fenced int16) (*binding, int16) {
 	if code := t.check(pid, epoch, fenced); code != 0 {
 		t.mu.Unlock()
 		return nil, code

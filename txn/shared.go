@@ -372,25 +372,21 @@ func recordRows(prefix string, b *Batch, ttl int64) ([]queen.KVOp, error) {
 // transaction, the same call counting the offsets staged so far against
 // the rider's budget (MaxOffsets, less one per further group).
 func (s *Shared) TxnOffsetCommit(ctx context.Context, cl Client, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck) *kmsg.TxnOffsetCommitResponse {
-	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	codes := newGrid(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) int { return len(t.Partitions) })
-	defer answerOffsets(req, resp, codes)
-	fill := func(code int16) *kmsg.TxnOffsetCommitResponse {
-		codes.fill(code)
-		return resp
-	}
-	if code := precheckOffsets(ctx, req, served, codes); code != 0 {
-		return fill(code)
-	}
+	return answerOffsets(ctx, req, served, func(codes grid) int16 {
+		return s.stageOffsets(ctx, cl, req, codes)
+	})
+}
+
+func (s *Shared) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffsetCommitRequest, codes grid) int16 {
 	k := Key{Identity: cl.Identity, ID: req.TransactionalID}
 	fenced := fencedCode(req.Version >= 3)
 	mk, code, _ := s.current(ctx, cl, k, req.ProducerID, req.ProducerEpoch, fenced)
 	if code != 0 {
-		return fill(code)
+		return code
 	}
 	code, ptype := s.groups.TxnCommitCheck(coordinator.Client{Identity: cl.Identity}, req.Group, req.MemberID, req.Generation)
 	if code != 0 {
-		return fill(code)
+		return code
 	}
 	ref := Ref{PID: req.ProducerID, Epoch: req.ProducerEpoch, Txn: mk.Seq + 1}
 	prefix := queen.TxnStagePrefix(req.TransactionalID, ref.PID, ref.Epoch, ref.Txn)
@@ -420,24 +416,24 @@ func (s *Shared) TxnOffsetCommit(ctx context.Context, cl Client, req *kmsg.TxnOf
 		}
 	}
 	if len(ops) == 0 {
-		return resp
+		return 0
 	}
 	if len(ops) > MaxOffsets {
 		s.poison(ctx, cl, portionKey{k, ref}, mk, "more than 62 offsets")
-		return fill(kerr.InvalidCommitOffsetSize.Code)
+		return kerr.InvalidCommitOffsetSize.Code
 	}
 	count := queen.KVOp{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: prefix + "o:", Limit: riderOps + 1, KeysOnly: true}
 	res, err := s.kv(cl).KV(ctx, append(ops, rowOp(k.ID), count))
 	if err != nil {
 		s.log.Warn("staging transactional offsets failed", "transactional_id", k.ID, "err", err)
-		return fill(s.fault(err))
+		return s.fault(err)
 	}
 	now, ok := s.remember(k, res[len(ops)])
 	if c, _ := verdict(now, ok, req.ProducerID, req.ProducerEpoch, fenced); c != 0 {
-		return fill(c)
+		return c
 	}
 	if now.Seq != mk.Seq {
-		return fill(kerr.ConcurrentTransactions.Code) // staged into a decided transaction: retried, it stages into the open one
+		return kerr.ConcurrentTransactions.Code // staged into a decided transaction: retried, it stages into the open one
 	}
 	staged := res[len(ops)+1]
 	groups := map[string]bool{}
@@ -447,7 +443,7 @@ func (s *Shared) TxnOffsetCommit(ctx context.Context, cl Client, req *kmsg.TxnOf
 	}
 	if staged.Truncated || 1+len(groups)+len(staged.Rows) > riderOps {
 		s.poison(ctx, cl, portionKey{k, ref}, mk, "more than 62 offsets (less one per further group)")
-		return fill(kerr.InvalidCommitOffsetSize.Code)
+		return kerr.InvalidCommitOffsetSize.Code
 	}
-	return resp
+	return 0
 }

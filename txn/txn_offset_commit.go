@@ -22,33 +22,28 @@ import (
 // partitions over the cap are INVALID_COMMIT_OFFSET_SIZE and the
 // transaction is abortable.
 func (m *Manager) TxnOffsetCommit(ctx context.Context, cl Client, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck) *kmsg.TxnOffsetCommitResponse {
-	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	codes := newGrid(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) int { return len(t.Partitions) })
-	defer answerOffsets(req, resp, codes)
-	fill := func(code int16) *kmsg.TxnOffsetCommitResponse {
-		codes.fill(code)
-		return resp
-	}
-	if code := precheckOffsets(ctx, req, served, codes); code != 0 {
-		return fill(code)
-	}
+	return answerOffsets(ctx, req, served, func(codes grid) int16 {
+		return m.stageOffsets(ctx, cl, req, codes)
+	})
+}
 
+func (m *Manager) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffsetCommitRequest, codes grid) int16 {
 	fenced := fencedCode(req.Version >= 3)
 	t, code := m.held(ctx, cl, req.TransactionalID, req.ProducerID, req.ProducerEpoch, fenced)
 	if t == nil {
-		return fill(code)
+		return code
 	}
 	defer t.mu.Unlock()
 	if code := t.writable(); code != 0 {
-		return fill(code)
+		return code
 	}
 	code, ptype := m.cfg.Groups.TxnCommitCheck(m.groupClient(cl), req.Group, req.MemberID, req.Generation)
 	if code != 0 {
-		return fill(code)
+		return code
 	}
 	if t.state == stateEmpty {
 		if code := m.begin(ctx, cl, t, m.clock.Now(), fenced); code != 0 {
-			return fill(code)
+			return code
 		}
 	}
 	g := t.group(req.Group)
@@ -96,13 +91,24 @@ func (m *Manager) TxnOffsetCommit(ctx context.Context, cl Client, req *kmsg.TxnO
 		// The transaction cannot commit now, so nothing of this request
 		// was staged either.
 		m.poison(t, "more than 62 offsets (less one per further group)")
-		return fill(kerr.OperationNotAttempted.Code)
+		return kerr.OperationNotAttempted.Code
 	}
-	return resp
+	return 0
 }
 
-// answerOffsets builds resp from codes, one per partition of req.
-func answerOffsets(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOffsetCommitResponse, codes grid) {
+// answerOffsets answers req: the checks no transaction state changes
+// (precheckOffsets), then stage, which sets the code of each partition it
+// refuses in codes and returns the code every other one gets (0 for none).
+func answerOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck, stage func(codes grid) int16) *kmsg.TxnOffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	codes := newGrid(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) int { return len(t.Partitions) })
+	code := precheckOffsets(ctx, req, served, codes)
+	if code == 0 {
+		code = stage(codes)
+	}
+	if code != 0 {
+		codes.fill(code)
+	}
 	for i, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
@@ -113,6 +119,7 @@ func answerOffsets(req *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOffsetCommitR
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	return resp
 }
 
 // precheckOffsets refuses what no transaction state changes: a static
