@@ -21,6 +21,8 @@ const (
 	RequestTimeout  = 10 * time.Second
 	MaxFetchWaitMs  = 30000
 	MaxFetchEntries = 1024
+	// MaxFetchEntryBytes is §6's clamp of a fetch entry's maxBytes.
+	MaxFetchEntryBytes = 8 << 20
 )
 
 // Config is how a Client reaches Queen.
@@ -126,14 +128,16 @@ func (c *Client) Authenticated() bool { return c.token != "" }
 
 // call performs one HTTP exchange on route (a route* constant) with suffix
 // appended to its path, and decodes a 2xx body into out. Any other status
-// becomes an *Error. It is the one place every call passes, where the
-// observer hears it.
-func (c *Client) call(ctx context.Context, route, suffix string, timeout time.Duration, in, out any) error {
+// becomes an *Error. A 2xx body longer than limit (the most the contract
+// lets the route answer, limits.go) is a KindProtocol error, read no
+// further. It is the one place every call passes, where the observer hears
+// it.
+func (c *Client) call(ctx context.Context, route, suffix string, timeout time.Duration, limit int64, in, out any) error {
 	if c.obs == nil {
-		return c.exchange(ctx, route, suffix, timeout, in, out)
+		return c.exchange(ctx, route, suffix, timeout, limit, in, out)
 	}
 	start := time.Now()
-	err := c.exchange(ctx, route, suffix, timeout, in, out)
+	err := c.exchange(ctx, route, suffix, timeout, limit, in, out)
 	outcome := KindNone
 	if err != nil {
 		outcome = KindOf(err)
@@ -142,7 +146,7 @@ func (c *Client) call(ctx context.Context, route, suffix string, timeout time.Du
 	return err
 }
 
-func (c *Client) exchange(ctx context.Context, route, suffix string, timeout time.Duration, in, out any) error {
+func (c *Client) exchange(ctx context.Context, route, suffix string, timeout time.Duration, limit int64, in, out any) error {
 	method, path, _ := strings.Cut(route, " ")
 	var body io.Reader
 	if rb, ok := in.(rawBody); ok {
@@ -172,12 +176,23 @@ func (c *Client) exchange(ctx context.Context, route, suffix string, timeout tim
 		return transportError(ctx, route, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// Only logged or copied, cut short (§0.1): the rest is dropped.
+		raw, _, err := readAnswer(resp.Body, maxErrorBody)
+		if err != nil {
+			return transportError(ctx, route, err)
+		}
+		return statusError(route, resp, raw)
+	}
+	if resp.ContentLength > limit {
+		return tooLongError(route, resp.StatusCode, limit)
+	}
+	raw, ok, err := readAnswer(resp.Body, limit)
 	if err != nil {
 		return transportError(ctx, route, err)
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return statusError(route, resp, raw)
+	if !ok {
+		return tooLongError(route, resp.StatusCode, limit)
 	}
 	if out == nil {
 		return nil

@@ -23,7 +23,7 @@ const (
 // Queues lists the tenant's queues with live partition counts (§2).
 func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
 	var out QueueList
-	if err := c.call(ctx, routeQueues, "", c.timeout, nil, &out); err != nil {
+	if err := c.call(ctx, routeQueues, "", c.timeout, maxQueuesAnswer, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Queues, nil
@@ -39,7 +39,7 @@ func (c *Client) Configure(ctx context.Context, queue string, options map[string
 	}
 	body["queue"] = queue
 	var out ConfigureResult
-	if err := c.call(ctx, routeConfigure, "", c.timeout, body, &out); err != nil {
+	if err := c.call(ctx, routeConfigure, "", c.timeout, maxSmallAnswer, body, &out); err != nil {
 		return nil, err
 	}
 	if !out.Configured || isJSONNonNull(out.Error) {
@@ -51,7 +51,7 @@ func (c *Client) Configure(ctx context.Context, queue string, options map[string
 // DeleteQueue removes a queue and every record in it (§4).
 func (c *Client) DeleteQueue(ctx context.Context, queue string) (*DeleteResult, error) {
 	var out DeleteResult
-	if err := c.call(ctx, routeDelete, "/"+escapeSegment(queue), c.timeout, nil, &out); err != nil {
+	if err := c.call(ctx, routeDelete, "/"+escapeSegment(queue), c.timeout, maxSmallAnswer, nil, &out); err != nil {
 		return nil, err
 	}
 	if isJSONNonNull(out.Error) {
@@ -141,7 +141,7 @@ func (c *Client) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 		return nil, nil
 	}
 	var dec pushDecoder
-	if err := c.call(ctx, routePush, "", c.timeout, pushBody(items), &dec); err != nil {
+	if err := c.call(ctx, routePush, "", c.timeout, pushAnswerLimit(items), pushBody(items), &dec); err != nil {
 		return nil, err
 	}
 	raw := dec.results
@@ -188,7 +188,7 @@ func (c *Client) Fetch(ctx context.Context, req FetchRequest) ([]FetchResult, er
 		wait = MaxFetchWaitMs
 	}
 	var dec fetchDecoder
-	if err := c.call(ctx, routeFetch, "", c.timeout+time.Duration(wait)*time.Millisecond, req, &dec); err != nil {
+	if err := c.call(ctx, routeFetch, "", c.timeout+time.Duration(wait)*time.Millisecond, fetchAnswerLimit(req), req, &dec); err != nil {
 		return nil, err
 	}
 	out := dec.resp
@@ -220,7 +220,7 @@ func (c *Client) KV(ctx context.Context, ops []KVOp) ([]KVResult, error) {
 		return nil, nil
 	}
 	var wire kvResponseWire
-	if err := c.call(ctx, routeKV, "", c.timeout, KVRequest{Operations: ops}, &wire); err != nil {
+	if err := c.call(ctx, routeKV, "", c.timeout, maxKVAnswer, KVRequest{Operations: ops}, &wire); err != nil {
 		return nil, err
 	}
 	out := wire.KVResponse
@@ -310,7 +310,7 @@ func (c *Client) Transaction(ctx context.Context, req TxnRequest) ([]KVResult, e
 		}
 	}
 	var wire txnResponseWire
-	if err := c.call(ctx, routeTxn, "", c.timeout, req, &wire); err != nil {
+	if err := c.call(ctx, routeTxn, "", c.timeout, txnAnswerLimit(req), req, &wire); err != nil {
 		return nil, err
 	}
 	out := wire.TxnResponse
@@ -370,7 +370,7 @@ func (c *Client) AuthMe(ctx context.Context) (string, error) {
 			ID json.RawMessage `json:"id"`
 		} `json:"acting_cluster"`
 	}
-	err := c.call(ctx, routeAuthMe, "", c.timeout, nil, &out)
+	err := c.call(ctx, routeAuthMe, "", c.timeout, maxSmallAnswer, nil, &out)
 	if err != nil {
 		if KindOf(err) == KindProtocol { // a non-JSON or odd body names no tenant
 			return "", nil
