@@ -21,10 +21,15 @@ import (
 // records are re-encoded as ONE uncompressed RecordBatch v2 carrying their
 // original key, value, headers and timestamp. Both isolation levels read
 // the same log: nothing uncommitted is ever in it.
+//
+// Memory: a chunk's Queen answer is turned into its partitions' batches as
+// it arrives and dropped, so one fetch holds at most one answer (bounded by
+// the queen client) and the response. No entry asks Queen for more than the
+// response has left (fetchFill.ask), and once that is spent no further chunk
+// is asked: its partitions are empty reads with unknown (-1) watermarks, as
+// Kafka answers a partition past the response budget with nothing.
 const (
 	maxFetchResponse = 32 << 20
-	// maxQueenEntryBytes is the fetch route's own clamp of an entry's budget.
-	maxQueenEntryBytes = 8 << 20
 	// minChunkWait is the shortest long-poll slice a chunked fetch gives one
 	// chunk, so that more than 1,024 partitions still wait rather than spin.
 	minChunkWait = 100 * time.Millisecond
@@ -32,9 +37,9 @@ const (
 
 // fetchSlot is one partition of a fetch request on its way through.
 type fetchSlot struct {
-	resp *kmsg.FetchResponseTopicPartition
-	max  int // partition_max_bytes
-	res  *queen.FetchResult
+	resp  *kmsg.FetchResponseTopicPartition
+	max   int // partition_max_bytes
+	taken int // records in resp.RecordBatches
 }
 
 func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
@@ -80,12 +85,11 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 				refused = true
 				continue
 			}
-			slots = append(slots, fetchSlot{resp: sp, max: int(rp.PartitionMaxBytes)})
+			slots = append(slots, fetchSlot{resp: sp, max: max(int(rp.PartitionMaxBytes), 1)})
 			entries = append(entries, queen.FetchEntry{
 				Queue:     rt.Topic,
 				Partition: strconv.FormatInt(int64(rp.Partition), 10),
 				Offset:    rp.FetchOffset,
-				MaxBytes:  queenEntryBudget(rp.PartitionMaxBytes),
 			})
 		}
 	}
@@ -99,8 +103,12 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 		// which returns at once on an erroring entry), do not park on it.
 		wait = 0
 	}
+	f := &fetchFill{budget: maxFetchResponse}
+	if req.Version >= 3 && req.MaxBytes >= 0 {
+		f.budget = min(f.budget, int(req.MaxBytes))
+	}
 	fctx, cancel := n.untilStop(ctx)
-	results, err := fetchChunked(fctx, c.Queen(), entries, wait, int(max(req.MinBytes, 0)))
+	err := f.chunked(fctx, c, slots, entries, wait, int(max(req.MinBytes, 0)))
 	cancel()
 	if err != nil && n.stopped() && ctx.Err() == nil {
 		// A long poll cut by the stop: nothing was read, and a stopping
@@ -115,78 +123,106 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 		}
 		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 		for i := range slots {
-			slots[i].resp.ErrorCode = code // watermarks stay -1, no records
+			f.unfill(&slots[i])
+			slots[i].resp.ErrorCode = code // watermarks -1, no records
 		}
 		return resp, nil
 	}
-	for i := range slots {
-		slots[i].res = &results[i]
-	}
-
-	budget := maxFetchResponse
-	if req.Version >= 3 && req.MaxBytes >= 0 {
-		budget = min(budget, int(req.MaxBytes))
-	}
-	fillFetch(slots, budget)
 	return resp, nil
 }
 
-// fillFetch answers every asked partition from its Queen result, in request
-// order, against the partition budgets and the response budget. The first
-// record of the response is always taken whole; after it a partition takes
-// records while they fit, and one whose next record does not fit is an
-// empty read with its real watermarks.
-func fillFetch(slots []fetchSlot, budget int) {
-	first := true
-	var recs []recordbatch.Fetched
-	for i := range slots {
-		s := &slots[i]
-		r := s.res
-		switch r.Error {
-		case "":
-		case queen.FetchErrUnknownTopic:
-			// The queue is gone since the catalogue last looked: no bounds.
-			s.resp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			continue
-		case queen.FetchErrOutOfRange:
-			s.resp.ErrorCode = kerr.OffsetOutOfRange.Code
-			s.resp.HighWatermark, s.resp.LastStableOffset, s.resp.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
-			continue
-		default:
-			s.resp.ErrorCode = kerr.UnknownServerError.Code
-			continue
-		}
+// fetchFill fills a fetch response's partitions from Queen's answers, in
+// request order, against the partition budgets and the response budget.
+// The first record of the response is always taken whole; after it a
+// partition takes records while they fit, and one whose next record does
+// not fit is an empty read with its real watermarks.
+type fetchFill struct {
+	budget int  // bytes the response has left (negative past an oversized first record)
+	taken  int  // records in the response
+	full   bool // a record did not fit what the response had left
+}
+
+// spent reports that the response takes no further chunk: its first record
+// is in, and a record did not fit what is left (or nothing could). A later
+// partition might still hold a record small enough, but Kafka may answer
+// the partitions past the budget empty, and the consumer fetches again.
+func (f *fetchFill) spent() bool {
+	return f.taken > 0 && (f.full || f.budget <= recordbatch.HeaderLen)
+}
+
+// unfill takes a partition's answer back out of the response (before it
+// is read again, or failed): no records, no error, watermarks unknown.
+func (f *fetchFill) unfill(s *fetchSlot) {
+	f.budget += len(s.resp.RecordBatches)
+	f.taken -= s.taken
+	f.full = f.full && s.taken == 0 // what it held is free again
+	s.taken = 0
+	s.resp.RecordBatches = []byte{}
+	s.resp.ErrorCode = 0
+	s.resp.HighWatermark, s.resp.LastStableOffset, s.resp.LogStartOffset = -1, -1, -1
+}
+
+// fill answers s from its Queen result r.
+func (f *fetchFill) fill(s *fetchSlot, r *queen.FetchResult) {
+	f.unfill(s)
+	switch r.Error {
+	case "":
+	case queen.FetchErrUnknownTopic:
+		// The queue is gone since the catalogue last looked: no bounds.
+		s.resp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return
+	case queen.FetchErrOutOfRange:
+		s.resp.ErrorCode = kerr.OffsetOutOfRange.Code
 		s.resp.HighWatermark, s.resp.LastStableOffset, s.resp.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
-		recs = recs[:0]
-		size := recordbatch.HeaderLen
-		for _, fr := range r.Records {
-			rec := queen.DecodePayload(fr.Payload, queen.ParseTS(fr.TS))
-			if rec.Timestamp < 0 {
-				rec.Timestamp = -1 // an unreadable ts is no timestamp, not year 1
-			}
-			est := recordBound(&rec)
-			if !first && (size+est > s.max || size+est > budget) {
-				break
-			}
-			first = false
-			recs = append(recs, recordbatch.Fetched{Offset: fr.Offset, Record: rec})
-			size += est
+		return
+	default:
+		s.resp.ErrorCode = kerr.UnknownServerError.Code
+		return
+	}
+	s.resp.HighWatermark, s.resp.LastStableOffset, s.resp.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
+	var recs []recordbatch.Fetched
+	size := recordbatch.HeaderLen
+	for _, fr := range r.Records {
+		rec := queen.DecodePayload(fr.Payload, queen.ParseTS(fr.TS))
+		if rec.Timestamp < 0 {
+			rec.Timestamp = -1 // an unreadable ts is no timestamp, not year 1
 		}
-		if len(recs) > 0 {
-			s.resp.RecordBatches = recordbatch.AppendFetchBatch(nil, recs)
-			budget -= len(s.resp.RecordBatches)
+		est := recordBound(&rec)
+		if f.taken+len(recs) > 0 && (size+est > s.max || size+est > f.budget) {
+			f.full = f.full || size+est > f.budget
+			break
 		}
+		recs = append(recs, recordbatch.Fetched{Offset: fr.Offset, Record: rec})
+		size += est
+	}
+	if len(recs) > 0 {
+		s.resp.RecordBatches = recordbatch.AppendFetchBatch(nil, recs)
+		f.budget -= len(s.resp.RecordBatches)
+		f.taken += len(recs)
+		s.taken = len(recs)
 	}
 }
 
-// queenEntryBudget asks Queen for a little more than the Kafka partition
-// budget: Queen counts stored bytes, and a stored envelope is base64, about
-// four thirds of the record it re-encodes to. The Kafka budget is applied
-// exactly afterwards.
-func queenEntryBudget(partitionMax int32) int {
-	b := int64(max(partitionMax, 1))
-	b += b/3 + 1024
-	return int(min(b, maxQueenEntryBytes))
+// ask sets the maxBytes of es, the entries of one call for slots ss: each
+// its partition budget, but never more than the response has left. Queen's
+// budget is per entry and counts what it delivers (a call fills entries in
+// order up to its own fixed 64 MiB), so this is as close as the route lets
+// a call come to "what the response has left"; capping the sum of what the
+// entries ask instead would starve every partition past the first few
+// whenever partition budgets are far above the data, as they mostly are.
+func (f *fetchFill) ask(ss []*fetchSlot, es []queen.FetchEntry) {
+	left := storedBytes(max(f.budget, 1))
+	for i := range es {
+		es[i].MaxBytes = min(storedBytes(ss[i].max), left, queen.MaxFetchEntryBytes)
+	}
+}
+
+// storedBytes is the Queen budget for b bytes of Kafka records: a little
+// more, since Queen counts stored bytes and a stored envelope is base64,
+// about four thirds of the record it re-encodes to. The Kafka budget is
+// applied exactly afterwards (fill).
+func storedBytes(b int) int {
+	return b + b/3 + 1024
 }
 
 // recordBound is an upper bound on r's encoded size in a batch: every
@@ -199,47 +235,82 @@ func recordBound(r *queen.Record) int {
 	return n
 }
 
-// fetchChunked runs entries through Queen's fetch route, at most 1,024 per
-// call. Up to 1,024 it is one call carrying the whole long poll. Beyond, a
-// first pass reads every chunk without waiting; when that gathered less
-// than minBytes, the remaining wait is spent in slices, one chunk after
-// another, until a chunk has data or the wait is over.
-func fetchChunked(ctx context.Context, q *queen.Client, entries []queen.FetchEntry, wait time.Duration, minBytes int) ([]queen.FetchResult, error) {
-	if len(entries) <= queen.MaxFetchEntries {
-		return q.Fetch(ctx, queen.FetchRequest{Entries: entries, MaxWaitMs: int(wait.Milliseconds()), MinBytes: minBytes})
-	}
-	deadline := time.Now().Add(wait)
-	results := make([]queen.FetchResult, len(entries))
+// chunked runs entries through Queen's fetch route, at most 1,024 per call,
+// filling slots as each answer arrives. Up to 1,024 it is one call carrying
+// the whole long poll. Beyond, a first pass reads every chunk without
+// waiting; when that gathered less than minBytes, the remaining wait is
+// spent in slices, one chunk after another, until a chunk has data or the
+// wait is over. No chunk is asked once the response budget is spent. A
+// chunk Queen refuses as a bad or too large request fails its own
+// partitions only; any other failure is the whole fetch's, returned.
+func (f *fetchFill) chunked(ctx context.Context, c *Conn, slots []fetchSlot, entries []queen.FetchEntry, wait time.Duration, minBytes int) error {
 	chunks := (len(entries) + queen.MaxFetchEntries - 1) / queen.MaxFetchEntries
+	deadline := time.Now().Add(wait)
 	for round := 0; ; round++ {
-		got, errored := 0, false
+		got, answered := 0, false
 		for from := 0; from < len(entries); from += queen.MaxFetchEntries {
+			if f.spent() {
+				return nil
+			}
 			to := min(from+queen.MaxFetchEntries, len(entries))
-			call := queen.FetchRequest{Entries: entries[from:to], MinBytes: minBytes}
-			if round > 0 {
+			waitMs := 0
+			switch {
+			case chunks == 1:
+				waitMs = int(wait.Milliseconds())
+			case round > 0:
 				left := time.Until(deadline)
 				if left <= 0 {
-					return results, nil
+					return nil
 				}
-				call.MaxWaitMs = int(min(left, max(left/time.Duration(chunks), minChunkWait)).Milliseconds())
+				waitMs = int(min(left, max(left/time.Duration(chunks), minChunkWait)).Milliseconds())
 			}
-			rs, err := q.Fetch(ctx, call)
+			ss := make([]*fetchSlot, to-from)
+			for i := range ss {
+				ss[i] = &slots[from+i]
+			}
+			g, a, err := f.readChunk(ctx, c, ss, entries[from:to], waitMs, minBytes)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			copy(results[from:to], rs)
-			for _, r := range rs {
-				errored = errored || r.Error != ""
-				for _, rec := range r.Records {
-					got += max(len(rec.Payload), 1)
-				}
-			}
-			if round > 0 && (got >= max(minBytes, 1) || errored) {
-				return results, nil
+			got, answered = got+g, answered || a
+			if round > 0 && (got >= max(minBytes, 1) || answered) {
+				return nil
 			}
 		}
-		if got >= minBytes || errored || wait <= 0 || time.Until(deadline) <= 0 {
-			return results, nil
+		if chunks == 1 || got >= minBytes || answered || wait <= 0 || time.Until(deadline) <= 0 {
+			return nil
 		}
 	}
+}
+
+// readChunk reads one chunk's partitions ss (entries es) and fills them.
+// got is Queen's delivered payload bytes (each record at least 1, as its
+// minBytes counts), answered that an error is among the answers.
+func (f *fetchFill) readChunk(ctx context.Context, c *Conn, ss []*fetchSlot, es []queen.FetchEntry, waitMs, minBytes int) (got int, answered bool, err error) {
+	for _, s := range ss {
+		f.unfill(s) // read again: this answer replaces the last one
+	}
+	f.ask(ss, es)
+	rs, err := c.Queen().Fetch(ctx, queen.FetchRequest{Entries: es, MaxWaitMs: waitMs, MinBytes: minBytes})
+	if err != nil {
+		if k := queen.KindOf(err); k != queen.KindBadRequest && k != queen.KindTooLarge {
+			return 0, false, err
+		}
+		// Refused whole, and refused again if resent: this chunk's
+		// partitions fail, the others are read.
+		logQueenFault(c, "fetch", err)
+		code, _, _, _ := fetchFault(err)
+		for _, s := range ss {
+			s.resp.ErrorCode = code
+		}
+		return 0, true, nil
+	}
+	for i := range rs {
+		for _, rec := range rs[i].Records {
+			got += max(len(rec.Payload), 1)
+		}
+		answered = answered || rs[i].Error != ""
+		f.fill(ss[i], &rs[i])
+	}
+	return got, answered, nil
 }

@@ -152,7 +152,7 @@ func (s *offsetSearch) step(r *queen.FetchResult) {
 // entry whose first record is larger comes back empty within its bounds and
 // is asked again with a larger budget, and past the last one alone in a
 // call of its own, where its first record is always delivered.
-var probeBudgets = []int{4 << 10, 256 << 10, maxQueenEntryBytes}
+var probeBudgets = []int{4 << 10, 256 << 10, queen.MaxFetchEntryBytes}
 
 // probeOffsets reads the first record at or after offset(s) for every
 // search (bounds only, when records is false), in calls of at most 1,024
