@@ -31,3 +31,9 @@ func (p *Pool) GetUnpaid() *Decoder {
 func (d *Decoder) EnvelopesWithin(rb *kmsg.RecordBatch, buf []byte, ends []int, allowance int) ([]byte, []int, int, *Fault) {
 	return d.envelopes(rb, buf, ends, allowance)
 }
+
+// DecompressPaying runs p's decompressors with limit, asking pay before
+// the output grows to a capacity and payWindow for a zstd history.
+func (p *Pool) DecompressPaying(dst, src []byte, codec, limit int, pay, payWindow func(int) error) ([]byte, error) {
+	return p.codecs.decompress(dst, src, codec, limit, pay, payWindow)
+}

@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
-# Runs every Fuzz* target of the module for a short time each. go test -fuzz
-# takes one target of one package per run, so the targets are discovered here
-# rather than listed by hand (a new target cannot be forgotten).
+# Runs every Fuzz* target of the module, each for a time (the short run of
+# `make fuzz`, default 5s) or a count of executions (`make fuzz-long`,
+# 10000000x). go test -fuzz takes one target of one package per run, so the
+# targets are discovered here rather than listed by hand (a new target
+# cannot be forgotten). A second argument, a regular expression, runs only
+# the targets it matches. Each target's last progress line (its executions)
+# is repeated in a summary at the end.
 set -euo pipefail
 fuzztime=${1:-5s}
+only=${2:-.}
 cd "$(dirname "$0")/.."
+# A count of executions takes as long as it takes: no test timeout then.
+timeout=10m
+case $fuzztime in *x) timeout=0 ;; esac
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 found=0
+summary=()
 while IFS= read -r pkg; do
   dir=$(go list -f '{{.Dir}}' "$pkg")
   for t in $(grep -hoE '^func (Fuzz[A-Za-z0-9_]+)\(' "$dir"/*_test.go 2>/dev/null | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(/\1/' | sort -u); do
+    [[ $t =~ $only ]] || continue
     found=$((found + 1))
     echo "fuzz $pkg $t ($fuzztime)"
-    go test -run '^$' -fuzz "^${t}\$" -fuzztime "$fuzztime" "$pkg"
+    go test -run '^$' -fuzz "^${t}\$" -fuzztime "$fuzztime" -timeout "$timeout" "$pkg" 2>&1 | tee "$log"
+    summary+=("$t: $(grep -oE 'elapsed: [^,]+, execs: [0-9]+' "$log" | tail -1)")
   done
 done < <(go list ./...)
+printf '%s\n' "${summary[@]}"
 echo "fuzz: $found targets ran"
