@@ -134,6 +134,13 @@ func TestClusterTxnCommitsRecordsStagedAtOtherNodes(t *testing.T) {
 	require.Equal(t, []string{"a", "b", "d"}, e.values(t, "out", 0))
 	code, _ = x.produce(other, "out", 0, "after-abort")
 	require.Equal(t, kerr.InvalidTxnState.Code, code)
+
+	// The group's coordinator cached the row of an earlier transaction:
+	// the offsets still go to the open one.
+	require.Equal(t, int16(0), x.addOffsets(owner, group))
+	require.Equal(t, map[int32]int16{0: 0}, x.commitOffsets(groupNode, group, "", -1, "in", map[int32]int64{0: 9}))
+	require.Equal(t, int16(0), x.end(owner, true))
+	require.Equal(t, int64(9), e.offset(t, group, "in", 0))
 }
 
 // A transaction whose owner forgot it (a restart, an ownership move: the

@@ -388,62 +388,70 @@ func (s *Shared) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffse
 	if code != 0 {
 		return code
 	}
-	ref := Ref{PID: req.ProducerID, Epoch: req.ProducerEpoch, Txn: mk.Seq + 1}
-	prefix := queen.TxnStagePrefix(req.TransactionalID, ref.PID, ref.Epoch, ref.Txn)
-	ttl := StageTTL(time.Duration(mk.TimeoutMs) * time.Millisecond)
-	var ops []queen.KVOp
-	seen := map[string]bool{}
-	for i, rt := range req.Topics {
-		for j, p := range rt.Partitions {
-			if codes[i][j] != 0 {
-				continue
+	for attempt := 0; ; attempt++ {
+		ref := Ref{PID: req.ProducerID, Epoch: req.ProducerEpoch, Txn: mk.Seq + 1}
+		prefix := queen.TxnStagePrefix(req.TransactionalID, ref.PID, ref.Epoch, ref.Txn)
+		ttl := StageTTL(time.Duration(mk.TimeoutMs) * time.Millisecond)
+		var ops []queen.KVOp
+		seen := map[string]bool{}
+		for i, rt := range req.Topics {
+			for j, p := range rt.Partitions {
+				if codes[i][j] != 0 {
+					continue
+				}
+				_, md, code := offsetEntry(req.Group, rt.Topic, p)
+				key := prefix + "o:" + queen.Esc(req.Group) + ":" + queen.Esc(rt.Topic) + ":" + strconv.FormatInt(int64(p.Partition), 10)
+				switch {
+				case code != 0:
+					codes[i][j] = code
+					continue
+				case len(key) > queen.MaxKeyBytes:
+					codes[i][j] = kerr.InvalidCommitOffsetSize.Code
+					continue
+				case seen[key]:
+					continue // a partition named twice: one write per key per call
+				}
+				seen[key] = true
+				val, _ := json.Marshal(stageOffset{Group: req.Group, Topic: rt.Topic, Partition: p.Partition, Offset: p.Offset, Metadata: md, ProtocolType: ptype})
+				ops = append(ops, queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: key, Value: val, TTLSeconds: ttl})
 			}
-			_, md, code := offsetEntry(req.Group, rt.Topic, p)
-			key := prefix + "o:" + queen.Esc(req.Group) + ":" + queen.Esc(rt.Topic) + ":" + strconv.FormatInt(int64(p.Partition), 10)
-			switch {
-			case code != 0:
-				codes[i][j] = code
-				continue
-			case len(key) > queen.MaxKeyBytes:
-				codes[i][j] = kerr.InvalidCommitOffsetSize.Code
-				continue
-			case seen[key]:
-				continue // a partition named twice: one write per key per call
-			}
-			seen[key] = true
-			val, _ := json.Marshal(stageOffset{Group: req.Group, Topic: rt.Topic, Partition: p.Partition, Offset: p.Offset, Metadata: md, ProtocolType: ptype})
-			ops = append(ops, queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: key, Value: val, TTLSeconds: ttl})
 		}
-	}
-	if len(ops) == 0 {
+		if len(ops) == 0 {
+			return 0
+		}
+		if len(ops) > MaxOffsets {
+			s.poison(ctx, cl, portionKey{k, ref}, mk, "more than 62 offsets")
+			return kerr.InvalidCommitOffsetSize.Code
+		}
+		count := queen.KVOp{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: prefix + "o:", Limit: riderOps + 1, KeysOnly: true}
+		res, err := s.kv(cl).KV(ctx, append(ops, rowOp(k.ID), count))
+		if err != nil {
+			s.log.Warn("staging transactional offsets failed", "transactional_id", k.ID, "err", err)
+			return s.fault(err)
+		}
+		now, ok := s.remember(k, res[len(ops)])
+		if c, _ := verdict(now, ok, req.ProducerID, req.ProducerEpoch, fenced); c != 0 {
+			return c
+		}
+		if now.Seq != mk.Seq {
+			if attempt > 0 {
+				return kerr.ConcurrentTransactions.Code
+			}
+			// The cache named a decided transaction: stage into the open
+			// one (what this call wrote is unreachable, and expires).
+			mk = now
+			continue
+		}
+		staged := res[len(ops)+1]
+		groups := map[string]bool{}
+		for _, r := range staged.Rows {
+			g, _, _ := strings.Cut(strings.TrimPrefix(r.Key, prefix+"o:"), ":")
+			groups[g] = true
+		}
+		if staged.Truncated || 1+len(groups)+len(staged.Rows) > riderOps {
+			s.poison(ctx, cl, portionKey{k, ref}, mk, "more than 62 offsets (less one per further group)")
+			return kerr.InvalidCommitOffsetSize.Code
+		}
 		return 0
 	}
-	if len(ops) > MaxOffsets {
-		s.poison(ctx, cl, portionKey{k, ref}, mk, "more than 62 offsets")
-		return kerr.InvalidCommitOffsetSize.Code
-	}
-	count := queen.KVOp{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: prefix + "o:", Limit: riderOps + 1, KeysOnly: true}
-	res, err := s.kv(cl).KV(ctx, append(ops, rowOp(k.ID), count))
-	if err != nil {
-		s.log.Warn("staging transactional offsets failed", "transactional_id", k.ID, "err", err)
-		return s.fault(err)
-	}
-	now, ok := s.remember(k, res[len(ops)])
-	if c, _ := verdict(now, ok, req.ProducerID, req.ProducerEpoch, fenced); c != 0 {
-		return c
-	}
-	if now.Seq != mk.Seq {
-		return kerr.ConcurrentTransactions.Code // staged into a decided transaction: retried, it stages into the open one
-	}
-	staged := res[len(ops)+1]
-	groups := map[string]bool{}
-	for _, r := range staged.Rows {
-		g, _, _ := strings.Cut(strings.TrimPrefix(r.Key, prefix+"o:"), ":")
-		groups[g] = true
-	}
-	if staged.Truncated || 1+len(groups)+len(staged.Rows) > riderOps {
-		s.poison(ctx, cl, portionKey{k, ref}, mk, "more than 62 offsets (less one per further group)")
-		return kerr.InvalidCommitOffsetSize.Code
-	}
-	return 0
 }
