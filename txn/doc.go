@@ -25,8 +25,15 @@
 //
 // A stage outlives the connection that opened it until its timeout, so a
 // commit resumed from a new connection with the same producer id and epoch
-// lands. It does not outlive the process: after a restart a resumed commit
-// is INVALID_TXN_STATE and nothing of it is written.
+// lands. In single mode it does not outlive the process: after a restart a
+// resumed commit is INVALID_TXN_STATE and nothing of it is written. In
+// cluster mode (Config.Cluster; cluster.go, shared.go) it does: the stage is
+// in Queen under qk:txnstage:, written by whichever node received the
+// records (Shared: a Produce goes to each partition's leader, a
+// TxnOffsetCommit to the group's coordinator), the owner on the ring
+// announces each transaction in the qk:txn: row and loads from that row an
+// id it does not hold, so a commit resumed after a restart or an ownership
+// move lands what Queen holds.
 //
 // It does not own: the wire (package node decodes, and decodes the record
 // batches into payload envelopes before they are staged), producer id
@@ -36,9 +43,11 @@
 // Groups seam; the coordinator package also owns the layout of the
 // qk:group: and qk:groups: rows a commit writes), which Kafka code a
 // failed call to Queen is (Config.Fault, the node's fault table), the
-// Queen HTTP client (the narrow Queen interface), or where a stage lives
-// (the Stages seam: Memory here, one held in Queen for cluster mode, where
-// a commit at one node must land records produced through another).
+// Queen HTTP client (the narrow Queen interface), which node owns a
+// transactional id (the node gates each request to the ring's owner), or
+// where a stage lives (the Stages seam: Memory in single mode, QueenStages
+// in cluster mode, where a commit at one node must land records produced
+// through another).
 //
 // Every method takes and returns kmsg types and never fails as a Go error:
 // each refusal is the Kafka code a broker would send, and a failed commit is
