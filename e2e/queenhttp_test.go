@@ -211,11 +211,19 @@ func (d *queenDev) clearFaults(t testing.TB) {
 // faults lists the fault-injection rules in force, with their hits.
 func (d *queenDev) faults(t testing.TB) []faultRule {
 	t.Helper()
-	resp, err := httpc.Get(d.url + "/dev/faults")
+	req, err := http.NewRequest(http.MethodGet, d.url+"/dev/faults", nil)
+	if err != nil {
+		t.Fatalf("GET /dev/faults: %v", err)
+	}
+	d.authorize(req)
+	resp, err := httpc.Do(req)
 	if err != nil {
 		t.Fatalf("GET /dev/faults: %v", err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /dev/faults: status %d", resp.StatusCode)
+	}
 	var body struct {
 		Rules []faultRule `json:"rules"`
 	}
