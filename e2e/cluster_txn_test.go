@@ -23,14 +23,22 @@ import (
 // TestClusterTxnCoordinatorKilled: the transactional id's owner dies; the
 // id moves to a survivor on the ring, which loads it from its qk:txn: row.
 func TestClusterTxnCoordinatorKilled(t *testing.T) {
-	clusterEOS(t, func(owner int32) int { return int(owner) })
+	clusterEOS(t, false, func(owner int32) int { return int(owner) })
+}
+
+// TestClusterTxnCoordinatorKVHangs: every KV call of the transactional id's
+// owner hangs (queen-dev's fault injection, scoped to that node's token):
+// its registry heartbeat stops, the survivors drop it after one TTL, and
+// the id moves to one of them, which loads it from its row.
+func TestClusterTxnCoordinatorKVHangs(t *testing.T) {
+	clusterEOS(t, true, func(owner int32) int { return int(owner) })
 }
 
 // TestClusterTxnPartitionLeaderKilled: a node that leads partitions of
 // both topics, but is neither the transaction coordinator nor the node the
 // worker bootstrapped at, dies; its partitions move to the survivors.
 func TestClusterTxnPartitionLeaderKilled(t *testing.T) {
-	clusterEOS(t, func(owner int32) int {
+	clusterEOS(t, false, func(owner int32) int {
 		for _, id := range []int32{1, 2, 3} {
 			if id != owner && id != eosBootstrap(owner) {
 				return int(id)
@@ -44,10 +52,10 @@ func TestClusterTxnPartitionLeaderKilled(t *testing.T) {
 func eosBootstrap(owner int32) int32 { return owner%3 + 1 }
 
 // clusterEOS runs the copy, kills victim(coordinator) once 300 records are
-// committed, and checks the output holds every input record exactly once,
+// committed (or, hang, makes every KV call of it hang), and checks the output holds every input record exactly once,
 // in order, and that no poll of the group's committed offsets ever saw one
 // go backwards.
-func clusterEOS(t *testing.T, victim func(owner int32) int) {
+func clusterEOS(t *testing.T, hang bool, victim func(owner int32) int) {
 	c := newTestCluster(t, clusterOpts{nodes: 3, env: map[string]string{"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "1000"}})
 	const parts, n = 6, 1200
 	in, out := uniq("ceos-in"), uniq("ceos-out")
@@ -129,8 +137,13 @@ func clusterEOS(t *testing.T, victim func(owner int32) int) {
 		return ok && k >= 300
 	}, 90*time.Second)
 	require.NoError(t, err, "the worker commits through the cluster")
-	c.node(kill).kill()
-	t.Logf("killed -9 node %d (transaction coordinator %d, worker bootstrapped at %d) at %q", kill, owner, boot, line)
+	if hang {
+		c.dev.fault(t, map[string]any{"rules": []faultRule{{Route: "kv", Token: c.tokens[kill-1], Hang: true}}})
+		t.Cleanup(func() { c.dev.clearFaults(t) })
+	} else {
+		c.node(kill).kill()
+	}
+	t.Logf("KV hang %v (else SIGKILL) of node %d (transaction coordinator %d, worker bootstrapped at %d) at %q", hang, kill, owner, boot, line)
 
 	// Done when the group has committed the whole input (OffsetFetch is
 	// answered at any node, from Queen); each commit carries its records.
@@ -144,6 +157,13 @@ func clusterEOS(t *testing.T, victim func(owner int32) int) {
 	close(stop)
 	<-polled
 	require.True(t, worker.Running(), "the worker exited: %v", worker.ExitErr())
+	if kill == int(owner) {
+		// The id moved: a survivor names another owner (the same ring for
+		// either key type).
+		fc, err := c.findCoordinator(t, live[0], txnID)
+		require.NoError(t, err)
+		require.NotEqual(t, owner, fc.NodeID, "the transactional id's owner after node %d stopped answering", kill)
+	}
 	worker.Kill()
 
 	mu.Lock()
