@@ -81,14 +81,7 @@ func clusterEOS(t *testing.T, hang bool, victim func(owner int32) int) {
 	}
 	seeds := c.addrs(live...)
 
-	want := map[int32][]string{}
-	input := make([]*kgo.Record, n)
-	for i := range input {
-		p := int32(i % parts)
-		v := fmt.Sprintf("id-%04d", i)
-		input[i] = &kgo.Record{Topic: in, Partition: p, Key: []byte(v), Value: []byte(v)}
-		want[p] = append(want[p], v)
-	}
+	input, want := eosInput(in, parts, n)
 	prod := newKgo(t, c.addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	require.NoError(t, prod.ProduceSync(ctxT(t, 60*time.Second), input...).FirstErr())
 	prod.Close()
@@ -169,20 +162,5 @@ func clusterEOS(t *testing.T, hang bool, victim func(owner int32) int) {
 	mu.Lock()
 	assert.Empty(t, backwards, "committed offsets went backwards")
 	mu.Unlock()
-	assert.Equal(t, inEnds, endOffsets(t, seeds, out), "output end offsets: each committed transaction of N advances the log by N")
-	got := map[int32][]string{}
-	seen := map[string]int{}
-	for _, r := range readToEnd(t, seeds, out, kgo.ReadCommitted()) {
-		got[r.Partition] = append(got[r.Partition], string(r.Value))
-		seen[string(r.Value)]++
-	}
-	for v, k := range seen {
-		if k != 1 {
-			t.Errorf("%s is in the output %d times", v, k)
-		}
-	}
-	assert.Len(t, seen, n, "distinct ids in the output")
-	for p := int32(0); p < parts; p++ {
-		assert.Equal(t, want[p], got[p], "output partition %d against input partition %d, in order", p, p)
-	}
+	assertCopiedOnce(t, seeds, out, inEnds, want, n)
 }

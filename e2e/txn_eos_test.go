@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -160,14 +159,7 @@ func TestTxnGroupTransactSessionKillRestart(t *testing.T) {
 	createTopic(t, tg, in, parts, nil)
 	createTopic(t, tg, out, parts, nil)
 
-	want := map[int32][]string{}
-	input := make([]*kgo.Record, n)
-	for i := range input {
-		p := int32(i % parts)
-		v := fmt.Sprintf("id-%04d", i)
-		input[i] = &kgo.Record{Topic: in, Partition: p, Key: []byte(v), Value: []byte(v)}
-		want[p] = append(want[p], v)
-	}
+	input, want := eosInput(in, parts, n)
 	prod := newKgo(t, seeds, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	require.NoError(t, prod.ProduceSync(ctxT(t, 60*time.Second), input...).FirstErr())
 	inEnds := endOffsets(t, seeds, in)
@@ -191,21 +183,5 @@ func TestTxnGroupTransactSessionKillRestart(t *testing.T) {
 	require.True(t, last.Running(), "the last worker exited: %v", last.ExitErr())
 	last.Kill()
 
-	outEnds := endOffsets(t, seeds, out)
-	assert.Equal(t, inEnds, outEnds, "output end offsets: each committed transaction of N advances the log by N")
-	got := map[int32][]string{}
-	seen := map[string]int{}
-	for _, r := range readToEnd(t, seeds, out, kgo.ReadCommitted()) {
-		got[r.Partition] = append(got[r.Partition], string(r.Value))
-		seen[string(r.Value)]++
-	}
-	for v, c := range seen {
-		if c != 1 {
-			t.Errorf("%s is in the output %d times", v, c)
-		}
-	}
-	assert.Len(t, seen, n, "distinct ids in the output")
-	for p := int32(0); p < parts; p++ {
-		assert.Equal(t, want[p], got[p], "output partition %d against input partition %d, in order", p, p)
-	}
+	assertCopiedOnce(t, seeds, out, inEnds, want, n)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -344,4 +345,43 @@ func storedValues(t testing.TB, dev *queenDev, topic string, p int32) []string {
 		vs = append(vs, string(v))
 	}
 	return vs
+}
+
+// eosInput is n records for topic round robin over parts partitions, the
+// i-th valued and keyed id-%04d, and each partition's values in order: the
+// input of the exactly-once copy tests.
+func eosInput(topic string, parts int32, n int) ([]*kgo.Record, map[int32][]string) {
+	want := map[int32][]string{}
+	input := make([]*kgo.Record, n)
+	for i := range input {
+		p := int32(i) % parts
+		v := fmt.Sprintf("id-%04d", i)
+		input[i] = &kgo.Record{Topic: topic, Partition: p, Key: []byte(v), Value: []byte(v)}
+		want[p] = append(want[p], v)
+	}
+	return input, want
+}
+
+// assertCopiedOnce checks an exactly-once copy into out: its end offsets
+// are the input's (each committed transaction of N advanced the log by N),
+// and read committed it holds each of the n input values once, every
+// partition its input partition's values in order.
+func assertCopiedOnce(t *testing.T, seeds []string, out string, inEnds map[int32]int64, want map[int32][]string, n int) {
+	t.Helper()
+	assert.Equal(t, inEnds, endOffsets(t, seeds, out), "output end offsets: each committed transaction of N advances the log by N")
+	got := map[int32][]string{}
+	seen := map[string]int{}
+	for _, r := range readToEnd(t, seeds, out, kgo.ReadCommitted()) {
+		got[r.Partition] = append(got[r.Partition], string(r.Value))
+		seen[string(r.Value)]++
+	}
+	for v, c := range seen {
+		if c != 1 {
+			t.Errorf("%s is in the output %d times", v, c)
+		}
+	}
+	assert.Len(t, seen, n, "distinct ids in the output")
+	for p := range want {
+		assert.Equal(t, want[p], got[p], "output partition %d against input partition %d, in order", p, p)
+	}
 }
