@@ -10,7 +10,7 @@ FUZZ     ?= .
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/queen-mq/queen-kafka/internal/version.version=$(VERSION)
 
-.PHONY: all build run test unit e2e fuzz fuzz-long vet fmt-check tidy-check lint bench clean
+.PHONY: all build run test unit e2e chaos fuzz fuzz-long vet fmt-check tidy-check lint bench clean
 
 all: build
 
@@ -44,6 +44,11 @@ unit:
 
 e2e: build
 	$(GO) test -count=1 -timeout 15m ./e2e/...
+
+# The chaos test at length (issue 11): 20 facade SIGKILLs and 2 queen-dev
+# SIGKILL+restarts over 7 minutes; its short form runs in `make e2e`.
+chaos: build
+	CHAOS_KILLS=20 CHAOS_QUEEN_RESTARTS=2 CHAOS_TIME=7m $(GO) test -count=1 -timeout 20m -run TestChaos -v ./e2e/
 
 # Short runs of every fuzz target over its checked-in corpus plus fresh inputs.
 fuzz:

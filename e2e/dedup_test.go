@@ -131,14 +131,22 @@ func produceKgoAll(t testing.TB, seeds []string, topic string, parts int, values
 	return acked
 }
 
-// newRdkIdempotent is a librdkafka idempotent producer.
+// newRdkIdempotent is a librdkafka idempotent producer, its debug contexts
+// eos, protocol and msg.
 func newRdkIdempotent(t *testing.T, seeds string) *kafka.Producer {
+	t.Helper()
+	return newRdkIdempotentDebug(t, seeds, "eos,protocol,msg")
+}
+
+// newRdkIdempotentDebug is newRdkIdempotent logging the debug contexts
+// debug (a long run keeps its log small with fewer).
+func newRdkIdempotentDebug(t *testing.T, seeds, debug string) *kafka.Producer {
 	t.Helper()
 	p, err := kafka.NewProducer(&kafka.ConfigMap{
 		"bootstrap.servers": seeds, "enable.idempotence": true, "acks": "all",
 		"linger.ms": 2, "retry.backoff.ms": 50, "retry.backoff.max.ms": 200, "message.timeout.ms": 90000,
 		"reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 200,
-		"go.logs.channel.enable": true, "debug": "eos,protocol,msg",
+		"go.logs.channel.enable": true, "debug": debug,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,588 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The chaos test (issue 11, Prove it): a three-node cluster on one
+// queen-dev under continuous idempotent produce from franz-go, sarama and
+// librdkafka and a two-member franz-go consumer group, while a nemesis
+// SIGKILLs random facade nodes (each restarted after a random delay) and
+// SIGKILLs and restarts queen-dev on its data directory and port. A checker
+// in the style of Jepsen's Kafka workload then reads the topic back from
+// the start and counts what the contract says never happens.
+//
+// The environment shapes a run; `make chaos` sets the long one:
+//
+//	CHAOS_KILLS          facade SIGKILLs (default 4)
+//	CHAOS_QUEEN_RESTARTS queen-dev SIGKILL+restarts (default 1)
+//	CHAOS_TIME           the faulted phase (default 35s; the settle after it is bounded by 50 s)
+//	CHAOS_SEED           the nemesis's seed (default: from the clock; logged either way)
+
+const chaosParts = 6
+
+// chaosConfig is a run's shape, read from the environment.
+type chaosConfig struct {
+	kills, queenRestarts int
+	phase                time.Duration
+	seed                 uint64
+}
+
+func chaosEnv(t *testing.T) chaosConfig {
+	t.Helper()
+	c := chaosConfig{kills: 4, queenRestarts: 1, phase: 35 * time.Second, seed: uint64(time.Now().UnixNano())}
+	atoi := func(name string, dst *int) {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				t.Fatalf("%s=%q: want a count", name, v)
+			}
+			*dst = n
+		}
+	}
+	atoi("CHAOS_KILLS", &c.kills)
+	atoi("CHAOS_QUEEN_RESTARTS", &c.queenRestarts)
+	if v := os.Getenv("CHAOS_TIME"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("CHAOS_TIME=%q: want a duration", v)
+		}
+		c.phase = d
+	}
+	if v := os.Getenv("CHAOS_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("CHAOS_SEED=%q: want an unsigned integer", v)
+		}
+		c.seed = s
+	}
+	return c
+}
+
+// ack is one acknowledged record: its unique id and where the broker said
+// it is.
+type ack struct {
+	id        string
+	partition int32
+	offset    int64
+}
+
+// acks collects every producer's acknowledgements and errors.
+type acks struct {
+	mu     sync.Mutex
+	recs   []ack
+	errs   map[string]int // non-fatal errors by client
+	fatals []string
+}
+
+func (a *acks) ok(id string, p int32, off int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.recs = append(a.recs, ack{id, p, off})
+}
+
+func (a *acks) failed(client string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.errs == nil {
+		a.errs = map[string]int{}
+	}
+	a.errs[client]++
+}
+
+func (a *acks) fatal(what string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fatals = append(a.fatals, what)
+}
+
+// poll is one record a group member was given, in the member's assignment
+// generation gen (bumped on every assignment, revocation and loss).
+type poll struct {
+	member, gen int
+	partition   int32
+	offset      int64
+	id          string
+}
+
+// polls is every record the group was given, in each member's order.
+type polls struct {
+	mu      sync.Mutex
+	recs    []poll
+	seen    map[string]int
+	errs    int
+	commits int // failed commits
+}
+
+func (p *polls) add(r poll) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.recs = append(p.recs, r)
+	p.seen[r.id]++
+}
+
+func (p *polls) covers(ids map[string]bool) (bool, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	missing := 0
+	for id := range ids {
+		if p.seen[id] == 0 {
+			missing++
+		}
+	}
+	return missing == 0, missing
+}
+
+// TestChaos: see the top of the file. Lost acknowledged records, stored
+// duplicates, acknowledgements whose (partition, offset) holds another
+// record, committed-offset regressions, poll skips, records the group never
+// got and librdkafka fatal errors must all be 0; redeliveries to the group
+// (at least once) are reported.
+func TestChaos(t *testing.T) {
+	cfg := chaosEnv(t)
+	t.Logf("chaos: seed %d (CHAOS_SEED=%d repeats the nemesis), %d facade kills, %d queen-dev restarts over %v",
+		cfg.seed, cfg.seed, cfg.kills, cfg.queenRestarts, cfg.phase)
+	rng := rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15))
+	start := time.Now()
+
+	c := newTestCluster(t, clusterOpts{nodes: 3})
+	topic, group := uniq("chaos"), uniq("g-chaos")
+	c.createTopic(t, topic, chaosParts)
+	seeds := c.addrs()
+
+	stop := make(chan struct{})
+	var produced sync.WaitGroup
+	var a acks
+	produceKgoChaos(t, seeds, topic, stop, &produced, &a)
+	produceSaramaChaos(t, seeds, topic, stop, &produced, &a)
+	produceRdkChaos(t, seeds, topic, stop, &produced, &a)
+
+	ps := &polls{seen: map[string]int{}}
+	consumed := make(chan struct{})
+	var consumers sync.WaitGroup
+	for m := 1; m <= 2; m++ {
+		consumeGroupChaos(t, seeds, topic, group, m, consumed, &consumers, ps)
+	}
+	regressions, stopWatch := watchCommits(t, c, group, topic)
+
+	// The nemesis: the faults shuffled, one per slot of the phase, each at
+	// a random point of the first half of its slot so that it has healed
+	// before the next.
+	faults := make([]bool, cfg.kills+cfg.queenRestarts) // true: queen-dev
+	for i := range cfg.queenRestarts {
+		faults[i] = true
+	}
+	rng.Shuffle(len(faults), func(i, j int) { faults[i], faults[j] = faults[j], faults[i] })
+	slot := cfg.phase / time.Duration(max(len(faults), 1))
+	phaseStart := time.Now()
+	for i, queen := range faults {
+		at := time.Duration(i)*slot + time.Duration(rng.Int64N(int64(slot/2)+1))
+		time.Sleep(time.Until(phaseStart.Add(at)))
+		down := 200*time.Millisecond + time.Duration(rng.Int64N(int64(3800*time.Millisecond)))
+		if queen {
+			t.Logf("chaos %.1fs: SIGKILL queen-dev, restart after %v", time.Since(start).Seconds(), down.Round(time.Millisecond))
+			c.dev.kill()
+			time.Sleep(down)
+			if err := c.dev.restart(); err != nil {
+				t.Fatalf("restart queen-dev: %v\n%s", err, c.dev.Out.From(0))
+			}
+			continue
+		}
+		id := 1 + rng.IntN(len(c.nodes))
+		t.Logf("chaos %.1fs: SIGKILL node %d, restart after %v", time.Since(start).Seconds(), id, down.Round(time.Millisecond))
+		c.node(id).kill()
+		time.Sleep(down)
+		if err := c.node(id).restart(); err != nil {
+			t.Fatalf("restart node %d: %v\n%s", id, err, c.node(id).Out.From(0))
+		}
+	}
+	time.Sleep(time.Until(phaseStart.Add(cfg.phase)))
+
+	// Settle: the producers stop and drain, the checker reads everything
+	// back, the group consumes until it has been given every record.
+	close(stop)
+	produced.Wait()
+	t.Logf("chaos %.1fs: producers stopped", time.Since(start).Seconds())
+	stored := readToEnd(t, seeds, topic, kgo.ReadUncommitted())
+	storedIDs := map[string]bool{}
+	for _, r := range stored {
+		storedIDs[string(r.Value)] = true
+	}
+	var missing int
+	covered := false
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if covered, missing = ps.covers(storedIDs); covered {
+			break
+		}
+	}
+	close(consumed)
+	consumers.Wait()
+	stopWatch()
+
+	rep := checkChaos(a.recs, stored, ps.recs)
+	a.mu.Lock()
+	t.Logf("chaos %.1fs: %d acknowledged (%d stored), client errors %v, %d consumer fetch errors, %d failed commits",
+		time.Since(start).Seconds(), len(a.recs), len(stored), a.errs, ps.errs, ps.commits)
+	t.Logf("chaos: lost %d, stored duplicates %d, acknowledged offset mismatches %d, committed-offset regressions %d, poll skips %d, group never given %d, redelivered to the group %d (at least once), non-monotonic polls %d",
+		rep.lost, rep.storedDups, rep.mismatched, regressions.Load(), rep.skips, missing, rep.redelivered, rep.backwards)
+	if len(a.fatals) > 0 {
+		t.Errorf("fatal producer errors: %v", a.fatals)
+	}
+	a.mu.Unlock()
+	for _, d := range rep.details {
+		t.Error(d)
+	}
+	if rep.lost > 0 || rep.storedDups > 0 || rep.mismatched > 0 || rep.skips > 0 {
+		t.Errorf("seed %d: %d lost, %d stored duplicates, %d acknowledged offset mismatches, %d poll skips", cfg.seed, rep.lost, rep.storedDups, rep.mismatched, rep.skips)
+	}
+	if n := regressions.Load(); n > 0 {
+		t.Errorf("seed %d: %d committed-offset regressions", cfg.seed, n)
+	}
+	if !covered {
+		t.Errorf("seed %d: the group was never given %d of %d stored records", cfg.seed, missing, len(storedIDs))
+	}
+	if len(a.recs) == 0 {
+		t.Errorf("seed %d: nothing acknowledged", cfg.seed)
+	}
+}
+
+// chaosReport is what the checker found.
+type chaosReport struct {
+	lost, storedDups, mismatched, skips, backwards, redelivered int
+	details                                                     []string // the first few of each kind
+}
+
+// checkChaos compares the acknowledgements and the group's polls with the
+// log read back. A poll skip is two consecutive records one member was
+// given from one partition in one generation with a stored record between
+// them (by position in the log read back, not by offset arithmetic).
+func checkChaos(acked []ack, stored []*kgo.Record, given []poll) chaosReport {
+	var r chaosReport
+	note := func(n *int, f string, args ...any) {
+		*n++
+		if *n <= 5 {
+			r.details = append(r.details, fmt.Sprintf(f, args...))
+		}
+	}
+	type pos struct {
+		p   int32
+		off int64
+	}
+	at := map[pos]string{}
+	count := map[string]int{}
+	offs := map[int32][]int64{}
+	for _, s := range stored {
+		at[pos{s.Partition, s.Offset}] = string(s.Value)
+		count[string(s.Value)]++
+		offs[s.Partition] = append(offs[s.Partition], s.Offset)
+	}
+	index := map[pos]int{}
+	for p, ps := range offs {
+		slices.Sort(ps)
+		for i, o := range ps {
+			index[pos{p, o}] = i
+		}
+	}
+	for id, n := range count {
+		if n > 1 {
+			note(&r.storedDups, "%s stored %d times", id, n)
+		}
+	}
+	for _, k := range acked {
+		switch v, ok := at[pos{k.partition, k.offset}]; {
+		case count[k.id] == 0:
+			note(&r.lost, "%s acknowledged at %d@%d, not stored", k.id, k.partition, k.offset)
+		case !ok || v != k.id:
+			note(&r.mismatched, "%s acknowledged at %d@%d, which holds %q", k.id, k.partition, k.offset, v)
+		}
+	}
+	type stream struct {
+		member, gen int
+		p           int32
+	}
+	last := map[stream]int64{}
+	given1 := map[string]int{}
+	for _, g := range given {
+		given1[g.id]++
+		s := stream{g.member, g.gen, g.partition}
+		prev, ok := last[s]
+		last[s] = g.offset
+		if !ok {
+			continue
+		}
+		i, j := index[pos{g.partition, prev}], index[pos{g.partition, g.offset}]
+		switch {
+		case j <= i:
+			r.backwards++
+		case j > i+1:
+			note(&r.skips, "member %d generation %d skipped %d records of partition %d between offsets %d and %d", g.member, g.gen, j-i-1, g.partition, prev, g.offset)
+		}
+	}
+	for _, n := range given1 {
+		if n > 1 {
+			r.redelivered++
+		}
+	}
+	return r
+}
+
+// chaosID is the unique id of a producer's i-th record.
+func chaosID(client string, i int) string { return client + "-" + strconv.Itoa(i) }
+
+// produceKgoChaos runs an idempotent franz-go producer until stop, a wave
+// of records at a time, round-robin over the partitions.
+func produceKgoChaos(t *testing.T, seeds []string, topic string, stop <-chan struct{}, wg *sync.WaitGroup, a *acks) {
+	cl := newKgo(t, seeds, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
+		kgo.RecordDeliveryTimeout(2*time.Minute), kgo.RetryTimeout(time.Minute))
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var inflight sync.WaitGroup
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				inflight.Wait()
+				return
+			default:
+			}
+			inflight.Add(1)
+			id := chaosID("kgo", i)
+			cl.Produce(context.Background(), &kgo.Record{Partition: int32(i % chaosParts), Value: []byte(id)}, func(r *kgo.Record, err error) {
+				defer inflight.Done()
+				if err != nil {
+					a.failed("franz-go")
+					return
+				}
+				a.ok(id, r.Partition, r.Offset)
+			})
+			if i%20 == 19 {
+				inflight.Wait()
+			}
+		}
+	}()
+}
+
+// produceSaramaChaos runs an idempotent sarama sync producer until stop.
+func produceSaramaChaos(t *testing.T, seeds []string, topic string, stop <-chan struct{}, wg *sync.WaitGroup, a *acks) {
+	c := saramaConfig()
+	c.Producer.Return.Successes = true
+	c.Producer.RequiredAcks = sarama.WaitForAll
+	c.Producer.Idempotent = true
+	c.Net.MaxOpenRequests = 1
+	c.Producer.Partitioner = sarama.NewManualPartitioner
+	c.Producer.Retry.Max = 100
+	c.Producer.Retry.Backoff = 100 * time.Millisecond
+	c.Metadata.Retry.Max = 100
+	p, err := sarama.NewSyncProducer(seeds, c)
+	if err != nil {
+		t.Fatalf("sarama producer: %v", err)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer p.Close()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			id := chaosID("sarama", i)
+			part, off, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: int32(i % chaosParts), Value: sarama.StringEncoder(id)})
+			if err != nil {
+				a.failed("sarama")
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			a.ok(id, part, off)
+		}
+	}()
+}
+
+// produceRdkChaos runs an idempotent librdkafka producer until stop, at
+// most 100 records in flight. Any fatal error is recorded as one.
+func produceRdkChaos(t *testing.T, seeds []string, topic string, stop <-chan struct{}, wg *sync.WaitGroup, a *acks) {
+	p := newRdkIdempotentDebug(t, strings.Join(seeds, ","), "eos")
+	dr := make(chan kafka.Event, 128)
+	slots := make(chan struct{}, 100)
+	var inflight sync.WaitGroup
+	go func() {
+		for e := range p.Events() {
+			if ke, ok := e.(kafka.Error); ok && ke.IsFatal() {
+				a.fatal("librdkafka: " + ke.Error())
+			}
+		}
+	}()
+	go func() {
+		for e := range dr {
+			m := e.(*kafka.Message)
+			if m.TopicPartition.Error != nil {
+				a.failed("librdkafka")
+			} else {
+				a.ok(string(m.Value), m.TopicPartition.Partition, int64(m.TopicPartition.Offset))
+			}
+			<-slots
+			inflight.Done()
+		}
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				inflight.Wait()
+				if err := p.GetFatalError(); err != nil {
+					a.fatal("librdkafka: " + err.Error())
+				}
+				return
+			case slots <- struct{}{}:
+			}
+			id := chaosID("rdk", i)
+			inflight.Add(1)
+			m := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: int32(i % chaosParts)}, Value: []byte(id)}
+			if err := p.Produce(m, dr); err != nil {
+				inflight.Done()
+				<-slots
+				var ke kafka.Error
+				if errors.As(err, &ke) && ke.IsFatal() {
+					a.fatal("librdkafka produce: " + err.Error())
+					return
+				}
+				a.failed("librdkafka")
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}()
+}
+
+// consumeGroupChaos runs group member m until done: it polls, records what
+// it was given in its current generation, commits and lets a rebalance
+// through only between polls (so a generation's records are one stream).
+func consumeGroupChaos(t *testing.T, seeds []string, topic, group string, m int, done <-chan struct{}, wg *sync.WaitGroup, ps *polls) {
+	var gen atomic.Int64
+	bump := func(context.Context, *kgo.Client, map[string][]int32) { gen.Add(1) }
+	cl := newKgo(t, seeds, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.ClientID("chaos-member-"+strconv.Itoa(m)),
+		kgo.OnPartitionsAssigned(bump), kgo.OnPartitionsLost(bump),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			if err := cl.CommitUncommittedOffsets(cctx); err != nil {
+				ps.mu.Lock()
+				ps.commits++
+				ps.mu.Unlock()
+			}
+			gen.Add(1)
+		}))
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-done; cancel() }()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			fs := cl.PollRecords(ctx, 500)
+			g := int(gen.Load())
+			fs.EachError(func(string, int32, error) {
+				ps.mu.Lock()
+				ps.errs++
+				ps.mu.Unlock()
+			})
+			fs.EachRecord(func(r *kgo.Record) {
+				ps.add(poll{member: m, gen: g, partition: r.Partition, offset: r.Offset, id: string(r.Value)})
+			})
+			cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+			if err := cl.CommitUncommittedOffsets(cctx); err != nil && ctx.Err() == nil {
+				ps.mu.Lock()
+				ps.commits++
+				ps.mu.Unlock()
+			}
+			ccancel()
+			cl.AllowRebalance()
+		}
+	}()
+}
+
+// watchCommits polls the group's committed offsets with OffsetFetch, each
+// poll at the next node in turn, and counts every partition whose committed
+// offset is ever below one seen before. The returned func stops it.
+func watchCommits(t *testing.T, c *testCluster, group, topic string) (*atomic.Int64, func()) {
+	var regressions atomic.Int64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	high := map[int32]int64{}
+	go func() {
+		defer close(stopped)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			id := 1 + i%len(c.nodes)
+			got, err := c.offsetsAt(t, id, group, topic, chaosParts)
+			if err != nil {
+				continue // the node or queen-dev is down
+			}
+			for p, off := range got {
+				if off < high[p] {
+					if regressions.Add(1) <= 5 {
+						t.Logf("committed offset of partition %d went back from %d to %d (OffsetFetch at node %d)", p, high[p], off, id)
+					}
+					continue
+				}
+				high[p] = off
+			}
+		}
+	}()
+	return &regressions, func() { close(done); <-stopped }
+}
+
+// TestChaosChecker: the checker finds each anomaly it counts, in a history
+// made up to hold exactly one of each, and nothing in a clean one.
+func TestChaosChecker(t *testing.T) {
+	log := func(vals ...string) []*kgo.Record { // partition 0, offsets 0.., a gap before the last
+		var rs []*kgo.Record
+		for i, v := range vals {
+			off := int64(i)
+			if i == len(vals)-1 {
+				off += 5 // offsets need not be dense: positions count, not arithmetic
+			}
+			rs = append(rs, &kgo.Record{Partition: 0, Offset: off, Value: []byte(v)})
+		}
+		return rs
+	}
+	clean := checkChaos(
+		[]ack{{"a", 0, 0}, {"b", 0, 1}, {"c", 0, 7}},
+		log("a", "b", "c"),
+		[]poll{{1, 1, 0, 0, "a"}, {1, 1, 0, 1, "b"}, {1, 1, 0, 7, "c"}, {2, 2, 0, 1, "b"}})
+	if clean.lost+clean.storedDups+clean.mismatched+clean.skips+clean.backwards != 0 || clean.redelivered != 1 {
+		t.Errorf("clean history: %+v", clean)
+	}
+	bad := checkChaos(
+		[]ack{{"a", 0, 0}, {"x", 0, 9}, {"b", 0, 3}},
+		log("a", "b", "b", "c"),
+		[]poll{{1, 1, 0, 0, "a"}, {1, 1, 0, 2, "b"}, {1, 1, 0, 1, "b"}})
+	want := chaosReport{lost: 1, storedDups: 1, mismatched: 1, skips: 1, backwards: 1, redelivered: 1}
+	bad.details = nil
+	if bad.lost != want.lost || bad.storedDups != want.storedDups || bad.mismatched != want.mismatched ||
+		bad.skips != want.skips || bad.backwards != want.backwards || bad.redelivered != want.redelivered {
+		t.Errorf("bad history: %+v, want %+v", bad, want)
+	}
+}
