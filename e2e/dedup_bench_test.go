@@ -22,18 +22,13 @@ func BenchmarkDedupKeys(b *testing.B) {
 		plain := startFacade(b, dev, env)
 		rounds := max(benchRounds, 5)
 		var with, without, ratio []float64
-		for r := 0; r < rounds; r++ {
-			var w, wo float64
-			runWith := func() { w = produceViaFacade(b, []string{keyed.addr}, uniq("bench-dedup"), records) }
-			runWithout := func() { wo = produceViaFacade(b, []string{plain.addr}, uniq("bench-nodedup"), records) }
-			if r%2 == 0 {
-				runWith()
-				runWithout()
-			} else {
-				runWithout()
-				runWith()
-			}
-			with, without, ratio = append(with, w), append(without, wo), append(ratio, w/wo)
+		alternate(rounds, func() {
+			with = append(with, produceViaFacade(b, []string{keyed.addr}, uniq("bench-dedup"), records))
+		}, func() {
+			without = append(without, produceViaFacade(b, []string{plain.addr}, uniq("bench-nodedup"), records))
+		})
+		for i := range with {
+			ratio = append(ratio, with[i]/without[i])
 		}
 		ws, wos, rs := spreadOf(with), spreadOf(without), spreadOf(ratio)
 		b.Logf("idempotent produce 1 KiB acks=all lz4, %d records x %d rounds: with dedup keys rec/s min/med/max %s, without %s, ratio with/without min/med/max %.2f/%.2f/%.2f",
