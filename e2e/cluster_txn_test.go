@@ -23,7 +23,16 @@ import (
 // TestClusterTxnCoordinatorKilled: the transactional id's owner dies; the
 // id moves to a survivor on the ring, which loads it from its qk:txn: row.
 func TestClusterTxnCoordinatorKilled(t *testing.T) {
-	clusterEOS(t, false, func(owner int32) int { return int(owner) })
+	clusterEOS(t, false, false, func(owner int32) int { return int(owner) })
+}
+
+// TestClusterTxnLibrdkafkaCoordinatorKilled: the same copy by librdkafka's
+// consume-transform-produce loop (confluent-kafka-go, SendOffsetsToTransaction),
+// bootstrapped away from the coordinator, which dies mid-stream: librdkafka
+// finds the id's new owner (COORDINATOR_NOT_AVAILABLE and NOT_COORDINATOR
+// are retriable) and the copy completes exactly once with no fatal error.
+func TestClusterTxnLibrdkafkaCoordinatorKilled(t *testing.T) {
+	clusterEOS(t, true, false, func(owner int32) int { return int(owner) })
 }
 
 // TestClusterTxnCoordinatorKVHangs: every KV call of the transactional id's
@@ -31,14 +40,14 @@ func TestClusterTxnCoordinatorKilled(t *testing.T) {
 // its registry heartbeat stops, the survivors drop it after one TTL, and
 // the id moves to one of them, which loads it from its row.
 func TestClusterTxnCoordinatorKVHangs(t *testing.T) {
-	clusterEOS(t, true, func(owner int32) int { return int(owner) })
+	clusterEOS(t, false, true, func(owner int32) int { return int(owner) })
 }
 
 // TestClusterTxnPartitionLeaderKilled: a node that leads partitions of
 // both topics, but is neither the transaction coordinator nor the node the
 // worker bootstrapped at, dies; its partitions move to the survivors.
 func TestClusterTxnPartitionLeaderKilled(t *testing.T) {
-	clusterEOS(t, false, func(owner int32) int {
+	clusterEOS(t, false, false, func(owner int32) int {
 		for _, id := range []int32{1, 2, 3} {
 			if id != owner && id != eosBootstrap(owner) {
 				return int(id)
@@ -51,11 +60,11 @@ func TestClusterTxnPartitionLeaderKilled(t *testing.T) {
 // eosBootstrap is the node the worker starts from: not the coordinator.
 func eosBootstrap(owner int32) int32 { return owner%3 + 1 }
 
-// clusterEOS runs the copy, kills victim(coordinator) once 300 records are
+// clusterEOS runs the copy (by librdkafka's loop if rdkafka, else franz-go's), kills victim(coordinator) once 300 records are
 // committed (or, hang, makes every KV call of it hang), and checks the output holds every input record exactly once,
 // in order, and that no poll of the group's committed offsets ever saw one
 // go backwards.
-func clusterEOS(t *testing.T, hang bool, victim func(owner int32) int) {
+func clusterEOS(t *testing.T, rdkafka, hang bool, victim func(owner int32) int) {
 	c := newTestCluster(t, clusterOpts{nodes: 3, env: map[string]string{"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "1000"}})
 	const parts, n = 6, 1200
 	in, out := uniq("ceos-in"), uniq("ceos-out")
@@ -88,7 +97,7 @@ func clusterEOS(t *testing.T, hang bool, victim func(owner int32) int) {
 	inEnds := endOffsets(t, seeds, in)
 	require.Equal(t, int64(n), sumOffsets(inEnds))
 
-	w := eosWorker{name: "cw", bootstrap: c.node(int(boot)).addr, in: in, out: out, group: uniq("g-ceos"), txnID: txnID}
+	w := eosWorker{name: "cw", bootstrap: c.node(int(boot)).addr, in: in, out: out, group: uniq("g-ceos"), txnID: txnID, rdkafka: rdkafka}
 	worker := startEOSWorker(t, w)
 
 	// Committed offsets, polled at a surviving node all along.
@@ -158,6 +167,12 @@ func clusterEOS(t *testing.T, hang bool, victim func(owner int32) int) {
 		require.NotEqual(t, owner, fc.NodeID, "the transactional id's owner after node %d stopped answering", kill)
 	}
 	worker.Kill()
+	// What the worker met on the way (retries, aborts), for the log.
+	for _, l := range strings.Split(worker.Out.From(0), "\n") {
+		if strings.HasPrefix(l, "eos "+w.name+":") && !strings.Contains(l, "committed") {
+			t.Log(l)
+		}
+	}
 
 	mu.Lock()
 	assert.Empty(t, backwards, "committed offsets went backwards")

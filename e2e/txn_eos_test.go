@@ -30,6 +30,9 @@ func init() {
 // eosWorker is what the test tells one worker process, by environment.
 type eosWorker struct {
 	name, bootstrap, in, out, group, txnID string
+	// rdkafka: librdkafka's loop (runRdkafkaEOSWorker) instead of
+	// franz-go's GroupTransactSession.
+	rdkafka bool
 	// hangAfter > 0: once this many records are committed, the next
 	// transaction stages its records on the facade, prints "HANG" and
 	// blocks with the transaction open and its offsets uncommitted: the
@@ -41,6 +44,7 @@ func (w eosWorker) env() map[string]string {
 	return map[string]string{
 		eosWorkerEnv: w.name, "QK_EOS_BOOTSTRAP": w.bootstrap, "QK_EOS_IN": w.in, "QK_EOS_OUT": w.out,
 		"QK_EOS_GROUP": w.group, "QK_EOS_TXN_ID": w.txnID, "QK_EOS_HANG_AFTER": strconv.Itoa(w.hangAfter),
+		"QK_EOS_RDKAFKA": strconv.FormatBool(w.rdkafka),
 	}
 }
 
@@ -53,8 +57,12 @@ func runEOSWorker() int {
 		out: os.Getenv("QK_EOS_OUT"), group: os.Getenv("QK_EOS_GROUP"), txnID: os.Getenv("QK_EOS_TXN_ID"),
 	}
 	w.hangAfter, _ = strconv.Atoi(os.Getenv("QK_EOS_HANG_AFTER"))
+	w.rdkafka, _ = strconv.ParseBool(os.Getenv("QK_EOS_RDKAFKA"))
 	say := func(format string, args ...any) {
 		fmt.Printf("eos %s: "+format+"\n", append([]any{w.name}, args...)...)
+	}
+	if w.rdkafka {
+		return runRdkafkaEOSWorker(w, say)
 	}
 	sess, err := kgo.NewGroupTransactSession(
 		kgo.SeedBrokers(w.bootstrap),
