@@ -1,8 +1,6 @@
 package producer
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
@@ -229,7 +227,7 @@ func (b *Batch) settleBehindFailure(s *Sequencer) {
 		// taken, but nothing of it was written.
 		code := b.seqCode
 		if code == 0 {
-			code = kerr.OutOfOrderSequenceNumber.Code
+			code = behindFailedWrite
 		}
 		b.refuse(code, "")
 	}

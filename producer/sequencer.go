@@ -50,6 +50,14 @@ type seqWindow struct {
 	// behind it are a gap until it is retried, as on a known window.
 	pinned bool
 	from   int32
+	// uncertain: the last write at nextSeq failed, and it may have landed
+	// (a push whose answer was lost). A batch behind it is refused with a
+	// retriable code rather than OUT_OF_ORDER_SEQUENCE_NUMBER: that gap is
+	// the client's retry still to come, and librdkafka answers an
+	// out-of-order refusal by bumping its epoch and sending the failed
+	// records again under new dedup keys, storing them twice (found by
+	// TestChaos after a queen-dev restart).
+	uncertain bool
 }
 
 // known reports whether the window decides sequences: it remembers a
@@ -82,6 +90,7 @@ func (w *seqWindow) accept(epoch int16, b seqBatch) int {
 	if w.epoch != epoch {
 		*w = seqWindow{key: w.key, epoch: epoch, elem: w.elem}
 	}
+	w.uncertain = false
 	at := w.head
 	w.batches[at] = b
 	w.head = (w.head + 1) % seqWindowBatches
@@ -261,10 +270,19 @@ func decideSeq(producerEpoch *int16, w *seqWindow, epoch int16, first, last int3
 		return seqVerdict{dup: true, base: b.base}, at
 	}
 	if first != w.nextSeq() {
+		if w.pinned || w.uncertain {
+			return seqVerdict{code: behindFailedWrite}, -1
+		}
 		return seqVerdict{code: kerr.OutOfOrderSequenceNumber.Code}, -1
 	}
 	return seqVerdict{}, -1
 }
+
+// behindFailedWrite answers a batch behind a write that failed and was not
+// retried yet: REQUEST_TIMED_OUT, retriable with nothing written, so the
+// client resends both in order and Queen's dedup window answers the failed
+// one if it had landed after all.
+var behindFailedWrite = kerr.RequestTimedOut.Code
 
 // accepted remembers a batch written at base. A window of an older epoch is
 // started over.
@@ -278,8 +296,11 @@ func (s *Sequencer) accepted(k windowKey, epoch int16, first, last int32, base i
 // lost, which its retry learns from Queen's dedup window). A known window
 // already stands at the failed batch, which its write did not advance.
 func (s *Sequencer) pin(k windowKey, epoch int16, first int32) {
-	if w := s.window(k, true); !w.known() {
+	switch w := s.window(k, true); {
+	case !w.known():
 		w.epoch, w.pinned, w.from = epoch, true, first
+	case w.epoch == epoch:
+		w.uncertain = true
 	}
 }
 

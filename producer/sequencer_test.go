@@ -52,10 +52,19 @@ func TestSequencerUnknownAndPinnedWindows(t *testing.T) {
 
 	k2 := windowKey{producer: Key{ID: 1}, topic: "u"}
 	s.pin(k2, 1, 7)
-	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, s.check(p, k2, 1, 9, 9).code, "behind the failed first batch")
+	require.Equal(t, kerr.RequestTimedOut.Code, s.check(p, k2, 1, 9, 9).code, "behind the failed first batch: retriable")
 	require.Equal(t, seqVerdict{}, s.check(p, k2, 1, 7, 8), "the failed batch's retry")
 	s.pin(k, 1, 99) // a known window is not moved by a pin
 	require.Equal(t, seqVerdict{}, s.check(p, k, 1, 0, 4))
+	// but a gap behind its failed write is refused retriably until a write
+	// at its next sequence lands (TestChaos: librdkafka bumps its epoch on
+	// OUT_OF_ORDER and resends the failed records under new dedup keys).
+	s.accepted(k, 1, 0, 4, 100)
+	s.pin(k, 1, 5) // the write of 5..6 failed
+	require.Equal(t, kerr.RequestTimedOut.Code, s.check(p, k, 1, 7, 8).code, "gap behind a failed write")
+	require.Equal(t, seqVerdict{}, s.check(p, k, 1, 5, 6), "the failed batch's retry")
+	s.accepted(k, 1, 5, 6, 105)
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, s.check(p, k, 1, 9, 9).code, "a gap once the window moved on")
 }
 
 func TestSequenceWrap(t *testing.T) {
