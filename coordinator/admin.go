@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
+	"github.com/queen-mq/queen-kafka/internal/codegrid"
 	"math"
 	"sort"
 	"strings"
@@ -284,10 +285,7 @@ func (c *Coordinator) deleteRows(ctx context.Context, kv KV, g *group, gen int32
 // every other requested partition is deleted.
 func (c *Coordinator) OffsetDelete(ctx context.Context, cl Client, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	codes := make([][]int16, len(req.Topics))
-	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
-	}
+	codes := codegrid.New(req.Topics, func(t kmsg.OffsetDeleteRequestTopic) int { return len(t.Partitions) })
 	defer func() {
 		if resp.ErrorCode != 0 {
 			return

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"github.com/queen-mq/queen-kafka/internal/codegrid"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,21 +37,9 @@ func OffsetKey(group, topic string, partition int32) (string, int16) {
 // members. Offsets are written to Queen KV and never expire.
 func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	codes := make([][]int16, len(req.Topics))
-	parts := 0
-	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
-		parts += len(t.Partitions)
-	}
-	setAll := func(code int16) {
-		for i := range codes {
-			for j := range codes[i] {
-				if codes[i][j] == 0 {
-					codes[i][j] = code
-				}
-			}
-		}
-	}
+	codes := codegrid.New(req.Topics, func(t kmsg.OffsetCommitRequestTopic) int { return len(t.Partitions) })
+	parts := codes.Len()
+	setAll := codes.Fill
 	defer func() {
 		for i, t := range req.Topics {
 			rt := kmsg.NewOffsetCommitResponseTopic()

@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"github.com/queen-mq/queen-kafka/internal/codegrid"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,7 +23,7 @@ type PartitionCheck func(ctx context.Context, topic string, partition int32) int
 // abortable: its producer must abort.
 func (m *Manager) AddPartitionsToTxn(ctx context.Context, cl Client, req *kmsg.AddPartitionsToTxnRequest, served PartitionCheck) *kmsg.AddPartitionsToTxnResponse {
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-	codes := newGrid(req.Topics, func(t kmsg.AddPartitionsToTxnRequestTopic) int { return len(t.Partitions) })
+	codes := codegrid.New(req.Topics, func(t kmsg.AddPartitionsToTxnRequestTopic) int { return len(t.Partitions) })
 	defer func() {
 		for i, t := range req.Topics {
 			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
@@ -36,7 +37,7 @@ func (m *Manager) AddPartitionsToTxn(ctx context.Context, cl Client, req *kmsg.A
 		}
 	}()
 	fill := func(code int16) *kmsg.AddPartitionsToTxnResponse {
-		codes.fill(code)
+		codes.Fill(code)
 		return resp
 	}
 
@@ -161,27 +162,4 @@ func (m *Manager) poison(t *binding, why string) {
 	m.log.Warn("a transaction is past a cap; the producer must abort it", "transactional_id", t.key.ID, "producer_id", t.pid, "epoch", t.epoch, "cap", why)
 	m.release(t)
 	t.state = stateAbortable
-}
-
-// grid is one error code per partition of a request, topic by topic in
-// request order: what a per-partition answer is built from.
-type grid [][]int16
-
-func newGrid[T any](topics []T, width func(T) int) grid {
-	g := make(grid, len(topics))
-	for i, t := range topics {
-		g[i] = make([]int16, width(t))
-	}
-	return g
-}
-
-// fill answers every partition not yet refused with code.
-func (g grid) fill(code int16) {
-	for i := range g {
-		for j := range g[i] {
-			if g[i][j] == 0 {
-				g[i][j] = code
-			}
-		}
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/queen-mq/queen-kafka/internal/codegrid"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -372,12 +373,12 @@ func recordRows(prefix string, b *Batch, ttl int64) ([]queen.KVOp, error) {
 // transaction, the same call counting the offsets staged so far against
 // the rider's budget (MaxOffsets, less one per further group).
 func (s *Shared) TxnOffsetCommit(ctx context.Context, cl Client, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck) *kmsg.TxnOffsetCommitResponse {
-	return answerOffsets(ctx, req, served, func(codes grid) int16 {
+	return answerOffsets(ctx, req, served, func(codes codegrid.Grid) int16 {
 		return s.stageOffsets(ctx, cl, req, codes)
 	})
 }
 
-func (s *Shared) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffsetCommitRequest, codes grid) int16 {
+func (s *Shared) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffsetCommitRequest, codes codegrid.Grid) int16 {
 	k := Key{Identity: cl.Identity, ID: req.TransactionalID}
 	fenced := fencedCode(req.Version >= 3)
 	mk, code, _ := s.current(ctx, cl, k, req.ProducerID, req.ProducerEpoch, fenced)

@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"github.com/queen-mq/queen-kafka/internal/codegrid"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,12 +23,12 @@ import (
 // partitions over the cap are INVALID_COMMIT_OFFSET_SIZE and the
 // transaction is abortable.
 func (m *Manager) TxnOffsetCommit(ctx context.Context, cl Client, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck) *kmsg.TxnOffsetCommitResponse {
-	return answerOffsets(ctx, req, served, func(codes grid) int16 {
+	return answerOffsets(ctx, req, served, func(codes codegrid.Grid) int16 {
 		return m.stageOffsets(ctx, cl, req, codes)
 	})
 }
 
-func (m *Manager) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffsetCommitRequest, codes grid) int16 {
+func (m *Manager) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffsetCommitRequest, codes codegrid.Grid) int16 {
 	fenced := fencedCode(req.Version >= 3)
 	t, code := m.held(ctx, cl, req.TransactionalID, req.ProducerID, req.ProducerEpoch, fenced)
 	if t == nil {
@@ -99,15 +100,15 @@ func (m *Manager) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffs
 // answerOffsets answers req: the checks no transaction state changes
 // (precheckOffsets), then stage, which sets the code of each partition it
 // refuses in codes and returns the code every other one gets (0 for none).
-func answerOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck, stage func(codes grid) int16) *kmsg.TxnOffsetCommitResponse {
+func answerOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck, stage func(codes codegrid.Grid) int16) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	codes := newGrid(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) int { return len(t.Partitions) })
+	codes := codegrid.New(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) int { return len(t.Partitions) })
 	code := precheckOffsets(ctx, req, served, codes)
 	if code == 0 {
 		code = stage(codes)
 	}
 	if code != 0 {
-		codes.fill(code)
+		codes.Fill(code)
 	}
 	for i, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
@@ -124,7 +125,7 @@ func answerOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, served
 
 // precheckOffsets refuses what no transaction state changes: a static
 // member (the code every partition gets), and each partition not served.
-func precheckOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck, codes grid) int16 {
+func precheckOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck, codes codegrid.Grid) int16 {
 	if req.InstanceID != nil {
 		return kerr.UnknownMemberID.Code
 	}
