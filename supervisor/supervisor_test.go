@@ -106,7 +106,13 @@ func TestRestartBackoff(t *testing.T) {
 	st = h.running(t, 8)
 	assert.EqualValues(t, 2000, st.BackoffMs, "and doubles from there")
 
-	starts := h.logs.records("queen-kafka facade started (embedded)")
+	// The start line follows the running status it is logged after, so
+	// the ninth may land a moment after running(t, 8) returned.
+	var starts []map[string]any
+	require.Eventually(t, func() bool {
+		starts = h.logs.records("queen-kafka facade started (embedded)")
+		return len(starts) >= 9
+	}, 5*time.Second, 5*time.Millisecond)
 	require.Len(t, starts, 9)
 	assert.Equal(t, "http://127.0.0.1:6632", starts[0]["queen_url"])
 	assert.Equal(t, FromLoopback, starts[0]["queen_url_from"])
