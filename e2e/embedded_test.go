@@ -300,6 +300,9 @@ func TestEmbeddedStop(t *testing.T) {
 	t.Parallel()
 	e := startEmbedded(t, embeddedEnv(t, nil))
 	child := e.childPID(t)
+	// The clean stop is the facade's once it serves: wait for its
+	// forwarded "listening" line before stopping queen-dev.
+	e.waitLog(t, "stream=stderr", `msg=listening`)
 	if code := e.Terminate(t, 20*time.Second); code != 0 {
 		t.Errorf("queen-dev exit %d, want 0", code)
 	}

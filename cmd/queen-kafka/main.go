@@ -52,6 +52,12 @@ func flags(args []string, stdout, stderr io.Writer) (code int, done bool) {
 }
 
 func run() int {
+	// Signals are caught before anything else: a SIGTERM that lands while
+	// the facade is still booting (a supervisor stopping a child it just
+	// started) waits in sigs for the clean stop instead of killing it.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+
 	cfg, err := node.LoadConfig(context.Background(), envconfig.OsLookuper())
 	if err != nil {
 		// One line, naming the variable: a facade that starts on bad
@@ -77,9 +83,6 @@ func run() int {
 	if h := n.HTTPAddr(); h != nil {
 		log.Info("operator HTTP listening", "addr", h.String(), "paths", "/metrics /healthz /readyz /debug/pprof/")
 	}
-
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 
 	// Cluster mode claims the node id between bind and serve: a port that
 	// cannot be bound never takes an id, and no client is answered before
