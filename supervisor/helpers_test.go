@@ -57,6 +57,11 @@ func fakeChild(mode string) {
 			}
 			fmt.Fprintf(out, "spew %d\n", i)
 			out.Flush()
+			if i == 1 {
+				// Both streams' readers forward a line before the
+				// flood, whichever of them the scheduler runs first.
+				time.Sleep(100 * time.Millisecond)
+			}
 		}
 		os.Exit(0)
 	case "bytes": // escape sequences, control bytes, a long line, then exit
