@@ -390,6 +390,11 @@ func testGroupEviction(t *testing.T, tg target) {
 	k.kill()
 	waitStable(t, tg, group, topic, 1, parts)
 	took := time.Since(killedAt)
+	// The group is stable at the coordinator a moment before the
+	// survivor's client has run its assignment callback.
+	for deadline := time.Now().Add(5 * time.Second); len(m1.partitions()) != parts && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if got := m1.partitions(); len(got) != parts {
 		t.Errorf("survivor holds %v after the eviction, want all %d", got, parts)
 	}
