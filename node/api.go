@@ -23,4 +23,7 @@ type apiRow struct {
 	key      int16
 	min, max int16
 	handler  handlerFunc
+	// why says where the window ends and why, for the README's support
+	// matrix (TestREADMESupportMatrix keeps the README in step).
+	why string
 }

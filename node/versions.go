@@ -4,41 +4,76 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 
 // apiTable is THE version table: it builds the ApiVersions answer and gates
 // every incoming request, so an advertised version is a handled version.
-// Windows are seed 001's support matrix. One row per line, sorted by API
-// key number; add a row when the handler lands.
+// Windows contain seed 001's support matrix (nothing a seed advertised is
+// withdrawn) and go beyond it where an issue says so. One row per API,
+// sorted by key number, its reason on the second line; add a row when the
+// handler lands, then regenerate the README's matrix:
+// go test ./node/ -run TestREADMESupportMatrix -update.
 var apiTable = []apiRow{
-	{kmsg.Produce.Int16(), 3, 9, handle((*Node).handleProduce)},                                 // 0
-	{kmsg.Fetch.Int16(), 4, 6, handle((*Node).handleFetch)},                                     // 1
-	{kmsg.ListOffsets.Int16(), 1, 5, handle((*Node).handleListOffsets)},                         // 2
-	{kmsg.Metadata.Int16(), 0, 9, handle((*Node).handleMetadata)},                               // 3
-	{kmsg.OffsetCommit.Int16(), 2, 6, handle((*Node).handleOffsetCommit)},                       // 8
-	{kmsg.OffsetFetch.Int16(), 1, 7, handle((*Node).handleOffsetFetch)},                         // 9
-	{kmsg.FindCoordinator.Int16(), 0, 3, handle((*Node).handleFindCoordinator)},                 // 10
-	{kmsg.JoinGroup.Int16(), 0, 4, handle((*Node).handleJoinGroup)},                             // 11
-	{kmsg.Heartbeat.Int16(), 0, 2, handle((*Node).handleHeartbeat)},                             // 12
-	{kmsg.LeaveGroup.Int16(), 0, 2, handle((*Node).handleLeaveGroup)},                           // 13
-	{kmsg.SyncGroup.Int16(), 0, 2, handle((*Node).handleSyncGroup)},                             // 14
-	{kmsg.DescribeGroups.Int16(), 0, 3, handle((*Node).handleDescribeGroups)},                   // 15
-	{kmsg.ListGroups.Int16(), 0, 4, handle((*Node).handleListGroups)},                           // 16
-	{kmsg.SASLHandshake.Int16(), 0, 1, handle((*Node).handleSaslHandshake)},                     // 17
-	{kmsg.ApiVersions.Int16(), 0, 3, handle((*Node).handleApiVersions)},                         // 18
-	{kmsg.CreateTopics.Int16(), 2, 6, handle((*Node).handleCreateTopics)},                       // 19
-	{kmsg.DeleteTopics.Int16(), 1, 5, handle((*Node).handleDeleteTopics)},                       // 20
-	{kmsg.InitProducerID.Int16(), 0, 4, handle((*Node).handleInitProducerID)},                   // 22
-	{kmsg.AddPartitionsToTxn.Int16(), 0, 3, handle((*Node).handleAddPartitionsToTxn)},           // 24
-	{kmsg.AddOffsetsToTxn.Int16(), 0, 3, handle((*Node).handleAddOffsetsToTxn)},                 // 25
-	{kmsg.EndTxn.Int16(), 0, 3, handle((*Node).handleEndTxn)},                                   // 26
-	{kmsg.TxnOffsetCommit.Int16(), 0, 3, handle((*Node).handleTxnOffsetCommit)},                 // 28
-	{kmsg.DescribeACLs.Int16(), 1, 3, handle((*Node).handleDescribeAcls)},                       // 29
-	{kmsg.CreateACLs.Int16(), 1, 3, handle((*Node).handleCreateAcls)},                           // 30
-	{kmsg.DeleteACLs.Int16(), 1, 3, handle((*Node).handleDeleteAcls)},                           // 31
-	{kmsg.DescribeConfigs.Int16(), 1, 4, handle((*Node).handleDescribeConfigs)},                 // 32
-	{kmsg.AlterConfigs.Int16(), 0, 2, handle((*Node).handleAlterConfigs)},                       // 33
-	{kmsg.SASLAuthenticate.Int16(), 0, 1, handle((*Node).handleSaslAuthenticate)},               // 36
-	{kmsg.CreatePartitions.Int16(), 0, 3, handle((*Node).handleCreatePartitions)},               // 37
-	{kmsg.DeleteGroups.Int16(), 0, 2, handle((*Node).handleDeleteGroups)},                       // 42
-	{kmsg.IncrementalAlterConfigs.Int16(), 0, 1, handle((*Node).handleIncrementalAlterConfigs)}, // 44
-	{kmsg.OffsetDelete.Int16(), 0, 0, handle((*Node).handleOffsetDelete)},                       // 47
+	{kmsg.Produce.Int16(), 3, 9, handle((*Node).handleProduce), // 0
+		"Floor: v3 is the first version whose records are RecordBatch v2. Ceiling: v10 adds the leader-change hint `current_leader`; v13 addresses topics by id."},
+	{kmsg.Fetch.Int16(), 4, 6, handle((*Node).handleFetch), // 1
+		"Ceiling: v7 introduces fetch sessions (KIP-227), per-connection broker state this facade does not keep yet. v4 is the schema's own floor."},
+	{kmsg.ListOffsets.Int16(), 1, 5, handle((*Node).handleListOffsets), // 2
+		"Ceiling: v6 is the flexible encoding and v7 adds the MAX_TIMESTAMP sentinel; v5 is the last version whose whole surface is the two watermark sentinels and the append-clock timestamp lookup. v1 is the schema's own floor."},
+	{kmsg.Metadata.Int16(), 0, 9, handle((*Node).handleMetadata), // 3
+		"Ceiling: v10 adds topic ids. v9 is already the flexible encoding and carries every field a client needs."},
+	{kmsg.OffsetCommit.Int16(), 2, 6, handle((*Node).handleOffsetCommit), // 8
+		"Ceiling: v7 carries `group_instance_id` (static membership). Floor: v0 and v1 are the ZooKeeper-era offset store."},
+	{kmsg.OffsetFetch.Int16(), 1, 7, handle((*Node).handleOffsetFetch), // 9
+		"Ceiling: v8 fetches offsets for several groups in one request. v7's `require_stable` is honoured: an open transaction's offsets are not in the store until its commit."},
+	{kmsg.FindCoordinator.Int16(), 0, 3, handle((*Node).handleFindCoordinator), // 10
+		"Ceiling: v4 is the batched form. Group and transaction keys resolve to this node in single mode and to the key's rendezvous owner in cluster mode."},
+	{kmsg.JoinGroup.Int16(), 0, 4, handle((*Node).handleJoinGroup), // 11
+		"Ceiling: v5 carries `group_instance_id` (static membership). v4 is where MEMBER_ID_REQUIRED lands, and that is implemented."},
+	{kmsg.Heartbeat.Int16(), 0, 2, handle((*Node).handleHeartbeat), // 12
+		"Ceiling: v3 carries `group_instance_id` (static membership)."},
+	{kmsg.LeaveGroup.Int16(), 0, 2, handle((*Node).handleLeaveGroup), // 13
+		"Ceiling: v3 carries `group_instance_id` and removes several members per request."},
+	{kmsg.SyncGroup.Int16(), 0, 2, handle((*Node).handleSyncGroup), // 14
+		"Ceiling: v3 carries `group_instance_id` (static membership)."},
+	{kmsg.DescribeGroups.Int16(), 0, 3, handle((*Node).handleDescribeGroups), // 15
+		"Ceiling: v4 carries `group_instance_id` (static membership). v3's `include_authorized_operations` is answered with Kafka's omitted sentinel: there is no ACL model."},
+	{kmsg.ListGroups.Int16(), 0, 4, handle((*Node).handleListGroups), // 16
+		"Ceiling: v5 adds `group_type`, the KIP-848 discriminator. v4's `states_filter` is honoured."},
+	{kmsg.SASLHandshake.Int16(), 0, 1, handle((*Node).handleSaslHandshake), // 17
+		"Both versions: the two SASL flows (raw tokens after v0, SaslAuthenticate after v1)."},
+	{kmsg.ApiVersions.Int16(), 0, 3, handle((*Node).handleApiVersions), // 18
+		"Ceiling: v3 is what every client negotiates against a 3.x broker, and it keeps the v0 fallback reachable."},
+	{kmsg.CreateTopics.Int16(), 2, 6, handle((*Node).handleCreateTopics), // 19
+		"Ceiling: v7 answers a `topic_id`. v4 lets -1 mean 'you choose', v5 carries the created topic's configs back, v6 understands THROTTLING_QUOTA_EXCEEDED."},
+	{kmsg.DeleteTopics.Int16(), 1, 5, handle((*Node).handleDeleteTopics), // 20
+		"Ceiling: v6 names topics by name or topic id. v5 adds `error_message`."},
+	{kmsg.InitProducerID.Int16(), 0, 4, handle((*Node).handleInitProducerID), // 22
+		"Ceiling: v5 exists for KIP-890's transaction protocol 2, which this facade does not run. v3 is KIP-360's epoch bump, which turns a lost sequence window into a reset the producer recovers from."},
+	{kmsg.AddPartitionsToTxn.Int16(), 0, 3, handle((*Node).handleAddPartitionsToTxn), // 24
+		"Ceiling: v4 is a different request (KIP-890's broker-to-broker verification), never sent by a client."},
+	{kmsg.AddOffsetsToTxn.Int16(), 0, 3, handle((*Node).handleAddOffsetsToTxn), // 25
+		"Ceiling: v4 exists for KIP-890's transaction protocol 2, in which clients stop sending this API."},
+	{kmsg.EndTxn.Int16(), 0, 3, handle((*Node).handleEndTxn), // 26
+		"Ceiling: v5's answer carries the protocol-2 epoch bump this facade does not perform; v4 is the step on the way to it."},
+	{kmsg.TxnOffsetCommit.Int16(), 0, 3, handle((*Node).handleTxnOffsetCommit), // 28
+		"Floor: kafka-clients' builder throws below v3 whenever group metadata is set (every KIP-447 loop). Ceiling: the transaction-protocol-2 bump."},
+	{kmsg.DescribeACLs.Int16(), 1, 3, handle((*Node).handleDescribeAcls), // 29
+		"The whole schema; every answer is SECURITY_DISABLED, as a Kafka broker with no authorizer answers."},
+	{kmsg.CreateACLs.Int16(), 1, 3, handle((*Node).handleCreateAcls), // 30
+		"The whole schema; each creation is refused SECURITY_DISABLED."},
+	{kmsg.DeleteACLs.Int16(), 1, 3, handle((*Node).handleDeleteAcls), // 31
+		"The whole schema; each filter is refused SECURITY_DISABLED with no matching ACLs."},
+	{kmsg.DescribeConfigs.Int16(), 1, 4, handle((*Node).handleDescribeConfigs), // 32
+		"The whole schema: nothing in the window asks for something the facade cannot answer."},
+	{kmsg.AlterConfigs.Int16(), 0, 2, handle((*Node).handleAlterConfigs), // 33
+		"The whole schema; the deprecated full-replacement form, honoured literally."},
+	{kmsg.SASLAuthenticate.Int16(), 0, 1, handle((*Node).handleSaslAuthenticate), // 36
+		"Ceiling: v2 is the flexible encoding and adds no field; v1's `session_lifetime_ms` is answered 0."},
+	{kmsg.CreatePartitions.Int16(), 0, 3, handle((*Node).handleCreatePartitions), // 37
+		"The whole schema. An increase is refused: Queen declares a topic's width once, at CreateTopics."},
+	{kmsg.DeleteGroups.Int16(), 0, 2, handle((*Node).handleDeleteGroups), // 42
+		"Ceiling: v2 is the flexible encoding; v3 is not yet reviewed here."},
+	{kmsg.IncrementalAlterConfigs.Int16(), 0, 1, handle((*Node).handleIncrementalAlterConfigs), // 44
+		"The whole schema; an alter lands only on a topic this facade created (the write must be lossless)."},
+	{kmsg.OffsetDelete.Int16(), 0, 0, handle((*Node).handleOffsetDelete), // 47
+		"One version; live groups' subscribed topics are refused, as Kafka does."},
 }
 
 // apiIndex and advertised are apiTable keyed by API key and as the
