@@ -16,6 +16,7 @@ case $fuzztime in *x) timeout=0 ;; esac
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 found=0
+flakes=0
 summary=()
 while IFS= read -r pkg; do
   dir=$(go list -f '{{.Dir}}' "$pkg")
@@ -23,10 +24,23 @@ while IFS= read -r pkg; do
     [[ $t =~ $only ]] || continue
     found=$((found + 1))
     echo "fuzz $pkg $t ($fuzztime)"
-    go test -run '^$' -fuzz "^${t}\$" -fuzztime "$fuzztime" -timeout "$timeout" "$pkg" 2>&1 | tee "$log"
+    if ! go test -run '^$' -fuzz "^${t}\$" -fuzztime "$fuzztime" -timeout "$timeout" "$pkg" 2>&1 | tee "$log"; then
+      # Go 1.26's fuzz coordinator can report a bare "context deadline
+      # exceeded" when -fuzztime ends while a starved worker is mid-call
+      # (golang/go#75804, fixed in Go 1.27): no input failed and none was
+      # written. Only that exact shape is forgiven, and only once the
+      # target's corpus replays clean; anything else fails the run.
+      if grep -q 'context deadline exceeded' "$log" && ! grep -qE 'Failing input written|panic:|_test\.go:[0-9]+:' "$log" &&
+        go test -count=1 -run "^${t}\$" "$pkg" >/dev/null 2>&1; then
+        echo "fuzz: $t: the fuzz coordinator's deadline race (golang/go#75804), no failing input; corpus replay passed"
+        flakes=$((flakes + 1))
+      else
+        exit 1
+      fi
+    fi
     # A run that ends inside its baseline (the corpus alone) prints no count.
     summary+=("$t: $(grep -oE 'elapsed: [^,]+, execs: [0-9]+' "$log" | tail -1 || true)")
   done
 done < <(go list ./...)
 printf '%s\n' "${summary[@]}"
-echo "fuzz: $found targets ran"
+echo "fuzz: $found targets ran ($flakes forgiven deadline races)"
