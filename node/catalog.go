@@ -45,6 +45,7 @@ type topicCfg struct {
 type topicInfo struct {
 	queue queen.QueueInfo
 	cfg   *topicCfg // nil when the facade holds no matching record
+	id    [16]byte  // the topic id (topic_ids.go); zero until listed
 }
 
 // qid is the live queue's id as a record stores it: nil while unknown.
@@ -64,7 +65,8 @@ type catalog struct {
 
 	mu       sync.RWMutex
 	topics   map[string]topicInfo
-	loadedAt time.Time // zero: never loaded
+	byID     map[[16]byte]string // topics by id (topic_ids.go)
+	loadedAt time.Time           // zero: never loaded
 	// running is the listing in flight; next, when set, is the one that
 	// begins as soon as running ends, shared by every forced caller that
 	// arrived while running was already under way.
@@ -281,7 +283,7 @@ func (cat *catalog) refresh(ctx context.Context, q *queen.Client) error {
 	}
 	topics := make(map[string]topicInfo, len(queues))
 	for _, qi := range queues {
-		t := topicInfo{queue: qi}
+		t := topicInfo{queue: qi, id: queueTopicID(qi)}
 		if cfg, ok := cfgs[qi.Name]; ok && cfg.matches(qi.ID) {
 			t.cfg = cfg
 		}
@@ -302,6 +304,7 @@ func (cat *catalog) refresh(ctx context.Context, q *queen.Client) error {
 		}
 	}
 	cat.topics = topics
+	cat.indexIDs()
 	cat.loadedAt = cat.n.now()
 	for key := range cat.widest { // forget queues that are gone
 		if t, ok := topics[key.name]; !ok || (t.queue.ID != key.id && key.id != "") {
@@ -373,6 +376,9 @@ func (cat *catalog) added(name string, cfg *topicCfg) {
 func (cat *catalog) removed(name string) {
 	cat.mu.Lock()
 	defer cat.mu.Unlock()
+	if t, ok := cat.topics[name]; ok {
+		delete(cat.byID, t.id)
+	}
 	delete(cat.topics, name)
 	for key := range cat.widest {
 		if key.name == name {

@@ -25,7 +25,13 @@ const clusterSyncBudget = time.Second
 // (kafka-go after none), far inside catalogTTL. Single mode keeps the TTL
 // alone, unchanged.
 func (cat *catalog) find(ctx context.Context, c *Conn, topic string) (topicInfo, bool) {
-	t, ok := cat.lookup(topic)
+	return cat.findRefreshing(ctx, c, func() (topicInfo, bool) { return cat.lookup(topic) })
+}
+
+// findRefreshing is look, and in cluster mode, on a miss, look again after
+// a listing that begins after the miss.
+func (cat *catalog) findRefreshing(ctx context.Context, c *Conn, look func() (topicInfo, bool)) (topicInfo, bool) {
+	t, ok := look()
 	if ok || cat.n.cluster == nil {
 		return t, ok
 	}
@@ -36,7 +42,7 @@ func (cat *catalog) find(ctx context.Context, c *Conn, topic string) (topicInfo,
 		// failing Queen is answered.
 		return topicInfo{}, false
 	}
-	return cat.lookup(topic)
+	return look()
 }
 
 // syncForMetadata brings the catalogue up to date for a cluster-mode
@@ -148,4 +154,13 @@ func (n *Node) knownPartition(ctx context.Context, c *Conn, topic string, tv *to
 		tv.width = max(tv.width, cat.width(t))
 	}
 	return p < tv.width
+}
+
+// findByID is find by topic id: the id may be of a topic another node
+// created a moment ago.
+func (cat *catalog) findByID(ctx context.Context, c *Conn, id [16]byte) (topicInfo, bool) {
+	if id == ([16]byte{}) {
+		return topicInfo{}, false
+	}
+	return cat.findRefreshing(ctx, c, func() (topicInfo, bool) { return cat.lookupID(id) })
 }

@@ -1,0 +1,105 @@
+package node
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// A listed topic's id is its queue's id; the id maps back to the name; a
+// queue deleted and recreated natively gets a new id, and the old one is
+// unknown from the next listing on.
+func TestTopicIDIsTheQueueID(t *testing.T) {
+	n, dq := newTestNode(t, nil)
+	qid := dq.addQueue("orders", 2)
+	want := uuid.MustParse(qid)
+	cat := n.cats.forConn(nil)
+	if err := cat.ensure(t.Context(), nil, true); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := cat.TopicID("orders")
+	if !ok || got != want {
+		t.Fatalf("TopicID(orders) = %x, %v; want the queue id %s", got, ok, qid)
+	}
+	if name, ok := cat.TopicByID(want); !ok || name != "orders" {
+		t.Fatalf("TopicByID(%s) = %q, %v", qid, name, ok)
+	}
+	if _, ok := cat.TopicID("absent"); ok {
+		t.Fatal("an unknown topic has an id")
+	}
+
+	if _, err := dq.q.DeleteQueue(t.Context(), "orders"); err != nil {
+		t.Fatal(err)
+	}
+	qid2 := dq.addQueue("orders", 1)
+	if qid2 == qid {
+		t.Fatalf("queen-dev reused id %s for a recreated queue", qid)
+	}
+	if err := cat.ensure(t.Context(), nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cat.TopicByID(want); ok {
+		t.Fatal("the deleted queue's id still names a topic")
+	}
+	name, width, ok, err := n.topicByID(t.Context(), nil, uuid.MustParse(qid2))
+	if err != nil || !ok || name != "orders" || width != 4 {
+		t.Fatalf("topicByID(new id) = %q, %d, %v, %v; want orders, 4 (the default width)", name, width, ok, err)
+	}
+	if _, _, ok, _ := n.topicByID(t.Context(), nil, want); ok {
+		t.Fatal("topicByID found the deleted queue's id")
+	}
+}
+
+// A topic this process created but the listing does not show yet has no id
+// (never a provisional one a client would later see change), and a deleted
+// topic's id is forgotten at once.
+func TestTopicIDUnlistedAndRemoved(t *testing.T) {
+	n, dq := newTestNode(t, nil)
+	qid := dq.addQueue("doomed", 1)
+	cat := n.cats.forConn(nil)
+	if err := cat.ensure(context.Background(), nil, true); err != nil {
+		t.Fatal(err)
+	}
+	cat.added("born", nil)
+	if id, ok := cat.TopicID("born"); ok {
+		t.Fatalf("an unlisted topic has id %x", id)
+	}
+	cat.removed("doomed")
+	if _, ok := cat.TopicByID(uuid.MustParse(qid)); ok {
+		t.Fatal("a removed topic's id still names it")
+	}
+	if _, ok := cat.TopicByID([16]byte{}); ok {
+		t.Fatal("the zero id names a topic")
+	}
+}
+
+// Where Queen gives no id, or one that is not a UUID, the id is derived:
+// stable, never zero, different per name and per opaque id.
+func TestDerivedTopicIDs(t *testing.T) {
+	a := queueTopicID(queen.QueueInfo{Name: "a"})
+	if a != queueTopicID(queen.QueueInfo{Name: "a"}) || a == ([16]byte{}) {
+		t.Fatalf("name-derived id unstable or zero: %x", a)
+	}
+	if a == queueTopicID(queen.QueueInfo{Name: "b"}) {
+		t.Fatal("two names derive one id")
+	}
+	if uuid.UUID(a).Version() != 5 {
+		t.Fatalf("derived id %s is not a UUIDv5", uuid.UUID(a))
+	}
+	o1 := queueTopicID(queen.QueueInfo{Name: "a", ID: "queue-17"})
+	o2 := queueTopicID(queen.QueueInfo{Name: "a", ID: "queue-18"})
+	if o1 == o2 || o1 == a {
+		t.Fatal("opaque ids do not derive distinct ids")
+	}
+	if queueTopicID(queen.QueueInfo{Name: "a", ID: uuid.Nil.String()}) == ([16]byte{}) {
+		t.Fatal("a nil-UUID queue id became the zero topic id")
+	}
+	// Pinned: a derived id must never change across builds, or clients
+	// take every such topic as recreated on upgrade.
+	if got := uuid.UUID(a).String(); got != "2d50699f-6c16-5c46-8070-32484ce7c50b" {
+		t.Fatalf("derived id of a = %s", got)
+	}
+}
