@@ -14,6 +14,10 @@ import (
 // way and answers nothing else on that connection meanwhile.
 func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	if code := c.claimFence(ctx, cl, req.Group, req.MemberID); code != 0 {
+		resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, req.MemberID
+		return resp
+	}
 	res := c.join(cl, req)
 	if res.wait != nil {
 		select {
