@@ -14,35 +14,22 @@ import (
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
-// classicGroupType is the group_type (ListGroups v5) of every group here:
-// the facade runs the classic JoinGroup/SyncGroup protocol only, no
-// KIP-848 consumer groups and no share groups.
-const classicGroupType = "classic"
-
-// ListGroups answers a ListGroups v0-5: the groups this node coordinates
+// ListGroups answers a ListGroups v0-4: the groups this node coordinates
 // that are live in memory, with their state, plus every group the store's
 // qk:groups: index knows and memory does not, listed as Empty with the
 // protocol type it was indexed with (its offsets outlive its members, as
 // Kafka's loaded-but-empty groups do). In a cluster each node lists only
 // the groups it owns, so that an admin client merging every broker's
-// answer sees each group once. states_filter (v4) matches as Kafka's does,
-// trimmed and case-insensitively; types_filter (v5) case-insensitively,
-// so that only "classic" selects anything.
+// answer sees each group once. states_filter (v4) is honoured,
+// case-insensitively.
 func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	typeWanted := len(req.TypesFilter) == 0
-	for _, f := range req.TypesFilter {
-		typeWanted = typeWanted || strings.EqualFold(f, classicGroupType)
-	}
-	if !typeWanted {
-		return resp
-	}
 	want := func(s state) bool {
 		if len(req.StatesFilter) == 0 {
 			return true
 		}
 		for _, f := range req.StatesFilter {
-			if strings.EqualFold(strings.TrimSpace(f), s.String()) {
+			if strings.EqualFold(f, s.String()) {
 				return true
 			}
 		}
@@ -53,7 +40,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListG
 			return
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, ptype, s.String(), classicGroupType
+		lg.Group, lg.ProtocolType, lg.GroupState = id, ptype, s.String()
 		resp.Groups = append(resp.Groups, lg)
 	}
 	self := c.own.Self().NodeID
@@ -109,7 +96,8 @@ func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListG
 	return resp
 }
 
-// DescribeGroups answers a DescribeGroups v0-3. Member metadata and
+// DescribeGroups answers a DescribeGroups v0-5 (v4: each member's
+// group_instance_id; v5 flexible). Member metadata and
 // assignment bytes are reported only while the group is Stable, as Kafka
 // does; a group known only from the index is Empty, an unknown one Dead.
 // authorized_operations is Kafka's own "omitted" sentinel: the facade has
@@ -172,7 +160,7 @@ func (g *group) describe(d *kmsg.DescribeGroupsResponseGroup) bool {
 	for _, mid := range g.order {
 		m := g.members[mid]
 		dm := kmsg.NewDescribeGroupsResponseGroupMember()
-		dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, m.clientHost
+		dm.MemberID, dm.InstanceID, dm.ClientID, dm.ClientHost = m.id, m.instanceID, m.clientID, m.clientHost
 		if stable {
 			dm.ProtocolMetadata = m.metadataFor(g.protocol)
 			dm.MemberAssignment = m.assignment

@@ -29,7 +29,8 @@ func OffsetKey(group, topic string, partition int32) (string, int16) {
 	return k, 0
 }
 
-// OffsetCommit answers an OffsetCommit v2-6. A partition cl.Topics does
+// OffsetCommit answers an OffsetCommit v2-9 (v7: group_instance_id; v8
+// flexible; v9 the same fields, its generation a classic group's). A partition cl.Topics does
 // not serve is refused first, whatever the group's state, and a request
 // with nothing else is answered without touching the group. Group members
 // are checked as Kafka checks them; a commit with generation -1 and no
@@ -127,14 +128,18 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.Off
 	return resp
 }
 
-// commitMember applies Kafka's membership rules to a commit and returns
-// the group the commit writes under.
+// commitMember applies Kafka's membership rules to a commit (v7 and up
+// name the static member's instance id, fenced as Kafka fences it) and
+// returns the group the commit writes under.
 func (c *Coordinator) commitMember(cl Client, req *kmsg.OffsetCommitRequest) (*group, int16) {
 	g := c.lookup(cl, req.Group)
 	if g == nil {
 		if req.Generation >= 0 {
 			// A generation from before this process knew the group (a
-			// restart): the member must rejoin.
+			// restart): the member must rejoin. Kafka's v9 would say
+			// GROUP_ID_NOT_FOUND for a group it never had; here the group
+			// usually exists in the store and only its membership was lost,
+			// which every version's ILLEGAL_GENERATION sends to rejoin.
 			return nil, kerr.IllegalGeneration.Code
 		}
 		var err error
@@ -144,22 +149,12 @@ func (c *Coordinator) commitMember(cl Client, req *kmsg.OffsetCommitRequest) (*g
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	switch {
-	case g.state == stateDead:
-		return nil, kerr.CoordinatorNotAvailable.Code
-	case req.Generation < 0 && g.state == stateEmpty:
-		return g, 0
-	case g.state == stateCompleting:
-		return nil, kerr.RebalanceInProgress.Code
+	if code := g.validateCommit(req.MemberID, req.InstanceID, req.Generation, false); code != 0 {
+		return nil, code
 	}
-	m := g.members[req.MemberID]
-	if m == nil {
-		return nil, kerr.UnknownMemberID.Code
+	if m := g.members[req.MemberID]; m != nil {
+		g.touch(m)
 	}
-	if req.Generation != g.generation {
-		return nil, kerr.IllegalGeneration.Code
-	}
-	g.touch(m)
 	return g, 0
 }
 
@@ -181,9 +176,11 @@ func (g *group) writable() int16 {
 // TxnCommitCheck is Kafka's membership rule for TxnOffsetCommit, for the
 // transaction code that stages offsets itself: 0 and the group's protocol
 // type (what its index row records; "" for a group no member joined), or
-// the code every partition is answered. A member id must be a live member;
-// a generation, when given (>= 0), must be the group's current one.
-func (c *Coordinator) TxnCommitCheck(cl Client, group, memberID string, generation int32) (int16, string) {
+// the code every partition is answered. A commit naming a member, an
+// instance id (v3, static membership) or a generation must be the current
+// generation of a current member (validateCommit); one naming none is
+// accepted.
+func (c *Coordinator) TxnCommitCheck(cl Client, group, memberID string, instanceID *string, generation int32) (int16, string) {
 	if !validGroupID(group, true) {
 		return kerr.InvalidGroupID.Code, ""
 	}
@@ -193,7 +190,7 @@ func (c *Coordinator) TxnCommitCheck(cl Client, group, memberID string, generati
 	g := c.lookup(cl, group)
 	if g == nil {
 		switch {
-		case memberID != "":
+		case memberID != "" || instanceID != nil:
 			return kerr.UnknownMemberID.Code, ""
 		case generation >= 0:
 			return kerr.IllegalGeneration.Code, ""
@@ -202,13 +199,8 @@ func (c *Coordinator) TxnCommitCheck(cl Client, group, memberID string, generati
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	switch {
-	case g.state == stateDead:
-		return kerr.CoordinatorNotAvailable.Code, ""
-	case memberID != "" && g.members[memberID] == nil:
-		return kerr.UnknownMemberID.Code, ""
-	case generation >= 0 && generation != g.generation:
-		return kerr.IllegalGeneration.Code, ""
+	if code := g.validateCommit(memberID, instanceID, generation, true); code != 0 {
+		return code, ""
 	}
 	if m := g.members[memberID]; m != nil {
 		g.touch(m)

@@ -4,15 +4,17 @@
 // It owns: the group state machine (Empty, PreparingRebalance,
 // CompletingRebalance, Stable, Dead) of every group this node coordinates,
 // one lock per group, membership held in memory only (a restart is a broker
-// restart: survivors are answered UNKNOWN_MEMBER_ID and rejoin); the answers
-// of JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
-// ListGroups, DescribeGroups, DeleteGroups, OffsetDelete and FindCoordinator;
+// restart: survivors are answered UNKNOWN_MEMBER_ID and rejoin); static
+// membership (KIP-345, static.go): a member's group.instance.id outlives its
+// member id, a restart inside the session timeout takes over its place and
+// assignment with no rebalance, and the id it replaced is
+// FENCED_INSTANCE_ID on every request that names the instance; the answers
+// of JoinGroup (v0-9), SyncGroup (v0-5), Heartbeat (v0-4), LeaveGroup
+// (v0-5, several members), OffsetCommit (v2-9), OffsetFetch (v1-9, several
+// groups), ListGroups, DescribeGroups (v0-5), DeleteGroups, OffsetDelete
+// and FindCoordinator, and the membership check of TxnOffsetCommit;
 // and the qk:group:, qk:groups: and qk:fence: rows of Queen's key/value store
-// (queen-api.md §10), which are the only durable state a group has. In
-// fenced (cluster) mode a node takes a group's fence by compare-and-set
-// when the first member joins it there, before any member reads its
-// starting offsets, and every commit re-checks it; generations continue
-// from the one the fence last carried.
+// (queen-api.md §10), which are the only durable state a group has.
 //
 // It does not own, and must not reach for:
 //   - the wire: package node decodes and encodes;

@@ -11,51 +11,97 @@ import (
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
-// OffsetFetch answers an OffsetFetch v1-7 at any node: the answer is the
+// OffsetFetch answers an OffsetFetch v1-9 at any node: the answer is the
 // store's, the same everywhere, so it is never gated on ownership. Topics
 // null (v2+) is every committed partition of the group. require_stable is
 // honoured by construction: an offset reaches the store only when it is
-// committed, so nothing returned is ever UNSTABLE_OFFSET_COMMIT.
+// committed, so nothing returned is ever UNSTABLE_OFFSET_COMMIT. v8 asks
+// for several groups at once, each answered on its own; v9's member id and
+// epoch are the new consumer protocol's and, as Kafka's classic groups do,
+// are not checked.
 func (c *Coordinator) OffsetFetch(ctx context.Context, cl Client, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	fail := func(code int16) *kmsg.OffsetFetchResponse {
-		if req.Version >= 2 {
-			resp.ErrorCode = code
-		}
-		// Below v2 there is no group-level code: Kafka puts it on every
-		// partition.
-		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetFetchResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := missingPartition(p)
-				rp.ErrorCode = code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp
-	}
-	if !validGroupID(req.Group, true) {
-		return fail(kerr.InvalidGroupID.Code)
-	}
 	kv := c.kvFor(cl)
-	if req.Topics == nil && req.Version >= 2 {
-		topics, err := c.fetchAll(ctx, kv, req.Group)
-		if err != nil {
-			c.log.Warn("offset fetch failed", "group", req.Group, "err", err)
-			resp.ErrorCode = kvCode(err)
-			return resp
+	if req.Version >= 8 {
+		for _, rg := range req.Groups {
+			var topics []kmsg.OffsetFetchRequestTopic
+			for _, t := range rg.Topics {
+				rt := kmsg.NewOffsetFetchRequestTopic()
+				rt.Topic, rt.Partitions = t.Topic, t.Partitions
+				topics = append(topics, rt)
+			}
+			got, code := c.fetchGroup(ctx, kv, rg.Group, topics, rg.Topics == nil)
+			resp.Groups = append(resp.Groups, groupAnswer(rg.Group, got, code))
 		}
-		resp.Topics = topics
 		return resp
 	}
+	all := req.Topics == nil && req.Version >= 2
+	got, code := c.fetchGroup(ctx, kv, req.Group, req.Topics, all)
+	if code == 0 {
+		resp.Topics = got
+		return resp
+	}
+	if req.Version >= 2 {
+		resp.ErrorCode = code
+	}
+	if all {
+		return resp
+	}
+	// Below v2 there is no group-level code: Kafka puts it on every
+	// partition (and keeps doing so up to v7).
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := missingPartition(p)
+			rp.ErrorCode = code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
 
+// groupAnswer is one group of a v8+ answer: its offsets, or its code and
+// no topics.
+func groupAnswer(group string, topics []kmsg.OffsetFetchResponseTopic, code int16) kmsg.OffsetFetchResponseGroup {
+	g := kmsg.NewOffsetFetchResponseGroup()
+	g.Group, g.ErrorCode = group, code
+	if code != 0 {
+		return g
+	}
+	for _, t := range topics {
+		gt := kmsg.NewOffsetFetchResponseGroupTopic()
+		gt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+			gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+			gt.Partitions = append(gt.Partitions, gp)
+		}
+		g.Topics = append(g.Topics, gt)
+	}
+	return g
+}
+
+// fetchGroup reads group's committed offsets of topics, or of every
+// partition when all, and returns them or the code refusing the group.
+func (c *Coordinator) fetchGroup(ctx context.Context, kv KV, group string, topics []kmsg.OffsetFetchRequestTopic, all bool) ([]kmsg.OffsetFetchResponseTopic, int16) {
+	if !validGroupID(group, true) {
+		return nil, kerr.InvalidGroupID.Code
+	}
+	if all {
+		got, err := c.fetchAll(ctx, kv, group)
+		if err != nil {
+			c.log.Warn("offset fetch failed", "group", group, "err", err)
+			return nil, kvCode(err)
+		}
+		return got, 0
+	}
 	var keys []string
 	seen := map[string]bool{}
-	for _, t := range req.Topics {
+	for _, t := range topics {
 		for _, p := range t.Partitions {
-			if k, code := OffsetKey(req.Group, t.Topic, p); code == 0 && !seen[k] {
+			if k, code := OffsetKey(group, t.Topic, p); code == 0 && !seen[k] {
 				seen[k] = true
 				keys = append(keys, k)
 			}
@@ -63,24 +109,25 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, cl Client, req *kmsg.Offs
 	}
 	rows, err := c.readKeys(ctx, kv, keys)
 	if err != nil {
-		c.log.Warn("offset fetch failed", "group", req.Group, "err", err)
-		return fail(kvCode(err))
+		c.log.Warn("offset fetch failed", "group", group, "err", err)
+		return nil, kvCode(err)
 	}
-	for _, t := range req.Topics {
+	out := make([]kmsg.OffsetFetchResponseTopic, 0, len(topics))
+	for _, t := range topics {
 		rt := kmsg.NewOffsetFetchResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := missingPartition(p)
-			if k, code := OffsetKey(req.Group, t.Topic, p); code == 0 {
+			if k, code := OffsetKey(group, t.Topic, p); code == 0 {
 				if row, ok := rows[k]; ok {
 					c.fill(&rp, row)
 				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
-		resp.Topics = append(resp.Topics, rt)
+		out = append(out, rt)
 	}
-	return resp
+	return out, 0
 }
 
 // missingPartition is Kafka's "no committed offset": -1 and no metadata.

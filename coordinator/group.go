@@ -44,19 +44,30 @@ type protocol struct {
 type joinResult struct {
 	code       int16
 	generation int32
+	ptype      string
 	protocol   string
 	leader     string
 	memberID   string
 	members    []kmsg.JoinGroupResponseMember
+	// skip is JoinGroup v9's skip_assignment (KIP-814): a static leader
+	// that rejoined a Stable group is told it leads, with every member's
+	// metadata, but that the assignment it would compute is not wanted.
+	skip bool
 }
 
 type syncResult struct {
 	code       int16
+	ptype      string // SyncGroup v5's protocol type and name, on success
+	protocol   string
 	assignment []byte
 }
 
 type member struct {
-	id         string
+	id string
+	// instanceID is the KIP-345 group.instance.id of a static member, nil
+	// for a dynamic one. A static member outlives its member id: a rejoin
+	// with a new id and the same instance id takes over its place.
+	instanceID *string
 	clientID   string
 	clientHost string
 	protocols  []protocol
@@ -134,6 +145,7 @@ type group struct {
 	leader       string
 	members      map[string]*member
 	order        []string                  // join order: leader succession and the leader's member list
+	statics      map[string]string         // instance id -> member id of every static member (static.go)
 	pending      map[string]*pendingMember // member ids handed out with MEMBER_ID_REQUIRED (pending.go)
 	deadCode     int16                     // what a write that outlived the group answers
 
@@ -145,13 +157,12 @@ type group struct {
 
 	wmu       sync.Mutex
 	fenceVer  int64
-	fenceHeld bool // fenceVer was read: the takeover read is done
-	claimed   bool // this group object has written the fence (claimFence)
+	fenceHeld bool
 	indexed   bool
 }
 
 func newGroup(c *Coordinator, k groupKey) *group {
-	return &group{c: c, key: k, members: make(map[string]*member), pending: make(map[string]*pendingMember)}
+	return &group{c: c, key: k, members: make(map[string]*member), statics: make(map[string]string), pending: make(map[string]*pendingMember)}
 }
 
 // otherMembersSupport is Kafka's protocol-compatibility rule: an empty
@@ -195,6 +206,9 @@ func (g *group) addMember(m *member, ptype string) {
 	}
 	g.members[m.id] = m
 	g.order = append(g.order, m.id)
+	if m.instanceID != nil {
+		g.statics[*m.instanceID] = m.id
+	}
 	if g.leader == "" {
 		g.leader = m.id
 	}
@@ -209,6 +223,9 @@ func (g *group) addMember(m *member, ptype string) {
 // blocked on; it does not decide what the group does next.
 func (g *group) removeMember(m *member, code int16) {
 	delete(g.members, m.id)
+	if m.instanceID != nil && g.statics[*m.instanceID] == m.id {
+		delete(g.statics, *m.instanceID)
+	}
 	for i, id := range g.order {
 		if id == m.id {
 			g.order = append(g.order[:i], g.order[i+1:]...)
@@ -230,11 +247,17 @@ func (g *group) removeMember(m *member, code int16) {
 }
 
 // memberGone is a leave or an eviction: the rest of the group rebalances.
-func (g *group) memberGone(m *member) {
+func (g *group) memberGone(m *member, reason string) {
 	g.removeMember(m, kerr.UnknownMemberID.Code)
+	g.afterRemoval(reason)
+}
+
+// afterRemoval is what the group does once members left: a settled group
+// rebalances, a join phase may now be complete.
+func (g *group) afterRemoval(reason string) {
 	switch g.state {
 	case stateStable, stateCompleting:
-		g.prepareRebalance()
+		g.prepareRebalance(reason)
 	case statePreparing:
 		g.maybeCompleteJoin()
 	}
@@ -244,7 +267,8 @@ func (g *group) memberGone(m *member) {
 // (QUEEN_KAFKA_GROUP_JOIN_DELAY_MS, extended while members keep arriving,
 // never past the rebalance timeout); otherwise it waits for every member to
 // rejoin, up to the largest rebalance timeout among them.
-func (g *group) prepareRebalance() {
+func (g *group) prepareRebalance(reason string) {
+	g.c.log.Info("preparing to rebalance group", "group", g.key.id, "state", g.state.String(), "generation", g.generation, "reason", reason)
 	if g.state == stateCompleting {
 		// Assignments of the abandoned generation are void; members blocked
 		// in SyncGroup must rejoin.
@@ -334,9 +358,18 @@ func (g *group) completeJoin() {
 	g.joinSeq++
 	g.initialPhase = false
 	for _, id := range append([]string(nil), g.order...) {
-		if m := g.members[id]; !m.awaitingJoin {
+		// A static member that did not rejoin keeps its place (KIP-345):
+		// only its session timeout removes it.
+		if m := g.members[id]; !m.awaitingJoin && m.instanceID == nil {
 			g.removeMember(m, kerr.UnknownMemberID.Code)
 		}
+	}
+	if !g.electJoinedLeader() {
+		// Only static members that have not rejoined are left: the phase
+		// waits another rebalance timeout, or until their sessions end.
+		g.c.log.Info("group could not complete its rebalance: no member rejoined", "group", g.key.id)
+		g.armJoinTimer(g.rebalanceTimeout())
+		return
 	}
 	g.generation++
 	if len(g.members) == 0 {
@@ -347,9 +380,6 @@ func (g *group) completeJoin() {
 	}
 	g.c.rebalances.Add(1)
 	g.protocol = g.selectProtocol()
-	if _, ok := g.members[g.leader]; !ok {
-		g.leader = g.order[0]
-	}
 	g.state = stateCompleting
 	for _, id := range g.order {
 		m := g.members[id]
@@ -363,19 +393,48 @@ func (g *group) completeJoin() {
 	}
 }
 
-// joinAnswer is the current generation as member m is told it.
-func (g *group) joinAnswer(m *member) joinResult {
-	r := joinResult{generation: g.generation, protocol: g.protocol, leader: g.leader, memberID: m.id}
-	if m.id == g.leader {
-		r.members = make([]kmsg.JoinGroupResponseMember, 0, len(g.order))
-		for _, id := range g.order {
-			jm := kmsg.NewJoinGroupResponseMember()
-			jm.MemberID = id
-			jm.ProtocolMetadata = g.members[id].metadataFor(g.protocol)
-			r.members = append(r.members, jm)
+// electJoinedLeader is Kafka's maybeElectNewJoinedLeader: a leader that
+// has not rejoined hands over to the first member that has. False when
+// members remain and none of them rejoined.
+func (g *group) electJoinedLeader() bool {
+	if l := g.members[g.leader]; l != nil && l.awaitingJoin {
+		return true
+	}
+	for _, id := range g.order {
+		if g.members[id].awaitingJoin {
+			g.leader = id
+			return true
 		}
 	}
+	if len(g.order) > 0 {
+		return false
+	}
+	g.leader = ""
+	return true
+}
+
+// joinAnswer is the current generation as member m is told it.
+func (g *group) joinAnswer(m *member) joinResult {
+	r := joinResult{generation: g.generation, ptype: g.protocolType, protocol: g.protocol, leader: g.leader, memberID: m.id}
+	if m.id == g.leader {
+		r.members = g.memberList()
+	}
 	return r
+}
+
+// memberList is every member's metadata for the chosen protocol, as the
+// leader is sent it: static members that have not rejoined included.
+func (g *group) memberList() []kmsg.JoinGroupResponseMember {
+	out := make([]kmsg.JoinGroupResponseMember, 0, len(g.order))
+	for _, id := range g.order {
+		m := g.members[id]
+		jm := kmsg.NewJoinGroupResponseMember()
+		jm.MemberID = id
+		jm.InstanceID = m.instanceID
+		jm.ProtocolMetadata = m.metadataFor(g.protocol)
+		out = append(out, jm)
+	}
+	return out
 }
 
 // selectProtocol picks, among the protocols every member supports, the one
@@ -458,8 +517,8 @@ func (g *group) sessionTimerFired(m *member, seq uint64) {
 		g.armSession(m, deadline.Sub(now))
 		return
 	}
-	g.c.log.Info("group member session expired, rebalancing", "group", g.key.id, "member", m.id, "session_timeout", m.session)
-	g.memberGone(m)
+	g.c.log.Info("group member session expired, rebalancing", "group", g.key.id, "member", m.id, "instance_id", strOrNil(m.instanceID), "session_timeout", m.session)
+	g.memberGone(m, "session of member "+m.id+" expired")
 }
 
 // kill marks the group Dead and answers every waiter with code.

@@ -2,22 +2,23 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// JoinGroup answers a JoinGroup v0-4, blocking until the join phase it
+// JoinGroup answers a JoinGroup v0-9, blocking until the join phase it
 // entered completes or ctx ends. A Kafka broker parks the request the same
-// way and answers nothing else on that connection meanwhile.
+// way and answers nothing else on that connection meanwhile. v5 brings
+// group_instance_id (static membership, static.go), v7 the protocol type in
+// the answer, v8 the client's reason (logged with the rebalance it causes),
+// v9 skip_assignment.
 func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-	if code := c.claimFence(ctx, cl, req.Group, req.MemberID); code != 0 {
-		resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, req.MemberID
-		return resp
-	}
 	res := c.join(cl, req)
 	if res.wait != nil {
 		select {
@@ -35,9 +36,10 @@ func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGr
 	resp.LeaderID = r.leader
 	resp.MemberID = r.memberID
 	resp.Members = r.members
+	resp.SkipAssignment = r.skip
 	if r.code == 0 {
-		p := r.protocol
-		resp.Protocol = &p
+		p, pt := r.protocol, r.ptype
+		resp.Protocol, resp.ProtocolType = &p, &pt
 	}
 	return resp
 }
@@ -49,6 +51,14 @@ type joinOutcome struct {
 
 func joinErr(code int16, memberID string) joinOutcome {
 	return joinOutcome{joinResult: joinResult{code: code, generation: -1, memberID: memberID}}
+}
+
+// joinReason is v8's client reason, or what Kafka logs without one.
+func joinReason(req *kmsg.JoinGroupRequest) string {
+	if req.Reason != nil && *req.Reason != "" {
+		return *req.Reason
+	}
+	return "not provided"
 }
 
 func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) joinOutcome {
@@ -81,6 +91,12 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) joinOutcome {
 		// OffsetDelete reads these bytes long after.
 		protos[i] = protocol{name: p.Name, metadata: slices.Clone(p.Metadata)}
 	}
+	var instance *string
+	if req.InstanceID != nil {
+		s := strings.Clone(*req.InstanceID)
+		instance = &s
+	}
+	reason := joinReason(req)
 
 	var g *group
 	if req.MemberID == "" {
@@ -99,21 +115,15 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) joinOutcome {
 		return joinErr(kerr.CoordinatorNotAvailable.Code, req.MemberID)
 	}
 	newMember := func(id string) *member {
-		return &member{id: id, clientID: cl.ID, clientHost: cl.Host, protocols: protos, session: session, rebalance: rebalance}
-	}
-	wait := func(m *member) joinOutcome {
-		m.refuseJoin(kerr.RebalanceInProgress.Code) // a previous JoinGroup of this member is still parked
-		ch := make(chan joinResult, 1)
-		m.joinWait = ch
-		return joinOutcome{wait: ch}
+		return &member{id: id, instanceID: instance, clientID: cl.ID, clientHost: cl.Host, protocols: protos, session: session, rebalance: rebalance}
 	}
 	addAndRebalance := func(id string) joinOutcome {
 		m := newMember(id)
 		g.addMember(m, req.ProtocolType)
-		out := wait(m)
+		out := g.park(m)
 		switch g.state {
 		case stateEmpty, stateStable, stateCompleting:
-			g.prepareRebalance()
+			g.prepareRebalance("adding member " + id + " with instance id " + fmt.Sprint(strOrNil(instance)) + "; client reason: " + reason)
 		case statePreparing:
 			g.maybeCompleteJoin()
 		}
@@ -124,10 +134,22 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) joinOutcome {
 		if !g.compatible("", req.ProtocolType, protos) {
 			return joinErr(kerr.InconsistentGroupProtocol.Code, "")
 		}
+		if instance != nil {
+			if old, ok := g.statics[*instance]; ok {
+				// A restart: no new seat, so no size check.
+				return g.replaceStatic(old, newMember(newMemberID(*instance)), req.Version, reason)
+			}
+		}
 		if len(g.members)+len(g.pending) >= c.cfg.MaxGroupSize {
 			// Kafka's group.max.size; the ids handed out and not yet
-			// joined with are seats promised, so they count.
+			// joined with are seats promised, so they count, and so does
+			// every static member, joined or not.
 			return joinErr(kerr.GroupMaxSizeReached.Code, "")
+		}
+		if instance != nil {
+			// A static member is known by its instance id: it is admitted
+			// at once, with Kafka's instance-prefixed member id.
+			return addAndRebalance(newMemberID(*instance))
 		}
 		id := newMemberID(cl.ID)
 		if req.Version >= 4 {
@@ -138,46 +160,49 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) joinOutcome {
 		}
 		return addAndRebalance(id)
 	}
-	if g.livePending(req.MemberID) != nil {
+	if instance == nil && g.livePending(req.MemberID) != nil {
 		if !g.compatible("", req.ProtocolType, protos) {
 			return joinErr(kerr.InconsistentGroupProtocol.Code, req.MemberID)
 		}
 		g.takePending(req.MemberID)
 		return addAndRebalance(req.MemberID)
 	}
-	m := g.members[req.MemberID]
-	if m == nil {
-		return joinErr(kerr.UnknownMemberID.Code, req.MemberID)
+	if code := g.validateMember(req.MemberID, instance); code != 0 {
+		return joinErr(code, req.MemberID)
 	}
+	m := g.members[req.MemberID]
 	if !g.compatible(m.id, req.ProtocolType, protos) {
 		return joinErr(kerr.InconsistentGroupProtocol.Code, req.MemberID)
 	}
-	update := func() joinOutcome {
+	update := func(why string) joinOutcome {
 		m.protocols, m.session, m.rebalance = protos, session, rebalance
 		m.clientID, m.clientHost = cl.ID, cl.Host
-		m.awaitingJoin = true
-		m.lastSeen = g.now()
-		out := wait(m)
+		out := g.park(m)
 		if g.state == statePreparing {
 			g.maybeCompleteJoin()
 		} else {
-			g.prepareRebalance()
+			g.prepareRebalance(why + "; client reason: " + reason)
 		}
 		return out
 	}
 	switch g.state {
 	case statePreparing:
-		return update()
+		return update("member " + m.id + " joining during the rebalance")
 	case stateCompleting:
 		if m.matches(protos) {
 			// A retried JoinGroup whose answer was lost: answer it again.
 			g.touch(m)
 			return joinOutcome{joinResult: g.joinAnswer(m)}
 		}
-		return update()
+		return update("member " + m.id + " changed its metadata during the sync phase")
 	case stateStable:
-		if m.id == g.leader || !m.matches(protos) {
-			return update()
+		if m.id == g.leader {
+			// The leader's rejoin is how it asks for a rebalance (a topic
+			// change its metadata does not show).
+			return update("leader " + m.id + " rejoining")
+		}
+		if !m.matches(protos) {
+			return update("member " + m.id + " changed its metadata")
 		}
 		g.touch(m)
 		return joinOutcome{joinResult: g.joinAnswer(m)}
@@ -185,8 +210,10 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) joinOutcome {
 	return joinErr(kerr.UnknownMemberID.Code, req.MemberID)
 }
 
-// SyncGroup answers a SyncGroup v0-2. Followers block until the leader's
-// assignment arrives or ctx ends.
+// SyncGroup answers a SyncGroup v0-5. Followers block until the leader's
+// assignment arrives or ctx ends. v3 brings group_instance_id (checked as
+// Kafka checks it), v5 the protocol type and name, which must match the
+// group's when sent and are answered on success.
 func (c *Coordinator) SyncGroup(ctx context.Context, cl Client, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	r, wait, cancel := c.sync(cl, req)
@@ -200,7 +227,17 @@ func (c *Coordinator) SyncGroup(ctx context.Context, cl Client, req *kmsg.SyncGr
 	}
 	resp.ErrorCode = r.code
 	resp.MemberAssignment = r.assignment
+	if r.code == 0 {
+		pt, p := r.ptype, r.protocol
+		resp.ProtocolType, resp.Protocol = &pt, &p
+	}
 	return resp
+}
+
+// protocolInconsistent is Kafka's rule for SyncGroup v5's protocol type and
+// name: absent on either side is no conflict.
+func protocolInconsistent(req *string, group string) bool {
+	return req != nil && group != "" && *req != group
 }
 
 func (c *Coordinator) sync(cl Client, req *kmsg.SyncGroupRequest) (syncResult, chan syncResult, func()) {
@@ -223,19 +260,28 @@ func (c *Coordinator) sync(cl Client, req *kmsg.SyncGroupRequest) (syncResult, c
 	if g.state == stateDead {
 		return fail(kerr.CoordinatorNotAvailable.Code)
 	}
+	if code := g.validateMember(req.MemberID, req.InstanceID); code != 0 {
+		return fail(code)
+	}
 	m := g.members[req.MemberID]
 	switch {
-	case m == nil:
-		return fail(kerr.UnknownMemberID.Code)
 	case req.Generation != g.generation:
 		return fail(kerr.IllegalGeneration.Code)
+	case protocolInconsistent(req.ProtocolType, g.protocolType), protocolInconsistent(req.Protocol, g.protocol):
+		return fail(kerr.InconsistentGroupProtocol.Code)
+	}
+	ok := func(a []byte) syncResult {
+		return syncResult{ptype: g.protocolType, protocol: g.protocol, assignment: a}
 	}
 	switch g.state {
 	case statePreparing:
 		return fail(kerr.RebalanceInProgress.Code)
 	case stateStable:
+		// A restarted static member gets the assignment it had, and so
+		// does a static leader told to skip assigning (its plan, if it
+		// sent one, is not applied to a Stable group).
 		g.touch(m)
-		return syncResult{assignment: m.assignment}, nil, nil
+		return ok(m.assignment), nil, nil
 	case stateCompleting:
 	default:
 		return fail(kerr.UnknownMemberID.Code)
@@ -256,7 +302,7 @@ func (c *Coordinator) sync(cl Client, req *kmsg.SyncGroupRequest) (syncResult, c
 				t.assignment = []byte{}
 			}
 			if t.syncWait != nil {
-				t.syncWait <- syncResult{assignment: t.assignment}
+				t.syncWait <- ok(t.assignment)
 				t.syncWait = nil
 			}
 			g.touch(t)
@@ -275,8 +321,9 @@ func (c *Coordinator) sync(cl Client, req *kmsg.SyncGroupRequest) (syncResult, c
 	return syncResult{}, ch, cancel
 }
 
-// Heartbeat answers a Heartbeat v0-2. In the sync phase it answers no
-// error (seed 001's deliberate deviation): the member already had its
+// Heartbeat answers a Heartbeat v0-4 (v3: group_instance_id, fenced as
+// Kafka fences it). In the sync phase it answers no error (seed 001's
+// deliberate deviation, and today's Kafka too): the member already had its
 // JoinGroup answer, and telling it to rejoin would reopen the join window
 // it is on the far side of. In the join phase it is REBALANCE_IN_PROGRESS,
 // which is how a rebalance reaches the members that did not cause it.
@@ -316,10 +363,10 @@ func (c *Coordinator) heartbeat(cl Client, req *kmsg.HeartbeatRequest) int16 {
 	case stateEmpty:
 		return kerr.UnknownMemberID.Code
 	}
-	m := g.members[req.MemberID]
-	if m == nil {
-		return kerr.UnknownMemberID.Code
+	if code := g.validateMember(req.MemberID, req.InstanceID); code != 0 {
+		return code
 	}
+	m := g.members[req.MemberID]
 	if req.Generation != g.generation {
 		return kerr.IllegalGeneration.Code
 	}
@@ -330,31 +377,99 @@ func (c *Coordinator) heartbeat(cl Client, req *kmsg.HeartbeatRequest) int16 {
 	return 0
 }
 
-// LeaveGroup answers a LeaveGroup v0-2 (one member per request below v3).
+// LeaveGroup answers a LeaveGroup v0-5: one member per request below v3,
+// several from v3 on, each answered its own code (v4 is flexible, v5 adds a
+// reason per member, logged). A member named by instance id alone is
+// removed by it (Kafka's administrative removal of a static member); one
+// named by both must match, or it is FENCED_INSTANCE_ID. Below v3 the one
+// code is the first failure, as Kafka folds it.
 func (c *Coordinator) LeaveGroup(ctx context.Context, cl Client, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-	resp.ErrorCode = c.leave(cl, req)
+	leaving := req.Members
+	if req.Version < 3 {
+		lm := kmsg.NewLeaveGroupRequestMember()
+		lm.MemberID = req.MemberID
+		leaving = []kmsg.LeaveGroupRequestMember{lm}
+	}
+	top, members := c.leave(cl, req.Group, leaving)
+	if req.Version >= 3 {
+		resp.ErrorCode, resp.Members = top, members
+		return resp
+	}
+	resp.ErrorCode = top
+	for _, m := range members {
+		if resp.ErrorCode == 0 {
+			resp.ErrorCode = m.ErrorCode
+		}
+	}
 	return resp
 }
 
-func (c *Coordinator) leave(cl Client, req *kmsg.LeaveGroupRequest) int16 {
-	g, code := c.memberGroup(cl, req.Group)
+func (c *Coordinator) leave(cl Client, group string, leaving []kmsg.LeaveGroupRequestMember) (int16, []kmsg.LeaveGroupResponseMember) {
+	answer := func(lm kmsg.LeaveGroupRequestMember, code int16) kmsg.LeaveGroupResponseMember {
+		rm := kmsg.NewLeaveGroupResponseMember()
+		rm.MemberID, rm.InstanceID, rm.ErrorCode = lm.MemberID, lm.InstanceID, code
+		return rm
+	}
+	out := make([]kmsg.LeaveGroupResponseMember, 0, len(leaving))
+	g, code := c.memberGroup(cl, group)
 	if g == nil {
-		return code
+		if code != kerr.UnknownMemberID.Code {
+			return code, nil
+		}
+		// A group not held here: every member is unknown (Kafka's answer
+		// for a group it does not have).
+		for _, lm := range leaving {
+			out = append(out, answer(lm, code))
+		}
+		return 0, out
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.state == stateDead {
-		return kerr.CoordinatorNotAvailable.Code
+		return kerr.CoordinatorNotAvailable.Code, nil
 	}
-	if g.takePending(req.MemberID) {
+	var removed []string
+	pendingLeft := false
+	for _, lm := range leaving {
+		reason := "not provided"
+		if lm.Reason != nil && *lm.Reason != "" {
+			reason = *lm.Reason
+		}
+		id := lm.MemberID
+		switch {
+		case id == "":
+			cur, ok := "", false
+			if lm.InstanceID != nil {
+				cur, ok = g.statics[*lm.InstanceID]
+			}
+			if !ok {
+				out = append(out, answer(lm, kerr.UnknownMemberID.Code))
+				continue
+			}
+			id = cur
+		case g.takePending(id):
+			pendingLeft = true
+			c.log.Info("pending member left the group", "group", group, "member", id, "reason", reason)
+			out = append(out, answer(lm, 0))
+			continue
+		default:
+			if code := g.validateMember(id, lm.InstanceID); code != 0 {
+				out = append(out, answer(lm, code))
+				continue
+			}
+		}
+		m := g.members[id]
+		c.log.Info("member left the group", "group", group, "member", id, "instance_id", strOrNil(m.instanceID), "reason", reason)
+		g.removeMember(m, kerr.UnknownMemberID.Code)
+		removed = append(removed, id)
+		out = append(out, answer(lm, 0))
+	}
+	switch {
+	case len(removed) > 0:
+		g.afterRemoval("explicit LeaveGroup of " + strings.Join(removed, ", "))
+	case pendingLeft:
 		g.maybeCompleteJoin()
-		return 0
 	}
-	m := g.members[req.MemberID]
-	if m == nil {
-		return kerr.UnknownMemberID.Code
-	}
-	g.memberGone(m)
-	return 0
+	return 0, out
 }

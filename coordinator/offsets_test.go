@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -342,7 +343,7 @@ func TestTxnCommitCheck(t *testing.T) {
 		{strings.Repeat("x", 256), "", -1, kerr.InvalidGroupID.Code},
 	}
 	for _, tc := range cases {
-		got, ptype := h.c.TxnCommitCheck(h.cl, tc.group, tc.member, tc.gen)
+		got, ptype := h.c.TxnCommitCheck(h.cl, tc.group, tc.member, nil, tc.gen)
 		if got != tc.want {
 			t.Fatalf("%+v: %d", tc, got)
 		}
@@ -351,5 +352,58 @@ func TestTxnCommitCheck(t *testing.T) {
 		if want := map[bool]string{true: "consumer"}[tc.group == "g" && got == 0]; ptype != want {
 			t.Fatalf("%+v: protocol type %q, want %q", tc, ptype, want)
 		}
+	}
+}
+
+// OffsetFetch v8 asks for several groups at once, each answered on its own
+// (its offsets, or its own code); v9's member id and epoch are not checked
+// for a classic group, as Kafka does not check them.
+func TestOffsetFetchSeveralGroups(t *testing.T) {
+	h := newHarness(t, nil)
+	require.Equal(t, []int16{0, 0}, h.commit(commitReq("g1", "", -1, "orders", map[int32]int64{0: 10, 1: 11})))
+	require.Equal(t, []int16{0}, h.commit(commitReq("g2", "", -1, "orders", map[int32]int64{2: 22})))
+	for _, v := range []int16{8, 9} {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = v
+		add := func(group string, topics map[string][]int32) {
+			rg := kmsg.NewOffsetFetchRequestGroup()
+			rg.Group = group
+			if v == 9 {
+				rg.MemberID, rg.MemberEpoch = kmsg.StringPtr("not-a-member"), 42
+			}
+			if topics != nil {
+				rg.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
+			}
+			for topic, ps := range topics {
+				rt := kmsg.NewOffsetFetchRequestGroupTopic()
+				rt.Topic, rt.Partitions = topic, ps
+				rg.Topics = append(rg.Topics, rt)
+			}
+			req.Groups = append(req.Groups, rg)
+		}
+		add("g1", map[string][]int32{"orders": {0, 1, 7}})
+		add("g2", nil) // every committed partition
+		add(strings.Repeat("x", 256), map[string][]int32{"orders": {0}})
+		add("never", map[string][]int32{"orders": {0}})
+		resp := h.c.OffsetFetch(context.Background(), h.cl, req)
+		require.Len(t, resp.Groups, 4, "v%d", v)
+		offsets := func(g kmsg.OffsetFetchResponseGroup) map[int32]int64 {
+			out := map[int32]int64{}
+			for _, tp := range g.Topics {
+				require.Equal(t, "orders", tp.Topic)
+				for _, p := range tp.Partitions {
+					require.Zero(t, p.ErrorCode)
+					out[p.Partition] = p.Offset
+				}
+			}
+			return out
+		}
+		require.Equal(t, "g1", resp.Groups[0].Group)
+		require.Zero(t, resp.Groups[0].ErrorCode)
+		require.Equal(t, map[int32]int64{0: 10, 1: 11, 7: -1}, offsets(resp.Groups[0]))
+		require.Equal(t, map[int32]int64{2: 22}, offsets(resp.Groups[1]))
+		require.Equal(t, kerr.InvalidGroupID.Code, resp.Groups[2].ErrorCode)
+		require.Empty(t, resp.Groups[2].Topics)
+		require.Equal(t, map[int32]int64{0: -1}, offsets(resp.Groups[3]))
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DescribeGroups v0–v3, authorized operations omitted (Kafka's sentinel).
+// DescribeGroups v0–v5 (v4 instance ids), authorized operations omitted (Kafka's sentinel).
 func (n *Node) handleDescribeGroups(ctx context.Context, c *Conn, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
 	return n.coord.DescribeGroups(ctx, c.groupClient(), req), nil
 }

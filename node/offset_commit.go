@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// OffsetCommit v2–v6: committed offsets are Queen KV rows (§10), written by
+// OffsetCommit v2–v9 (v7 instance id): committed offsets are Queen KV rows (§10), written by
 // the coordinator. A partition this node cannot serve — its topic is not in
 // the connection's catalogue, or it lies past the topic's width — is
 // answered UNKNOWN_TOPIC_OR_PARTITION and never written; the coordinator

@@ -25,7 +25,7 @@ type IDs interface {
 // offset commit: 0 and the group's protocol type, or the code every
 // partition is refused with. *coordinator.Coordinator satisfies it.
 type Groups interface {
-	TxnCommitCheck(cl coordinator.Client, group, memberID string, generation int32) (int16, string)
+	TxnCommitCheck(cl coordinator.Client, group, memberID string, instanceID *string, generation int32) (int16, string)
 }
 
 // Client is who sent a request.

@@ -385,7 +385,7 @@ func (s *Shared) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffse
 	if code != 0 {
 		return code
 	}
-	code, ptype := s.groups.TxnCommitCheck(coordinator.Client{Identity: cl.Identity}, req.Group, req.MemberID, req.Generation)
+	code, ptype := s.groups.TxnCommitCheck(coordinator.Client{Identity: cl.Identity}, req.Group, req.MemberID, req.InstanceID, req.Generation)
 	if code != 0 {
 		return code
 	}
