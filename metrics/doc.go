@@ -12,6 +12,7 @@
 // adds on children resolved once per label set, with no allocation.
 //
 // Names follow Prometheus conventions: queen_kafka_ prefix, base units
-// (seconds, bytes), _total on counters. Fetch sessions (KIP-227) are not
-// offered by the facade, so there is no metric for them.
+// (seconds, bytes), _total on counters. The fetch session metrics
+// (queen_kafka_fetch_session*) are Kafka's FetchSessionCache ones, read
+// from the snapshot.
 package metrics

@@ -88,6 +88,7 @@ func TestSnapshotAtScrape(t *testing.T) {
 		Groups:          []GroupState{{State: "Stable", Groups: 2, Members: 5}, {State: "Empty", Groups: 1}},
 		Rebalances:      4, Producers: 6, SequenceWindows: 9, ProducerEvictions: 1, WindowEvictions: 2,
 		TxnOpen: 1, TxnCommitted: 7, TxnAborted: 2, DecodeBudgetInUse: 100, DecodeBudgetSize: 1000, FrameBudgetInUse: 10, FrameBudgetSize: 50,
+		FetchSessions: FetchSessions{Sessions: 2, Partitions: 30, Evictions: 5, Full: 3, Incremental: 40, Sessionless: 8, NotFound: 1, InvalidEpoch: 2, TopicIDError: 4},
 	}
 	m := New("dev", func() Snapshot { return snap })
 	s := scrape(t, m)
@@ -112,6 +113,15 @@ func TestSnapshotAtScrape(t *testing.T) {
 		{"queen_kafka_decode_budget_limit_bytes", nil, 1000},
 		{"queen_kafka_frame_budget_bytes", nil, 10},
 		{"queen_kafka_frame_budget_limit_bytes", nil, 50},
+		{"queen_kafka_fetch_sessions", nil, 2},
+		{"queen_kafka_fetch_session_partitions", nil, 30},
+		{"queen_kafka_fetch_session_evictions_total", nil, 5},
+		{"queen_kafka_fetch_session_fetches_total", []string{"kind", "full"}, 3},
+		{"queen_kafka_fetch_session_fetches_total", []string{"kind", "incremental"}, 40},
+		{"queen_kafka_fetch_session_fetches_total", []string{"kind", "sessionless"}, 8},
+		{"queen_kafka_fetch_session_errors_total", []string{"error", "FETCH_SESSION_ID_NOT_FOUND"}, 1},
+		{"queen_kafka_fetch_session_errors_total", []string{"error", "INVALID_FETCH_SESSION_EPOCH"}, 2},
+		{"queen_kafka_fetch_session_errors_total", []string{"error", "FETCH_SESSION_TOPIC_ID_ERROR"}, 4},
 	} {
 		require.Equal(t, c.want, value(t, s, c.name, c.labels...), "%s%v", c.name, c.labels)
 	}

@@ -29,7 +29,22 @@ type Snapshot struct {
 	FrameBudgetInUse  int64 // bytes of request frames being read or awaiting their answer
 	FrameBudgetSize   int64
 
+	FetchSessions FetchSessions
+
 	Cluster *Cluster // nil in single mode
+}
+
+// FetchSessions is the node's KIP-227 fetch session cache (Kafka's
+// FetchSessionCache metrics, and the fetches by kind).
+type FetchSessions struct {
+	Sessions   int    // sessions cached now
+	Partitions int    // partitions cached across them
+	Evictions  uint64 // sessions evicted to make room for another
+	// Fetches by kind: full (opening a session), incremental, sessionless
+	// (epoch -1, or a version below 7).
+	Full, Incremental, Sessionless uint64
+	// Fetches refused at the request level, by error.
+	NotFound, InvalidEpoch, TopicIDError uint64
 }
 
 // GroupState is how many groups are in one state, and their members.
@@ -61,6 +76,8 @@ type stateCollector struct {
 	txnOpen, txns                                      *prometheus.Desc
 	budgetUsed, budgetSize, framesUsed, framesSize     *prometheus.Desc
 	joined, healthy, live, hbAge, heartbeats, lostDesc *prometheus.Desc
+	sessions, sessionParts, sessionEvicts              *prometheus.Desc
+	sessionFetches, sessionErrors                      *prometheus.Desc
 }
 
 func newStateCollector(snapshot func() Snapshot) *stateCollector {
@@ -88,12 +105,19 @@ func newStateCollector(snapshot func() Snapshot) *stateCollector {
 		hbAge:      d("cluster_heartbeat_age_seconds", "Time since the last successful heartbeat was sent (cluster mode only)."),
 		heartbeats: d("cluster_heartbeats_total", "Registry heartbeats (the claim's included), by outcome: ok, failed (cluster mode only).", "outcome"),
 		lostDesc:   d("cluster_node_id_lost", "1 once another process took this node's id (cluster mode only)."),
+
+		sessions:       d("fetch_sessions", "Incremental fetch sessions (KIP-227) cached now (Kafka's NumIncrementalFetchSessions)."),
+		sessionParts:   d("fetch_session_partitions", "Partitions cached across the fetch sessions (Kafka's NumIncrementalFetchPartitionsCached)."),
+		sessionEvicts:  d("fetch_session_evictions_total", "Fetch sessions evicted to make room for a new one (Kafka's IncrementalFetchSessionEvictionsPerSec)."),
+		sessionFetches: d("fetch_session_fetches_total", "Fetch requests by session kind: full (opens a session), incremental, sessionless (epoch -1, or below v7).", "kind"),
+		sessionErrors:  d("fetch_session_errors_total", "Fetch requests refused by the session protocol, by error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR).", "error"),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.conns, c.groups, c.members, c.rebalances, c.producers, c.windows, c.evictions,
-		c.txnOpen, c.txns, c.budgetUsed, c.budgetSize, c.framesUsed, c.framesSize, c.joined, c.healthy, c.live, c.hbAge, c.heartbeats, c.lostDesc} {
+		c.txnOpen, c.txns, c.budgetUsed, c.budgetSize, c.framesUsed, c.framesSize, c.joined, c.healthy, c.live, c.hbAge, c.heartbeats, c.lostDesc,
+		c.sessions, c.sessionParts, c.sessionEvicts, c.sessionFetches, c.sessionErrors} {
 		ch <- d
 	}
 }
@@ -123,6 +147,16 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.budgetSize, float64(s.DecodeBudgetSize))
 	gauge(c.framesUsed, float64(s.FrameBudgetInUse))
 	gauge(c.framesSize, float64(s.FrameBudgetSize))
+	fs := &s.FetchSessions
+	gauge(c.sessions, float64(fs.Sessions))
+	gauge(c.sessionParts, float64(fs.Partitions))
+	counter(c.sessionEvicts, fs.Evictions)
+	counter(c.sessionFetches, fs.Full, "full")
+	counter(c.sessionFetches, fs.Incremental, "incremental")
+	counter(c.sessionFetches, fs.Sessionless, "sessionless")
+	counter(c.sessionErrors, fs.NotFound, "FETCH_SESSION_ID_NOT_FOUND")
+	counter(c.sessionErrors, fs.InvalidEpoch, "INVALID_FETCH_SESSION_EPOCH")
+	counter(c.sessionErrors, fs.TopicIDError, "FETCH_SESSION_TOPIC_ID_ERROR")
 	if cl := s.Cluster; cl != nil {
 		gauge(c.joined, bool01(cl.Joined))
 		gauge(c.healthy, bool01(cl.Healthy))

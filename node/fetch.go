@@ -8,11 +8,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
-// Fetch v4–v6. One request is one call to Queen's fetch route (chunked at
+// Fetch v4–v12. One request is one call to Queen's fetch route (chunked at
 // 1,024 partitions), and the long poll is that route's own: max_wait_ms
 // (clamped to 30 s) and min_bytes ride the call. Partitions are filled in
 // request order against the partition and response budgets (the response
@@ -21,6 +22,27 @@ import (
 // records are re-encoded as ONE uncompressed RecordBatch v2 carrying their
 // original key, value, headers and timestamp. Both isolation levels read
 // the same log: nothing uncommitted is ever in it.
+//
+// Version notes:
+//   - v7: fetch sessions (KIP-227), package fetchsession. An incremental
+//     fetch reads every partition of its session from Queen, in the
+//     session's order (answered partitions move to its back), and its
+//     answer carries only the partitions with records, an error, or bounds
+//     other than last answered. The session protocol's refusals are the
+//     top-level error_code, answered alone.
+//   - v8: no change (throttling after the response, which this facade's
+//     throttle_time_ms already is).
+//   - v9: current_leader_epoch (KIP-320). Every leader epoch this facade
+//     reports is -1 ("none"), in Metadata, ListOffsets and every record
+//     batch, so a client fences nothing and the field is not checked, as
+//     ListOffsets v4+ does not check its own.
+//   - v10: zstd record batches may be answered; the answer's batches are
+//     this facade's own uncompressed ones either way.
+//   - v11: rack_id is accepted and preferred_read_replica is -1 (read here,
+//     KIP-392 follower fetching has no followers to point at).
+//   - v12: the flexible encoding; last_fetched_epoch is -1 from every client
+//     of a facade whose epochs are -1, and diverging_epoch stays -1/-1
+//     (the log is never truncated under a consumer).
 //
 // Memory: a chunk's Queen answer is turned into its partitions' batches as
 // it arrives and dropped, so one fetch holds at most one answer (bounded by
@@ -44,57 +66,55 @@ type fetchSlot struct {
 
 func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	fs := n.sessions.Begin(fetchSessionRequest(c, req))
+	if fs.Error != 0 {
+		resp.ErrorCode = fs.Error
+		return resp, nil
+	}
+	resp.SessionID = fs.ID
 	var (
 		slots   []fetchSlot        // the partitions Queen is asked about...
 		entries []queen.FetchEntry // ...and their entries, one for one
 		refused bool               // a partition already carries an error
 	)
+	answers := layoutFetch(resp, fs.Partitions)
 	topics := n.topicVerdicts(c, fetchFault, &resp.ThrottleMillis)
-	for i := range req.Topics {
-		rt := &req.Topics[i]
-		st := &resp.Topics[i]
-		st.Topic = rt.Topic
-		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
-		tv, err := topics.of(ctx, rt.Topic)
+	for i := range fs.Partitions {
+		rp := &fs.Partitions[i]
+		sp := answers[i]
+		// Empty, never null: librdkafka and sarama refuse a null record set
+		// ("invalid MessageSetSize -1"), which is what a real broker never sends.
+		sp.RecordBatches = []byte{}
+		if req.IsolationLevel == 1 {
+			// read_committed gets an empty aborted list, as from Kafka:
+			// nothing aborted is ever in this log.
+			sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+		}
+		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+		tv, err := topics.of(ctx, rp.Topic)
 		if err != nil {
 			return nil, err
 		}
-		for j := range rt.Partitions {
-			rp := &rt.Partitions[j]
-			sp := &st.Partitions[j]
-			*sp = kmsg.NewFetchResponseTopicPartition()
-			sp.Partition = rp.Partition
-			// Empty, never null: librdkafka and sarama refuse a null record set
-			// ("invalid MessageSetSize -1"), which is what a real broker never sends.
-			sp.RecordBatches = []byte{}
-			if req.IsolationLevel == 1 {
-				// read_committed gets an empty aborted list, as from Kafka:
-				// nothing aborted is ever in this log.
-				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
-			}
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-			if code, ok := topics.refusal(ctx, rt.Topic, &tv, rp.Partition); ok {
-				sp.ErrorCode = code
-				refused = refused || code != 0
-				continue
-			}
-			if rp.FetchOffset < 0 {
-				// Queen refuses a negative offset for the whole call.
-				sp.ErrorCode = kerr.OffsetOutOfRange.Code
-				refused = true
-				continue
-			}
-			slots = append(slots, fetchSlot{resp: sp, max: max(int(rp.PartitionMaxBytes), 1)})
-			entries = append(entries, queen.FetchEntry{
-				Queue:     rt.Topic,
-				Partition: strconv.FormatInt(int64(rp.Partition), 10),
-				Offset:    rp.FetchOffset,
-			})
+		if code, ok := topics.refusal(ctx, rp.Topic, &tv, rp.Partition); ok {
+			sp.ErrorCode = code
+			refused = refused || code != 0
+			continue
 		}
+		if rp.FetchOffset < 0 {
+			// Queen refuses a negative offset for the whole call.
+			sp.ErrorCode = kerr.OffsetOutOfRange.Code
+			refused = true
+			continue
+		}
+		slots = append(slots, fetchSlot{resp: sp, max: max(int(rp.MaxBytes), 1)})
+		entries = append(entries, queen.FetchEntry{
+			Queue:     rp.Topic,
+			Partition: strconv.FormatInt(int64(rp.Partition), 10),
+			Offset:    rp.FetchOffset,
+		})
 	}
 	if len(entries) == 0 {
-		return resp, nil
+		return answerFetch(resp, fs, answers), nil
 	}
 
 	wait := time.Duration(min(max(req.MaxWaitMillis, 0), queen.MaxFetchWaitMs)) * time.Millisecond
@@ -126,9 +146,100 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 			f.unfill(&slots[i])
 			slots[i].resp.ErrorCode = code // watermarks -1, no records
 		}
-		return resp, nil
 	}
-	return resp, nil
+	return answerFetch(resp, fs, answers), nil
+}
+
+// fetchSessionRequest is the session side of req; below v7, a sessionless
+// fetch.
+func fetchSessionRequest(c *Conn, req *kmsg.FetchRequest) fetchsession.Request {
+	r := fetchsession.Request{ID: 0, Epoch: fetchsession.FinalEpoch}
+	if req.Version >= 7 {
+		r.ID, r.Epoch = req.SessionID, req.SessionEpoch
+	}
+	if c != nil {
+		r.Owner = c.Identity()
+	}
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			r.Partitions = append(r.Partitions, fetchsession.Partition{
+				Key:         fetchsession.Key{Topic: rt.Topic, Partition: rp.Partition},
+				FetchOffset: rp.FetchOffset,
+				MaxBytes:    rp.PartitionMaxBytes,
+			})
+		}
+	}
+	for i := range req.ForgottenTopics {
+		ft := &req.ForgottenTopics[i]
+		for _, p := range ft.Partitions {
+			r.Forgotten = append(r.Forgotten, fetchsession.Key{Topic: ft.Topic, Partition: p})
+		}
+	}
+	return r
+}
+
+// layoutFetch lays resp out for ps, a topic entry for each run of one
+// topic's partitions (the request's own layout, for a request that names
+// each topic once), and returns each partition's answer, for ps[i] the i-th.
+func layoutFetch(resp *kmsg.FetchResponse, ps []fetchsession.Partition) []*kmsg.FetchResponseTopicPartition {
+	resp.Topics = resp.Topics[:0]
+	for i := 0; i < len(ps); {
+		j := i + 1
+		for j < len(ps) && ps[j].Key.Topic == ps[i].Key.Topic && ps[j].Key.ID == ps[i].Key.ID {
+			j++
+		}
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = ps[i].Topic, ps[i].ID
+		st.Partitions = make([]kmsg.FetchResponseTopicPartition, j-i)
+		for k := range st.Partitions {
+			st.Partitions[k] = kmsg.NewFetchResponseTopicPartition()
+			st.Partitions[k].Partition = ps[i+k].Partition
+		}
+		resp.Topics = append(resp.Topics, st)
+		i = j
+	}
+	answers := make([]*kmsg.FetchResponseTopicPartition, 0, len(ps))
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			answers = append(answers, &resp.Topics[i].Partitions[j])
+		}
+	}
+	return answers
+}
+
+// answerFetch reports what the fetch read to its session and, for an
+// incremental fetch, leaves in resp only what the session says to carry.
+// A partition without error and with unknown watermarks was not read (the
+// response budget was spent, or Queen throttled the read).
+func answerFetch(resp *kmsg.FetchResponse, fs *fetchsession.Fetch, answers []*kmsg.FetchResponseTopicPartition) *kmsg.FetchResponse {
+	rs := make([]fetchsession.Result, len(answers))
+	for i, a := range answers {
+		rs[i] = fetchsession.Result{HighWatermark: a.HighWatermark, LogStartOffset: a.LogStartOffset, Error: a.ErrorCode,
+			Records: len(a.RecordBatches) > 0, Unread: a.ErrorCode == 0 && a.HighWatermark < 0}
+	}
+	carry := fs.Answer(rs)
+	if fs.Kind != fetchsession.Incremental {
+		return resp
+	}
+	k := 0
+	topics := resp.Topics[:0]
+	for _, st := range resp.Topics {
+		kept := st.Partitions[:0]
+		for _, sp := range st.Partitions {
+			if carry[k] {
+				kept = append(kept, sp)
+			}
+			k++
+		}
+		if len(kept) > 0 {
+			st.Partitions = kept
+			topics = append(topics, st)
+		}
+	}
+	resp.Topics = topics
+	return resp
 }
 
 // fetchFill fills a fetch response's partitions from Queen's answers, in

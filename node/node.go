@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/internal/ratelog"
 	"github.com/queen-mq/queen-kafka/internal/version"
@@ -60,6 +61,7 @@ type Node struct {
 	coord       *coordinator.Coordinator // consumer groups and committed offsets
 	txns        *txn.Manager             // transactional ids and their stages
 	txnShared   *txn.Shared              // cluster mode: staging in Queen at any node; nil in single mode
+	sessions    *fetchsession.Cache      // KIP-227 fetch sessions (fetch.go), this process's only
 	// connIDs numbers the connections (what a transaction's binding names
 	// its owner by).
 	connIDs atomic.Uint64
@@ -151,6 +153,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	n.ids = newIdentities()
 	n.producerIDs = producer.NewIDs()
 	n.sequencer = producer.NewSequencer(maxSeqWindows)
+	n.sessions = fetchsession.New(fetchsession.Config{})
 	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation())
 	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, clock.Wall{})
 	if cfg.Clustered() {

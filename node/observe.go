@@ -74,10 +74,11 @@ func (n *Node) observe(q queued, resp kmsg.Response, took time.Duration) {
 	}
 }
 
-// observeFetch counts the records and bytes of a Fetch answer (laid out in
-// request order, fetch.go) and each answered partition's lag: its high
-// watermark less the consumer's next offset, the one after the last record
-// returned, or the offset asked when none was.
+// observeFetch counts the records and bytes of a Fetch answer and each
+// answered partition's lag: its high watermark less the consumer's next
+// offset, the one after the last record returned, or the offset asked when
+// none was and the answer is laid out as the request (fetch.go), which an
+// incremental one is not.
 func (n *Node) observeFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 	records, bytes := 0, 0
 	for i := range resp.Topics {
@@ -89,12 +90,16 @@ func (n *Node) observeFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 			count, last := batchRecords(p.RecordBatches)
 			records += count
 			bytes += len(p.RecordBatches)
-			if i >= len(req.Topics) || j >= len(req.Topics[i].Partitions) {
-				continue // not laid out as asked: no offset to measure from
-			}
-			next := req.Topics[i].Partitions[j].FetchOffset
-			if count > 0 {
-				next = last + 1
+			next := last + 1
+			if count == 0 {
+				// The offset asked, where the answer is laid out as asked (an
+				// incremental answer is not, and omits what did not move).
+				if i >= len(req.Topics) || j >= len(req.Topics[i].Partitions) ||
+					req.Topics[i].Topic != resp.Topics[i].Topic || req.Topics[i].TopicID != resp.Topics[i].TopicID ||
+					req.Topics[i].Partitions[j].Partition != p.Partition {
+					continue // no offset to measure from
+				}
+				next = req.Topics[i].Partitions[j].FetchOffset
 			}
 			n.obs.FetchLag(max(p.HighWatermark-next, 0))
 		}

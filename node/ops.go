@@ -211,6 +211,10 @@ func (n *Node) snapshot() metrics.Snapshot {
 		FrameBudgetInUse:  n.frames.Size() - n.frames.Free(),
 		FrameBudgetSize:   n.frames.Size(),
 	}
+	fs := n.sessions.Stats()
+	s.FetchSessions = metrics.FetchSessions{Sessions: fs.Sessions, Partitions: fs.Partitions, Evictions: fs.Evictions,
+		Full: fs.Full, Incremental: fs.Incremental, Sessionless: fs.Sessionless,
+		NotFound: fs.NotFound, InvalidEpoch: fs.InvalidEpoch, TopicIDError: fs.TopicIDError}
 	for _, st := range cs.States {
 		s.Groups = append(s.Groups, metrics.GroupState{State: st.State, Groups: st.Groups, Members: st.Members})
 	}

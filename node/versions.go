@@ -12,8 +12,8 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 var apiTable = []apiRow{
 	{kmsg.Produce.Int16(), 3, 9, handle((*Node).handleProduce), // 0
 		"Floor: v3 is the first version whose records are RecordBatch v2. Ceiling: v10 adds the leader-change hint `current_leader`; v13 addresses topics by id."},
-	{kmsg.Fetch.Int16(), 4, 6, handle((*Node).handleFetch), // 1
-		"Ceiling: v7 introduces fetch sessions (KIP-227), per-connection broker state this facade does not keep yet. v4 is the schema's own floor."},
+	{kmsg.Fetch.Int16(), 4, 12, handle((*Node).handleFetch), // 1
+		"Ceiling: v13 addresses topics by id. v7–v12 are answered whole: fetch sessions (KIP-227) with a per-node cache of 1,000, leader epochs -1 (nothing is fenced or diverges), preferred_read_replica -1. v4 is the schema's own floor."},
 	{kmsg.ListOffsets.Int16(), 1, 5, handle((*Node).handleListOffsets), // 2
 		"Ceiling: v6 is the flexible encoding and v7 adds the MAX_TIMESTAMP sentinel; v5 is the last version whose whole surface is the two watermark sentinels and the append-clock timestamp lookup. v1 is the schema's own floor."},
 	{kmsg.Metadata.Int16(), 0, 9, handle((*Node).handleMetadata), // 3

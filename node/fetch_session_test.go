@@ -1,0 +1,319 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/queen-mq/queen-kafka/fetchsession"
+	"github.com/queen-mq/queen-kafka/queen/dev"
+	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
+)
+
+// sessionReq is a fetch request of a session (id, epoch), waiting nothing.
+func sessionReq(version int16, id, epoch int32, parts ...fetchPart) *kmsg.FetchRequest {
+	req := fetchReq(version, 0, 0, 1<<20, parts...)
+	req.SessionID, req.SessionEpoch = id, epoch
+	return req
+}
+
+// answered is what a fetch answer carries: "topic/partition" -> records.
+func answered(t *testing.T, resp *kmsg.FetchResponse) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			require.Zero(t, rp.ErrorCode, "%s/%d", rt.Topic, rp.Partition)
+			n, _ := batchRecords(rp.RecordBatches)
+			got[fmt.Sprintf("%s/%d", rt.Topic, rp.Partition)] = n
+		}
+	}
+	return got
+}
+
+func oneRecord(t *testing.T, v string) []byte {
+	return batchtest.Batch{Codec: recordbatch.CodecNone, FirstTS: 1787824800123, Records: []kmsg.Record{{Value: []byte(v)}}}.Encode(t)
+}
+
+// TestFetchSessionProtocol drives KIP-227 at the boundary versions, raw: a
+// full fetch opens a session; an incremental one carries only what moved;
+// forgotten partitions leave; a replayed or skipped epoch is
+// INVALID_FETCH_SESSION_EPOCH, an unknown id FETCH_SESSION_ID_NOT_FOUND,
+// each alone with session id 0; a sessionless fetch (0, -1) still answers
+// every partition; a closed session is gone.
+func TestFetchSessionProtocol(t *testing.T) {
+	for _, v := range []int16{7, 12} {
+		t.Run(fmt.Sprint("v", v), func(t *testing.T) {
+			e := newDataEnv(t, dev.Options{}, nil)
+			e.createTopic("s")
+			for p := int32(0); p < 3; p++ {
+				e.produce("s", p, oneRecord(t, "first"))
+			}
+			all := []fetchPart{{"s", 0, 0, 1 << 20}, {"s", 1, 0, 1 << 20}, {"s", 2, 0, 1 << 20}}
+
+			full := e.fetch(sessionReq(v, 0, 0, all...))
+			require.Zero(t, full.ErrorCode)
+			id := full.SessionID
+			require.Positive(t, id, "a full fetch opens a session")
+			require.Equal(t, map[string]int{"s/0": 1, "s/1": 1, "s/2": 1}, answered(t, full))
+
+			// The client's offsets moved; nothing new: an empty answer.
+			moved := []fetchPart{{"s", 0, 1, 1 << 20}, {"s", 1, 1, 1 << 20}, {"s", 2, 1, 1 << 20}}
+			inc := e.fetch(sessionReq(v, id, 1, moved...))
+			require.Zero(t, inc.ErrorCode)
+			require.Equal(t, id, inc.SessionID)
+			require.Empty(t, inc.Topics, "nothing moved: nothing carried")
+
+			// One record in s/1: only s/1, from the offset the session holds.
+			e.produce("s", 1, oneRecord(t, "second"))
+			inc = e.fetch(sessionReq(v, id, 2))
+			require.Equal(t, map[string]int{"s/1": 1}, answered(t, inc))
+			require.Equal(t, int64(2), inc.Topics[0].Partitions[0].HighWatermark)
+
+			// s/2 forgotten: its record is not carried, s/0's is.
+			e.produce("s", 2, oneRecord(t, "third"))
+			e.produce("s", 0, oneRecord(t, "fourth"))
+			req := sessionReq(v, id, 3, fetchPart{"s", 1, 2, 1 << 20})
+			ft := kmsg.NewFetchRequestForgottenTopic()
+			ft.Topic, ft.Partitions = "s", []int32{2}
+			req.ForgottenTopics = append(req.ForgottenTopics, ft)
+			inc = e.fetch(req)
+			require.Equal(t, map[string]int{"s/0": 1}, answered(t, inc))
+
+			for _, c := range []struct {
+				id, epoch int32
+				code      int16
+			}{
+				{id, 3, kerr.InvalidFetchSessionEpoch.Code},   // replayed
+				{id, 9, kerr.InvalidFetchSessionEpoch.Code},   // skipped
+				{id + 1, 4, kerr.FetchSessionIDNotFound.Code}, // unknown
+			} {
+				bad := e.fetch(sessionReq(v, c.id, c.epoch, all...))
+				require.Equal(t, c.code, bad.ErrorCode)
+				require.Zero(t, bad.SessionID)
+				require.Empty(t, bad.Topics, "a session refusal is answered alone")
+			}
+
+			// Sessionless still answers every partition, and opens nothing.
+			less := e.fetch(sessionReq(v, 0, -1, all...))
+			require.Zero(t, less.ErrorCode)
+			require.Zero(t, less.SessionID)
+			require.Equal(t, map[string]int{"s/0": 2, "s/1": 2, "s/2": 2}, answered(t, less))
+
+			// The session survived all of that at epoch 4; closing it ends it.
+			require.Zero(t, e.fetch(sessionReq(v, id, 4)).ErrorCode)
+			e.fetch(sessionReq(v, id, -1, all...))
+			require.Equal(t, kerr.FetchSessionIDNotFound.Code, e.fetch(sessionReq(v, id, 5)).ErrorCode)
+
+			st := e.n.sessions.Stats()
+			require.Zero(t, st.Sessions)
+			require.Equal(t, uint64(1), st.Full)
+			require.Equal(t, uint64(4), st.Incremental)
+			require.Equal(t, uint64(2), st.Sessionless)
+			require.Equal(t, uint64(2), st.InvalidEpoch)
+			require.Equal(t, uint64(2), st.NotFound)
+		})
+	}
+}
+
+// TestFetchSessionCarriesErrorsAndBoundsChanges: an incremental answer
+// carries a partition whose error or log start changed, and a partition
+// that keeps failing every time (an unknown partition in the session).
+func TestFetchSessionCarriesErrorsAndBoundsChanges(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("s")
+	e.produce("s", 0, oneRecord(t, "a"))
+	full := e.fetch(sessionReq(12, 0, 0, fetchPart{"s", 0, 1, 1 << 20}, fetchPart{"s", 77, 0, 1 << 20}))
+	id := full.SessionID
+	require.Positive(t, id)
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, full.Topics[0].Partitions[1].ErrorCode)
+
+	for epoch := int32(1); epoch <= 2; epoch++ {
+		inc := e.fetch(sessionReq(12, id, epoch))
+		require.Len(t, inc.Topics, 1)
+		require.Len(t, inc.Topics[0].Partitions, 1, "the failing partition, every time; s/0 has not moved")
+		require.Equal(t, int32(77), inc.Topics[0].Partitions[0].Partition)
+		require.Equal(t, kerr.UnknownTopicOrPartition.Code, inc.Topics[0].Partitions[0].ErrorCode)
+	}
+
+	// s/0 asked past its end: OFFSET_OUT_OF_RANGE is carried, then its
+	// return to a valid offset is carried too (the error is gone).
+	codes := func(resp *kmsg.FetchResponse) map[int32]int16 {
+		require.Len(t, resp.Topics, 1)
+		m := map[int32]int16{}
+		for _, p := range resp.Topics[0].Partitions {
+			m[p.Partition] = p.ErrorCode
+		}
+		return m
+	}
+	inc := e.fetch(sessionReq(12, id, 3, fetchPart{"s", 0, 50, 1 << 20}))
+	require.Equal(t, map[int32]int16{0: kerr.OffsetOutOfRange.Code, 77: kerr.UnknownTopicOrPartition.Code}, codes(inc))
+	inc = e.fetch(sessionReq(12, id, 4, fetchPart{"s", 0, 1, 1 << 20}))
+	require.Equal(t, map[int32]int16{0: 0, 77: kerr.UnknownTopicOrPartition.Code}, codes(inc))
+}
+
+// TestFetchSessionEviction: with every slot taken by young sessions a full
+// fetch is answered without a session (id 0); once one is stale it is
+// evicted for the newcomer, its client is answered
+// FETCH_SESSION_ID_NOT_FOUND, and the metrics say so.
+func TestFetchSessionEviction(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	now := time.Unix(1_800_000_000, 0)
+	e.n.sessions = fetchsession.New(fetchsession.Config{Slots: 2, EvictAfter: time.Minute, Now: func() time.Time { return now }})
+	e.createTopic("s")
+	e.produce("s", 0, oneRecord(t, "a"))
+	p := fetchPart{"s", 0, 0, 1 << 20}
+
+	a := e.fetch(sessionReq(12, 0, 0, p)).SessionID
+	b := e.fetch(sessionReq(12, 0, 0, p)).SessionID
+	require.Positive(t, a)
+	require.Positive(t, b)
+	c := e.fetch(sessionReq(12, 0, 0, p))
+	require.Zero(t, c.SessionID, "no slot: answered without a session")
+	require.Equal(t, map[string]int{"s/0": 1}, answered(t, c))
+
+	now = now.Add(30 * time.Second)
+	require.Zero(t, e.fetch(sessionReq(12, b, 1)).ErrorCode)
+	now = now.Add(31 * time.Second) // a unused for 61 s: stale
+	d := e.fetch(sessionReq(12, 0, 0, p)).SessionID
+	require.Positive(t, d)
+	require.Equal(t, kerr.FetchSessionIDNotFound.Code, e.fetch(sessionReq(12, a, 1)).ErrorCode, "a was evicted")
+	require.Zero(t, e.fetch(sessionReq(12, b, 2)).ErrorCode, "b was not")
+
+	snap := e.n.snapshot().FetchSessions
+	require.Equal(t, 2, snap.Sessions)
+	require.Equal(t, 2, snap.Partitions)
+	require.Equal(t, uint64(1), snap.Evictions)
+	require.Equal(t, uint64(1), snap.NotFound)
+}
+
+// TestFetchSessionGoneAfterRestart: a node restarted over the same Queen
+// has no sessions: the old id is FETCH_SESSION_ID_NOT_FOUND, and a full
+// fetch opens a new one there.
+func TestFetchSessionGoneAfterRestart(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("s")
+	e.produce("s", 0, oneRecord(t, "a"))
+	p := fetchPart{"s", 0, 0, 1 << 20}
+	id := e.fetch(sessionReq(12, 0, 0, p)).SessionID
+	require.Positive(t, id)
+
+	restarted := e.node(nil)
+	c := e.conn(restarted)
+	fetch := func(req *kmsg.FetchRequest) *kmsg.FetchResponse {
+		resp, err := restarted.handleFetch(context.Background(), c, req)
+		require.NoError(t, err)
+		return resp.(*kmsg.FetchResponse)
+	}
+	require.Equal(t, kerr.FetchSessionIDNotFound.Code, fetch(sessionReq(12, id, 1)).ErrorCode)
+	again := fetch(sessionReq(12, id, 0, p))
+	require.Positive(t, again.SessionID)
+	require.Equal(t, map[string]int{"s/0": 1}, answered(t, again))
+}
+
+// fetchVersions pins the highest Fetch version a franz-go client uses.
+func fetchVersions(v int16) *kversion.Versions {
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(kmsg.Fetch.Int16(), v)
+	return vs
+}
+
+// TestKgoConsumerAtEachFetchVersion: franz-go, which uses fetch sessions
+// whenever the version allows, pinned at every Fetch version we answer,
+// consumes a trickle over three partitions exactly once and in order; from
+// v7 it does so over one session (full once, then incremental), below v7
+// without one.
+func TestKgoConsumerAtEachFetchVersion(t *testing.T) {
+	addr, env := fixedAddrEnv(t, nil)
+	e := newDataEnv(t, dev.Options{}, env)
+	obs := &versionObserver{Observer: e.n.obs, versions: map[int16]int{}}
+	e.n.obs = obs
+	serveTestNode(t, e.n)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer prod.Close()
+
+	for v := int16(4); v <= 12; v++ {
+		topic := fmt.Sprint("kgo-fetch-v", v)
+		e.createTopic(topic) // before the consumer, which would see it missing
+		before := e.n.sessions.Stats()
+		cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(fetchVersions(v)),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart(), 2: kgo.NewOffset().AtStart()}}),
+			kgo.FetchMaxWait(200*time.Millisecond), kgo.MetadataMinAge(100*time.Millisecond))
+		require.NoError(t, err)
+		want := map[int32][]string{}
+		got := map[int32][]string{}
+		for round := 0; round < 5; round++ {
+			for p := int32(0); p < 3; p++ {
+				val := fmt.Sprintf("v%d-r%d-p%d", v, round, p)
+				if (int(p)+round)%2 == 0 {
+					continue // a trickle: not every partition every round
+				}
+				want[p] = append(want[p], val)
+				require.NoError(t, prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte(val)}).FirstErr())
+			}
+			for total(got) < total(want) && ctx.Err() == nil {
+				fs := cons.PollFetches(ctx)
+				require.Empty(t, fs.Errors(), "v%d: %v", v, fs.Errors())
+				fs.EachRecord(func(r *kgo.Record) { got[r.Partition] = append(got[r.Partition], string(r.Value)) })
+			}
+		}
+		cons.Close()
+		require.Equal(t, want, got, "v%d: every record once, in order", v)
+		versions := obs.take()
+		require.Positive(t, versions[v], "v%d: fetches at the pinned version", v)
+		require.Len(t, versions, 1, "v%d: at the pinned version only: %v", v, versions)
+		after := e.n.sessions.Stats()
+		if v >= 7 {
+			require.GreaterOrEqual(t, after.Full-before.Full, uint64(1), "v%d", v)
+			require.Greater(t, after.Incremental-before.Incremental, after.Full-before.Full, "v%d: incremental fetches, mostly", v)
+		} else {
+			require.Equal(t, before.Full, after.Full, "v%d", v)
+			require.Equal(t, before.Incremental, after.Incremental, "v%d", v)
+			require.Greater(t, after.Sessionless, before.Sessionless, "v%d", v)
+		}
+	}
+}
+
+func total(m map[int32][]string) int {
+	n := 0
+	for _, v := range m {
+		n += len(v)
+	}
+	return n
+}
+
+// versionObserver records the versions of the Fetch requests answered.
+type versionObserver struct {
+	Observer
+	mu       sync.Mutex
+	versions map[int16]int
+}
+
+func (o *versionObserver) Request(key, version, code int16, bytes int, throttle, took time.Duration) {
+	if key == kmsg.Fetch.Int16() {
+		o.mu.Lock()
+		o.versions[version]++
+		o.mu.Unlock()
+	}
+	o.Observer.Request(key, version, code, bytes, throttle, took)
+}
+
+func (o *versionObserver) take() map[int16]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	v := o.versions
+	o.versions = map[int16]int{}
+	return v
+}
