@@ -14,22 +14,35 @@ import (
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
-// ListGroups answers a ListGroups v0-4: the groups this node coordinates
+// classicGroupType is the group_type (ListGroups v5) of every group here:
+// the facade runs the classic JoinGroup/SyncGroup protocol only, no
+// KIP-848 consumer groups and no share groups.
+const classicGroupType = "classic"
+
+// ListGroups answers a ListGroups v0-5: the groups this node coordinates
 // that are live in memory, with their state, plus every group the store's
 // qk:groups: index knows and memory does not, listed as Empty with the
 // protocol type it was indexed with (its offsets outlive its members, as
 // Kafka's loaded-but-empty groups do). In a cluster each node lists only
 // the groups it owns, so that an admin client merging every broker's
-// answer sees each group once. states_filter (v4) is honoured,
-// case-insensitively.
+// answer sees each group once. states_filter (v4) matches as Kafka's does,
+// trimmed and case-insensitively; types_filter (v5) case-insensitively,
+// so that only "classic" selects anything.
 func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	typeWanted := len(req.TypesFilter) == 0
+	for _, f := range req.TypesFilter {
+		typeWanted = typeWanted || strings.EqualFold(f, classicGroupType)
+	}
+	if !typeWanted {
+		return resp
+	}
 	want := func(s state) bool {
 		if len(req.StatesFilter) == 0 {
 			return true
 		}
 		for _, f := range req.StatesFilter {
-			if strings.EqualFold(f, s.String()) {
+			if strings.EqualFold(strings.TrimSpace(f), s.String()) {
 				return true
 			}
 		}
@@ -40,7 +53,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListG
 			return
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState = id, ptype, s.String()
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, ptype, s.String(), classicGroupType
 		resp.Groups = append(resp.Groups, lg)
 	}
 	self := c.own.Self().NodeID

@@ -102,6 +102,71 @@ func TestStaleOwnerCanNeverOverwriteANewerCommit(t *testing.T) {
 	}
 }
 
+// A new owner takes the fence when its first member joins, before that
+// member reads where to start: the old owner, still blind to the move,
+// can then commit nothing its successor's members would start below.
+// With the fence taken only at the new owner's first commit, the old
+// owner's 16 landed after the new member had read 10, and the new owner's
+// commit of 12 took the committed offset back from 16 (the chaos test's
+// committed-offset regressions).
+func TestNewOwnerFencesTheOldOneAtJoin(t *testing.T) {
+	a, b, _, _ := clusterPair(t)
+	m1, gen1 := a.stableSolo("billing")
+	if c := a.commit(commitReq("billing", m1, gen1, "orders", map[int32]int64{3: 10})); c[0] != 0 {
+		t.Fatalf("first commit %d", c[0])
+	}
+	m2, gen2 := b.stableSolo("billing")
+	if c := a.commit(commitReq("billing", m1, gen1, "orders", map[int32]int64{3: 16})); c[0] != kerr.NotCoordinator.Code {
+		t.Fatalf("the old owner's commit after the new owner's join answered %d, want NOT_COORDINATOR", c[0])
+	}
+	if f := b.fetch("billing", "orders", 3); f.Topics[0].Partitions[0].Offset != 10 {
+		t.Fatalf("the new member starts from %d, want 10", f.Topics[0].Partitions[0].Offset)
+	}
+	if c := b.commit(commitReq("billing", m2, gen2, "orders", map[int32]int64{3: 12})); c[0] != 0 {
+		t.Fatalf("new owner's commit %d", c[0])
+	}
+	// Generations continue across owners, as Kafka's loaded group metadata
+	// makes them.
+	if gen2 <= gen1 {
+		t.Fatalf("the new owner's generation %d does not continue the old owner's %d", gen2, gen1)
+	}
+	// The old owner's member rejoins there (its view still stale): that
+	// join takes the fence back, and the new owner's next commit is refused.
+	m3, gen3 := a.stableSolo("billing")
+	if gen3 <= gen2 {
+		t.Fatalf("generation %d after %d", gen3, gen2)
+	}
+	if c := b.commit(commitReq("billing", m2, gen2, "orders", map[int32]int64{3: 13})); c[0] != kerr.NotCoordinator.Code {
+		t.Fatalf("b after a took the fence back: %d", c[0])
+	}
+	if f := a.fetch("billing", "orders", 3); f.Topics[0].Partitions[0].Offset != 12 {
+		t.Fatalf("offset %d, want 12", f.Topics[0].Partitions[0].Offset)
+	}
+	if c := a.commit(commitReq("billing", m3, gen3, "orders", map[int32]int64{3: 14})); c[0] != 0 {
+		t.Fatalf("a's commit %d", c[0])
+	}
+}
+
+// A join whose fence write fails on a transient KV error is refused with a
+// retriable code and takes the fence on the member's retry.
+func TestJoinRetriesAFailedFenceClaim(t *testing.T) {
+	a, _, _, _ := clusterPair(t)
+	a.kv.setFail(func(ops []queen.KVOp) error {
+		return &queen.Error{Kind: queen.KindTransient, Route: "POST /api/v1/kv", Message: "injected"}
+	})
+	if j := recv(t, a.joinAsync(joinReq(3, "g", ""))); j.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("join with the KV failing answered %d", j.ErrorCode)
+	}
+	a.kv.setFail(nil)
+	m, gen := a.stableSolo("g")
+	if c := a.commit(commitReq("g", m, gen, "orders", map[int32]int64{0: 1})); c[0] != 0 {
+		t.Fatalf("commit %d", c[0])
+	}
+	if _, ok := a.kv.get(queen.FenceKey("g")); !ok {
+		t.Fatal("no fence row after the join")
+	}
+}
+
 func TestOwnFenceVersionIsRetriedOnce(t *testing.T) {
 	a, _, _, _ := clusterPair(t)
 	a.commit(commitReq("g", "", -1, "orders", map[int32]int64{0: 1}))

@@ -14,7 +14,11 @@
 // groups), ListGroups, DescribeGroups (v0-5), DeleteGroups, OffsetDelete
 // and FindCoordinator, and the membership check of TxnOffsetCommit;
 // and the qk:group:, qk:groups: and qk:fence: rows of Queen's key/value store
-// (queen-api.md §10), which are the only durable state a group has.
+// (queen-api.md §10), which are the only durable state a group has. In
+// fenced (cluster) mode a node takes a group's fence by compare-and-set
+// when the first member joins it there, before any member reads its
+// starting offsets, and every commit re-checks it; generations continue
+// from the one the fence last carried.
 //
 // It does not own, and must not reach for:
 //   - the wire: package node decodes and encodes;

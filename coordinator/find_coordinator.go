@@ -7,39 +7,61 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// FindCoordinator answers a FindCoordinator v0-3. Single mode names this
-// node for every key, group or transaction. In a cluster either key is its
-// owner on the rendezvous ring over the live set (issue 9: a transactional
-// id and a group of the same name share an owner, which is harmless).
-func (c *Coordinator) FindCoordinator(ctx context.Context, cl Client, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+// FindCoordinator answers a FindCoordinator v0-6.
+//
+// Version notes:
+//   - v1: key type (0 group, 1 transaction), error message;
+//   - v3: flexible;
+//   - v4: batched keys (KIP-699), one answer with its own error per key;
+//   - v5: the client accepts TRANSACTION_ABORTABLE (KIP-890), which this
+//     API never sends;
+//   - v6: key type 2, a share-group partition (KIP-932). The facade runs
+//     no share coordinator, and Kafka without one answers INVALID_REQUEST
+//     per key, as it does type 2 below v6 and any unknown type.
+//
+// Single mode names this node for every key, group or transaction. In a
+// cluster either key is its owner on the rendezvous ring over the live set,
+// whichever node is asked (issue 9: a transactional id and a group of the
+// same name share an owner, which is harmless).
+func (c *Coordinator) FindCoordinator(_ context.Context, _ Client, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	fail := func(code int16, msg string) *kmsg.FindCoordinatorResponse {
-		resp.ErrorCode, resp.NodeID, resp.Port = code, -1, -1
+	if req.Version <= 3 {
+		a := c.coordinatorFor(req.CoordinatorType, req.CoordinatorKey)
+		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = a.ErrorCode, a.NodeID, a.Host, a.Port
 		if req.Version >= 1 {
-			resp.ErrorMessage = &msg
+			resp.ErrorMessage = a.ErrorMessage
 		}
 		return resp
 	}
-	var b Broker
-	switch req.CoordinatorType {
+	resp.Coordinators = make([]kmsg.FindCoordinatorResponseCoordinator, 0, len(req.CoordinatorKeys))
+	for _, key := range req.CoordinatorKeys {
+		resp.Coordinators = append(resp.Coordinators, c.coordinatorFor(req.CoordinatorType, key))
+	}
+	return resp
+}
+
+// coordinatorFor is one key's answer: its owner, or an error with Kafka's
+// "no node" (-1, "", -1).
+func (c *Coordinator) coordinatorFor(typ int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	a := kmsg.NewFindCoordinatorResponseCoordinator()
+	a.Key = key
+	fail := func(code int16, msg string) kmsg.FindCoordinatorResponseCoordinator {
+		a.ErrorCode, a.ErrorMessage, a.NodeID, a.Port = code, &msg, -1, -1
+		return a
+	}
+	switch typ {
 	case 0:
-		if !validGroupID(req.CoordinatorKey, true) {
+		if !validGroupID(key, true) {
 			return fail(kerr.InvalidGroupID.Code, "group id longer than 255 characters")
 		}
-		o, err := c.own.Owner(req.CoordinatorKey)
-		if err != nil {
-			return fail(kerr.CoordinatorNotAvailable.Code, "the node registry is unavailable")
-		}
-		b = o
 	case 1:
-		o, err := c.own.Owner(req.CoordinatorKey)
-		if err != nil {
-			return fail(kerr.CoordinatorNotAvailable.Code, "the node registry is unavailable")
-		}
-		b = o
 	default:
-		return fail(kerr.InvalidRequest.Code, "unknown coordinator type")
+		return fail(kerr.InvalidRequest.Code, "unsupported coordinator type (this facade coordinates groups and transactions only)")
 	}
-	resp.NodeID, resp.Host, resp.Port = b.NodeID, b.Host, b.Port
-	return resp
+	o, err := c.own.Owner(key)
+	if err != nil {
+		return fail(kerr.CoordinatorNotAvailable.Code, "the node registry is unavailable")
+	}
+	a.NodeID, a.Host, a.Port = o.NodeID, o.Host, o.Port
+	return a
 }

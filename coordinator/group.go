@@ -157,7 +157,8 @@ type group struct {
 
 	wmu       sync.Mutex
 	fenceVer  int64
-	fenceHeld bool
+	fenceHeld bool // fenceVer was read: the takeover read is done
+	claimed   bool // this group object has written the fence (claimFence)
 	indexed   bool
 }
 

@@ -19,6 +19,10 @@ import (
 // v9 skip_assignment.
 func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	if code := c.claimFence(ctx, cl, req.Group, req.MemberID); code != 0 {
+		resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, req.MemberID
+		return resp
+	}
 	res := c.join(cl, req)
 	if res.wait != nil {
 		select {

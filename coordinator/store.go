@@ -67,12 +67,8 @@ func (c *Coordinator) writeOps(ctx context.Context, kv KV, g *group, generation 
 	per := maxOpsPerCall
 	if c.cfg.Fenced {
 		per--
-		if !g.fenceHeld {
-			v, err := c.readFence(ctx, kv, g.key.id)
-			if err != nil {
-				return 0, err
-			}
-			g.fenceVer, g.fenceHeld = v, true
+		if err := c.holdFence(ctx, kv, g); err != nil {
+			return 0, err
 		}
 	}
 	done := 0
@@ -108,7 +104,7 @@ func (c *Coordinator) writeChunk(ctx context.Context, kv KV, g *group, generatio
 		ops[0].Expect, ops[0].Required = &expect, true
 		res, err := kv.KV(ctx, ops)
 		if err == nil {
-			g.fenceVer = res[0].Version
+			g.fenceVer, g.claimed = res[0].Version, true
 			return nil
 		}
 		var pe *queen.PreconditionError
@@ -125,6 +121,77 @@ func (c *Coordinator) writeChunk(ctx context.Context, kv KV, g *group, generatio
 	}
 }
 
+// holdFence is the takeover read, once per group object: the version the
+// next fenced write expects, and the generation the fence last carried,
+// which the group's generations continue from. The caller holds g.wmu.
+func (c *Coordinator) holdFence(ctx context.Context, kv KV, g *group) error {
+	if g.fenceHeld {
+		return nil
+	}
+	v, gen, err := c.readFence(ctx, kv, g.key.id)
+	if err != nil {
+		return err
+	}
+	g.fenceVer, g.fenceHeld = v, true
+	g.mu.Lock()
+	// Generations continue across owners, as Kafka's loaded group
+	// metadata makes them: a member of the previous owner's group can
+	// never present a generation this group will reach again, and a
+	// cooperative assignor weighing two members' claims to a partition by
+	// generation prefers the member of the newer owner.
+	if g.generation < gen {
+		g.generation = gen
+	}
+	g.mu.Unlock()
+	return nil
+}
+
+// claimFence writes the fence before a member first joins a group this
+// node coordinates in fenced mode (cluster mode). Its members read their
+// starting offsets after this write, so a previous owner that has not yet
+// seen the live set change can commit nothing after that read: its next
+// fenced write meets the moved fence and it answers NOT_COORDINATOR. A
+// lazy takeover (the fence moved only at this node's first commit) let
+// the old owner's members commit past the offsets the new owner's members
+// started from, and the new owner's first commit then took the committed
+// offset backwards. The answer is 0, or the code the join is refused with.
+func (c *Coordinator) claimFence(ctx context.Context, cl Client, group, memberID string) int16 {
+	if !c.cfg.Fenced || !validGroupID(group, false) || c.ownerCode(cl, group) != 0 {
+		return 0 // not fenced, or join answers the refusal itself
+	}
+	g := c.lookup(cl, group)
+	if g == nil {
+		if memberID != "" {
+			return 0 // join answers UNKNOWN_MEMBER_ID
+		}
+		var err error
+		if g, err = c.getOrCreate(cl, group); err != nil {
+			return 0 // join answers the ceiling
+		}
+	}
+	g.wmu.Lock()
+	defer g.wmu.Unlock()
+	if g.claimed {
+		return 0
+	}
+	if code := g.writable(); code != 0 {
+		return code
+	}
+	kv := c.kvFor(cl)
+	err := c.holdFence(ctx, kv, g)
+	if err == nil {
+		g.mu.Lock()
+		gen := g.generation
+		g.mu.Unlock()
+		err = c.writeChunk(ctx, kv, g, gen, nil)
+	}
+	if err != nil {
+		c.log.Warn("join refused: taking the group's fence failed", "group", group, "err", err)
+		return c.writeCode(g, err)
+	}
+	return 0
+}
+
 func (c *Coordinator) isOwnFence(raw []byte) bool {
 	var f fenceValue
 	if json.Unmarshal(raw, &f) != nil {
@@ -133,17 +200,24 @@ func (c *Coordinator) isOwnFence(raw []byte) bool {
 	return f.Node == c.cfg.NodeID && f.Incarnation == c.cfg.Incarnation
 }
 
-// readFence is the takeover read: the fence's current version, 0 when
-// absent.
-func (c *Coordinator) readFence(ctx context.Context, kv KV, group string) (int64, error) {
+// readFence is the takeover read: the fence's current version and the
+// generation it carries, 0 and 0 when absent.
+func (c *Coordinator) readFence(ctx context.Context, kv KV, group string) (int64, int32, error) {
 	rows, err := c.readKeys(ctx, kv, []string{queen.FenceKey(group)})
 	if err != nil {
-		return 0, fmt.Errorf("reading the fence of group %q: %w", group, err)
+		return 0, 0, fmt.Errorf("reading the fence of group %q: %w", group, err)
 	}
-	if r, ok := rows[queen.FenceKey(group)]; ok {
-		return r.Version, nil
+	r, ok := rows[queen.FenceKey(group)]
+	if !ok {
+		return 0, 0, nil
 	}
-	return 0, nil
+	var f fenceValue
+	if err := json.Unmarshal(r.Value, &f); err != nil {
+		// Only the facade writes the fence; an unreadable one still fences
+		// by its version, and its generation is taken as none.
+		c.log.Error("unreadable group fence row", "key", r.Key, "err", err)
+	}
+	return r.Version, f.Generation, nil
 }
 
 // errUnread is a read the store's budget kept cutting short.

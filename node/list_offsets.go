@@ -10,9 +10,29 @@ import (
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
-// ListOffsets v1–v5. The two sentinels come from one bounds probe of
-// Queen's fetch route (maxWaitMs 0): -1 (latest) is the high watermark, -2
-// (earliest) the log start.
+// ListOffsets v1–v10.
+//
+// Version notes:
+//   - v2: isolation level; v4: current leader epoch (never fenced: every
+//     leader epoch here is -1); v5: OFFSET_NOT_AVAILABLE may be sent (it is
+//     not); v6: flexible;
+//   - v7: -3, MAX_TIMESTAMP (KIP-734): the earliest offset holding the
+//     largest timestamp, with that timestamp. On the append clock (below)
+//     the largest is the last record's, so the answer is exact: the first
+//     record of the last push;
+//   - v8: -4, EARLIEST_LOCAL_TIMESTAMP (KIP-405): the log start, as Kafka
+//     answers it without tiered storage; v9: -5, LATEST_TIERED_TIMESTAMP
+//     (KIP-1005): offset -1 and timestamp -1, Kafka's answer when nothing
+//     is tiered;
+//   - v10: timeout_ms (KIP-1075), which bounds only reads of tiered storage
+//     in Kafka and so changes nothing here.
+//
+// v11 (-6, earliest pending upload, KIP-1023) is not offered: its answer
+// without tiered storage is not settled here.
+//
+// The sentinels are taken as values at every version, as Kafka does. -1
+// (latest) and -2 (earliest) come from one bounds probe of Queen's fetch
+// route (maxWaitMs 0): the high watermark and the log start.
 //
 // A concrete timestamp is answered EXACTLY, on Queen's APPEND clock: the
 // fetch route's record `ts` is the commit time of the push that stored the
@@ -27,6 +47,15 @@ import (
 // append time, not the producer's CreateTime that a consumer sees on the
 // record (seed 001's older "no match" text is superseded by issue 3).
 // Leader epochs are -1, as everywhere in this facade.
+
+// ListOffsets timestamp sentinels (ListOffsetsRequest in Kafka).
+const (
+	latestTimestamp        = -1
+	earliestTimestamp      = -2
+	maxTimestamp           = -3
+	earliestLocalTimestamp = -4
+	latestTieredTimestamp  = -5
+)
 
 // offsetSearch is one partition's answer in the making.
 type offsetSearch struct {
@@ -87,22 +116,54 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 		logQueenFault(c, "fetch", err)
 		return resp, failSearches(resp, searches, err)
 	}
-	var open []*offsetSearch
+	var open, newest []*offsetSearch
 	for i, s := range searches {
 		r := &results[i]
 		if r.Error == queen.FetchErrUnknownTopic {
 			s.resp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			continue
 		}
+		s.lo, s.hi = r.LogStartOffset, r.HighWatermark
 		switch s.target {
-		case -1:
+		case latestTimestamp:
 			s.resp.Offset = r.HighWatermark
-		case -2:
+		case earliestTimestamp, earliestLocalTimestamp:
 			s.resp.Offset = r.LogStartOffset
+		case latestTieredTimestamp:
+			// Nothing is tiered: offset -1, timestamp -1.
+		case maxTimestamp:
+			if s.lo < s.hi {
+				newest = append(newest, s)
+			}
 		default:
-			s.lo, s.hi = r.LogStartOffset, r.HighWatermark
 			if s.lo < s.hi {
 				open = append(open, s)
+			}
+		}
+	}
+
+	// MAX_TIMESTAMP: the last record carries the largest append time, and
+	// Kafka answers the EARLIEST offset holding the largest timestamp, so
+	// the search below runs for that time with the last record as its best
+	// answer so far.
+	if len(newest) > 0 {
+		results, err := probeOffsets(ctx, q, newest, func(s *offsetSearch) int64 { return s.hi - 1 }, true)
+		if err != nil {
+			logQueenFault(c, "fetch", err)
+			return resp, failSearches(resp, newest, err)
+		}
+		for i, s := range newest {
+			r := &results[i]
+			if r.Error != "" || len(r.Records) == 0 || r.Records[0].Offset >= s.hi {
+				continue // the log was emptied since the bounds were read: no match
+			}
+			rec := r.Records[0]
+			s.target, s.found = queen.ParseTS(rec.TS).UnixMilli(), true
+			s.bestOff, s.bestTS, s.hi = rec.Offset, s.target, rec.Offset
+			if s.lo < s.hi {
+				open = append(open, s)
+			} else {
+				s.resp.Offset, s.resp.Timestamp = s.bestOff, s.bestTS
 			}
 		}
 	}

@@ -79,10 +79,16 @@ func (n *Node) topicByID(ctx context.Context, c *Conn, id [16]byte) (name string
 		return "", 0, false, err
 	}
 	t, ok := cat.findByID(ctx, c, id)
-	if !ok {
+	if !ok || !addressable(t.queue.Name) {
 		return "", 0, false, nil
 	}
 	return t.queue.Name, cat.width(t), true, nil
+}
+
+// addressable reports whether a Kafka client can name a queue as a topic:
+// Metadata lists no other, so no other has an id a client could know.
+func addressable(name string) bool {
+	return !internalTopic(name) && topicNameError(name) == ""
 }
 
 // lookupID is lookup by id.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -101,5 +102,34 @@ func TestDerivedTopicIDs(t *testing.T) {
 	// take every such topic as recreated on upgrade.
 	if got := uuid.UUID(a).String(); got != "2d50699f-6c16-5c46-8070-32484ce7c50b" {
 		t.Fatalf("derived id of a = %s", got)
+	}
+}
+
+// A data-path request naming topics by id learns each id's name and
+// verdict once: a live topic's width, UNKNOWN_TOPIC_ID for an id nobody
+// has, and for the id of a queue no Kafka client can address (an internal
+// name), which Metadata never lists.
+func TestTopicVerdictsByID(t *testing.T) {
+	n, dq := newTestNode(t, nil)
+	live := uuid.MustParse(dq.addQueue("orders", 6))
+	internal := uuid.MustParse(dq.addQueue("__hidden", 1))
+	var throttle int32
+	v := n.topicVerdicts(nil, pushFault, &throttle)
+	name, tv, err := v.ofID(t.Context(), live)
+	if err != nil || name != "orders" || tv.code != 0 || tv.width != 6 {
+		t.Fatalf("ofID(live) = %q, %+v, %v", name, tv, err)
+	}
+	before := dq.count("GET /api/v1/resources/queues")
+	for _, id := range [][16]byte{uuid.New(), internal, {}} {
+		name, tv, err := v.ofID(t.Context(), id)
+		if err != nil || name != "" || tv.code != kerr.UnknownTopicID.Code {
+			t.Fatalf("ofID(%x) = %q, %+v, %v; want UNKNOWN_TOPIC_ID", id, name, tv, err)
+		}
+	}
+	if _, tv, _ := v.ofID(t.Context(), live); tv.width != 6 {
+		t.Fatalf("second ofID(live) = %+v", tv)
+	}
+	if got := dq.count("GET /api/v1/resources/queues") - before; got != 0 {
+		t.Fatalf("%d listings for ids in single mode within the catalogue's TTL, want 0", got)
 	}
 }

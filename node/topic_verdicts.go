@@ -16,6 +16,14 @@ type topicVerdicts struct {
 	fault    queenFault
 	throttle *int32 // the response's throttle_time_ms
 	seen     map[string]topicVerdict
+	byID     map[[16]byte]idVerdict // topics named by id (ofID)
+}
+
+// idVerdict is what a request learned of a topic id: the name it resolved
+// to ("" when it did not) and the verdict.
+type idVerdict struct {
+	name string
+	tv   topicVerdict
 }
 
 func (n *Node) topicVerdicts(c *Conn, fault queenFault, throttle *int32) *topicVerdicts {
@@ -36,6 +44,43 @@ func (v *topicVerdicts) of(ctx context.Context, topic string) (topicVerdict, err
 	v.seen[topic] = tv
 	return tv, nil
 }
+
+// ofID is of for a topic named by id (Produce v13, Fetch v13+): the topic's
+// name and verdict. An id no addressable topic has is refused
+// UNKNOWN_TOPIC_ID with name "" (Kafka's answer); a failed catalogue read
+// is mapped by fault as for a name. Each id is checked once per request.
+func (v *topicVerdicts) ofID(ctx context.Context, id [16]byte) (string, topicVerdict, error) {
+	if iv, ok := v.byID[id]; ok {
+		return iv.name, iv.tv, nil
+	}
+	var iv idVerdict
+	name, width, ok, err := v.n.topicByID(ctx, v.c, id)
+	switch {
+	case err != nil:
+		code, throttle, msg, fatal := v.fault(err)
+		if fatal != nil {
+			return "", topicVerdict{}, fatal
+		}
+		iv.tv = topicVerdict{code: code, throttle: throttle, msg: msg, failed: true}
+	case !ok:
+		iv.tv = topicVerdict{code: kerr.UnknownTopicID.Code, msg: unknownTopicIDMsg}
+	default:
+		iv = idVerdict{name: name, tv: topicVerdict{width: width}}
+		if prev, ok := v.seen[name]; ok {
+			iv.tv = prev
+		} else {
+			v.seen[name] = iv.tv
+		}
+	}
+	*v.throttle = max(*v.throttle, iv.tv.throttle)
+	if v.byID == nil {
+		v.byID = make(map[[16]byte]idVerdict)
+	}
+	v.byID[id] = iv
+	return iv.name, iv.tv, nil
+}
+
+const unknownTopicIDMsg = "This server does not host this topic ID."
 
 // hasPartition reports whether partition p of a topic whose verdict is tv
 // exists (see knownPartition, which may raise tv.width).

@@ -14,16 +14,16 @@ var apiTable = []apiRow{
 		"Floor: v3 is the first version whose records are RecordBatch v2. Ceiling: v10 adds the leader-change hint `current_leader`; v13 addresses topics by id."},
 	{kmsg.Fetch.Int16(), 4, 12, handle((*Node).handleFetch), // 1
 		"Ceiling: v13 addresses topics by id. v7–v12 are answered whole: fetch sessions (KIP-227) with a per-node cache of 1,000, leader epochs -1 (nothing is fenced or diverges), preferred_read_replica -1. v4 is the schema's own floor."},
-	{kmsg.ListOffsets.Int16(), 1, 5, handle((*Node).handleListOffsets), // 2
-		"Ceiling: v6 is the flexible encoding and v7 adds the MAX_TIMESTAMP sentinel; v5 is the last version whose whole surface is the two watermark sentinels and the append-clock timestamp lookup. v1 is the schema's own floor."},
+	{kmsg.ListOffsets.Int16(), 1, 10, handle((*Node).handleListOffsets), // 2
+		"Ceiling: v11's -6 (earliest pending upload, KIP-1023) has no settled answer without tiered storage. v7's MAX_TIMESTAMP is exact on the append clock; v8's -4 is the log start and v9's -5 is -1, as Kafka answers without tiered storage; v10's timeout only bounds tiered reads. v1 is the schema's own floor."},
 	{kmsg.Metadata.Int16(), 0, 9, handle((*Node).handleMetadata), // 3
 		"Ceiling: v10 adds topic ids. v9 is already the flexible encoding and carries every field a client needs."},
 	{kmsg.OffsetCommit.Int16(), 2, 9, handle((*Node).handleOffsetCommit), // 8
 		"Ceiling: v10 names topics by topic id. v7's `group_instance_id` is fenced as Kafka fences it (FENCED_INSTANCE_ID); v9's generation is a classic group's. Floor: v0 and v1 are the ZooKeeper-era offset store."},
 	{kmsg.OffsetFetch.Int16(), 1, 9, handle((*Node).handleOffsetFetch), // 9
 		"Ceiling: v10 names topics by topic id. v8 fetches several groups per request, each answered on its own; v9's member id and epoch belong to KIP-848 groups and, as Kafka does for classic groups, are not checked. v7's `require_stable` is honoured: an open transaction's offsets are not in the store until its commit."},
-	{kmsg.FindCoordinator.Int16(), 0, 3, handle((*Node).handleFindCoordinator), // 10
-		"Ceiling: v4 is the batched form. Group and transaction keys resolve to this node in single mode and to the key's rendezvous owner in cluster mode."},
+	{kmsg.FindCoordinator.Int16(), 0, 6, handle((*Node).handleFindCoordinator), // 10
+		"The whole schema: v4 batches keys, each answered on its own; v5 only lets the client read TRANSACTION_ABORTABLE; v6's share-group keys are INVALID_REQUEST, as on a broker without a share coordinator. Group and transaction keys resolve to this node in single mode and to the key's rendezvous owner in cluster mode."},
 	{kmsg.JoinGroup.Int16(), 0, 9, handle((*Node).handleJoinGroup), // 11
 		"Kafka's ceiling: v4 MEMBER_ID_REQUIRED, v5 `group_instance_id` (static membership, KIP-345: a restart inside the session timeout rebalances nothing), v7 the protocol type answered, v8 `reason` (logged), v9 `skip_assignment` for a restarted static leader (KIP-814)."},
 	{kmsg.Heartbeat.Int16(), 0, 4, handle((*Node).handleHeartbeat), // 12
@@ -34,8 +34,8 @@ var apiTable = []apiRow{
 		"Kafka's ceiling: v3 `group_instance_id`, v4 the flexible encoding, v5 the protocol type and name, checked against the group's and answered."},
 	{kmsg.DescribeGroups.Int16(), 0, 5, handle((*Node).handleDescribeGroups), // 15
 		"Ceiling: v6 (KIP-1043) answers an unknown group GROUP_ID_NOT_FOUND with a message. v4 names each member's `group_instance_id`, v5 is the flexible encoding; v3's `include_authorized_operations` is answered with Kafka's omitted sentinel: there is no ACL model."},
-	{kmsg.ListGroups.Int16(), 0, 4, handle((*Node).handleListGroups), // 16
-		"Ceiling: v5 adds `group_type`, the KIP-848 discriminator. v4's `states_filter` is honoured."},
+	{kmsg.ListGroups.Int16(), 0, 5, handle((*Node).handleListGroups), // 16
+		"The whole schema: every group is `classic` (v5's `group_type`), the only protocol served; v4's `states_filter` and v5's `types_filter` are honoured."},
 	{kmsg.SASLHandshake.Int16(), 0, 1, handle((*Node).handleSaslHandshake), // 17
 		"Both versions: the two SASL flows (raw tokens after v0, SaslAuthenticate after v1)."},
 	{kmsg.ApiVersions.Int16(), 0, 3, handle((*Node).handleApiVersions), // 18

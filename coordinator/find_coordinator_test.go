@@ -1,0 +1,121 @@
+package coordinator
+
+import (
+	"context"
+	"hash/fnv"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// keyedOwnership owns each key by a hash of it over three brokers, so a
+// batch of keys spreads over owners the way a ring does; "down" keys
+// cannot be placed.
+type keyedOwnership struct{ self Broker }
+
+var threeBrokers = []Broker{{1, "n1", 9091}, {2, "n2", 9092}, {3, "n3", 9093}}
+
+func (keyedOwnership) Owner(key string) (Broker, error) {
+	if strings.HasPrefix(key, "down") {
+		return Broker{}, ErrNoOwner
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return threeBrokers[h.Sum32()%3], nil
+}
+
+func (o keyedOwnership) Self() Broker { return o.self }
+
+func findReq(version int16, typ int8, keys ...string) *kmsg.FindCoordinatorRequest {
+	r := kmsg.NewPtrFindCoordinatorRequest()
+	r.Version, r.CoordinatorType = version, typ
+	if version <= 3 {
+		r.CoordinatorKey = keys[0]
+	} else {
+		r.CoordinatorKeys = keys
+	}
+	return r
+}
+
+// TestFindCoordinatorBatched: v4+ answers every key of the batch, in
+// order, each with its own owner or its own error; v0-3 answer the single
+// key in the top-level fields.
+func TestFindCoordinatorBatched(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Ownership = keyedOwnership{self: threeBrokers[0]} })
+	ctx := context.Background()
+	keys := []string{"g-0", "g-1", "g-2", "g-3", "g-4", "g-5", "down-1", strings.Repeat("x", 256), ""}
+	for _, v := range []int16{4, 5, 6} {
+		for _, typ := range []int8{0, 1} {
+			resp := h.c.FindCoordinator(ctx, h.cl, findReq(v, typ, keys...))
+			if len(resp.Coordinators) != len(keys) {
+				t.Fatalf("v%d type %d: %d answers for %d keys", v, typ, len(resp.Coordinators), len(keys))
+			}
+			owners := map[int32]bool{}
+			for i, a := range resp.Coordinators {
+				if a.Key != keys[i] {
+					t.Fatalf("v%d answer %d is for %q, want %q", v, i, a.Key, keys[i])
+				}
+				want, werr := keyedOwnership{}.Owner(keys[i])
+				switch {
+				case werr != nil:
+					if a.ErrorCode != kerr.CoordinatorNotAvailable.Code || a.NodeID != -1 || a.Port != -1 {
+						t.Fatalf("v%d unplaceable key: %+v", v, a)
+					}
+				case typ == 0 && len(keys[i]) > 255:
+					if a.ErrorCode != kerr.InvalidGroupID.Code || a.NodeID != -1 {
+						t.Fatalf("v%d long group id: %+v", v, a)
+					}
+				default:
+					if a.ErrorCode != 0 || a.ErrorMessage != nil || a.NodeID != want.NodeID || a.Host != want.Host || a.Port != want.Port {
+						t.Fatalf("v%d type %d key %q: %+v, want %+v", v, typ, keys[i], a, want)
+					}
+					owners[a.NodeID] = true
+				}
+			}
+			if len(owners) < 2 {
+				t.Fatalf("six keys all owned by %v: the batch was not answered per key", owners)
+			}
+		}
+	}
+	// The single-key versions carry the answer at the top level.
+	for v := int16(0); v <= 3; v++ {
+		resp := h.c.FindCoordinator(ctx, h.cl, findReq(v, 0, "g-2"))
+		want, _ := keyedOwnership{}.Owner("g-2")
+		if resp.ErrorCode != 0 || resp.NodeID != want.NodeID || resp.Host != want.Host || resp.Port != want.Port || len(resp.Coordinators) != 0 {
+			t.Fatalf("v%d: %+v", v, resp)
+		}
+		resp = h.c.FindCoordinator(ctx, h.cl, findReq(v, 0, "down-2"))
+		if resp.ErrorCode != kerr.CoordinatorNotAvailable.Code || resp.NodeID != -1 {
+			t.Fatalf("v%d unplaceable: %+v", v, resp)
+		}
+	}
+}
+
+// TestFindCoordinatorRefusesUnservedKeyTypes: a share-group key (type 2,
+// v6) and any unknown type are INVALID_REQUEST per key, as Kafka answers
+// without a share coordinator; the batch's other answers are unaffected by
+// construction (one type per request).
+func TestFindCoordinatorRefusesUnservedKeyTypes(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	for _, c := range []struct {
+		v   int16
+		typ int8
+	}{{6, 2}, {5, 2}, {4, 3}, {6, -1}} {
+		resp := h.c.FindCoordinator(ctx, h.cl, findReq(c.v, c.typ, "grp:topic:0", "other"))
+		if len(resp.Coordinators) != 2 {
+			t.Fatalf("v%d type %d: %+v", c.v, c.typ, resp)
+		}
+		for _, a := range resp.Coordinators {
+			if a.ErrorCode != kerr.InvalidRequest.Code || a.NodeID != -1 || a.Port != -1 || a.ErrorMessage == nil {
+				t.Fatalf("v%d type %d key %q: %+v", c.v, c.typ, a.Key, a)
+			}
+		}
+	}
+	// An empty batch is an empty answer.
+	if resp := h.c.FindCoordinator(ctx, h.cl, findReq(4, 0)); resp.ErrorCode != 0 || len(resp.Coordinators) != 0 {
+		t.Fatalf("empty batch: %+v", resp)
+	}
+}

@@ -1,0 +1,157 @@
+package node
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/queen-mq/queen-kafka/queen/dev"
+	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
+)
+
+// servedEnv is a data env whose node is served on its advertised address,
+// with every request's key and version recorded.
+func servedEnv(t *testing.T, opts dev.Options) (*dataEnv, string, *recordingObserver) {
+	t.Helper()
+	addr, env := fixedAddrEnv(t, map[string]string{"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS": "0"})
+	e := newDataEnv(t, opts, env)
+	obs := &recordingObserver{}
+	e.n.obs = obs
+	serveTestNode(t, e.n)
+	return e, addr, obs
+}
+
+// pinned is a franz-go admin client that speaks key at most at version v.
+func pinned(t *testing.T, addr string, key kmsg.Key, v int16) *kadm.Client {
+	t.Helper()
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(key.Int16(), v)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(vs))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// versionsSeen are the versions of key the node answered since mark.
+func (o *recordingObserver) versionsSeen(key kmsg.Key, mark int) []int16 {
+	var vs []int16
+	for _, r := range o.requests()[mark:] {
+		if r.key == key.Int16() && !slices.Contains(vs, r.version) {
+			vs = append(vs, r.version)
+		}
+	}
+	return vs
+}
+
+func (o *recordingObserver) mark() int { return len(o.requests()) }
+
+// TestKgoFindCoordinatorEveryVersion: franz-go's batched lookups (v4+,
+// one request for several groups) and single lookups (v3) are answered
+// with this node for every group and transactional id.
+func TestKgoFindCoordinatorEveryVersion(t *testing.T) {
+	e, addr, obs := servedEnv(t, dev.Options{})
+	_ = e
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	host, port := splitHostPort(t, addr)
+	for v := int16(3); v <= 6; v++ {
+		adm := pinned(t, addr, kmsg.FindCoordinator, v)
+		mark := obs.mark()
+		for _, rs := range []kadm.FindCoordinatorResponses{
+			adm.FindGroupCoordinators(ctx, "g1", "g2", "g3"),
+			adm.FindTxnCoordinators(ctx, "t1", "t2"),
+		} {
+			require.NoError(t, rs.Error(), "v%d", v)
+			for key, r := range rs {
+				require.NoError(t, r.Err, "v%d %s", v, key)
+				require.Equal(t, int32(0), r.NodeID, "v%d %s", v, key)
+				require.Equal(t, host, r.Host, "v%d %s", v, key)
+				require.Equal(t, port, r.Port, "v%d %s", v, key)
+			}
+		}
+		require.Equal(t, []int16{v}, obs.versionsSeen(kmsg.FindCoordinator, mark), "negotiated version")
+	}
+}
+
+// TestKgoListGroupsTypes: kadm's ListGroupsByType (v5) sees the group as
+// classic; a consumer-type filter lists nothing.
+func TestKgoListGroupsTypes(t *testing.T) {
+	e, addr, obs := servedEnv(t, dev.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e.createTopic("lg")
+	adm := pinned(t, addr, kmsg.ListGroups, 5)
+	_, err := adm.CommitOffsets(ctx, "committed", kadm.OffsetsFromRecords(kgo.Record{Topic: "lg", Partition: 0, Offset: 3}))
+	require.NoError(t, err)
+	mark := obs.mark()
+	listed, err := adm.ListGroupsByType(ctx, []string{"classic"})
+	require.NoError(t, err)
+	require.Contains(t, listed.Groups(), "committed")
+	require.Equal(t, "classic", listed["committed"].GroupType)
+	require.Equal(t, "Empty", listed["committed"].State)
+	listed, err = adm.ListGroupsByType(ctx, []string{"consumer"})
+	require.NoError(t, err)
+	require.Empty(t, listed)
+	require.Equal(t, []int16{5}, obs.versionsSeen(kmsg.ListGroups, mark))
+}
+
+// TestKgoListOffsetsSentinels: kadm's max-timestamp, local-log-start and
+// latest-tiered listings at every version that carries them.
+func TestKgoListOffsetsSentinels(t *testing.T) {
+	t0 := time.UnixMilli(1787824800000)
+	clock := &brokerClock{t: t0}
+	e, addr, obs := servedEnv(t, dev.Options{Now: clock.now})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e.createTopic("lo")
+	for i := 0; i < 4; i++ {
+		clock.set(t0.Add(time.Duration(i) * time.Second))
+		e.produce("lo", 0, batchtest.Batch{FirstTS: 5, Records: batchtest.SampleRecords()}.Encode(t))
+	}
+	for v := int16(6); v <= 10; v++ {
+		adm := pinned(t, addr, kmsg.ListOffsets, v)
+		mark := obs.mark()
+		maxes, err := adm.ListMaxTimestampOffsets(ctx, "lo")
+		require.NoError(t, err, "v%d", v)
+		m, ok := maxes.Lookup("lo", 0)
+		require.True(t, ok)
+		require.NoError(t, m.Err)
+		require.Equal(t, int64(9), m.Offset, "v%d max-timestamp offset", v)
+		require.Equal(t, t0.Add(3*time.Second).UnixMilli(), m.Timestamp, "v%d max timestamp", v)
+		require.Equal(t, int32(-1), m.LeaderEpoch)
+		empty, ok := maxes.Lookup("lo", 1)
+		require.True(t, ok)
+		require.Equal(t, int64(-1), empty.Offset, "v%d empty partition", v)
+
+		local, err := adm.ListLocalLogStartOffsets(ctx, "lo")
+		require.NoError(t, err)
+		l, _ := local.Lookup("lo", 0)
+		require.NoError(t, l.Err)
+		require.Equal(t, int64(0), l.Offset, "v%d local log start", v)
+
+		tiered, err := adm.ListLatestRemoteOffsets(ctx, "lo")
+		require.NoError(t, err)
+		r, _ := tiered.Lookup("lo", 0)
+		require.NoError(t, r.Err)
+		require.Equal(t, int64(-1), r.Offset, "v%d latest tiered", v)
+		require.Equal(t, []int16{v}, obs.versionsSeen(kmsg.ListOffsets, mark), "negotiated version")
+	}
+}
+
+func splitHostPort(t *testing.T, addr string) (string, int32) {
+	t.Helper()
+	host, p, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	port, err := strconv.Atoi(p)
+	require.NoError(t, err)
+	return host, int32(port)
+}
