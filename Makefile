@@ -10,7 +10,7 @@ FUZZ     ?= .
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/queen-mq/queen-kafka/internal/version.version=$(VERSION)
 
-.PHONY: all build run test unit e2e chaos fuzz fuzz-long vet fmt-check tidy-check lint bench clean
+.PHONY: all build run test unit e2e chaos-short chaos fuzz fuzz-long vet fmt-check tidy-check lint bench clean
 
 all: build
 
@@ -22,8 +22,8 @@ run: build
 	./scripts/run.sh
 
 # Everything: formatting, tidy modules, vet, staticcheck, unit tests, e2e with
-# real clients, fuzz smoke.
-test: fmt-check tidy-check vet lint unit e2e fuzz
+# real clients, the short chaos run, fuzz smoke.
+test: fmt-check tidy-check vet lint unit e2e chaos-short fuzz
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -50,10 +50,14 @@ unit:
 e2e: build
 	$(GO) test -count=1 -timeout 15m ./e2e/...
 
-# The chaos test at length (issue 11): 20 facade SIGKILLs and 2 queen-dev
-# SIGKILL+restarts over 7 minutes. Behind the build tag chaos, so not in
-# `make test`, until a queen-dev restart stops yielding librdkafka stored
-# duplicates (see e2e/chaos_test.go).
+# The chaos test (issue 11, e2e/chaos_test.go, build tag chaos). Its short
+# form, 4 facade SIGKILLs and 1 queen-dev SIGKILL+restart over 35 s (about
+# a minute in all), is part of `make test`; `make chaos` is the long one, 20
+# facade SIGKILLs and 2 queen-dev SIGKILL+restarts over 7 minutes.
+# CHAOS_SEED=<the seed a run logged> repeats a run's nemesis.
+chaos-short: build
+	$(GO) test -tags chaos -count=1 -timeout 5m -run 'TestChaos$$' -v ./e2e/
+
 chaos: build
 	CHAOS_KILLS=20 CHAOS_QUEEN_RESTARTS=2 CHAOS_TIME=7m $(GO) test -tags chaos -count=1 -timeout 20m -run TestChaos -v ./e2e/
 
