@@ -86,31 +86,45 @@ func produceViaFacade(b *testing.B, seeds []string, topic string, n int) float64
 // produceDirect pushes the same records, as envelopes, straight to
 // queen-dev in batches of 100 per partition with several calls in flight.
 func produceDirect(b *testing.B, q *queen.Client, topic string, n int) float64 {
-	const batch, inflight = 100, 8
-	ctx := ctxT(b, 2*time.Minute)
-	batches := make(chan []queen.PushItem, inflight)
-	var wg sync.WaitGroup
-	var failed atomic.Int64
-	for w := 0; w < inflight; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for items := range batches {
-				if _, err := q.Push(ctx, items); err != nil {
-					failed.Add(1)
-				}
-			}
-		}()
-	}
-	start := time.Now()
+	const batch = 100
 	now := time.Now().UnixMilli()
-	for i := 0; i < n; i += batch {
+	i := 0
+	return pushDirect(b, q, func() []queen.PushItem {
+		if i >= n {
+			return nil
+		}
 		p := strconv.Itoa((i / batch) % benchPartitions)
 		items := make([]queen.PushItem, 0, batch)
 		for j := i; j < i+batch && j < n; j++ {
 			rec := queen.Record{Key: []byte(strconv.Itoa(j)), Value: benchValue, Timestamp: now}
 			items = append(items, queen.PushItem{Queue: topic, Partition: p, Payload: queen.AppendEnvelope(nil, &rec)})
 		}
+		i += batch
+		return items
+	})
+}
+
+// pushDirect pushes the batches next gives until it gives none, with
+// directInFlight calls in flight, and returns records/s.
+func pushDirect(b *testing.B, q *queen.Client, next func() []queen.PushItem) float64 {
+	const directInFlight = 8
+	ctx := ctxT(b, 2*time.Minute)
+	batches := make(chan []queen.PushItem, directInFlight)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for range directInFlight {
+		wg.Go(func() {
+			for items := range batches {
+				if _, err := q.Push(ctx, items); err != nil {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	start := time.Now()
+	n := 0
+	for items := next(); items != nil; items = next() {
+		n += len(items)
 		batches <- items
 	}
 	close(batches)

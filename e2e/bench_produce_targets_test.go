@@ -1,0 +1,239 @@
+package e2e
+
+import (
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/queen-mq/queen-kafka/producer"
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// The produce targets of issue 13, side by side in one run: one franz-go
+// producer, 1 KiB values (half random alphanumerics, half a repeated
+// phrase), 6 partitions, acks=all, idempotent, linger 5 ms, no compression,
+// producing as fast as it can for a window. Each round runs three sides in
+// a rotating order: the facade (a real process in front of a real
+// queen-dev), the same envelopes pushed straight to queen-dev, and the same
+// producer against franz-go's in-memory kfake (in this process).
+const (
+	targetPartitions = 6
+	targetWindow     = 4 * time.Second
+	targetRounds     = 5
+	targetLinger     = 5 * time.Millisecond
+)
+
+// targetValues are the values the producers cycle through: each 1 KiB,
+// 512 random alphanumerics then 512 bytes of a repeated phrase.
+var targetValues = func() [][]byte {
+	const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	phrase := strings.Repeat("the quick brown fox jumps over the lazy dog ", 12)[:benchValueBytes/2]
+	rng := rand.New(rand.NewPCG(13, 13))
+	vs := make([][]byte, 4096)
+	for i := range vs {
+		v := make([]byte, 0, benchValueBytes)
+		for range benchValueBytes / 2 {
+			v = append(v, alnum[rng.IntN(len(alnum))])
+		}
+		vs[i] = append(v, phrase...)
+	}
+	return vs
+}()
+
+// windowResult is one side's round: records/s, each record's produce
+// latency in ms (Produce call to its promise), and the records acked.
+type windowResult struct {
+	rate    float64
+	lat     []float64
+	records int
+}
+
+// produceWindow runs the workload's producer against seeds for
+// targetWindow, then flushes, and returns what it measured.
+func produceWindow(b *testing.B, seeds []string, topic string) windowResult {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerLinger(targetLinger))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := ctxT(b, 2*time.Minute)
+	// Metadata and the producer id are warmed outside the window.
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: targetValues[0]}).FirstErr(); err != nil {
+		b.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		lat    = make([]float64, 0, 1<<18)
+		failed atomic.Int64
+	)
+	start := time.Now()
+	n := 0
+	for ; time.Since(start) < targetWindow; n++ {
+		sent := time.Now()
+		cl.Produce(ctx, &kgo.Record{Value: targetValues[n%len(targetValues)]}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			d := float64(time.Since(sent).Nanoseconds()) / 1e6
+			mu.Lock()
+			lat = append(lat, d)
+			mu.Unlock()
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	el := time.Since(start)
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d of %d records failed", f, n)
+	}
+	return windowResult{rate: float64(n) / el.Seconds(), lat: lat, records: n}
+}
+
+// pushWindow pushes the workload's envelopes straight to queen-dev for
+// targetWindow: batches of 100 records of one partition, the partitions in
+// turn, 8 calls in flight (pushDirect), each record with the dedup key
+// (transactionId) the facade gives an idempotent record, so that queen-dev
+// does the same work as behind the facade.
+func pushWindow(b *testing.B, q *queen.Client, topic string) float64 {
+	const batch = 100
+	pid := rand.Int64N(1 << 40)
+	seq := make([]int32, targetPartitions)
+	start := time.Now()
+	i, n := 0, 0
+	return pushDirect(b, q, func() []queen.PushItem {
+		if time.Since(start) >= targetWindow {
+			return nil
+		}
+		p := i % targetPartitions
+		i++
+		part := strconv.Itoa(p)
+		keys := producer.DedupKeys(pid, 0, seq[p], batch)
+		seq[p] += batch
+		now := time.Now().UnixMilli()
+		items := make([]queen.PushItem, batch)
+		for j := range items {
+			rec := queen.Record{Value: targetValues[n%len(targetValues)], Timestamp: now}
+			items[j] = queen.PushItem{Queue: topic, Partition: part, Payload: queen.AppendEnvelope(nil, &rec), TransactionID: keys[j]}
+			n++
+		}
+		return items
+	})
+}
+
+// BenchmarkProduceTargets measures issue 13's three produce targets in one
+// run: (a) the facade process's CPU-seconds per million records (from
+// /proc), (b) records/s through the facade ÷ the same envelopes pushed
+// straight to queen-dev, and (c) produce p99 through the facade ÷ p99
+// against kfake. Each is reported min/median/max over targetRounds rounds.
+func BenchmarkProduceTargets(b *testing.B) {
+	for range b.N {
+		dev := startQueenDev(b, devOptions{})
+		env := map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": strconv.Itoa(targetPartitions), "LOG_LEVEL": "warn"}
+		profiles := os.Getenv("QK_BENCH_PROFILE_DIR")
+		opsAddr := "127.0.0.1:" + strconv.Itoa(freePort(b))
+		if profiles != "" {
+			env["QUEEN_KAFKA_HTTP_ADDR"] = opsAddr
+		}
+		fac := startFacade(b, dev, env)
+		q, err := queen.New(queen.Config{URL: dev.url})
+		if err != nil {
+			b.Fatal(err)
+		}
+		kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(targetPartitions))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(kf.Close)
+
+		var cpu, facadeRate, directRate, kfakeRate, rateRatio, facadeP99, kfakeP99, p99Ratio, facadeP50, kfakeP50 []float64
+		var fw, kw windowResult
+		var dr float64
+		sides := []func(){
+			func() {
+				if profiles != "" {
+					defer profileFacade(b, opsAddr, profiles, len(cpu))()
+				}
+				c0 := cpuSeconds(fac.pid())
+				fw = produceWindow(b, []string{fac.addr}, uniq("bench-targets"))
+				cpu = append(cpu, (cpuSeconds(fac.pid())-c0)/float64(fw.records)*1e6)
+			},
+			func() { dr = pushWindow(b, q, uniq("bench-targets-direct")) },
+			func() { kw = produceWindow(b, kf.ListenAddrs(), uniq("bench-targets-kfake")) },
+		}
+		for r := range targetRounds {
+			for i := range sides {
+				sides[(r+i)%len(sides)]()
+			}
+			facadeRate, directRate, rateRatio = append(facadeRate, fw.rate), append(directRate, dr), append(rateRatio, fw.rate/dr)
+			kfakeRate = append(kfakeRate, kw.rate)
+			fp99, kp99 := percentile(fw.lat, .99), percentile(kw.lat, .99)
+			facadeP99, kfakeP99, p99Ratio = append(facadeP99, fp99), append(kfakeP99, kp99), append(p99Ratio, fp99/kp99)
+			facadeP50, kfakeP50 = append(facadeP50, percentile(fw.lat, .5)), append(kfakeP50, percentile(kw.lat, .5))
+		}
+		f := func(xs []float64) string {
+			s := spreadOf(xs)
+			return strconv.FormatFloat(s.min, 'g', 3, 64) + " / " + strconv.FormatFloat(s.med, 'g', 3, 64) + " / " + strconv.FormatFloat(s.max, 'g', 3, 64)
+		}
+		b.Logf("issue 13 produce targets, %d rounds of %s (min / median / max):", targetRounds, targetWindow)
+		b.Logf("  (a) facade CPU-s per 1M records: %s (target <= 3.0)", f(cpu))
+		b.Logf("  (b) rec/s facade %s, direct %s, ratio %s (target >= 0.95); kfake %s", f(facadeRate), f(directRate), f(rateRatio), f(kfakeRate))
+		b.Logf("  (c) p99 ms facade %s, kfake %s, ratio %s (target <= 2); p50 ms facade %s, kfake %s",
+			f(facadeP99), f(kfakeP99), f(p99Ratio), f(facadeP50), f(kfakeP50))
+		for _, m := range []struct {
+			name string
+			xs   []float64
+		}{{"facade_cpu-s/Mrec", cpu}, {"facade_over_direct", rateRatio}, {"p99_facade_over_kfake", p99Ratio}} {
+			s := spreadOf(m.xs)
+			b.ReportMetric(s.min, m.name+"_min")
+			b.ReportMetric(s.med, m.name+"_median")
+			b.ReportMetric(s.max, m.name+"_max")
+		}
+	}
+}
+
+// profileFacade starts taking a CPU and an allocation profile of the facade
+// (its /debug/pprof over QUEEN_KAFKA_HTTP_ADDR) for most of a window, and
+// returns a func that waits for both and writes them to dir as
+// cpu-<round>.pprof and allocs-<round>.pprof. QK_BENCH_PROFILE_DIR turns it
+// on; the profiles cost the facade some CPU, so figures from such a run are
+// not the targets'.
+func profileFacade(b *testing.B, opsAddr, dir string, round int) func() {
+	secs := strconv.Itoa(int(targetWindow/time.Second) - 1)
+	var wg sync.WaitGroup
+	for _, kind := range []string{"profile", "allocs"} {
+		wg.Go(func() {
+			resp, err := http.Get("http://" + opsAddr + "/debug/pprof/" + kind + "?seconds=" + secs)
+			if err != nil {
+				b.Errorf("profile %s: %v", kind, err)
+				return
+			}
+			defer resp.Body.Close()
+			name := map[string]string{"profile": "cpu", "allocs": "allocs"}[kind]
+			out, err := os.Create(filepath.Join(dir, name+"-"+strconv.Itoa(round)+".pprof"))
+			if err == nil {
+				_, err = io.Copy(out, resp.Body)
+				err = errors.Join(err, out.Close())
+			}
+			if err != nil {
+				b.Errorf("profile %s: %v", kind, err)
+			}
+		})
+	}
+	return wg.Wait
+}
