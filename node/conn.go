@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/internal/bufpool"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 )
@@ -81,6 +82,20 @@ type queued struct {
 	lockstep bool
 	// raw: a SASL v0 token, read and answered without Kafka headers.
 	raw bool
+	// frame is the request's bytes, which req may alias (recycle).
+	frame []byte
+}
+
+// recycle gives a Produce request's frame back to the pool once it is
+// answered: nothing of a produce outlives its answer (its records are
+// envelopes in their own buffer by then, its strings are copies). Other
+// requests' frames are left to the collector, since a handler may keep
+// bytes they alias (a group member's metadata, a SASL token).
+func (q *queued) recycle() {
+	if q.hdr.key == kmsg.Produce.Int16() && q.frame != nil {
+		bufpool.Put(q.frame)
+		q.frame, q.req = nil, nil
+	}
 }
 
 func newConn(n *Node, nc net.Conn) *Conn {
@@ -322,9 +337,10 @@ func (c *Conn) readRequest(ctx context.Context) (queued, error) {
 	}
 	if err != nil {
 		c.release(int64(size))
+		bufpool.Put(frame)
 		return queued{}, err
 	}
-	q.size = int64(size)
+	q.size, q.frame = int64(size), frame
 	q.lockstep = c.mustAuthenticate()
 	return q, nil
 }
@@ -448,6 +464,7 @@ func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
 	// The request's bytes are garbage once handled; the response is
 	// bounded separately.
 	c.release(q.size)
+	defer q.recycle()
 	buf := *bufp
 	defer func() { *bufp = buf }()
 	if resp == nil {

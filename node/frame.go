@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/internal/bufpool"
 )
 
 // Frame ceilings of the operator page. maxFrame bounds every request and
@@ -63,27 +65,37 @@ func frameSize(prefix []byte, limit int32) (int32, error) {
 
 // readBody reads an n-byte frame body into a buffer that grows with what
 // has arrived: frameChunk first, then doubling, never past n. charge, when
-// set, is asked for every byte of buffer before it is allocated (a budget),
-// and its error ends the read. charged is what was asked of it, which the
-// caller gives back, on error as well; after a whole body it is n.
+// set, is asked for every byte of buffer before it is read into (a
+// budget), and its error ends the read. charged is what was asked of it,
+// which the caller gives back, on error as well; after a whole body it is
+// n. The buffers are pooled (bufpool): a frame the caller is done with may
+// be given back with bufpool.Put.
 func readBody(r io.Reader, n int32, charge func(int64) error) (frame []byte, charged int64, err error) {
 	var buf []byte
+	limit := 0 // the bytes charged so far, which buf may be filled to
 	for len(buf) < int(n) {
-		if len(buf) == cap(buf) {
-			grown := min(max(2*cap(buf), frameChunk), int(n))
+		if len(buf) == limit {
+			grown := min(max(2*limit, frameChunk), int(n))
 			if charge != nil {
-				if err := charge(int64(grown - cap(buf))); err != nil {
+				if err := charge(int64(grown - limit)); err != nil {
+					bufpool.Put(buf)
 					return nil, charged, err
 				}
-				charged += int64(grown - cap(buf))
+				charged += int64(grown - limit)
 			}
-			next := make([]byte, len(buf), grown)
-			copy(next, buf)
-			buf = next
+			if grown > cap(buf) {
+				// A pooled buffer may hold more than was charged; only
+				// what was charged is read into it.
+				next := append(bufpool.Get(grown), buf...)
+				bufpool.Put(buf)
+				buf = next
+			}
+			limit = grown
 		}
-		m, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		m, err := io.ReadFull(r, buf[len(buf):limit])
 		buf = buf[:len(buf)+m]
 		if err != nil {
+			bufpool.Put(buf)
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF // the frame had begun
 			}

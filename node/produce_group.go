@@ -40,6 +40,8 @@ const (
 	// itemOverhead is a push item's bytes around its payload, less the
 	// topic name: {"queue":"","partition":"123","payload":},
 	itemOverhead = 48
+	// dedupKeyShape sizes an item's transactionId and its field name.
+	dedupKeyShape = `,"transactionId":"kafka:1234567890:12:1234567890"`
 )
 
 // decoding is every produce request's decoder pool and the decode budget
@@ -84,8 +86,9 @@ func (n *Node) produceGroup(ctx context.Context, c *Conn, reqs []*kmsg.ProduceRe
 	// The group's decoded records are paid for on the process-wide budget
 	// until its push is over.
 	d := decoding.GetFor(c.Identity())
-	chunk, ends := d.Buffer(), []int(nil)
-	defer func() { d.Release(chunk) }() // the push is over before release
+	var chunk []byte
+	var ends []int
+	defer d.Release() // the push is over before release
 
 	var group []*groupReq
 	body := 0
@@ -373,26 +376,26 @@ func pushByRequest(ctx context.Context, c *Conn, parts []*producePart, ends []in
 // part's outcome; a failed call is every part's outcome, with the throttle
 // a 429 carries. A canceled call is returned.
 func pushShard(ctx context.Context, c *Conn, parts []*producePart, ends []int) error {
-	count := 0
+	size := 0
 	for _, p := range parts {
-		count += p.items[1] - p.items[0]
+		size += len(p.env) + (p.items[1]-p.items[0])*(itemOverhead+len(p.topic)+len(dedupKeyShape))
 	}
-	items := make([]queen.PushItem, 0, count)
+	push := queen.NewPushBatch(size)
 	for _, p := range parts {
 		part := strconv.FormatInt(int64(p.resp.Partition), 10)
-		from := len(items)
+		from := push.Len()
 		start := 0
 		for i := p.items[0]; i < p.items[1]; i++ {
-			it := queen.PushItem{Queue: p.topic, Partition: part, Payload: json.RawMessage(p.env[start:ends[i]])}
+			key := ""
 			if p.keys != nil {
-				it.TransactionID = p.keys[i-p.items[0]]
+				key = p.keys[i-p.items[0]]
 			}
-			items = append(items, it)
+			push.Add(p.topic, part, p.env[start:ends[i]], key)
 			start = ends[i]
 		}
-		p.pushed = [2]int{from, len(items)}
+		p.pushed = [2]int{from, push.Len()}
 	}
-	results, err := c.Queen().Push(ctx, items)
+	results, err := c.Queen().PushBatch(ctx, push)
 	if err != nil && queen.KindOf(err) == queen.KindTooLarge && parts[0].req != parts[len(parts)-1].req {
 		// Over Queen's body ceiling (QUEEN_MAX_BODY_BYTES, which may be
 		// set below coalesceBodyBytes) together: each request is pushed

@@ -12,7 +12,10 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/queen-mq/queen-kafka/internal/bufpool"
 )
 
 // Budgets of §0: connect 3 s, request 10 s, fetch 10 s + its long poll.
@@ -149,7 +152,11 @@ func (c *Client) call(ctx context.Context, route, suffix string, timeout time.Du
 func (c *Client) exchange(ctx context.Context, route, suffix string, timeout time.Duration, limit int64, in, out any) error {
 	method, path, _ := strings.Cut(route, " ")
 	var body io.Reader
-	if rb, ok := in.(rawBody); ok {
+	pooled, _ := in.(*pooledBody)
+	if pooled != nil {
+		defer pooled.release()
+		body = pooled.reader()
+	} else if rb, ok := in.(rawBody); ok {
 		body = bytes.NewReader(rb)
 	} else if in != nil {
 		b, err := encodeBody(in)
@@ -163,6 +170,10 @@ func (c *Client) exchange(ctx context.Context, route, suffix string, timeout tim
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path+suffix, body)
 	if err != nil {
 		return &Error{Kind: KindProtocol, Route: route, Message: err.Error(), Err: err}
+	}
+	if pooled != nil {
+		req.ContentLength = int64(len(pooled.buf))
+		req.GetBody = func() (io.ReadCloser, error) { return pooled.reader(), nil }
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.token != "" {
@@ -187,7 +198,16 @@ func (c *Client) exchange(ctx context.Context, route, suffix string, timeout tim
 	if resp.ContentLength > limit {
 		return tooLongError(route, resp.StatusCode, limit)
 	}
-	raw, ok, err := readAnswer(resp.Body, limit)
+	var raw []byte
+	var ok bool
+	if _, copies := out.(answerCopier); copies {
+		// Decoded into copies: the answer's buffer is the pool's again
+		// once decoded.
+		raw, ok, err = readPooledAnswer(resp.Body, resp.ContentLength, limit)
+		defer func() { bufpool.Put(raw) }()
+	} else {
+		raw, ok, err = readAnswer(resp.Body, limit)
+	}
 	if err != nil {
 		return transportError(ctx, route, err)
 	}
@@ -213,8 +233,53 @@ func (c *Client) exchange(ctx context.Context, route, suffix string, timeout tim
 // answers, see decodePushResponse and decodeFetchResponse).
 type bodyDecoder interface{ decodeBody(raw []byte) error }
 
+// answerCopier is a bodyDecoder that keeps nothing of the bytes it
+// decodes, so that they may be read into a pooled buffer.
+type answerCopier interface {
+	bodyDecoder
+	copiesAnswer()
+}
+
 // rawBody is a request body a route has already rendered as JSON.
 type rawBody []byte
+
+// pooledBody is a request body rendered into a bufpool buffer. The
+// transport may still be reading a body after Do returns (it writes from
+// its own goroutine, and closes the body once written), so the buffer goes
+// back to the pool only when every reader made of it has been closed;
+// otherwise it is left to the collector.
+type pooledBody struct {
+	buf  []byte
+	open atomic.Int32
+}
+
+// reader is a fresh reader over the body (the request's, and one per
+// GetBody rewind).
+func (p *pooledBody) reader() io.ReadCloser {
+	p.open.Add(1)
+	return &pooledReader{Reader: bytes.NewReader(p.buf), body: p}
+}
+
+// release is called once the call is over.
+func (p *pooledBody) release() {
+	if p.open.Load() == 0 {
+		bufpool.Put(p.buf)
+	}
+	p.buf = nil
+}
+
+type pooledReader struct {
+	*bytes.Reader
+	body   *pooledBody
+	closed atomic.Bool
+}
+
+func (r *pooledReader) Close() error {
+	if r.closed.CompareAndSwap(false, true) {
+		r.body.open.Add(-1)
+	}
+	return nil
+}
 
 // encodeBody renders a request body without HTML escaping: json.Marshal would
 // rewrite '<', '>' and '&' inside payloads (header names of the envelope) as

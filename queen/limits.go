@@ -3,6 +3,8 @@ package queen
 import (
 	"fmt"
 	"io"
+
+	"github.com/queen-mq/queen-kafka/internal/bufpool"
 )
 
 // Every answer body is read through a limit: the most the contract lets that
@@ -61,16 +63,6 @@ func fetchAnswerLimit(req FetchRequest) int64 {
 	return n
 }
 
-// pushAnswerLimit is the most a push answer for items may hold: one result
-// per item, echoing its queue and its transactionId.
-func pushAnswerLimit(items []PushItem) int64 {
-	n := int64(answerSlack)
-	for i := range items {
-		n += pushResultFrame + int64(len(items[i].Queue)+2*len(items[i].TransactionID))
-	}
-	return n
-}
-
 // txnAnswerLimit is the most a transaction answer for req may hold: one push
 // echo per item and the kv rider's results.
 func txnAnswerLimit(req TxnRequest) int64 {
@@ -89,6 +81,31 @@ func readAnswer(body io.Reader, limit int64) (raw []byte, ok bool, err error) {
 		return raw[:limit], false, err
 	}
 	return raw, true, err
+}
+
+// readPooledAnswer is readAnswer into a bufpool buffer, sized by the
+// declared length when there is one; the caller gives raw back.
+func readPooledAnswer(body io.Reader, declared, limit int64) (raw []byte, ok bool, err error) {
+	raw = bufpool.Get(int(min(max(declared+1, 4<<10), limit+1)))
+	for {
+		if len(raw) == cap(raw) {
+			grown := append(bufpool.Get(int(min(2*int64(cap(raw)), limit+1))), raw...)
+			bufpool.Put(raw)
+			raw = grown
+		}
+		n := min(int64(cap(raw)), limit+1)
+		m, rerr := body.Read(raw[len(raw):n])
+		raw = raw[:len(raw)+m]
+		if int64(len(raw)) > limit {
+			return raw[:limit], false, nil
+		}
+		if rerr == io.EOF {
+			return raw, true, nil
+		}
+		if rerr != nil {
+			return raw, true, rerr
+		}
+	}
 }
 
 func tooLongError(route string, status int, limit int64) error {

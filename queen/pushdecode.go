@@ -35,6 +35,10 @@ func decodePushResponse(body []byte) ([]pushResultWire, error) {
 // pushDecoder plugs decodePushResponse into Client.call.
 type pushDecoder struct{ results []pushResultWire }
 
+// copiesAnswer: every string of the results is cut from a copy of the body
+// (decodePushResponse), so its buffer may be reused.
+func (*pushDecoder) copiesAnswer() {}
+
 func (d *pushDecoder) decodeBody(raw []byte) (err error) {
 	d.results, err = decodePushResponse(raw)
 	return err

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/queen-mq/queen-kafka/internal/bufpool"
 )
 
 // Each route is "METHOD path": call builds the request from it and every
@@ -95,42 +97,86 @@ type txnResponseWire struct {
 	Results []txnResultWire `json:"results"`
 }
 
-// pushBody renders {"items":[…]} by hand: encoding/json would re-scan and
-// compact every payload (most of the client's CPU on the produce path),
-// while the broker stores a payload byte for byte anyway. Payloads are sent
-// verbatim, so each must hold exactly one JSON value (AppendEnvelope's
-// output always does); an empty one is sent as null.
-func pushBody(items []PushItem) rawBody {
+// PushBatch is the body of one push, rendered item by item straight into a
+// pooled buffer (bufpool): encoding/json would re-scan and compact every
+// payload (most of the client's CPU on the produce path), and a list of
+// PushItems rendered afterwards costs a second copy and a fresh body per
+// push. Payloads are sent verbatim, so each must hold exactly one JSON
+// value (AppendEnvelope's output always does); an empty one is sent as
+// null. Client.PushBatch sends it and gives the buffer back.
+type PushBatch struct {
+	body  []byte
+	items int
+	// answer is the most the push's answer may hold: one result per item,
+	// echoing its queue and its transactionId.
+	answer int64
+	// head is the rendered start of the last item, up to its payload,
+	// reused while the queue and partition repeat.
+	head            []byte
+	headQ, headPart string
+}
+
+// NewPushBatch starts a push whose body is expected to take about size
+// bytes (a hint: the buffer grows past it).
+func NewPushBatch(size int) *PushBatch {
+	b := &PushBatch{body: bufpool.Get(size + 16), answer: answerSlack}
+	b.body = append(b.body, `{"items":[`...)
+	return b
+}
+
+// Len is the number of items added.
+func (b *PushBatch) Len() int { return b.items }
+
+// Add appends one item; partition and transactionID may be empty (none).
+func (b *PushBatch) Add(queue, partition string, payload []byte, transactionID string) {
+	need := len(payload) + len(transactionID) + 64
+	if b.headQ != queue || b.headPart != partition || b.head == nil {
+		b.headQ, b.headPart = queue, partition
+		b.head = append(b.head[:0], `{"queue":`...)
+		b.head = AppendJSONString(b.head, queue)
+		if partition != "" {
+			b.head = append(b.head, `,"partition":`...)
+			b.head = AppendJSONString(b.head, partition)
+		}
+		b.head = append(b.head, `,"payload":`...)
+	}
+	need += len(b.head)
+	if cap(b.body)-len(b.body) < need {
+		// Grown through the pool, by doubling: a few copies per push.
+		grown := append(bufpool.Get(max(2*cap(b.body), len(b.body)+need)), b.body...)
+		bufpool.Put(b.body)
+		b.body = grown
+	}
+	if b.items > 0 {
+		b.body = append(b.body, ',')
+	}
+	b.body = append(b.body, b.head...)
+	if len(payload) == 0 {
+		b.body = append(b.body, "null"...)
+	} else {
+		b.body = append(b.body, payload...)
+	}
+	if transactionID != "" {
+		b.body = append(b.body, `,"transactionId":`...)
+		b.body = AppendJSONString(b.body, transactionID)
+	}
+	b.body = append(b.body, '}')
+	b.items++
+	b.answer += pushResultFrame + int64(len(queue)+2*len(transactionID))
+}
+
+// pushBody renders items as one body (Push, and the tests of the body).
+func pushBody(items []PushItem) *PushBatch {
 	n := 16
 	for i := range items {
 		n += 64 + len(items[i].Queue) + len(items[i].Partition) + len(items[i].Payload) + len(items[i].TransactionID)
 	}
-	b := make([]byte, 0, n)
-	b = append(b, `{"items":[`...)
+	b := NewPushBatch(n)
 	for i := range items {
 		it := &items[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"queue":`...)
-		b = AppendJSONString(b, it.Queue)
-		if it.Partition != "" {
-			b = append(b, `,"partition":`...)
-			b = AppendJSONString(b, it.Partition)
-		}
-		b = append(b, `,"payload":`...)
-		if len(it.Payload) == 0 {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, it.Payload...)
-		}
-		if it.TransactionID != "" {
-			b = append(b, `,"transactionId":`...)
-			b = AppendJSONString(b, it.TransactionID)
-		}
-		b = append(b, '}')
+		b.Add(it.Queue, it.Partition, it.Payload, it.TransactionID)
 	}
-	return append(b, "]}"...)
+	return b
 }
 
 // Push stores items (§5). The results are returned in item order; a missing
@@ -140,23 +186,36 @@ func (c *Client) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	if len(items) == 0 {
 		return nil, nil
 	}
+	return c.PushBatch(ctx, pushBody(items))
+}
+
+// PushBatch is Push of the items added to b, which is given back to the
+// pool whatever the outcome: b may not be used afterwards.
+func (c *Client) PushBatch(ctx context.Context, b *PushBatch) ([]PushResult, error) {
+	n := b.items
+	if n == 0 {
+		bufpool.Put(b.body)
+		return nil, nil
+	}
+	body, limit := &pooledBody{buf: append(b.body, "]}"...)}, b.answer
+	*b = PushBatch{}
 	var dec pushDecoder
-	if err := c.call(ctx, routePush, "", c.timeout, pushAnswerLimit(items), pushBody(items), &dec); err != nil {
+	if err := c.call(ctx, routePush, "", c.timeout, limit, body, &dec); err != nil {
 		return nil, err
 	}
 	raw := dec.results
-	if len(raw) != len(items) {
-		return nil, protocolError(routePush, "%d results for %d items", len(raw), len(items))
+	if len(raw) != n {
+		return nil, protocolError(routePush, "%d results for %d items", len(raw), n)
 	}
-	out := make([]PushResult, len(items))
-	seen := make([]bool, len(items))
+	out := make([]PushResult, n)
+	seen := make([]bool, n)
 	for i, w := range raw {
 		if w.Index == nil {
 			return nil, protocolError(routePush, "result %d carries no index", i)
 		}
 		r := w.PushResult
 		r.Index = *w.Index
-		if r.Index < 0 || r.Index >= len(items) || seen[r.Index] {
+		if r.Index < 0 || r.Index >= n || seen[r.Index] {
 			return nil, protocolError(routePush, "result index %d repeated or out of range", r.Index)
 		}
 		if r.Status == StatusQueued || r.Status == StatusDuplicate {

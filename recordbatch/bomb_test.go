@@ -30,16 +30,13 @@ func decodeRequest(ctx context.Context, p *recordbatch.Pool, raw []byte) (*recor
 		return f, nil
 	}
 	d := p.Get()
-	var out []byte
-	defer func() { d.Release(out) }()
+	defer d.Release()
 	for {
 		d.StartRequest()
-		var f *recordbatch.Fault
-		out, _, f = d.Envelopes(&b, "bombs", d.Buffer(), nil)
+		_, _, f := d.Envelopes(&b, "bombs", nil, nil)
 		if !f.Busy() {
 			return f, nil
 		}
-		out = nil
 		if err := d.Restart(ctx); err != nil {
 			return nil, err
 		}

@@ -5,11 +5,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/internal/bufpool"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -106,12 +106,14 @@ func ParseProduce(raw []byte, rb *kmsg.RecordBatch) *Fault {
 type Decoder struct {
 	pool    *Pool
 	scratch []byte
-	// out holds a request's envelopes until its push has returned; kept
-	// across requests so that the buffer is not regrown (in 1.25x steps,
-	// each a full copy) for every request.
-	out  []byte
-	rec  kmsg.Record
-	hdrs []queen.Header
+	// arrays are the envelope buffers this use took from bufpool, each
+	// sized once for a batch's envelopes (and filled further by the
+	// batches after it while they fit); Release gives them back once the
+	// push that reads them has returned, so that a request's envelopes
+	// cost no fresh allocation, zeroing or regrowth.
+	arrays [][]byte
+	rec    kmsg.Record
+	hdrs   []queen.Header
 
 	// claim pays for the scratch buffer's growth and for the records'
 	// cost on the pool's budget; nil pays nothing (only the package's
@@ -135,11 +137,6 @@ var faultBudgetBusy = &Fault{Code: kerr.MessageTooLarge.Code, Msg: "decode budge
 
 // scratchKeep is the largest decompression buffer a pooled decoder keeps.
 const scratchKeep = 4 << 20
-
-// Buffer is the envelope buffer the decoder kept from its last use,
-// emptied: the caller appends envelopes to it and hands it back with
-// Release once they are no longer read.
-func (d *Decoder) Buffer() []byte { return d.out[:0] }
 
 // StartRequest begins the decode of one produce request: its allowance of
 // decompressed bytes and its record cost start afresh (a request decoded
@@ -167,30 +164,37 @@ func (d *Decoder) Envelopes(rb *kmsg.RecordBatch, topic string, buf []byte, ends
 // caps are counted in it.
 func (d *Decoder) RecordBytes() int64 { return d.recordBytes }
 
-// Restart drops the decompression buffer and gives back everything the
-// claim holds after a Busy fault, then waits, holding nothing, until the
+// Restart drops the decompression buffer and the envelope buffers and
+// gives back everything the claim holds after a Busy fault, then waits, holding nothing, until the
 // budget can give the claim what it had reached and as much again. The
 // caller drops the envelopes it had appended and decodes the request again.
 func (d *Decoder) Restart(ctx context.Context) error {
 	d.scratch = nil
+	d.putArrays()
 	return d.claim.restart(ctx)
 }
 
-// Release gives back the decoder's claim on the budget and the decoder to
-// its pool, keeping out (the envelope buffer the caller last appended to)
-// for its next use. Neither the decoder nor out may be used afterwards.
-func (d *Decoder) Release(out []byte) {
+// putArrays gives back the envelope buffers taken so far.
+func (d *Decoder) putArrays() {
+	for i, a := range d.arrays {
+		bufpool.Put(a)
+		d.arrays[i] = nil
+	}
+	d.arrays = d.arrays[:0]
+}
+
+// Release gives back the decoder's claim on the budget, the envelope
+// buffers it took (bufpool), and the decoder to its pool. Neither the
+// decoder nor any envelope it appended to a buffer of its own may be used
+// afterwards.
+func (d *Decoder) Release() {
 	if d.claim != nil {
 		d.claim.release()
 	}
-	d.out = out
+	d.putArrays()
 	if cap(d.scratch) > scratchKeep {
 		d.scratch = nil
 	}
-	if cap(d.out) > scratchKeep {
-		d.out = nil
-	}
-	d.out = d.out[:0]
 	d.claim, d.recordCost, d.allowance, d.topicLen, d.recordBytes = nil, 0, 0, 0, 0
 	d.rec = kmsg.Record{Headers: d.rec.Headers[:0]}
 	clear(d.hdrs)
@@ -261,7 +265,13 @@ func (d *Decoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, allowa
 	if f := payRecords(est); f != nil {
 		return fail(f)
 	}
-	buf = slices.Grow(buf, est)
+	if cap(buf)-len(buf) < est {
+		// An array of its own, from the pool (given back on Release); the
+		// batches after this one continue in it while they fit.
+		a := append(bufpool.Get(len(buf)+est), buf...)
+		d.arrays = append(d.arrays, a)
+		buf = a
+	}
 	logAppend := rb.Attributes&AttrLogAppendTime != 0
 	recordOverhead := d.pool.recordOverhead
 	for i := int32(0); i < rb.NumRecords; i++ {

@@ -29,7 +29,7 @@ func BenchmarkProduceDecodeEnvelope(b *testing.B) {
 		d := pool.GetUnpaid()
 		var f *recordbatch.Fault
 		buf, ends, _, f = d.EnvelopesWithin(&rb, buf[:0], ends[:0], maxDecompressed)
-		d.Release(nil)
+		d.Release()
 		if f != nil {
 			b.Fatal(f)
 		}

@@ -29,7 +29,7 @@ func FuzzRecordBatchDecode(f *testing.F) {
 			}
 		}
 		d := pool.GetUnpaid()
-		defer d.Release(nil)
+		defer d.Release()
 		const allowance = 1 << 20
 		buf, ends, spent, f := d.EnvelopesWithin(&rb, nil, nil, allowance)
 		if spent > allowance {

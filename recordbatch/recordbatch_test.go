@@ -33,7 +33,7 @@ func decodeEnvelopes(t testing.TB, raw []byte) ([]queen.Record, *recordbatch.Fau
 		return nil, f
 	}
 	d := pool.GetUnpaid()
-	defer d.Release(nil)
+	defer d.Release()
 	buf, ends, _, f := d.EnvelopesWithin(&rb, nil, nil, maxDecompressed)
 	if f != nil {
 		return nil, f
@@ -92,7 +92,7 @@ func TestRecordBatchLogAppendTimeOmitsTimestamp(t *testing.T) {
 	var rb kmsg.RecordBatch
 	require.Nil(t, recordbatch.ParseProduce(raw, &rb))
 	d := pool.GetUnpaid()
-	defer d.Release(nil)
+	defer d.Release()
 	buf, _, _, f := d.EnvelopesWithin(&rb, nil, nil, maxDecompressed)
 	require.Nil(t, f)
 	require.NotContains(t, string(buf), `"t":`, "the append time is Queen's, not a producer's")
@@ -167,7 +167,7 @@ func TestRecordBatchDecompressionBomb(t *testing.T) {
 	var rb kmsg.RecordBatch
 	require.Nil(t, recordbatch.ParseProduce(raw, &rb))
 	d := pool.GetUnpaid()
-	defer d.Release(nil)
+	defer d.Release()
 	_, _, _, f := d.EnvelopesWithin(&rb, nil, nil, 1<<19)
 	require.NotNil(t, f)
 	require.Equal(t, kerr.MessageTooLarge.Code, f.Code)
@@ -238,6 +238,6 @@ func TestRecordBytes(t *testing.T) {
 		_, _, f = d.Envelopes(&rb, "orders", nil, nil)
 		require.NotNil(t, f)
 		require.Zero(t, d.RecordBytes(), "a refused batch weighs nothing")
-		d.Release(nil)
+		d.Release()
 	}
 }

@@ -1,0 +1,69 @@
+// Package bufpool keeps large byte buffers for reuse: the produce path's
+// request frames, push bodies and push answers, each up to megabytes. Made
+// fresh per request they cost the process a zeroing, page faults on memory
+// the scavenger gave back, and a collection soon after; pooled, a buffer
+// of the size one request needed is there for the next.
+//
+// Buffers come in size classes four to a power of two (64 KiB, 80, 96,
+// 112, 128, 160, …), so that a buffer holds its request's bytes with at
+// most a quarter to spare, and a class's buffers serve every request of
+// that size. The pools are sync.Pools: what is not reused is collected.
+package bufpool
+
+import (
+	"math/bits"
+	"sync"
+)
+
+const (
+	// minShift is the smallest class, 64 KiB: smaller buffers cost too
+	// little to pool.
+	minShift = 16
+	// maxShift bounds the classes, 256 MiB: no request is larger (the
+	// frame ceiling is 100 MiB).
+	maxShift = 28
+	perShift = 4
+)
+
+var pools [(maxShift - minShift + 1) * perShift]sync.Pool // *[]byte
+
+// class is the index and size of the smallest class holding n bytes;
+// ok is false for n above the largest class.
+func class(n int) (idx, size int, ok bool) {
+	if n <= 1<<minShift {
+		return 0, 1 << minShift, true
+	}
+	k := bits.Len(uint(n-1)) - 1 // 2^k < n <= 2^(k+1)
+	if k+1 > maxShift {
+		return 0, 0, false
+	}
+	step := 1 << k / perShift
+	j := (n - 1<<k + step - 1) / step // 1..perShift
+	return (k-minShift)*perShift + j - 1, 1<<k + j*step, true
+}
+
+// Get returns an empty buffer of capacity at least n, pooled when one is
+// free, else fresh; below the smallest class and past the largest one it
+// is made to measure, never pooled.
+func Get(n int) []byte {
+	idx, size, ok := class(n)
+	if !ok || n < 1<<minShift {
+		return make([]byte, 0, n)
+	}
+	if p, _ := pools[idx].Get().(*[]byte); p != nil {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, size)
+}
+
+// Put gives b back for reuse; the caller must not touch it afterwards. A
+// buffer whose capacity is not a class size (one Get did not make, or a
+// small one) is left to the collector.
+func Put(b []byte) {
+	idx, size, ok := class(cap(b))
+	if !ok || size != cap(b) || cap(b) < 1<<minShift {
+		return
+	}
+	b = b[:0]
+	pools[idx].Put(&b)
+}
