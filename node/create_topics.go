@@ -21,6 +21,8 @@ type createPlan struct {
 	config  kafkaTopicConfig
 }
 
+// CreateTopics v2–v7; v7 answers each created topic's id.
+
 // handleCreateTopics creates queues. The declared width is recorded under
 // qk:topiccfg:<topic> BEFORE the queue is created, so that no Metadata can
 // see the queue without its floor; the configure call sends the queue and
@@ -78,6 +80,13 @@ func (n *Node) handleCreateTopics(ctx context.Context, c *Conn, req *kmsg.Create
 	}
 	if len(created) > 0 {
 		n.bindCreated(ctx, c, cat, created)
+	}
+	for _, p := range created {
+		// v7: the new queue's id, from the listing bindCreated took; zero
+		// (Kafka's "none") when that listing failed or lacks it.
+		if id, ok := cat.TopicID(p.name); ok {
+			resp.Topics[p.idx].TopicID = id
+		}
 	}
 	return resp, nil
 }

@@ -10,25 +10,66 @@ import (
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
+// DeleteTopics v1–v6. v6 names each topic by name or by id (KIP-516) and
+// answers both.
+
 // handleDeleteTopics drops each named queue, and then its qk:topiccfg
 // record and every group's committed offsets of it (Queen's delete leaves
 // the KV store alone).
 func (n *Node) handleDeleteTopics(ctx context.Context, c *Conn, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	cat := n.cats.forConn(c)
-	for _, name := range req.TopicNames {
+	answer := func(name *string, id [16]byte, code int16, msg string, throttle int32) {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
-		rt.Topic = kmsg.StringPtr(name)
-		code, msg, throttle := n.deleteTopic(ctx, c, cat, name)
+		rt.Topic, rt.TopicID = name, id
 		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 		rt.ErrorCode, rt.ErrorMessage = code, errorMessage(code, msg)
 		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.Version < 6 {
+		for _, name := range req.TopicNames {
+			code, msg, throttle := n.deleteTopic(ctx, c, cat, name)
+			answer(kmsg.StringPtr(name), [16]byte{}, code, msg, throttle)
+		}
+		return resp, nil
+	}
+	_ = cat.ensure(ctx, c, false) // for the ids of topics named by name; a failure leaves them zero
+	for _, t := range req.Topics {
+		byID := t.TopicID != ([16]byte{})
+		switch {
+		case t.Topic != nil && byID:
+			answer(t.Topic, t.TopicID, kerr.InvalidRequest.Code, "You may not specify both topic name and topic id.", 0)
+		case t.Topic != nil:
+			id, _ := cat.TopicID(*t.Topic)
+			code, msg, throttle := n.deleteTopic(ctx, c, cat, *t.Topic)
+			if code != 0 {
+				id = [16]byte{}
+			}
+			answer(t.Topic, id, code, msg, throttle)
+		case !byID:
+			answer(nil, [16]byte{}, kerr.InvalidRequest.Code, "Neither topic name nor id were specified.", 0)
+		default:
+			// Queen deletes by name: the name the id resolves to now.
+			name, _, ok, err := n.topicByID(ctx, c, t.TopicID)
+			if err != nil {
+				code, throttle, msg := topicWriteFault(err)
+				c.log.Warn("delete topic by id: topic list unavailable", "err", err)
+				answer(nil, t.TopicID, code, msg, throttle)
+				continue
+			}
+			if !ok {
+				answer(nil, t.TopicID, kerr.UnknownTopicID.Code, unknownTopicIDMsg, 0)
+				continue
+			}
+			code, msg, throttle := n.deleteTopic(ctx, c, cat, name)
+			answer(kmsg.StringPtr(name), t.TopicID, code, msg, throttle)
+		}
 	}
 	return resp, nil
 }
 
 func (n *Node) deleteTopic(ctx context.Context, c *Conn, cat *catalog, name string) (int16, string, int32) {
-	if topicNameError(name) != "" || internalTopic(name) {
+	if !addressable(name) {
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("There is no queue named %q: it is not a name a Kafka topic can have here.", name), 0
 	}
 	res, err := c.Queen().DeleteQueue(ctx, name)

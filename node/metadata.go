@@ -12,6 +12,11 @@ import (
 // creates the next hundred.
 const maxAutoCreates = 100
 
+// Metadata v0–v13. v10 adds topic ids to the answer (topic_ids.go), v11
+// drops the cluster's authorized operations, v12 lets a request name topics
+// by id (null names), v13 adds a top-level error code, always 0 here: the
+// facade never asks a client to rebootstrap (KIP-1102).
+
 // handleMetadata answers brokers and topics from the topology and the
 // catalogue, auto-creating named topics the client allows it to.
 func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRequest) (kmsg.Response, error) {
@@ -45,10 +50,23 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 		n.metaAllTopics(c, cat, resp)
 		return resp, nil
 	}
+	if req.Version < 12 && namesByIDOrNull(req) {
+		// Kafka refuses the request: topic ids in requests begin at v12.
+		for _, rt := range req.Topics {
+			resp.Topics = append(resp.Topics, n.metaTopicError(rt.Topic, kerr.InvalidRequest.Code))
+		}
+		return resp, nil
+	}
 
 	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
 	created, refreshed := 0, false
+	var autoCreated []int // their answers' indexes, to give them ids
 	for _, rt := range req.Topics {
+		if rt.TopicID != ([16]byte{}) {
+			// v12+: by id, whatever the name says; never created.
+			resp.Topics = append(resp.Topics, n.metaTopicByID(ctx, c, cat, rt.TopicID, &resp.ThrottleMillis))
+			continue
+		}
 		if rt.Topic == nil {
 			resp.Topics = append(resp.Topics, n.metaTopicError(rt.Topic, kerr.InvalidTopicException.Code))
 			continue
@@ -63,7 +81,7 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 			continue
 		}
 		if t, ok := cat.find(ctx, c, name); ok {
-			resp.Topics = append(resp.Topics, n.metaTopic(name, cat.width(t)))
+			resp.Topics = append(resp.Topics, n.metaTopic(name, cat.width(t), t.id))
 			continue
 		}
 		if !allowCreate {
@@ -86,7 +104,7 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 				continue
 			}
 			if t, ok := cat.lookup(name); ok {
-				resp.Topics = append(resp.Topics, n.metaTopic(name, cat.width(t)))
+				resp.Topics = append(resp.Topics, n.metaTopic(name, cat.width(t), t.id))
 				continue
 			}
 		}
@@ -101,9 +119,59 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 		c.log.Info("topic auto-created", "topic", name, "client_id", c.ClientID())
 		cat.added(name, nil)
 		t, _ := cat.lookup(name)
-		resp.Topics = append(resp.Topics, n.metaTopic(name, cat.width(t)))
+		autoCreated = append(autoCreated, len(resp.Topics))
+		resp.Topics = append(resp.Topics, n.metaTopic(name, cat.width(t), t.id))
+	}
+	if len(autoCreated) > 0 && req.Version >= 10 {
+		n.idsOfCreated(ctx, c, cat, resp, autoCreated)
 	}
 	return resp, nil
+}
+
+// namesByIDOrNull reports whether a request names a topic by id or by a
+// null name, which only v12+ may.
+func namesByIDOrNull(req *kmsg.MetadataRequest) bool {
+	for _, rt := range req.Topics {
+		if rt.Topic == nil || rt.TopicID != ([16]byte{}) {
+			return true
+		}
+	}
+	return false
+}
+
+// metaTopicByID answers a topic requested by id: the topic, or Kafka's
+// UNKNOWN_TOPIC_ID entry (null name, the id asked for). A failed catalogue
+// read is answered as for a name.
+func (n *Node) metaTopicByID(ctx context.Context, c *Conn, cat *catalog, id [16]byte, throttle *int32) kmsg.MetadataResponseTopic {
+	name, width, ok, err := n.topicByID(ctx, c, id)
+	if err != nil {
+		code, th, _ := topicFault(err)
+		*throttle = max(*throttle, th)
+		t := n.metaTopicError(nil, code)
+		t.TopicID = id
+		return t
+	}
+	if !ok {
+		t := n.metaTopicError(nil, kerr.UnknownTopicID.Code)
+		t.TopicID = id
+		return t
+	}
+	return n.metaTopic(name, width, id)
+}
+
+// idsOfCreated gives the topics this request auto-created their ids: the
+// queues exist now, so one listing names them. Without it the client
+// learns the ids at its next Metadata; a failed listing leaves them zero
+// (Kafka's "no id"), never a provisional id.
+func (n *Node) idsOfCreated(ctx context.Context, c *Conn, cat *catalog, resp *kmsg.MetadataResponse, idx []int) {
+	if err := cat.ensure(ctx, c, true); err != nil {
+		return
+	}
+	for _, i := range idx {
+		if id, ok := cat.TopicID(*resp.Topics[i].Topic); ok {
+			resp.Topics[i].TopicID = id
+		}
+	}
 }
 
 // metaAllTopics lists every addressable topic, within the 200,000-partition
@@ -114,7 +182,7 @@ func (n *Node) metaAllTopics(c *Conn, cat *catalog, resp *kmsg.MetadataResponse)
 	omitted, omittedParts := 0, 0
 	for _, t := range cat.list() {
 		name := t.queue.Name
-		if internalTopic(name) || topicNameError(name) != "" {
+		if !addressable(name) {
 			continue // a Kafka client cannot address it
 		}
 		w := cat.width(t)
@@ -124,16 +192,19 @@ func (n *Node) metaAllTopics(c *Conn, cat *catalog, resp *kmsg.MetadataResponse)
 			continue
 		}
 		budget -= int(w)
-		resp.Topics = append(resp.Topics, n.metaTopic(name, w))
+		resp.Topics = append(resp.Topics, n.metaTopic(name, w, t.id))
 	}
 	if omitted > 0 {
 		c.log.Warn("metadata: all-topics listing cut at the partition budget", "omitted_topics", omitted, "omitted_partitions", omittedParts, "budget", maxListedPartitions)
 	}
 }
 
-func (n *Node) metaTopic(name string, width int32) kmsg.MetadataResponseTopic {
+// metaTopic answers a topic: its id (encoded from v10; zero while this
+// process created it and no listing has named it yet), its partitions.
+func (n *Node) metaTopic(name string, width int32, id [16]byte) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	t.Topic = &name
+	t.TopicID = id
 	t.Partitions = make([]kmsg.MetadataResponseTopicPartition, width)
 	for i := range t.Partitions {
 		p := &t.Partitions[i]

@@ -11,7 +11,7 @@ import (
 	"github.com/queen-mq/queen-kafka/txn"
 )
 
-// Produce v3–v9. Each record becomes one Queen message whose payload is the
+// Produce v3–v13. Each record becomes one Queen message whose payload is the
 // envelope of seed 001; Kafka partition n is Queen partition "n". A request
 // is ONE push (Queen stores each partition's items together, at contiguous
 // offsets), and the base offset answered is the one Queen assigned. Produce
@@ -22,13 +22,23 @@ import (
 // writes nothing: its batches, sequenced like idempotent ones, are staged
 // in the transaction (package txn) and answered base_offset -1 until
 // EndTxn(commit) writes them all.
+//
+// v10 (KIP-951) adds leader hints to NOT_LEADER_OR_FOLLOWER answers, which
+// Produce never gives: any node writes any partition. v11 lets a broker
+// answer TRANSACTION_ABORTABLE; the facade keeps its v10 codes, valid at
+// every version. v12 changes only what a transactional produce means under
+// the finalized feature transaction.version >= 2 (KIP-890 part 2), which
+// ApiVersions never advertises, so a transaction still adds its partitions
+// with AddPartitionsToTxn (clients cap a transaction at v11 then). v13 names
+// topics by id (topicVerdicts.ofID): an unknown id is UNKNOWN_TOPIC_ID.
 
 // producePart is one partition of a produce request on its way through.
 type producePart struct {
-	topic string
-	resp  *kmsg.ProduceResponseTopicPartition
-	raw   []byte
-	rb    kmsg.RecordBatch
+	topic   string
+	topicID [16]byte // v13: how the request named the topic
+	resp    *kmsg.ProduceResponseTopicPartition
+	raw     []byte
+	rb      kmsg.RecordBatch
 
 	env    []byte // its envelopes, item i ending at ends[i]
 	items  [2]int // [first, end) of its envelopes' ends
@@ -87,14 +97,14 @@ func produceParts(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) []*produ
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := &resp.Topics[i]
-		st.Topic = rt.Topic
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for j := range rt.Partitions {
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rt.Partitions[j].Partition
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
-			parts = append(parts, &producePart{topic: rt.Topic, resp: sp, raw: rt.Partitions[j].Records})
+			parts = append(parts, &producePart{topic: rt.Topic, topicID: rt.TopicID, resp: sp, raw: rt.Partitions[j].Records})
 		}
 	}
 	return parts
@@ -123,6 +133,17 @@ func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *k
 	topics := n.topicVerdicts(c, pushFault, &resp.ThrottleMillis)
 	seen := make(map[topicPartition]bool, len(parts))
 	for _, p := range parts {
+		if version >= 13 {
+			name, tv, err := topics.ofID(ctx, p.topicID)
+			if err != nil {
+				return nil, err
+			}
+			if name == "" {
+				p.fail(tv.code, tv.msg)
+				continue
+			}
+			p.topic = name
+		}
 		k := topicPartition{p.topic, p.resp.Partition}
 		if seen[k] {
 			// One batch per partition per request: a second would be

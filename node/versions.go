@@ -10,14 +10,14 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // handler lands, then regenerate the README's matrix:
 // go test ./node/ -run TestREADMESupportMatrix -update.
 var apiTable = []apiRow{
-	{kmsg.Produce.Int16(), 3, 9, handle((*Node).handleProduce), // 0
-		"Floor: v3 is the first version whose records are RecordBatch v2. Ceiling: v10 adds the leader-change hint `current_leader`; v13 addresses topics by id."},
+	{kmsg.Produce.Int16(), 3, 13, handle((*Node).handleProduce), // 0
+		"Floor: v3 is the first version whose records are RecordBatch v2. v10's leader hints ride only on NOT_LEADER_OR_FOLLOWER, which Produce never answers; v11's TRANSACTION_ABORTABLE is never needed (v10's codes stand); v12 changes only transactions under `transaction.version` >= 2, never advertised, so AddPartitionsToTxn stays required; v13 names topics by id. Ceiling: kmsg's newest."},
 	{kmsg.Fetch.Int16(), 4, 12, handle((*Node).handleFetch), // 1
 		"Ceiling: v13 addresses topics by id. v7–v12 are answered whole: fetch sessions (KIP-227) with a per-node cache of 1,000, leader epochs -1 (nothing is fenced or diverges), preferred_read_replica -1. v4 is the schema's own floor."},
 	{kmsg.ListOffsets.Int16(), 1, 10, handle((*Node).handleListOffsets), // 2
 		"Ceiling: v11's -6 (earliest pending upload, KIP-1023) has no settled answer without tiered storage. v7's MAX_TIMESTAMP is exact on the append clock; v8's -4 is the log start and v9's -5 is -1, as Kafka answers without tiered storage; v10's timeout only bounds tiered reads. v1 is the schema's own floor."},
-	{kmsg.Metadata.Int16(), 0, 9, handle((*Node).handleMetadata), // 3
-		"Ceiling: v10 adds topic ids. v9 is already the flexible encoding and carries every field a client needs."},
+	{kmsg.Metadata.Int16(), 0, 13, handle((*Node).handleMetadata), // 3
+		"v10 answers topic ids (the Queen queue's id), v12 takes topics by id, v13's top-level error is always 0 (no rebootstrap is ever asked). Ceiling: kmsg's newest."},
 	{kmsg.OffsetCommit.Int16(), 2, 9, handle((*Node).handleOffsetCommit), // 8
 		"Ceiling: v10 names topics by topic id. v7's `group_instance_id` is fenced as Kafka fences it (FENCED_INSTANCE_ID); v9's generation is a classic group's. Floor: v0 and v1 are the ZooKeeper-era offset store."},
 	{kmsg.OffsetFetch.Int16(), 1, 9, handle((*Node).handleOffsetFetch), // 9
@@ -40,10 +40,10 @@ var apiTable = []apiRow{
 		"Both versions: the two SASL flows (raw tokens after v0, SaslAuthenticate after v1)."},
 	{kmsg.ApiVersions.Int16(), 0, 3, handle((*Node).handleApiVersions), // 18
 		"Ceiling: v3 is what every client negotiates against a 3.x broker, and it keeps the v0 fallback reachable."},
-	{kmsg.CreateTopics.Int16(), 2, 6, handle((*Node).handleCreateTopics), // 19
-		"Ceiling: v7 answers a `topic_id`. v4 lets -1 mean 'you choose', v5 carries the created topic's configs back, v6 understands THROTTLING_QUOTA_EXCEEDED."},
-	{kmsg.DeleteTopics.Int16(), 1, 5, handle((*Node).handleDeleteTopics), // 20
-		"Ceiling: v6 names topics by name or topic id. v5 adds `error_message`."},
+	{kmsg.CreateTopics.Int16(), 2, 7, handle((*Node).handleCreateTopics), // 19
+		"v4 lets -1 mean 'you choose', v5 carries the created topic's configs back, v6 understands THROTTLING_QUOTA_EXCEEDED, v7 answers the new queue's id. Ceiling: kmsg's newest."},
+	{kmsg.DeleteTopics.Int16(), 1, 6, handle((*Node).handleDeleteTopics), // 20
+		"v5 adds `error_message`, v6 names topics by name or id (an unknown id is UNKNOWN_TOPIC_ID). Ceiling: kmsg's newest."},
 	{kmsg.InitProducerID.Int16(), 0, 4, handle((*Node).handleInitProducerID), // 22
 		"Ceiling: v5 exists for KIP-890's transaction protocol 2, which this facade does not run. v3 is KIP-360's epoch bump, which turns a lost sequence window into a reset the producer recovers from."},
 	{kmsg.AddPartitionsToTxn.Int16(), 0, 3, handle((*Node).handleAddPartitionsToTxn), // 24
