@@ -71,7 +71,7 @@ func TestQueenFaults(t *testing.T) {
 	t.Cleanup(func() { dev.clearFaults(t) })
 	// seed is a connection to this facade itself, for hand-built requests.
 	seed := func(t *testing.T) *kgo.Broker { return newKgo(t, tg.bootstrap).SeedBrokers()[0] }
-	produceReq := func(topic, value string) *kmsg.ProduceRequest {
+	produceReq := func(topic, value string) byNameProduce {
 		return produceRaw(topic, 0, 10000, rawBatch(-1, -1, -1, value))
 	}
 	ctx := ctxT(t, 120*time.Second)

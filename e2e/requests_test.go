@@ -19,7 +19,7 @@ func fetchP0(topic string, version int16, offset int64) *kmsg.FetchRequest {
 }
 
 // produceRaw is an acks=all Produce of one record batch to one partition.
-func produceRaw(topic string, partition, timeoutMs int32, records []byte) *kmsg.ProduceRequest {
+func produceRaw(topic string, partition, timeoutMs int32, records []byte) byNameProduce {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, timeoutMs
 	rt := kmsg.NewProduceRequestTopic()
@@ -29,8 +29,16 @@ func produceRaw(topic string, partition, timeoutMs int32, records []byte) *kmsg.
 	rp.Records = records
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	return req
+	return byNameProduce{req}
 }
+
+// byNameProduce is a Produce request naming its topics by name, which
+// Produce does up to v12: kgo would negotiate v13, which names them by id
+// only (franz-go's own producer stops at v12 for a topic whose id it
+// lacks, for the same reason).
+type byNameProduce struct{ *kmsg.ProduceRequest }
+
+func (byNameProduce) MaxVersion() int16 { return 12 }
 
 // metadataReq asks for topics by name (none: every topic); auto-creation is
 // off until the caller sets AllowAutoTopicCreation.

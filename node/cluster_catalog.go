@@ -67,7 +67,8 @@ func (cat *catalog) syncForMetadata(ctx context.Context, c *Conn, req *kmsg.Meta
 }
 
 // syncNamed brings the catalogue up to date for the topics a cluster-mode
-// Metadata request names and the catalogue already holds: their topic
+// Metadata request names (by name, or by an id it holds) and the catalogue
+// already holds: their topic
 // records are read (one KV call per thousand names) and, when any differs
 // from the cached one — another node widened the topic, declared its width
 // or changed its configs since this node's last listing — the catalogue is
@@ -79,10 +80,19 @@ func (cat *catalog) syncNamed(ctx context.Context, c *Conn, topics []kmsg.Metada
 	held := make(map[string]topicInfo, len(topics))
 	var keys []string
 	for _, rt := range topics {
-		if rt.Topic == nil {
+		var name string
+		switch {
+		case rt.TopicID != ([16]byte{}): // v12+ by id: the topic the id names here
+			n, ok := cat.TopicByID(rt.TopicID)
+			if !ok {
+				continue // findByID refreshes on the miss
+			}
+			name = n
+		case rt.Topic != nil:
+			name = *rt.Topic
+		default:
 			continue
 		}
-		name := *rt.Topic
 		if t, ok := cat.lookup(name); ok {
 			if _, dup := held[name]; !dup {
 				held[name] = t

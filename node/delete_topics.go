@@ -33,7 +33,12 @@ func (n *Node) handleDeleteTopics(ctx context.Context, c *Conn, req *kmsg.Delete
 		}
 		return resp, nil
 	}
-	_ = cat.ensure(ctx, c, false) // for the ids of topics named by name; a failure leaves them zero
+	// A listing begun after the request: Queen deletes by name, so an id
+	// must resolve to the queue that has it now, not to a name a stale
+	// catalogue still gives a deleted id (which would delete its
+	// successor). It also gives the ids of topics named by name; a failure
+	// leaves those zero and answers ids from the cached listing.
+	_ = cat.ensure(ctx, c, true)
 	for _, t := range req.Topics {
 		byID := t.TopicID != ([16]byte{})
 		switch {

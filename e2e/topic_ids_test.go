@@ -1,0 +1,182 @@
+package e2e
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
+)
+
+// Topic ids (issue 10): a topic's id is its Queen queue's id.
+
+// TestTopicIDsSingle is testTopicIDs against one facade.
+func TestTopicIDsSingle(t *testing.T) {
+	dev, fac := sharedEnv(t)
+	tg := target{bootstrap: []string{fac.addr}, dev: dev}
+	testTopicIDs(t, tg, fac.addr, fac.addr, fac.addr)
+}
+
+// TestClusterTopicIDs is testTopicIDs against three nodes: created at node
+// 1, deleted by id at node 2, recreated at node 3, and every node asked.
+func TestClusterTopicIDs(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, clusterOpts{nodes: 3})
+	testTopicIDs(t, c.target(), c.node(1).addr, c.node(2).addr, c.node(3).addr)
+}
+
+// testTopicIDs deletes and recreates a topic under a franz-go consumer:
+// CreateTopics answers the id every node's Metadata gives; DeleteTopics by
+// that id deletes the topic, after which every node answers the id
+// UNKNOWN_TOPIC_ID (Metadata by id, DeleteTopics by id); the recreated
+// topic has a new id at every node; the live consumer sees the new id and,
+// as franz-go does against Kafka, takes the topic as recreated; purged and
+// re-added, it reads the new topic from offset 0 and nothing of the old.
+func testTopicIDs(t *testing.T, tg target, createAt, deleteAt, recreateAt string) {
+	topic := uniq("topic-ids")
+	ctx := ctxT(t, 90*time.Second)
+	created := createWithID(t, createAt, topic)
+	for _, addr := range tg.bootstrap {
+		if id := metadataID(t, addr, topic); id != created {
+			t.Fatalf("Metadata at %s gives id %s, CreateTopics answered %s", addr, kadm.TopicID(id), kadm.TopicID(created))
+		}
+	}
+
+	var logs testsupport.LogBuffer
+	cons := newKgo(t, tg.bootstrap, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.WithLogger(kgo.BasicLogger(&logs, kgo.LogLevelWarn, nil)))
+	produceRound(t, tg, topic, 1, 3, "old", 0)
+	if got := pollValues(t, ctx, cons, 3); len(got) != 3 {
+		t.Fatalf("consumer read %q, want the 3 old records", got)
+	}
+
+	del := deleteByID(t, deleteAt, created)
+	if del.ErrorCode != 0 || del.Topic == nil || *del.Topic != topic || del.TopicID != created {
+		t.Fatalf("DeleteTopics v6 by id at %s: %+v", deleteAt, del)
+	}
+	for _, addr := range tg.bootstrap {
+		r := metadataByID(t, addr, created)
+		if r.ErrorCode != kerr.UnknownTopicID.Code || r.Topic != nil || r.TopicID != created {
+			t.Fatalf("Metadata v12 by the deleted id at %s: error %d name %v id %s, want UNKNOWN_TOPIC_ID, null, the id", addr, r.ErrorCode, r.Topic, kadm.TopicID(r.TopicID))
+		}
+		if again := deleteByID(t, addr, created); again.ErrorCode != kerr.UnknownTopicID.Code {
+			t.Fatalf("DeleteTopics by the deleted id at %s: error %d, want UNKNOWN_TOPIC_ID", addr, again.ErrorCode)
+		}
+	}
+
+	recreated := createWithID(t, recreateAt, topic)
+	if recreated == created {
+		t.Fatalf("the recreated topic kept id %s", kadm.TopicID(created))
+	}
+	for _, addr := range tg.bootstrap {
+		if id := metadataID(t, addr, topic); id != recreated {
+			t.Fatalf("Metadata at %s after the recreate gives id %s, want the new %s", addr, kadm.TopicID(id), kadm.TopicID(recreated))
+		}
+	}
+
+	// The live consumer learns the new id at its next metadata refresh
+	// and does what franz-go does against Kafka: it does not adopt it.
+	const seen = "metadata has a new ID for a topic we already hold"
+	eventually(t, 30*time.Second, "the consumer sees the recreated topic's new id", func() (bool, string) {
+		cons.ForceMetadataRefresh()
+		poll, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		if fs := cons.PollFetches(poll); len(fs.Records()) > 0 {
+			t.Fatalf("the consumer read %d records from a topic with no records", len(fs.Records()))
+		}
+		return strings.Contains(logs.String(), seen), "no such log line yet"
+	})
+	// franz-go logs ids in hex.
+	if line := "old_id: " + hex.EncodeToString(created[:]) + ", new_id: " + hex.EncodeToString(recreated[:]); !strings.Contains(logs.String(), line) {
+		t.Fatalf("the consumer's log does not name both ids %s and %s:\n%s", kadm.TopicID(created), kadm.TopicID(recreated), logs.String())
+	}
+	cons.PurgeTopicsFromClient(topic)
+	cons.AddConsumeTopics(topic)
+	produceRound(t, tg, topic, 1, 5, "new", 0)
+	got := pollValues(t, ctx, cons, 5)
+	for i, v := range got {
+		if want := fmt.Sprintf("%d new-0-%d", i, i); v != want {
+			t.Fatalf("record %d of the recreated topic is %q, want %q (all: %q)", i, v, want, got)
+		}
+	}
+}
+
+// createWithID creates topic (one partition) through addr and returns the
+// id CreateTopics v7 answered.
+func createWithID(t *testing.T, addr, topic string) [16]byte {
+	t.Helper()
+	res, err := newAdmin(t, []string{addr}).CreateTopic(ctxT(t, 15*time.Second), 1, 1, nil, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("CreateTopics %s at %s: %v / %v", topic, addr, err, res.Err)
+	}
+	if res.ID == (kadm.TopicID{}) {
+		t.Fatalf("CreateTopics %s at %s answered no topic id", topic, addr)
+	}
+	return res.ID
+}
+
+// metadataID is the id Metadata at addr gives topic.
+func metadataID(t *testing.T, addr, topic string) [16]byte {
+	t.Helper()
+	raw, err := newKgo(t, []string{addr}).SeedBrokers()[0].Request(ctxT(t, 10*time.Second), metadataReq(topic))
+	if err != nil {
+		t.Fatalf("Metadata at %s: %v", addr, err)
+	}
+	resp := raw.(*kmsg.MetadataResponse)
+	if resp.Version < 10 || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("Metadata v%d at %s for %s: %+v", resp.Version, addr, topic, resp.Topics)
+	}
+	return resp.Topics[0].TopicID
+}
+
+// metadataByID asks addr for the topic with id (Metadata v12+, by id).
+func metadataByID(t *testing.T, addr string, id [16]byte) kmsg.MetadataResponseTopic {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{{TopicID: id}}
+	raw, err := newKgo(t, []string{addr}).SeedBrokers()[0].Request(ctxT(t, 10*time.Second), req)
+	if err != nil {
+		t.Fatalf("Metadata by id at %s: %v", addr, err)
+	}
+	resp := raw.(*kmsg.MetadataResponse)
+	if resp.Version < 12 || len(resp.Topics) != 1 {
+		t.Fatalf("Metadata v%d by id at %s: %+v", resp.Version, addr, resp.Topics)
+	}
+	return resp.Topics[0]
+}
+
+// deleteByID deletes the topic with id through addr (DeleteTopics v6).
+func deleteByID(t *testing.T, addr string, id [16]byte) kmsg.DeleteTopicsResponseTopic {
+	t.Helper()
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.TimeoutMillis = 15000
+	req.Topics = []kmsg.DeleteTopicsRequestTopic{{TopicID: id}}
+	raw, err := newKgo(t, []string{addr}).SeedBrokers()[0].Request(ctxT(t, 15*time.Second), req)
+	if err != nil {
+		t.Fatalf("DeleteTopics by id at %s: %v", addr, err)
+	}
+	resp := raw.(*kmsg.DeleteTopicsResponse)
+	if resp.Version < 6 || len(resp.Topics) != 1 {
+		t.Fatalf("DeleteTopics v%d by id at %s: %+v", resp.Version, addr, resp.Topics)
+	}
+	return resp.Topics[0]
+}
+
+// pollValues polls cons until it holds n records, each as "offset value".
+func pollValues(t *testing.T, ctx context.Context, cons *kgo.Client, n int) []string {
+	t.Helper()
+	var got []string
+	for len(got) < n && ctx.Err() == nil {
+		fs := cons.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, fmt.Sprintf("%d %s", r.Offset, r.Value)) })
+	}
+	return got
+}
