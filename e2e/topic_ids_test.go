@@ -50,12 +50,26 @@ func testTopicIDs(t *testing.T, tg target, createAt, deleteAt, recreateAt string
 		}
 	}
 
+	// Every node resolves the id, Metadata v12 and Produce v13 alike, the
+	// nodes that did not create the topic included.
+	for i, addr := range tg.bootstrap {
+		r := metadataByID(t, addr, created)
+		if r.ErrorCode != 0 || r.Topic == nil || *r.Topic != topic || len(r.Partitions) != 1 {
+			t.Fatalf("Metadata v12 by id at %s: error %d name %v, %d partitions", addr, r.ErrorCode, r.Topic, len(r.Partitions))
+		}
+		if code := produceByID(t, addr, created, fmt.Sprintf("old-%d", i)); code != 0 {
+			t.Fatalf("Produce v13 by id at %s: error %d", addr, code)
+		}
+	}
+
 	var logs testsupport.LogBuffer
 	cons := newKgo(t, tg.bootstrap, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.WithLogger(kgo.BasicLogger(&logs, kgo.LogLevelWarn, nil)))
-	produceRound(t, tg, topic, 1, 3, "old", 0)
-	if got := pollValues(t, ctx, cons, 3); len(got) != 3 {
-		t.Fatalf("consumer read %q, want the 3 old records", got)
+	got := pollValues(t, ctx, cons, len(tg.bootstrap))
+	for i, v := range got {
+		if want := fmt.Sprintf("%d old-%d", i, i); v != want {
+			t.Fatalf("record %d of the topic is %q, want %q (all: %q)", i, v, want, got)
+		}
 	}
 
 	del := deleteByID(t, deleteAt, created)
@@ -69,6 +83,9 @@ func testTopicIDs(t *testing.T, tg target, createAt, deleteAt, recreateAt string
 		}
 		if again := deleteByID(t, addr, created); again.ErrorCode != kerr.UnknownTopicID.Code {
 			t.Fatalf("DeleteTopics by the deleted id at %s: error %d, want UNKNOWN_TOPIC_ID", addr, again.ErrorCode)
+		}
+		if code := produceByID(t, addr, created, "to a deleted id"); code != kerr.UnknownTopicID.Code {
+			t.Fatalf("Produce v13 to the deleted id at %s: error %d, want UNKNOWN_TOPIC_ID", addr, code)
 		}
 	}
 
@@ -101,7 +118,7 @@ func testTopicIDs(t *testing.T, tg target, createAt, deleteAt, recreateAt string
 	cons.PurgeTopicsFromClient(topic)
 	cons.AddConsumeTopics(topic)
 	produceRound(t, tg, topic, 1, 5, "new", 0)
-	got := pollValues(t, ctx, cons, 5)
+	got = pollValues(t, ctx, cons, 5)
 	for i, v := range got {
 		if want := fmt.Sprintf("%d new-0-%d", i, i); v != want {
 			t.Fatalf("record %d of the recreated topic is %q, want %q (all: %q)", i, v, want, got)
@@ -168,6 +185,29 @@ func deleteByID(t *testing.T, addr string, id [16]byte) kmsg.DeleteTopicsRespons
 		t.Fatalf("DeleteTopics v%d by id at %s: %+v", resp.Version, addr, resp.Topics)
 	}
 	return resp.Topics[0]
+}
+
+// produceByID writes one record to partition 0 of the topic with id
+// through addr (Produce v13) and returns the partition's error code.
+func produceByID(t *testing.T, addr string, id [16]byte, value string) int16 {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.TopicID = id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = rawBatch(-1, -1, -1, value)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	raw, err := newKgo(t, []string{addr}).SeedBrokers()[0].Request(ctxT(t, 15*time.Second), req)
+	if err != nil {
+		t.Fatalf("Produce by id at %s: %v", addr, err)
+	}
+	resp := raw.(*kmsg.ProduceResponse)
+	if resp.Version < 13 || len(resp.Topics) != 1 || resp.Topics[0].TopicID != id || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("Produce v%d by id at %s: %+v", resp.Version, addr, resp.Topics)
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
 }
 
 // pollValues polls cons until it holds n records, each as "offset value".
