@@ -45,5 +45,6 @@ func runBodies(t *testing.T, tg target) {
 		t.Run("kafka-go-split", func(t *testing.T) { t.Parallel(); testGroupKafkaGoSplit(t, tg) })
 		t.Run("kcat", func(t *testing.T) { t.Parallel(); testGroupKcat(t, tg) })
 		t.Run("admin", func(t *testing.T) { t.Parallel(); testGroupAdmin(t, tg) })
+		t.Run("static", func(t *testing.T) { t.Parallel(); testGroupStatic(t, tg) })
 	})
 }

@@ -1,0 +1,125 @@
+package node
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen/dev"
+)
+
+// Raw requests at the boundary versions no client in the suite sends
+// as such: LeaveGroup v3 removing several members (one by instance id
+// alone) with a code each and v0's folded code; OffsetFetch v8 for
+// several groups at once.
+func TestGroupAPIsAtBoundaryVersionsOnTheWire(t *testing.T) {
+	_, addr, _ := servedEnv(t, dev.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := kadm.NewClient(newKgoClient(t, addr)).CreateTopic(ctx, 2, 1, nil, "raw-in")
+	require.NoError(t, err)
+
+	join := func(k *kclient, member, instance string) *kmsg.JoinGroupResponse {
+		r := kmsg.NewPtrJoinGroupRequest()
+		r.Version, r.Group, r.MemberID, r.InstanceID = 5, "raw-g", member, kmsg.StringPtr(instance)
+		r.SessionTimeoutMillis, r.RebalanceTimeoutMillis, r.ProtocolType = 30_000, 30_000, "consumer"
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name, p.Metadata = "range", []byte{0, 1}
+		r.Protocols = append(r.Protocols, p)
+		return k.roundTrip(r).(*kmsg.JoinGroupResponse)
+	}
+	sync := func(k *kclient, member, instance string, gen int32) int16 {
+		r := kmsg.NewPtrSyncGroupRequest()
+		r.Version, r.Group, r.MemberID, r.InstanceID, r.Generation = 3, "raw-g", member, kmsg.StringPtr(instance), gen
+		return k.roundTrip(r).(*kmsg.SyncGroupResponse).ErrorCode
+	}
+	kx, ky, kadmin := dial(t, addr), dial(t, addr), dial(t, addr)
+	x := join(kx, "", "x")
+	require.Zero(t, x.ErrorCode, "a static member's first join is admitted at once")
+	require.True(t, strings.HasPrefix(x.MemberID, "x-"))
+	require.Zero(t, sync(kx, x.MemberID, "x", x.Generation))
+
+	// y joins (parked until x rejoins), x rejoins: one generation of two.
+	ych := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() { ych <- join(ky, "", "y") }()
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Version, hb.Group, hb.MemberID, hb.InstanceID, hb.Generation = 3, "raw-g", x.MemberID, kmsg.StringPtr("x"), x.Generation
+	require.Eventually(t, func() bool {
+		return kx.roundTrip(hb).(*kmsg.HeartbeatResponse).ErrorCode == kerr.RebalanceInProgress.Code
+	}, 10*time.Second, 10*time.Millisecond)
+	x2 := join(kx, x.MemberID, "x")
+	y := <-ych
+	require.Zero(t, x2.ErrorCode)
+	require.Zero(t, y.ErrorCode)
+	ysync := make(chan int16, 1)
+	go func() { ysync <- sync(ky, y.MemberID, "y", y.Generation) }()
+	require.Zero(t, sync(kx, x.MemberID, "x", x2.Generation))
+	require.Zero(t, <-ysync)
+
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Version, leave.Group = 3, "raw-g"
+	for _, m := range []struct {
+		id   string
+		inst *string
+	}{{x.MemberID, kmsg.StringPtr("x")}, {"", kmsg.StringPtr("y")}, {"ghost", nil}, {"", kmsg.StringPtr("z")}} {
+		lm := kmsg.NewLeaveGroupRequestMember()
+		lm.MemberID, lm.InstanceID = m.id, m.inst
+		leave.Members = append(leave.Members, lm)
+	}
+	lr := kadmin.roundTrip(leave).(*kmsg.LeaveGroupResponse)
+	require.Zero(t, lr.ErrorCode)
+	require.Len(t, lr.Members, 4)
+	var codes []int16
+	for i, m := range lr.Members {
+		require.Equal(t, leave.Members[i].MemberID, m.MemberID)
+		require.Equal(t, leave.Members[i].InstanceID, m.InstanceID)
+		codes = append(codes, m.ErrorCode)
+	}
+	require.Equal(t, []int16{0, 0, kerr.UnknownMemberID.Code, kerr.UnknownMemberID.Code}, codes)
+	v0 := kmsg.NewPtrLeaveGroupRequest()
+	v0.Version, v0.Group, v0.MemberID = 0, "raw-g", "ghost"
+	require.Equal(t, kerr.UnknownMemberID.Code, kadmin.roundTrip(v0).(*kmsg.LeaveGroupResponse).ErrorCode)
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Version, dg.Groups = 4, []string{"raw-g"}
+	d := kadmin.roundTrip(dg).(*kmsg.DescribeGroupsResponse).Groups[0]
+	require.Equal(t, "Empty", d.State, "both members left at once")
+
+	// OffsetFetch v8: several groups, each answered on its own.
+	for g, off := range map[string]int64{"raw-a": 3, "raw-b": 7} {
+		c := kmsg.NewPtrOffsetCommitRequest()
+		c.Version, c.Group, c.Generation = 8, g, -1
+		ct := kmsg.NewOffsetCommitRequestTopic()
+		ct.Topic = "raw-in"
+		cp := kmsg.NewOffsetCommitRequestTopicPartition()
+		cp.Partition, cp.Offset = 1, off
+		ct.Partitions = append(ct.Partitions, cp)
+		c.Topics = append(c.Topics, ct)
+		cr := kadmin.roundTrip(c).(*kmsg.OffsetCommitResponse)
+		require.Zero(t, cr.Topics[0].Partitions[0].ErrorCode)
+	}
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Version = 8
+	for _, g := range []string{"raw-a", "raw-b", "raw-none"} {
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group = g
+		rt := kmsg.NewOffsetFetchRequestGroupTopic()
+		rt.Topic, rt.Partitions = "raw-in", []int32{0, 1}
+		rg.Topics = append(rg.Topics, rt)
+		of.Groups = append(of.Groups, rg)
+	}
+	fr := kadmin.roundTrip(of).(*kmsg.OffsetFetchResponse)
+	got := map[string][]int64{}
+	for _, g := range fr.Groups {
+		require.Zero(t, g.ErrorCode)
+		for _, p := range g.Topics[0].Partitions {
+			got[g.Group] = append(got[g.Group], p.Offset)
+		}
+	}
+	require.Equal(t, map[string][]int64{"raw-a": {-1, 3}, "raw-b": {-1, 7}, "raw-none": {-1, -1}}, got)
+}
