@@ -577,3 +577,40 @@ func TestClusterMetadataDoesNotStallOnAHungQueen(t *testing.T) {
 		t.Fatalf("a Metadata miss took %v with the queue listing hung", took)
 	}
 }
+
+// TestClusterLiveSetChangeForgetsSequenceWindows: a partition's leader can
+// move to another node and back while a producer writes, and that node
+// accepts the batches in between, so a window this node still holds would
+// take the producer's next batch for a gap (OUT_OF_ORDER_SEQUENCE_NUMBER,
+// fatal to librdkafka: TestChaos at length, "sequence desynchronization").
+// Every change of the live set forgets the windows; the next batch is
+// accepted at its sequence, as an unknown producer's is.
+func TestClusterLiveSetChangeForgetsSequenceWindows(t *testing.T) {
+	d, url := newDevQueen(t)
+	n1 := joinedNode(t, url, 1)
+	waitView(t, []int32{1}, n1)
+	e := &dataEnv{t: t, n: n1, c: testConn(t, n1), q: d.q, url: url}
+	e.createTopic("orders")
+	ip := e.initProducer(e.c, -1, -1)
+	if ip.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(ip.ErrorCode))
+	}
+	if p := e.produce("orders", 0, idemBatch(t, ip.ProducerID, 0, 0, 3)); p.ErrorCode != 0 {
+		t.Fatalf("first batch: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+	if p := e.produce("orders", 0, idemBatch(t, ip.ProducerID, 0, 9, 1)); p.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("a gap on the held window: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+	n2 := joinedNode(t, url, 2)
+	waitView(t, []int32{1, 2}, n1, n2)
+	for deadline := time.Now().Add(5 * time.Second); n1.sequencer.Stats().Windows != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("node 1 still holds %d sequence windows after the live set changed", n1.sequencer.Stats().Windows)
+		}
+	}
+	// Sequences 3-8 went through another node meanwhile, as far as this
+	// node can know: 9 is accepted and written.
+	if p := e.produce("orders", 0, idemBatch(t, ip.ProducerID, 0, 9, 1)); p.ErrorCode != 0 || p.BaseOffset != 3 {
+		t.Fatalf("the batch after the change: %v at %d, want accepted at 3", kerr.ErrorForCode(p.ErrorCode), p.BaseOffset)
+	}
+}

@@ -324,6 +324,29 @@ func (s *Sequencer) window(k windowKey, create bool) *seqWindow {
 	return w
 }
 
+// ForgetWindows drops every sequence window and returns how many it
+// dropped. Cluster mode calls it at every change of the live set: a
+// partition's leader may have moved away and back meanwhile, and the
+// batches another node accepted in between leave this node's window behind
+// the producer, so its next batch would look like a gap, be refused
+// OUT_OF_ORDER_SEQUENCE_NUMBER, and be fatal to a librdkafka producer (or
+// make franz-go bump its epoch and send again what was already stored, under
+// new dedup keys). Without its window a node accepts the producer's next
+// batch as it accepts an unknown producer's, and a retry of a batch
+// already stored is still answered duplicate by Queen's dedup window. A
+// window a caller holds is guarded by its producer's mu, as after an
+// eviction.
+func (s *Sequencer) ForgetWindows() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.windows)
+	for _, w := range s.windows {
+		s.wlru.Remove(w.elem)
+	}
+	clear(s.windows)
+	return n
+}
+
 // Grant records that producer k was granted epoch: 0 for a freshly
 // allocated id, or the epoch a transactional id was claimed at. Every older
 // epoch of k is fenced from then on (INVALID_PRODUCER_EPOCH on its

@@ -149,3 +149,29 @@ func TestSequencerEvictionNeverGivesTwoHolders(t *testing.T) {
 	}
 	require.Equal(t, workers*rounds, total)
 }
+
+// TestSequencerForgetWindows: after the live set changed, a window another
+// node may have moved past is forgotten, so the producer's next batch is
+// accepted at its sequence instead of refused as a gap; the producers and
+// their epochs stay (fencing is unchanged), and windows build again.
+func TestSequencerForgetWindows(t *testing.T) {
+	s := NewSequencer(8)
+	k := func(p int32) windowKey { return windowKey{producer: Key{ID: 1}, topic: "t", partition: p} }
+	p := s.producer(Key{ID: 1}, 0)
+	for i := int32(0); i < 2; i++ {
+		require.Equal(t, seqVerdict{}, s.check(p, k(i), 0, 0, 4))
+		s.accepted(k(i), 0, 0, 4, 100)
+	}
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, s.check(p, k(0), 0, 40, 44).code, "a gap on a held window")
+	require.Equal(t, 2, s.ForgetWindows())
+	require.Equal(t, 0, s.windowCount())
+	require.Equal(t, seqVerdict{}, s.check(p, k(0), 0, 40, 44), "another node took sequences 5-39 meanwhile: accepted")
+	s.accepted(k(0), 0, 40, 44, 200)
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, s.check(p, k(0), 0, 50, 54).code, "the new window checks gaps again")
+	require.True(t, s.check(p, k(0), 0, 40, 44).dup, "and answers its retry")
+	require.Equal(t, 1, s.Stats().Producers)
+	e, known := s.Epoch(Key{ID: 1})
+	require.True(t, known)
+	require.Equal(t, int16(0), e)
+	s.unpin(p)
+}
