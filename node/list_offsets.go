@@ -92,7 +92,7 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, partitionLeaderEpoch
 			if code, ok := topics.refusal(ctx, rt.Topic, &tv, rp.Partition); ok {
 				sp.ErrorCode = code
 				continue

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -154,4 +156,60 @@ func splitHostPort(t *testing.T, addr string) (string, int32) {
 	port, err := strconv.Atoi(p)
 	require.NoError(t, err)
 	return host, int32(port)
+}
+
+// pinnedClient is a franz-go client that speaks key at most at version v.
+func pinnedClient(t *testing.T, addr string, key kmsg.Key, v int16) *kgo.Client {
+	t.Helper()
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(key.Int16(), v)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(vs))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// TestKgoDescribeCluster: franz-go's DescribeCluster at each version is
+// answered with Metadata's broker, cluster id and controller; asking a
+// broker endpoint for controllers is Kafka's error for it.
+func TestKgoDescribeCluster(t *testing.T) {
+	_, addr, _ := servedEnv(t, dev.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	host, port := splitHostPort(t, addr)
+	for v := int16(0); v <= 2; v++ {
+		cl := pinnedClient(t, addr, kmsg.DescribeCluster, v)
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.IncludeClusterAuthorizedOperations = true
+		req.IncludeFencedBrokers = true
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		require.Equal(t, v, req.Version, "negotiated version")
+		require.Equal(t, int16(0), resp.ErrorCode)
+		require.Equal(t, "queen", resp.ClusterID) // QUEEN_KAFKA_CLUSTER's default, as Metadata answers it
+		md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		require.NoError(t, err)
+		require.Equal(t, *md.ClusterID, resp.ClusterID)
+		require.Equal(t, md.ControllerID, resp.ControllerID)
+		require.Len(t, resp.Brokers, 1)
+		require.Equal(t, int32(0), resp.Brokers[0].NodeID)
+		require.Equal(t, host, resp.Brokers[0].Host)
+		require.Equal(t, port, resp.Brokers[0].Port)
+		require.Equal(t, int32(math.MinInt32), resp.ClusterAuthorizedOperations)
+
+		for _, c := range []struct {
+			typ  int8
+			code int16
+		}{{2, kerr.MismatchedEndpointType.Code}, {7, kerr.UnsupportedEndpointType.Code}} {
+			if v == 0 {
+				continue // v0 cannot carry the type
+			}
+			req := kmsg.NewPtrDescribeClusterRequest()
+			req.EndpointType = c.typ
+			resp, err := req.RequestWith(ctx, cl)
+			require.NoError(t, err)
+			require.Equal(t, c.code, resp.ErrorCode, "v%d endpoint type %d", v, c.typ)
+			require.Empty(t, resp.Brokers)
+		}
+	}
 }

@@ -46,6 +46,8 @@ var apiTable = []apiRow{
 		"v5 adds `error_message`, v6 names topics by name or id (an unknown id is UNKNOWN_TOPIC_ID). Ceiling: kmsg's newest."},
 	{kmsg.InitProducerID.Int16(), 0, 4, handle((*Node).handleInitProducerID), // 22
 		"Ceiling: v5 exists for KIP-890's transaction protocol 2, which this facade does not run. v3 is KIP-360's epoch bump, which turns a lost sequence window into a reset the producer recovers from."},
+	{kmsg.OffsetForLeaderEpoch.Int16(), 0, 4, handle((*Node).handleOffsetForLeaderEpoch), // 23
+		"The whole schema: every partition has one leader epoch, -1, whose end offset is the high watermark; any other epoch is undefined (-1/-1). current_leader_epoch is not fenced, as ListOffsets does not: the epoch never changes."},
 	{kmsg.AddPartitionsToTxn.Int16(), 0, 3, handle((*Node).handleAddPartitionsToTxn), // 24
 		"Ceiling: v4 is a different request (KIP-890's broker-to-broker verification), never sent by a client."},
 	{kmsg.AddOffsetsToTxn.Int16(), 0, 3, handle((*Node).handleAddOffsetsToTxn), // 25
@@ -74,6 +76,8 @@ var apiTable = []apiRow{
 		"The whole schema; an alter lands only on a topic this facade created (the write must be lossless)."},
 	{kmsg.OffsetDelete.Int16(), 0, 0, handle((*Node).handleOffsetDelete), // 47
 		"One version; live groups' subscribed topics are refused, as Kafka does."},
+	{kmsg.DescribeCluster.Int16(), 0, 2, handle((*Node).handleDescribeCluster), // 60
+		"The whole schema: the brokers, cluster id and controller Metadata answers; every node is a broker endpoint (v1) and none is ever fenced (v2)."},
 }
 
 // apiIndex and advertised are apiTable keyed by API key and as the
