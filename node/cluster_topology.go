@@ -81,6 +81,8 @@ func (t *clusterTopology) controllerID() int32 { return t.snapshot().controller 
 
 func (t *clusterTopology) clusterID() string { return t.c.cfg.Cluster }
 
+func (t *clusterTopology) selfID() int32 { return t.c.self.ID }
+
 func (t *clusterTopology) leaderFor(topic string, p int32) (int32, []int32) {
 	r := t.snapshot().ring
 	leader, _ := r.Leader(topic, p)

@@ -14,7 +14,7 @@ import (
 func TestApiVersionsOverTCP(t *testing.T) {
 	n, _ := newTestNode(t, nil)
 	k := dial(t, serveTestNode(t, n))
-	for _, v := range []int16{0, 1, 2, 3} {
+	for _, v := range []int16{0, 1, 2, 3, 4, 5} {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = v
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
@@ -28,13 +28,13 @@ func TestApiVersionsOverTCP(t *testing.T) {
 	}
 }
 
-// A client that leads with a newer ApiVersions (Java 4.x sends v4) is
+// A client that leads with a newer ApiVersions than the window's (v6) is
 // answered UNSUPPORTED_VERSION with the table, encoded at v0.
 func TestApiVersionsUnknownVersionAnswersTableAtV0(t *testing.T) {
 	n, _ := newTestNode(t, nil)
 	k := dial(t, serveTestNode(t, n))
 	req := kmsg.NewPtrApiVersionsRequest()
-	req.Version = 4
+	req.Version = 6
 	corr := k.send(req)
 	v0 := kmsg.NewPtrApiVersionsRequest() // decode at v0
 	got, r := k.recv(v0)
@@ -44,18 +44,18 @@ func TestApiVersionsUnknownVersionAnswersTableAtV0(t *testing.T) {
 	}
 	var found bool
 	for _, key := range resp.ApiKeys {
-		if key.ApiKey == kmsg.ApiVersions.Int16() && key.MinVersion == 0 && key.MaxVersion == 3 {
+		if key.ApiKey == kmsg.ApiVersions.Int16() && key.MinVersion == 0 && key.MaxVersion == 5 {
 			found = true
 		}
 	}
 	if !found {
 		t.Fatalf("ApiVersions window missing from %+v", resp.ApiKeys)
 	}
-	// The connection stays usable: the retry at v3 is answered.
-	req3 := kmsg.NewPtrApiVersionsRequest()
-	req3.Version = 3
-	if resp := k.roundTrip(req3).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
-		t.Fatalf("retry at v3: error %d", resp.ErrorCode)
+	// The connection stays usable: the retry at v5 is answered.
+	req5 := kmsg.NewPtrApiVersionsRequest()
+	req5.Version = 5
+	if resp := k.roundTrip(req5).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+		t.Fatalf("retry at v5: error %d", resp.ErrorCode)
 	}
 }
 

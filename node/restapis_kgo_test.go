@@ -173,10 +173,20 @@ func pinnedClient(t *testing.T, addr string, key kmsg.Key, v int16) *kgo.Client 
 // answered with Metadata's broker, cluster id and controller; asking a
 // broker endpoint for controllers is Kafka's error for it.
 func TestKgoDescribeCluster(t *testing.T) {
-	_, addr, _ := servedEnv(t, dev.Options{})
+	_, addr, obs := servedEnv(t, dev.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	host, port := splitHostPort(t, addr)
+	defer func() {
+		// franz-go led every connection with ApiVersions v5, and those to
+		// broker 0 named it (KIP-1242): none was turned away.
+		require.Equal(t, []int16{5}, obs.versionsSeen(kmsg.ApiVersions, 0))
+		for _, r := range obs.requests() {
+			if r.key == kmsg.ApiVersions.Int16() {
+				require.Equal(t, int16(0), r.code, "ApiVersions v%d answered %d", r.version, r.code)
+			}
+		}
+	}()
 	for v := int16(0); v <= 2; v++ {
 		cl := pinnedClient(t, addr, kmsg.DescribeCluster, v)
 		req := kmsg.NewPtrDescribeClusterRequest()

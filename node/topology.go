@@ -12,6 +12,8 @@ type topology interface {
 	controllerID() int32
 	// clusterID is the cluster_id clients see.
 	clusterID() string
+	// selfID is this node's broker id as brokers lists it.
+	selfID() int32
 	// leaderFor is partition p's leader and its replica set (also the ISR).
 	leaderFor(topic string, p int32) (leader int32, replicas []int32)
 }
@@ -38,5 +40,7 @@ func (t singleTopology) brokers() []kmsg.MetadataResponseBroker {
 func (singleTopology) controllerID() int32 { return 0 }
 
 func (t singleTopology) clusterID() string { return t.cluster }
+
+func (singleTopology) selfID() int32 { return 0 }
 
 func (singleTopology) leaderFor(string, int32) (int32, []int32) { return 0, singleReplicas }

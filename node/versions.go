@@ -38,8 +38,8 @@ var apiTable = []apiRow{
 		"The whole schema: every group is `classic` (v5's `group_type`), the only protocol served; v4's `states_filter` and v5's `types_filter` are honoured."},
 	{kmsg.SASLHandshake.Int16(), 0, 1, handle((*Node).handleSaslHandshake), // 17
 		"Both versions: the two SASL flows (raw tokens after v0, SaslAuthenticate after v1)."},
-	{kmsg.ApiVersions.Int16(), 0, 3, handle((*Node).handleApiVersions), // 18
-		"Ceiling: v3 is what every client negotiates against a 3.x broker, and it keeps the v0 fallback reachable."},
+	{kmsg.ApiVersions.Int16(), 0, 5, handle((*Node).handleApiVersions), // 18
+		"The whole schema: no features are advertised at any version (v4 only changes how they may be), and v5's cluster and node ids are checked against Metadata's, REBOOTSTRAP_REQUIRED on a misrouted connection. Versions above the window get the v0 fallback."},
 	{kmsg.CreateTopics.Int16(), 2, 7, handle((*Node).handleCreateTopics), // 19
 		"v4 lets -1 mean 'you choose', v5 carries the created topic's configs back, v6 understands THROTTLING_QUOTA_EXCEEDED, v7 answers the new queue's id. Ceiling: kmsg's newest."},
 	{kmsg.DeleteTopics.Int16(), 1, 6, handle((*Node).handleDeleteTopics), // 20
