@@ -44,8 +44,8 @@ var apiTable = []apiRow{
 		"v4 lets -1 mean 'you choose', v5 carries the created topic's configs back, v6 understands THROTTLING_QUOTA_EXCEEDED, v7 answers the new queue's id. Ceiling: kmsg's newest."},
 	{kmsg.DeleteTopics.Int16(), 1, 6, handle((*Node).handleDeleteTopics), // 20
 		"v5 adds `error_message`, v6 names topics by name or id (an unknown id is UNKNOWN_TOPIC_ID). Ceiling: kmsg's newest."},
-	{kmsg.InitProducerID.Int16(), 0, 4, handle((*Node).handleInitProducerID), // 22
-		"Ceiling: v5 exists for KIP-890's transaction protocol 2, which this facade does not run. v3 is KIP-360's epoch bump, which turns a lost sequence window into a reset the producer recovers from."},
+	{kmsg.InitProducerID.Int16(), 0, 5, handle((*Node).handleInitProducerID), // 22
+		"The whole schema kmsg knows: v5 only lets the client read TRANSACTION_ABORTABLE (KIP-890), which InitProducerId never answers, here or in Kafka; transaction protocol 2 is the `transaction.version` feature, never advertised. v3 is KIP-360's epoch bump, which turns a lost sequence window into a reset the producer recovers from."},
 	{kmsg.OffsetForLeaderEpoch.Int16(), 0, 4, handle((*Node).handleOffsetForLeaderEpoch), // 23
 		"The whole schema: every partition has one leader epoch, -1, whose end offset is the high watermark; any other epoch is undefined (-1/-1). current_leader_epoch is not fenced, as ListOffsets does not: the epoch never changes."},
 	{kmsg.AddPartitionsToTxn.Int16(), 0, 3, handle((*Node).handleAddPartitionsToTxn), // 24
