@@ -183,16 +183,20 @@ func (g *group) describe(d *kmsg.DescribeGroupsResponseGroup) bool {
 	return true
 }
 
-// DeleteGroups answers a DeleteGroups v0-2: a group with live members is
+// DeleteGroups answers a DeleteGroups v0-3: a group with live members is
 // NON_EMPTY_GROUP; otherwise every committed offset is deleted, and the
 // index row last, so that a deletion cut short leaves a group that is still
-// listed and can be deleted again.
+// listed and can be deleted again. v3's per-group error_message is null on
+// success and the error's description otherwise.
 func (c *Coordinator) DeleteGroups(ctx context.Context, cl Client, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	for _, id := range req.Groups {
 		dg := kmsg.NewDeleteGroupsResponseGroup()
 		dg.Group = id
 		dg.ErrorCode = c.deleteGroup(ctx, cl, id)
+		if ke, ok := kerr.ErrorForCode(dg.ErrorCode).(*kerr.Error); ok && req.Version >= 3 {
+			dg.ErrorMessage = &ke.Description
+		}
 		resp.Groups = append(resp.Groups, dg)
 	}
 	return resp

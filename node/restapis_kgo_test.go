@@ -223,3 +223,29 @@ func TestKgoDescribeCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestKgoDeleteGroupsV3: kadm's DeleteGroups at v3 reads the cause of a
+// refusal, and deletes a group as at v2.
+func TestKgoDeleteGroupsV3(t *testing.T) {
+	e, addr, obs := servedEnv(t, dev.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e.createTopic("dg")
+	for v := int16(2); v <= 3; v++ {
+		adm := pinned(t, addr, kmsg.DeleteGroups, v)
+		_, err := adm.CommitOffsets(ctx, "dg-group", kadm.OffsetsFromRecords(kgo.Record{Topic: "dg", Partition: 0, Offset: 3}))
+		require.NoError(t, err)
+		mark := obs.mark()
+		rs, err := adm.DeleteGroups(ctx, "dg-group", "dg-never")
+		require.NoError(t, err)
+		require.NoError(t, rs["dg-group"].Err)
+		require.Empty(t, rs["dg-group"].ErrMessage)
+		require.ErrorIs(t, rs["dg-never"].Err, kerr.GroupIDNotFound)
+		if v >= 3 {
+			require.Equal(t, kerr.GroupIDNotFound.Description, rs["dg-never"].ErrMessage)
+		} else {
+			require.Empty(t, rs["dg-never"].ErrMessage)
+		}
+		require.Equal(t, []int16{v}, obs.versionsSeen(kmsg.DeleteGroups, mark), "negotiated version")
+	}
+}

@@ -70,8 +70,8 @@ var apiTable = []apiRow{
 		"Ceiling: v2 is the flexible encoding and adds no field; v1's `session_lifetime_ms` is answered 0."},
 	{kmsg.CreatePartitions.Int16(), 0, 3, handle((*Node).handleCreatePartitions), // 37
 		"The whole schema. An increase is refused: Queen declares a topic's width once, at CreateTopics."},
-	{kmsg.DeleteGroups.Int16(), 0, 2, handle((*Node).handleDeleteGroups), // 42
-		"Ceiling: v2 is the flexible encoding; v3 is not yet reviewed here."},
+	{kmsg.DeleteGroups.Int16(), 0, 3, handle((*Node).handleDeleteGroups), // 42
+		"The whole schema: v3 only adds a per-group `error_message`, answered with the error's description (null on success)."},
 	{kmsg.IncrementalAlterConfigs.Int16(), 0, 1, handle((*Node).handleIncrementalAlterConfigs), // 44
 		"The whole schema; an alter lands only on a topic this facade created (the write must be lossless)."},
 	{kmsg.OffsetDelete.Int16(), 0, 0, handle((*Node).handleOffsetDelete), // 47
