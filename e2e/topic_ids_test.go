@@ -143,11 +143,7 @@ func createWithID(t *testing.T, addr, topic string) [16]byte {
 // metadataID is the id Metadata at addr gives topic.
 func metadataID(t *testing.T, addr, topic string) [16]byte {
 	t.Helper()
-	raw, err := newKgo(t, []string{addr}).SeedBrokers()[0].Request(ctxT(t, 10*time.Second), metadataReq(topic))
-	if err != nil {
-		t.Fatalf("Metadata at %s: %v", addr, err)
-	}
-	resp := raw.(*kmsg.MetadataResponse)
+	resp := requestAt(t, addr, metadataReq(topic)).(*kmsg.MetadataResponse)
 	if resp.Version < 10 || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("Metadata v%d at %s for %s: %+v", resp.Version, addr, topic, resp.Topics)
 	}
@@ -159,11 +155,7 @@ func metadataByID(t *testing.T, addr string, id [16]byte) kmsg.MetadataResponseT
 	t.Helper()
 	req := kmsg.NewPtrMetadataRequest()
 	req.Topics = []kmsg.MetadataRequestTopic{{TopicID: id}}
-	raw, err := newKgo(t, []string{addr}).SeedBrokers()[0].Request(ctxT(t, 10*time.Second), req)
-	if err != nil {
-		t.Fatalf("Metadata by id at %s: %v", addr, err)
-	}
-	resp := raw.(*kmsg.MetadataResponse)
+	resp := requestAt(t, addr, req).(*kmsg.MetadataResponse)
 	if resp.Version < 12 || len(resp.Topics) != 1 {
 		t.Fatalf("Metadata v%d by id at %s: %+v", resp.Version, addr, resp.Topics)
 	}
@@ -176,11 +168,7 @@ func deleteByID(t *testing.T, addr string, id [16]byte) kmsg.DeleteTopicsRespons
 	req := kmsg.NewPtrDeleteTopicsRequest()
 	req.TimeoutMillis = 15000
 	req.Topics = []kmsg.DeleteTopicsRequestTopic{{TopicID: id}}
-	raw, err := newKgo(t, []string{addr}).SeedBrokers()[0].Request(ctxT(t, 15*time.Second), req)
-	if err != nil {
-		t.Fatalf("DeleteTopics by id at %s: %v", addr, err)
-	}
-	resp := raw.(*kmsg.DeleteTopicsResponse)
+	resp := requestAt(t, addr, req).(*kmsg.DeleteTopicsResponse)
 	if resp.Version < 6 || len(resp.Topics) != 1 {
 		t.Fatalf("DeleteTopics v%d by id at %s: %+v", resp.Version, addr, resp.Topics)
 	}
@@ -199,15 +187,21 @@ func produceByID(t *testing.T, addr string, id [16]byte, value string) int16 {
 	rp.Records = rawBatch(-1, -1, -1, value)
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	raw, err := newKgo(t, []string{addr}).SeedBrokers()[0].Request(ctxT(t, 15*time.Second), req)
-	if err != nil {
-		t.Fatalf("Produce by id at %s: %v", addr, err)
-	}
-	resp := raw.(*kmsg.ProduceResponse)
+	resp := requestAt(t, addr, req).(*kmsg.ProduceResponse)
 	if resp.Version < 13 || len(resp.Topics) != 1 || resp.Topics[0].TopicID != id || len(resp.Topics[0].Partitions) != 1 {
 		t.Fatalf("Produce v%d by id at %s: %+v", resp.Version, addr, resp.Topics)
 	}
 	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// requestAt sends req to the node at addr and returns its answer.
+func requestAt(t *testing.T, addr string, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	raw, err := newKgo(t, []string{addr}).SeedBrokers()[0].Request(ctxT(t, 15*time.Second), req)
+	if err != nil {
+		t.Fatalf("%s at %s: %v", kmsg.NameForKey(req.Key()), addr, err)
+	}
+	return raw
 }
 
 // pollValues polls cons until it holds n records, each as "offset value".
