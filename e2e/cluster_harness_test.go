@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,8 +25,9 @@ const (
 // clusterOpts shape a test cluster.
 type clusterOpts struct {
 	nodes   int
-	proxies bool              // a queenProxy between each facade and queen-dev
-	env     map[string]string // extra facade variables, for every node
+	proxies bool                           // a queenProxy between each facade and queen-dev
+	env     map[string]string              // extra facade variables, for every node
+	nodeEnv func(id int) map[string]string // and for node id alone (nil: none)
 }
 
 // testCluster is one queen-dev and n facades with node ids 1..n, each with a
@@ -104,7 +106,11 @@ func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 			c.proxies = append(c.proxies, p)
 			upstream = p.url
 		}
-		f := newFacade(upstream, freePort(t), nodeEnv(id, token, o.env))
+		env := nodeEnv(id, token, o.env)
+		if o.nodeEnv != nil {
+			maps.Copy(env, o.nodeEnv(id))
+		}
+		f := newFacade(upstream, freePort(t), env)
 		f.Name = fmt.Sprintf("node-%d@%s", id, f.addr)
 		t.Cleanup(f.kill)
 		if err := f.start(); err != nil {

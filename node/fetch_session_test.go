@@ -317,3 +317,39 @@ func (o *versionObserver) take() map[int16]int {
 	o.versions = map[int16]int{}
 	return v
 }
+
+// TestKgoPausedPartitionIsForgotten: franz-go leaves a paused partition out
+// of its next fetch as a forgotten partition (KIP-227's
+// forgotten_topics_data), and adds it back on resume: the session on the
+// node follows, without a new full fetch.
+func TestKgoPausedPartitionIsForgotten(t *testing.T) {
+	addr, env := fixedAddrEnv(t, nil)
+	e := newDataEnv(t, dev.Options{}, env)
+	serveTestNode(t, e.n)
+	e.createTopic("paused")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"paused": {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart(), 2: kgo.NewOffset().AtStart()}}))
+	require.NoError(t, err)
+	defer cons.Close()
+	go func() {
+		for ctx.Err() == nil {
+			cons.PollFetches(ctx)
+		}
+	}()
+	waitSession := func(what string, partitions int) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			st := e.n.sessions.Stats()
+			return st.Sessions == 1 && st.Partitions == partitions
+		}, 20*time.Second, 20*time.Millisecond, what)
+	}
+	waitSession("three partitions in the session", 3)
+	full := e.n.sessions.Stats().Full
+	cons.PauseFetchPartitions(map[string][]int32{"paused": {2}})
+	waitSession("the paused partition forgotten", 2)
+	cons.ResumeFetchPartitions(map[string][]int32{"paused": {2}})
+	waitSession("the resumed partition back", 3)
+	require.Equal(t, full, e.n.sessions.Stats().Full, "no new full fetch: the session was updated incrementally")
+}
