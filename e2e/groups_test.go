@@ -190,8 +190,9 @@ func waitStable(t testing.TB, tg target, group, topic string, n int, parts int32
 }
 
 // produceRound writes per records to every partition (manual partitioner)
-// with values "<round>-<p>-<i>", starting at the offsets given.
-func produceRound(t testing.TB, tg target, topic string, parts int32, per int, round string, start int64) []rec {
+// with values "<round>-<p>-<i>", starting at the offsets given; opts are
+// the producer's extra options.
+func produceRound(t testing.TB, tg target, topic string, parts int32, per int, round string, start int64, opts ...kgo.Opt) []rec {
 	t.Helper()
 	var rs []rec
 	for i := 0; i < per; i++ {
@@ -199,7 +200,7 @@ func produceRound(t testing.TB, tg target, topic string, parts int32, per int, r
 			rs = append(rs, rec{partition: p, offset: start + int64(i), key: []byte(strconv.Itoa(int(p))), value: []byte(fmt.Sprintf("%s-%d-%d", round, p, i))})
 		}
 	}
-	produceKgo(t, tg.bootstrap, topic, kgo.NoCompression(), rs)
+	produceKgo(t, tg.bootstrap, topic, kgo.NoCompression(), rs, opts...)
 	return rs
 }
 
