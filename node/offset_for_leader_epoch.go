@@ -2,12 +2,8 @@ package node
 
 import (
 	"context"
-	"strconv"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // OffsetForLeaderEpoch v0–v4 (KIP-101, KIP-320): the end offset of a
@@ -32,66 +28,48 @@ import (
 // throttle_time_ms; v3 adds replica_id (a follower's id, or -1/-2 for a
 // consumer), which, as in Kafka, changes nothing in the answer; v4 is
 // flexible. An unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION
-// and a failed Queen call maps as ListOffsets' does.
+// and a failed Queen call maps as ListOffsets' does: the answer is built
+// from ListOffsets' LATEST for every partition named.
 // partitionLeaderEpoch is every partition's one leader epoch (see above);
 // TestLeaderEpochIsMinusOneEverywhere holds every API that reports one to it.
 const partitionLeaderEpoch = -1
 
 func (n *Node) handleOffsetForLeaderEpoch(ctx context.Context, c *Conn, req *kmsg.OffsetForLeaderEpochRequest) (kmsg.Response, error) {
+	// The end offset is ListOffsets' LATEST: the same topic checks,
+	// refusals, bounds probe and Queen fault mapping, asked in one call.
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.Version = lo.MaxVersion()
+	for _, rt := range req.Topics {
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			lp := kmsg.NewListOffsetsRequestTopicPartition()
+			lp.Partition, lp.Timestamp = rp.Partition, latestTimestamp
+			lt.Partitions = append(lt.Partitions, lp)
+		}
+		lo.Topics = append(lo.Topics, lt)
+	}
+	r, err := n.handleListOffsets(ctx, c, lo)
+	if err != nil {
+		return nil, err
+	}
+	latest := r.(*kmsg.ListOffsetsResponse)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	resp.ThrottleMillis = latest.ThrottleMillis
 	resp.Topics = make([]kmsg.OffsetForLeaderEpochResponseTopic, len(req.Topics))
-	topics := n.topicVerdicts(c, listOffsetsFault, &resp.ThrottleMillis)
-	var (
-		probes  []*offsetSearch // only topic and part: bounds probes
-		answers []*kmsg.OffsetForLeaderEpochResponseTopicPartition
-	)
-	for i := range req.Topics {
-		rt := &req.Topics[i]
+	for i, rt := range req.Topics {
 		st := &resp.Topics[i]
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.OffsetForLeaderEpochResponseTopicPartition, len(rt.Partitions))
-		tv, err := topics.of(ctx, rt.Topic)
-		if err != nil {
-			return nil, err
-		}
-		for j := range rt.Partitions {
-			rp := &rt.Partitions[j]
+		for j, rp := range rt.Partitions {
+			lp := &latest.Topics[i].Partitions[j]
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
-			sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
-			if code, ok := topics.refusal(ctx, rt.Topic, &tv, rp.Partition); ok {
-				sp.ErrorCode = code
-				continue
+			sp.Partition, sp.ErrorCode, sp.LeaderEpoch, sp.EndOffset = rp.Partition, lp.ErrorCode, partitionLeaderEpoch, -1
+			if lp.ErrorCode == 0 && rp.LeaderEpoch == partitionLeaderEpoch {
+				sp.EndOffset = lp.Offset
 			}
-			if rp.LeaderEpoch != partitionLeaderEpoch {
-				continue // an epoch this log never had: undefined
-			}
-			probes = append(probes, &offsetSearch{topic: rt.Topic, part: strconv.FormatInt(int64(rp.Partition), 10)})
-			answers = append(answers, sp)
 		}
-	}
-	if len(probes) == 0 {
-		return resp, nil
-	}
-	results, err := probeOffsets(ctx, c.Queen(), probes, func(*offsetSearch) int64 { return 0 }, false)
-	if err != nil {
-		logQueenFault(c, "fetch", err)
-		code, throttle, _, fatal := listOffsetsFault(err)
-		if fatal != nil {
-			return nil, fatal
-		}
-		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
-		for _, sp := range answers {
-			sp.ErrorCode = code
-		}
-		return resp, nil
-	}
-	for i, sp := range answers {
-		if results[i].Error == queen.FetchErrUnknownTopic {
-			sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			continue
-		}
-		sp.EndOffset = results[i].HighWatermark
 	}
 	return resp, nil
 }
