@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/queen-mq/queen-kafka/queen/dev"
 )
@@ -23,17 +22,13 @@ func TestKgoInitProducerIDv5(t *testing.T) {
 	defer cancel()
 	e.createTopic("ipid")
 	for v := int16(4); v <= 5; v++ {
-		vs := kversion.Stable()
-		vs.SetMaxKeyVersion(kmsg.InitProducerID.Int16(), v)
 		mark := obs.mark()
-		idem, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(vs), kgo.DefaultProduceTopic("ipid"))
-		require.NoError(t, err)
+		idem := pinnedClient(t, addr, kmsg.InitProducerID, v, kgo.DefaultProduceTopic("ipid"))
 		require.NoError(t, idem.ProduceSync(ctx, &kgo.Record{Value: []byte("idempotent")}).FirstErr())
 		idem.Close()
 
-		txn, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(vs), kgo.DefaultProduceTopic("ipid"),
+		txn := pinnedClient(t, addr, kmsg.InitProducerID, v, kgo.DefaultProduceTopic("ipid"),
 			kgo.TransactionalID("ipid-txn"), kgo.TransactionTimeout(30*time.Second))
-		require.NoError(t, err)
 		require.NoError(t, txn.BeginTransaction())
 		require.NoError(t, txn.ProduceSync(ctx, &kgo.Record{Value: []byte("transactional")}).FirstErr())
 		require.NoError(t, txn.EndTransaction(ctx, kgo.TryCommit))

@@ -35,12 +35,7 @@ func servedEnv(t *testing.T, opts dev.Options) (*dataEnv, string, *recordingObse
 // pinned is a franz-go admin client that speaks key at most at version v.
 func pinned(t *testing.T, addr string, key kmsg.Key, v int16) *kadm.Client {
 	t.Helper()
-	vs := kversion.Stable()
-	vs.SetMaxKeyVersion(key.Int16(), v)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(vs))
-	require.NoError(t, err)
-	t.Cleanup(cl.Close)
-	return kadm.NewClient(cl)
+	return kadm.NewClient(pinnedClient(t, addr, key, v))
 }
 
 // versionsSeen are the versions of key the node answered since mark.
@@ -158,12 +153,13 @@ func splitHostPort(t *testing.T, addr string) (string, int32) {
 	return host, int32(port)
 }
 
-// pinnedClient is a franz-go client that speaks key at most at version v.
-func pinnedClient(t *testing.T, addr string, key kmsg.Key, v int16) *kgo.Client {
+// pinnedClient is a franz-go client with opts that speaks key at most at
+// version v; the test's end closes it.
+func pinnedClient(t *testing.T, addr string, key kmsg.Key, v int16, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	vs := kversion.Stable()
 	vs.SetMaxKeyVersion(key.Int16(), v)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(vs))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.MaxVersions(vs)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	return cl
