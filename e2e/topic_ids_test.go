@@ -95,6 +95,11 @@ func testTopicIDs(t *testing.T, tg target, createAt, deleteAt, recreateAt string
 		t.Fatalf("the recreated topic kept id %s", kadm.TopicID(created))
 	}
 	for _, addr := range tg.bootstrap {
+		// The old id names nothing, and deleting by it leaves its
+		// successor alone.
+		if again := deleteByID(t, addr, created); again.ErrorCode != kerr.UnknownTopicID.Code {
+			t.Fatalf("DeleteTopics by the old id at %s after the recreate: error %d, want UNKNOWN_TOPIC_ID", addr, again.ErrorCode)
+		}
 		if id := metadataID(t, addr, topic); id != recreated {
 			t.Fatalf("Metadata at %s after the recreate gives id %s, want the new %s", addr, kadm.TopicID(id), kadm.TopicID(recreated))
 		}

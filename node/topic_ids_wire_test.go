@@ -282,3 +282,25 @@ func TestKgoProduceAtEachVersion(t *testing.T) {
 		}
 	}
 }
+
+// A queue deleted and recreated natively while this node's catalogue still
+// holds the old listing: DeleteTopics by the old id must not resolve it to
+// the name and delete the successor, since Queen deletes by name.
+func TestDeleteTopicsByStaleIDSparesSuccessor(t *testing.T) {
+	n, dq := newTestNode(t, nil)
+	withClock(n) // the catalogue's TTL never runs out on its own
+	old := uuid.MustParse(dq.addQueue("orders", 1))
+	k := dial(t, serveTestNode(t, n))
+	mr := k.roundTrip(metaReq(12, byID(old))).(*kmsg.MetadataResponse)
+	require.EqualValues(t, 0, mr.Topics[0].ErrorCode, "the catalogue holds the old queue")
+
+	_, err := dq.q.DeleteQueue(t.Context(), "orders")
+	require.NoError(t, err)
+	successor := dq.addQueue("orders", 1)
+
+	dr := k.roundTrip(deleteReq(6, kmsg.DeleteTopicsRequestTopic{TopicID: old})).(*kmsg.DeleteTopicsResponse)
+	require.Equal(t, kerr.UnknownTopicID.Code, dr.Topics[0].ErrorCode)
+	q := dq.queue("orders")
+	require.NotNil(t, q, "the successor was deleted by its predecessor's id")
+	require.Equal(t, successor, q.ID)
+}
