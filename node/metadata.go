@@ -64,7 +64,7 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 	for _, rt := range req.Topics {
 		if rt.TopicID != ([16]byte{}) {
 			// v12+: by id, whatever the name says; never created.
-			resp.Topics = append(resp.Topics, n.metaTopicByID(ctx, c, cat, rt.TopicID, &resp.ThrottleMillis))
+			resp.Topics = append(resp.Topics, n.metaTopicByID(ctx, c, rt.TopicID, &resp.ThrottleMillis))
 			continue
 		}
 		if rt.Topic == nil {
@@ -142,7 +142,7 @@ func namesByIDOrNull(req *kmsg.MetadataRequest) bool {
 // metaTopicByID answers a topic requested by id: the topic, or Kafka's
 // UNKNOWN_TOPIC_ID entry (null name, the id asked for). A failed catalogue
 // read is answered as for a name.
-func (n *Node) metaTopicByID(ctx context.Context, c *Conn, cat *catalog, id [16]byte, throttle *int32) kmsg.MetadataResponseTopic {
+func (n *Node) metaTopicByID(ctx context.Context, c *Conn, id [16]byte, throttle *int32) kmsg.MetadataResponseTopic {
 	name, width, ok, err := n.topicByID(ctx, c, id)
 	if err != nil {
 		code, th, _ := topicFault(err)
