@@ -6,8 +6,10 @@
 // limit so that a declared size is never trusted, the walk of a batch's
 // records into Queen payload envelopes (Decoder.Envelopes), the decode
 // budget every produce request of a process is paid on (Pool, Budget), and
-// the fetch-side encoding of stored records as one uncompressed batch
-// (AppendFetchBatch).
+// the fetch-side encoding of stored records as one batch, uncompressed
+// (AppendFetchBatch) or compressed with any of the four codecs
+// (Encoder.AppendFetchBatch, never larger than the uncompressed batch), and
+// Kafka's names of the codecs and the Fetch version each needs.
 //
 // Bad input never crashes and never buys memory: every refusal is a Fault
 // carrying the Kafka error code a broker would send (CORRUPT_MESSAGE,
@@ -21,5 +23,6 @@
 // bytes), the Queen HTTP client or any call to Queen (it only writes and
 // reads package queen's envelope format), producer ids and sequence numbers
 // (ParseProduce reads them; deciding a batch's sequence is not done here),
-// and the facade's configuration (the ceilings come in as Limits).
+// the facade's configuration (the ceilings come in as Limits), and which
+// codec a topic's answers use (package node's compression.type).
 package recordbatch

@@ -336,53 +336,6 @@ type Fetched struct {
 	Record queen.Record
 }
 
-// AppendFetchBatch appends recs (ascending offsets, gaps allowed) as ONE
-// uncompressed RecordBatch v2: base offset the first record's, offset deltas
-// from the offsets, first and max timestamps, no producer (-1) and leader
-// epoch -1, as every consumer reads an idempotent-free log.
-func AppendFetchBatch(dst []byte, recs []Fetched) []byte {
-	if len(recs) == 0 {
-		return dst
-	}
-	base, first := recs[0].Offset, recs[0].Record.Timestamp
-	maxTS := first
-	for i := range recs {
-		maxTS = max(maxTS, recs[i].Record.Timestamp)
-	}
-	rb := kmsg.RecordBatch{
-		FirstOffset:          base,
-		PartitionLeaderEpoch: -1,
-		Magic:                2,
-		LastOffsetDelta:      int32(recs[len(recs)-1].Offset - base),
-		FirstTimestamp:       first,
-		MaxTimestamp:         maxTS,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
-		FirstSequence:        -1,
-		NumRecords:           int32(len(recs)),
-	}
-	at := len(dst)
-	dst = rb.AppendTo(dst)
-	var hdrs []kmsg.Header
-	for i := range recs {
-		r := &recs[i].Record
-		hdrs = hdrs[:0]
-		for _, h := range r.Headers {
-			hdrs = append(hdrs, kmsg.Header{Key: h.Key, Value: h.Value})
-		}
-		kr := kmsg.Record{
-			TimestampDelta64: r.Timestamp - first,
-			OffsetDelta:      int32(recs[i].Offset - base),
-			Key:              r.Key,
-			Value:            r.Value,
-			Headers:          hdrs,
-		}
-		dst = AppendRecord(dst, &kr)
-	}
-	Seal(dst[at:])
-	return dst
-}
-
 // Seal fills in the Length and the CRC of the one encoded batch b holds.
 func Seal(b []byte) []byte {
 	binary.BigEndian.PutUint32(b[batchLengthOffset:], uint32(len(b)-LengthBase))
