@@ -98,7 +98,7 @@ func testEdges(t *testing.T, tg target) {
 		// A 3 MiB record against 1 MiB partition and response budgets: the
 		// first batch is always whole, so the consumer never stalls on it.
 		topic := uniq("big")
-		createTopic(t, tg, topic, 1, nil)
+		createTopic(t, tg, topic, 1, map[string]*string{"max.message.bytes": kmsg.StringPtr("8388608")})
 		big := make([]byte, 3<<20)
 		for i := range big {
 			big[i] = byte(i * 7)

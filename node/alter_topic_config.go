@@ -18,10 +18,12 @@ type alterOutcome struct {
 
 // alterTopicConfig is the path AlterConfigs and IncrementalAlterConfigs
 // share. Queen's configure route is a whole-row upsert (on older brokers)
-// whose options cannot be read back, so an alter is lossless only on a
-// topic whose complete bag the facade itself posted: those are the only
-// ones altered, and the COMPLETE bag is posted again with the change,
-// retentionEnabled stated explicitly.
+// whose options cannot be read back, so an alter of retention is lossless
+// only on a topic whose complete bag the facade itself posted: those are
+// the only ones whose retention is altered, and the COMPLETE bag is posted
+// again with the change, retentionEnabled stated explicitly. The facade's
+// own keys (compression.type, max.message.bytes) touch no queue option, so
+// they are altered on every topic, in its record alone.
 func (n *Node) alterTopicConfig(ctx context.Context, c *Conn, resType kmsg.ConfigResourceType, name string, validateOnly bool, change func(*kafkaTopicConfig) error) alterOutcome {
 	if resType != kmsg.ConfigResourceTypeTopic {
 		return alterOutcome{code: kerr.InvalidRequest.Code, msg: fmt.Sprintf("Config resource type %s cannot be altered through this facade: its own settings are environment variables, and topics are the only resource it configures.", resType)}
@@ -42,22 +44,37 @@ func (n *Node) alterTopicConfig(ctx context.Context, c *Conn, resType kmsg.Confi
 	if err != nil {
 		return alterFault(c, name, err)
 	}
-	if !facadeCreated(rec, info) {
-		return alterOutcome{code: kerr.PolicyViolation.Code, msg: fmt.Sprintf("Topic %s was not created by CreateTopics through this facade (it was created natively, or on first use by Metadata), so its queue options cannot be read back and an alter here could not be lossless; change its retention through Queen's queue options instead.", name)}
+	owned := facadeCreated(rec, info)
+	if !owned && rec != nil && !rec.matches(info.queue.ID) {
+		rec = nil // another queue's leftover: overwritten, not inherited
 	}
 	k := topicConfigOf(rec)
+	before := k.retention()
 	if err := change(&k); err != nil {
 		return alterOutcome{code: kerr.InvalidConfig.Code, msg: err.Error()}
+	}
+	retained := k.retention() == before
+	if !owned && !retained {
+		return alterOutcome{code: kerr.PolicyViolation.Code, msg: fmt.Sprintf("Topic %s was not created by CreateTopics through this facade (it was created natively, or on first use by Metadata), so its queue options cannot be read back and an alter of its retention here could not be lossless; change its retention through Queen's queue options instead (compression.type and max.message.bytes can be altered here).", name)}
 	}
 	if validateOnly {
 		return alterOutcome{}
 	}
-	bag := maps.Clone(rec.Set)
-	maps.Copy(bag, k.retentionBag())
-	if _, err := q.Configure(ctx, name, bag); err != nil {
-		return alterFault(c, name, err)
+	next := &topicCfg{QID: info.qid(), At: n.now().UnixMilli(), Kafka: k.kafkaMap()}
+	if rec != nil {
+		next.Set, next.Partitions = rec.Set, rec.Partitions
+		if next.QID == nil {
+			next.QID = rec.QID
+		}
 	}
-	next := &topicCfg{QID: rec.QID, Set: bag, At: n.now().UnixMilli(), Partitions: rec.Partitions, Kafka: k.kafkaMap()}
+	if owned && !retained {
+		bag := maps.Clone(rec.Set)
+		maps.Copy(bag, k.retentionBag())
+		if _, err := q.Configure(ctx, name, bag); err != nil {
+			return alterFault(c, name, err)
+		}
+		next.Set = bag
+	}
 	applied, _, err := writeTopicCfg(ctx, q, name, next, version)
 	if err != nil {
 		return alterFault(c, name, err)
@@ -69,6 +86,6 @@ func (n *Node) alterTopicConfig(ctx context.Context, c *Conn, resType kmsg.Confi
 		return alterOutcome{code: kerr.RequestTimedOut.Code, msg: fmt.Sprintf("Topic %s was altered concurrently; retry.", name)}
 	}
 	cat.setCfg(name, next)
-	c.log.Info("topic config altered", "topic", name, "configs", next.Kafka, "retention", bag, "client_id", c.ClientID())
+	c.log.Info("topic config altered", "topic", name, "configs", next.Kafka, "retention", next.Set, "client_id", c.ClientID())
 	return alterOutcome{}
 }

@@ -144,6 +144,15 @@ func (n *Node) topicWidth(ctx context.Context, c *Conn, topic string) (width int
 	return cat.width(t), true, nil
 }
 
+// cachedTopicConfig is topic's Kafka configs as the catalogue holds them:
+// its record as of the last listing (every catalogTTL, on every node, from
+// Queen KV), or as altered through this node since. An alter through
+// another node therefore applies here within catalogTTL.
+func (n *Node) cachedTopicConfig(c *Conn, topic string) kafkaTopicConfig {
+	t, _ := n.cats.forConn(c).lookup(topic)
+	return topicConfigOf(t.cfg)
+}
+
 func (cat *catalog) loaded() bool {
 	cat.mu.RLock()
 	defer cat.mu.RUnlock()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
 // Config is the whole facade configuration, validated: a Config returned by
@@ -56,6 +57,11 @@ type Config struct {
 	DedupWindowSeconds int  // QUEEN_KAFKA_DEDUP_WINDOW_SECONDS
 	DedupKeys          bool // QUEEN_KAFKA_DEDUP_KEYS
 
+	// FetchCompression is the codec (recordbatch.Codec*) of the fetch
+	// answers of every topic whose compression.type is unset: the
+	// broker-wide compression.type of a Kafka broker.
+	FetchCompression int // QUEEN_KAFKA_FETCH_COMPRESSION
+
 	LogLevel slog.Level // LOG_LEVEL, or RUST_LOG when set
 	LogJSON  bool       // QUEEN_LOG_JSON
 
@@ -92,6 +98,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("forward_sni_host", c.ForwardSNIHost),
 		slog.Int("dedup_window_s", c.DedupWindowSeconds),
 		slog.Bool("dedup_keys", c.DedupKeys),
+		slog.String("fetch_compression", fetchCompressionName(c.FetchCompression)),
 		slog.Int("node_id", c.NodeID),
 		slog.String("cluster", c.Cluster),
 	)
@@ -155,6 +162,7 @@ type rawConfig struct {
 	TxnMaxTimeout     string `env:"QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS, default=900000" range:"1..86400000" help:"transaction.max.timeout.ms: the ceiling on a producer's transaction timeout."`
 	DedupWindow       string `env:"QUEEN_KAFKA_DEDUP_WINDOW_SECONDS, default=900" range:"0..604800" help:"dedupWindowSeconds of every queue the facade creates: how long Queen answers a retried idempotent batch with its original offsets. 0 leaves Queen's default."`
 	DedupKeys         string `env:"QUEEN_KAFKA_DEDUP_KEYS, default=true" accepts:"true or false" help:"Send each idempotent record's dedup key to Queen. false exists only to measure the keys' cost: a retry after a lost answer may then be stored twice."`
+	FetchCompression  string `env:"QUEEN_KAFKA_FETCH_COMPRESSION, default=none" accepts:"none, gzip, snappy, lz4 or zstd" help:"The codec fetch answers use for topics whose compression.type is unset (zstd from Fetch v10 only); a topic's own compression.type wins. Stored records are never changed."`
 	LogLevel          string `env:"LOG_LEVEL, default=info" accepts:"trace, debug, info, warn, error or off, optionally with target=level directives" help:"Log level; the first bare level of an EnvFilter-like value wins."`
 	RustLog           string `env:"RUST_LOG" accepts:"as LOG_LEVEL" help:"Same as LOG_LEVEL, and wins over it."`
 	LogJSON           string `env:"QUEEN_LOG_JSON, default=false" accepts:"true, anything else is false" help:"Log lines as JSON."`
@@ -261,6 +269,9 @@ func LoadConfig(ctx context.Context, l envconfig.Lookuper) (Config, error) {
 	if c.DedupKeys, err = parseBool("QUEEN_KAFKA_DEDUP_KEYS", raw.DedupKeys); err != nil {
 		return Config{}, err
 	}
+	if c.FetchCompression, err = parseFetchCompression(raw.FetchCompression); err != nil {
+		return Config{}, err
+	}
 	if c.ForwardSNIHost && !c.TLSEnabled() {
 		return Config{}, errors.New("QUEEN_KAFKA_FORWARD_SNI_HOST=true requires TLS (QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY): a plaintext connection carries no server name to forward")
 	}
@@ -289,6 +300,27 @@ func parseRange(name, raw string, min, max int64) (int64, error) {
 		return 0, fmt.Errorf("%s=%q is invalid: expected an integer in %d to %d", name, raw, min, max)
 	}
 	return v, nil
+}
+
+// parseFetchCompression reads QUEEN_KAFKA_FETCH_COMPRESSION: none, or one
+// of Kafka's codec names (case-insensitive).
+func parseFetchCompression(raw string) (int, error) {
+	v := strings.ToLower(raw)
+	if v == "none" {
+		return recordbatch.CodecNone, nil
+	}
+	if c, ok := recordbatch.CodecByName(v); ok && c != recordbatch.CodecNone {
+		return c, nil
+	}
+	return 0, fmt.Errorf("QUEEN_KAFKA_FETCH_COMPRESSION=%q is invalid: expected none, gzip, snappy, lz4 or zstd", raw)
+}
+
+// fetchCompressionName is QUEEN_KAFKA_FETCH_COMPRESSION's spelling of c.
+func fetchCompressionName(c int) string {
+	if c == recordbatch.CodecNone {
+		return "none"
+	}
+	return recordbatch.CodecName(c)
 }
 
 func parseBool(name, raw string) (bool, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/queen-mq/queen-kafka/internal/version"
+	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
 func baseEnv() map[string]string {
@@ -55,6 +56,7 @@ func TestConfigDefaults(t *testing.T) {
 		{"TxnMaxTimeout", c.TxnMaxTimeout, 900 * time.Second},
 		{"DedupWindowSeconds", c.DedupWindowSeconds, 900},
 		{"DedupKeys", c.DedupKeys, true},
+		{"FetchCompression", c.FetchCompression, recordbatch.CodecNone},
 		{"LogLevel", c.LogLevel, slog.LevelInfo},
 		{"LogJSON", c.LogJSON, false},
 		{"NodeID", c.NodeID, 0},
@@ -86,6 +88,7 @@ func TestConfigValues(t *testing.T) {
 		"LOG_LEVEL":                      "error",
 		"RUST_LOG":                       "queen_kafka=trace,debug",
 		"QUEEN_KAFKA_MAX_CONNECTIONS":    "   ", // blank = unset
+		"QUEEN_KAFKA_FETCH_COMPRESSION":  "LZ4",
 	} {
 		env[k] = v
 	}
@@ -96,7 +99,7 @@ func TestConfigValues(t *testing.T) {
 	if c.QueenURL != "https://queen.example.com" || c.AdvertisedHost != "2001:db8::1" || c.AdvertisedPort != 9093 ||
 		c.DefaultPartitions != 12 || c.SASL != "plain" || c.NodeID != 3 || c.Cluster != "eu-1.prod" ||
 		c.ClusterTTL != 6*time.Second || c.ClusterHeartbeat != 2*time.Second || !c.LogJSON ||
-		c.LogLevel != slog.LevelDebug || c.MaxConnections != 4096 {
+		c.LogLevel != slog.LevelDebug || c.MaxConnections != 4096 || c.FetchCompression != recordbatch.CodecLz4 {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -140,6 +143,9 @@ func TestConfigRefusals(t *testing.T) {
 		{"dedup window negative", map[string]string{"QUEEN_KAFKA_DEDUP_WINDOW_SECONDS": "-1"}, []string{"QUEEN_KAFKA_DEDUP_WINDOW_SECONDS", "0 to 604800"}},
 		{"dedup window above a week", map[string]string{"QUEEN_KAFKA_DEDUP_WINDOW_SECONDS": "604801"}, []string{"QUEEN_KAFKA_DEDUP_WINDOW_SECONDS", "0 to 604800"}},
 		{"dedup keys bool", map[string]string{"QUEEN_KAFKA_DEDUP_KEYS": "yes"}, []string{"QUEEN_KAFKA_DEDUP_KEYS", "true or false"}},
+		{"fetch compression brotli", map[string]string{"QUEEN_KAFKA_FETCH_COMPRESSION": "brotli"}, []string{"QUEEN_KAFKA_FETCH_COMPRESSION", "none, gzip, snappy, lz4 or zstd"}},
+		{"fetch compression producer", map[string]string{"QUEEN_KAFKA_FETCH_COMPRESSION": "producer"}, []string{"QUEEN_KAFKA_FETCH_COMPRESSION"}},
+		{"fetch compression uncompressed", map[string]string{"QUEEN_KAFKA_FETCH_COMPRESSION": "uncompressed"}, []string{"QUEEN_KAFKA_FETCH_COMPRESSION"}},
 		{"txn bytes above staged", map[string]string{"QUEEN_KAFKA_TXN_MAX_BYTES": "2000", "QUEEN_KAFKA_TXN_MAX_STAGED_BYTES": "1000"}, []string{"QUEEN_KAFKA_TXN_MAX_BYTES", "QUEEN_KAFKA_TXN_MAX_STAGED_BYTES"}},
 		{"sasl scram", map[string]string{"QUEEN_KAFKA_SASL": "scram-sha-256"}, []string{"QUEEN_KAFKA_SASL", "plain"}},
 		{"sni bool", map[string]string{"QUEEN_KAFKA_FORWARD_SNI_HOST": "yes"}, []string{"QUEEN_KAFKA_FORWARD_SNI_HOST", "true or false"}},

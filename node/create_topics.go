@@ -76,7 +76,7 @@ func (n *Node) handleCreateTopics(ctx context.Context, c *Conn, req *kmsg.Create
 			p.version = version
 			created = append(created, p)
 		}
-		fillCreated(rt, p)
+		fillCreated(rt, p, n.cfg.FetchCompression)
 	}
 	if len(created) > 0 {
 		n.bindCreated(ctx, c, cat, created)
@@ -232,12 +232,12 @@ func setCreateError(rt *kmsg.CreateTopicsResponseTopic, code int16, msg string) 
 	rt.ErrorMessage = &msg
 }
 
-// fillCreated reports the created topic (v5+): width, factor and the two
-// configs that are applied.
-func fillCreated(rt *kmsg.CreateTopicsResponseTopic, p createPlan) {
+// fillCreated reports the created topic (v5+): width, factor and the
+// configs that are applied (fetchDefault: QUEEN_KAFKA_FETCH_COMPRESSION).
+func fillCreated(rt *kmsg.CreateTopicsResponseTopic, p createPlan, fetchDefault int) {
 	rt.NumPartitions = p.width
 	rt.ReplicationFactor = p.rf
-	for _, e := range describeEntries(p.config, nil, false, false) {
+	for _, e := range describeEntries(p.config, fetchDefault, topicConfigKeys, nil, false, false) {
 		cfg := kmsg.NewCreateTopicsResponseTopicConfig()
 		cfg.Name, cfg.Value, cfg.Source = e.Name, e.Value, int8(e.Source)
 		rt.Configs = append(rt.Configs, cfg)

@@ -51,7 +51,7 @@ func TestCreateTopicsRecordsFloorBeforeQueue(t *testing.T) {
 	for _, cfg := range rt.Configs {
 		got[cfg.Name] = *cfg.Value
 	}
-	if got["retention.ms"] != "86400000" || got["cleanup.policy"] != "delete" || len(got) != 2 {
+	if got["retention.ms"] != "86400000" || got["cleanup.policy"] != "delete" || got["compression.type"] != "producer" || got["max.message.bytes"] != "1048588" || len(got) != 4 {
 		t.Fatalf("configs %v", got)
 	}
 }

@@ -11,9 +11,11 @@ import (
 
 // handleDescribeConfigs answers truthfully and therefore briefly: a key is
 // reported only where the facade can name what enforces it. That is
-// retention.ms and cleanup.policy of a topic the facade created (from its
-// qk:topiccfg: record); a topic created any other way has no readable
-// retention, so it answers no entries rather than defaults nothing checks.
+// compression.type and max.message.bytes of every topic (the facade
+// applies both itself), and retention.ms and cleanup.policy of a topic the
+// facade created (from its qk:topiccfg: record); a topic created any other
+// way has no readable retention, so it answers no retention entries rather
+// than defaults nothing checks.
 // Broker resources answer no entries: the facade's settings are its
 // environment, not Kafka broker configs.
 func (n *Node) handleDescribeConfigs(ctx context.Context, c *Conn, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
@@ -73,10 +75,14 @@ func (n *Node) describeTopic(ctx context.Context, c *Conn, cat *catalog, refresh
 		setDescribeError(rr, code, msg)
 		return
 	}
+	keys := topicConfigKeys
 	if !facadeCreated(rec, info) {
-		return
+		keys = facadeConfigKeys
+		if rec != nil && !rec.matches(info.queue.ID) {
+			rec = nil // another queue's leftover
+		}
 	}
-	rr.Configs = describeEntries(topicConfigOf(rec), r.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+	rr.Configs = describeEntries(topicConfigOf(rec), n.cfg.FetchCompression, keys, r.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
 }
 
 // facadeCreated reports whether rec is a configure bag this facade posted

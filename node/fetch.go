@@ -19,8 +19,11 @@ import (
 // request order against the partition and response budgets (the response
 // capped at 32 MiB); the first record of the response is always delivered
 // whole, so an oversized record never stalls a consumer. Each partition's
-// records are re-encoded as ONE uncompressed RecordBatch v2 carrying their
-// original key, value, headers and timestamp. Both isolation levels read
+// records are re-encoded as ONE RecordBatch v2 carrying their
+// original key, value, headers and timestamp, compressed with the codec the
+// topic's compression.type (else QUEEN_KAFKA_FETCH_COMPRESSION) names, where
+// the request's version carries it (zstd from v10; below, uncompressed:
+// topic_config.go's fetchCodec says why). Both isolation levels read
 // the same log: nothing uncommitted is ever in it.
 //
 // Version notes:
@@ -36,8 +39,8 @@ import (
 //     reports is -1 ("none"), in Metadata, ListOffsets and every record
 //     batch, so a client fences nothing and the field is not checked, as
 //     ListOffsets v4+ does not check its own.
-//   - v10: zstd record batches may be answered; the answer's batches are
-//     this facade's own uncompressed ones either way.
+//   - v10: zstd record batches may be answered: a zstd topic's answers are
+//     zstd from here, uncompressed below.
 //   - v11: rack_id is accepted and preferred_read_replica is -1 (read here,
 //     KIP-392 follower fetching has no followers to point at).
 //   - v12: the flexible encoding; last_fetched_epoch is -1 from every client
@@ -62,6 +65,7 @@ type fetchSlot struct {
 	resp  *kmsg.FetchResponseTopicPartition
 	max   int // partition_max_bytes
 	taken int // records in resp.RecordBatches
+	codec int // its batch's compression (recordbatch.Codec*)
 }
 
 func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
@@ -106,7 +110,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 			refused = true
 			continue
 		}
-		slots = append(slots, fetchSlot{resp: sp, max: max(int(rp.MaxBytes), 1)})
+		slots = append(slots, fetchSlot{resp: sp, max: max(int(rp.MaxBytes), 1), codec: tv.cfg.fetchCodec(n.cfg.FetchCompression, req.Version)})
 		entries = append(entries, queen.FetchEntry{
 			Queue:     rp.Topic,
 			Partition: strconv.FormatInt(int64(rp.Partition), 10),
@@ -123,7 +127,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 		// which returns at once on an erroring entry), do not park on it.
 		wait = 0
 	}
-	f := &fetchFill{budget: maxFetchResponse}
+	f := &fetchFill{budget: maxFetchResponse, enc: n.batches}
 	if req.Version >= 3 && req.MaxBytes >= 0 {
 		f.budget = min(f.budget, int(req.MaxBytes))
 	}
@@ -248,6 +252,7 @@ func answerFetch(resp *kmsg.FetchResponse, fs *fetchsession.Fetch, answers []*km
 // partition takes records while they fit, and one whose next record does
 // not fit is an empty read with its real watermarks.
 type fetchFill struct {
+	enc    *recordbatch.Encoder
 	budget int  // bytes the response has left (negative past an oversized first record)
 	taken  int  // records in the response
 	full   bool // a record did not fit what the response had left
@@ -307,7 +312,9 @@ func (f *fetchFill) fill(s *fetchSlot, r *queen.FetchResult) {
 		size += est
 	}
 	if len(recs) > 0 {
-		s.resp.RecordBatches = recordbatch.AppendFetchBatch(nil, recs)
+		// Compressed or not, the batch is never larger than the plain one
+		// the budgets above were counted against.
+		s.resp.RecordBatches = f.enc.AppendFetchBatch(nil, recs, s.codec)
 		f.budget -= len(s.resp.RecordBatches)
 		f.taken += len(recs)
 		s.taken = len(recs)

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -56,17 +55,7 @@ func readBatch(t *testing.T, raw []byte) (kmsg.RecordBatch, []kmsg.Record) {
 	var rb kmsg.RecordBatch
 	require.NoError(t, rb.ReadFrom(raw))
 	require.Equal(t, int(rb.Length)+recordbatch.LengthBase, len(raw), "one batch per partition")
-	var recs []kmsg.Record
-	body := rb.Records
-	for i := int32(0); i < rb.NumRecords; i++ {
-		l, n := binary.Varint(body)
-		var r kmsg.Record
-		require.NoError(t, r.ReadFrom(body[:n+int(l)]))
-		body = body[n+int(l):]
-		recs = append(recs, r)
-	}
-	require.Empty(t, body)
-	return rb, recs
+	return rb, batchtest.Records(t, rb.Records, rb.NumRecords)
 }
 
 func TestFetchReturnsRecordsAsProduced(t *testing.T) {
@@ -269,6 +258,8 @@ func TestFetchErrorAnswersAtOnce(t *testing.T) {
 func TestFetchResponseCeiling(t *testing.T) {
 	e := newDataEnv(t, dev.Options{}, map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": "8"})
 	e.createTopic("huge")
+	rr := incrementalAlter(t, e.n, e.c, "huge", kmsg.IncrementalAlterConfigOpSet, "max.message.bytes", strp("8388608"))
+	require.Equal(t, int16(0), rr.ErrorCode, "max.message.bytes of a native topic is the facade's to set")
 	value := make([]byte, 5<<20)
 	var parts []fetchPart
 	for p := int32(0); p < 7; p++ {

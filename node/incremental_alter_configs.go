@@ -9,8 +9,8 @@ import (
 )
 
 // handleIncrementalAlterConfigs is what `kafka-configs.sh --alter` sends:
-// SET and DELETE on either key, APPEND and SUBTRACT on the list-typed
-// cleanup.policy, each applied to the topic's recorded configs.
+// SET and DELETE on every applied key, APPEND and SUBTRACT on the
+// list-typed cleanup.policy, each applied to the topic's recorded configs.
 func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, c *Conn, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	for _, r := range req.Resources {
@@ -84,5 +84,5 @@ func applyIncremental(k *kafkaTopicConfig, cfg kmsg.IncrementalAlterConfigsReque
 // unappliedConfig refuses a key the facade does not apply: accepting it
 // would report a setting that nothing enforces.
 func unappliedConfig(name string) error {
-	return fmt.Errorf("Config %s is not applied by this facade: only retention.ms and cleanup.policy map onto Queen queue options", name)
+	return fmt.Errorf("Config %s is not applied by this facade: only retention.ms and cleanup.policy (Queen queue options), compression.type (fetch answers) and max.message.bytes (produce) are", name)
 }

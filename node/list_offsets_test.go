@@ -118,6 +118,7 @@ func TestListOffsetsLargeRecords(t *testing.T) {
 	clock := &brokerClock{t: t0}
 	e := newDataEnv(t, dev.Options{Now: clock.now}, nil)
 	e.createTopic("big")
+	require.Equal(t, int16(0), incrementalAlter(t, e.n, e.c, "big", kmsg.IncrementalAlterConfigOpSet, "max.message.bytes", strp("16777216")).ErrorCode)
 	sizes := []int{10 << 10, 300 << 10, 9 << 20, 10}
 	for i, n := range sizes {
 		clock.set(t0.Add(time.Duration(i) * time.Second))

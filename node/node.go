@@ -68,6 +68,9 @@ type Node struct {
 	// frames is the node's budget of request frame bytes being read or
 	// read and not yet answered, across every connection (frameBudget).
 	frames *recordbatch.Budget
+	// batches encodes fetch answers, compressed as each topic's
+	// compression.type asks.
+	batches *recordbatch.Encoder
 	// cluster is cluster mode (registry session, topology, ownership); nil
 	// in single mode, where none of it exists.
 	cluster *cluster
@@ -128,6 +131,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		frameTimeout: frameTimeout,
 		authTimeout:  authTimeout,
 		frames:       recordbatch.NewBudget(frameBudget(cfg.MaxConnections)),
+		batches:      recordbatch.NewEncoder(),
 		cancelServed: func() {},
 		conns:        make(map[*Conn]struct{}),
 		now:          time.Now,

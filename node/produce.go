@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -169,6 +170,11 @@ func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *k
 			continue
 		}
 		switch {
+		case len(p.raw) > int(tv.cfg.maxMessageBytes):
+			// Kafka's rule (UnifiedLog.analyzeAndValidateRecords): the
+			// whole batch as sent, log overhead included, against the
+			// topic's max.message.bytes.
+			p.fail(kerr.MessageTooLarge.Code, fmt.Sprintf("The record batch size in the append to %s-%d is %d bytes which exceeds the maximum configured value of %d.", p.topic, p.resp.Partition, len(p.raw), tv.cfg.maxMessageBytes))
 		case p.rb.Attributes&recordbatch.AttrCodecMask == recordbatch.CodecZstd && version < 7:
 			p.fail(kerr.UnsupportedCompressionType.Code, "produce requests below version 7 are not allowed to use ZStandard compression")
 		case txnID == "" && p.rb.Attributes&recordbatch.AttrTransactional != 0:
@@ -198,6 +204,9 @@ type topicVerdict struct {
 	throttle int32
 	msg      string
 	failed   bool // the catalogue could not be read (code may be 0 under a throttle)
+	// cfg is the topic's Kafka configs as the catalogue holds them
+	// (max.message.bytes for Produce, compression.type for Fetch).
+	cfg kafkaTopicConfig
 }
 
 const unknownPartitionMsg = "This server does not host this topic-partition."
@@ -222,7 +231,14 @@ func (n *Node) dataTopic(ctx context.Context, c *Conn, topic string, fault queen
 	if !exists {
 		return topicVerdict{code: kerr.UnknownTopicOrPartition.Code, msg: unknownPartitionMsg}, nil
 	}
-	return topicVerdict{width: width}, nil
+	return n.servedTopic(c, topic, width), nil
+}
+
+// servedTopic is the verdict of an existing topic the request may use:
+// its width and its configs (every accepted verdict carries them, since
+// the zero config would refuse every batch as over max.message.bytes).
+func (n *Node) servedTopic(c *Conn, topic string, width int32) topicVerdict {
+	return topicVerdict{width: width, cfg: n.cachedTopicConfig(c, topic)}
 }
 
 func (p *producePart) fail(code int16, msg string) {

@@ -4,38 +4,63 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
-// The two topic configs the facade can name an enforcer for: Queen's queue
-// retention. Every other Kafka config is accepted at CreateTopics and not
-// applied, and therefore never reported by DescribeConfigs.
+// The topic configs the facade can name an enforcer for. retention.ms and
+// cleanup.policy map onto Queen's queue retention, so only a topic whose
+// queue options the facade posted has them. compression.type
+// and max.message.bytes are the facade's own, applied on every topic: the
+// codec of its fetch answers and the batch size its produce admits. Every
+// other Kafka config is accepted at CreateTopics and not applied, and
+// therefore never reported by DescribeConfigs.
 const (
 	cfgRetentionMs   = "retention.ms"
 	cfgCleanupPolicy = "cleanup.policy"
+	cfgCompression   = "compression.type"
+	cfgMaxMessage    = "max.message.bytes"
 )
 
-// topicConfigKeys is the describe order.
-var topicConfigKeys = []string{cfgCleanupPolicy, cfgRetentionMs}
+// topicConfigKeys is the describe order; facadeConfigKeys are the ones
+// every topic has.
+var (
+	topicConfigKeys  = []string{cfgCleanupPolicy, cfgCompression, cfgMaxMessage, cfgRetentionMs}
+	facadeConfigKeys = []string{cfgCompression, cfgMaxMessage}
+)
 
-// kafkaTopicConfig is a topic's Kafka-side view of its retention.
+// Kafka's defaults of the facade's own keys. compression.type=producer
+// keeps a producer's codec on Kafka; here it answers uncompressed, since a
+// stored record does not remember the codec it came in.
+const (
+	compressionProducer    = "producer"
+	defaultMaxMessageBytes = 1048588 // 1 MiB plus a batch's 12-byte log overhead
+)
+
+// compressionValues is what compression.type accepts, in Kafka's order.
+const compressionValues = "uncompressed, zstd, lz4, snappy, gzip, producer"
+
+// kafkaTopicConfig is a topic's Kafka-side configs.
 type kafkaTopicConfig struct {
-	retentionMs int64  // -1 keeps every record
-	policy      string // delete, compact, or compact,delete
-	explicit    map[string]bool
+	retentionMs     int64  // -1 keeps every record
+	policy          string // delete, compact, or compact,delete
+	compression     string // a compression.type value; unset: the facade's default
+	maxMessageBytes int32
+	explicit        map[string]bool
 }
 
 func defaultTopicConfig() kafkaTopicConfig {
-	return kafkaTopicConfig{retentionMs: -1, policy: "delete", explicit: map[string]bool{}}
+	return kafkaTopicConfig{retentionMs: -1, policy: "delete", compression: compressionProducer, maxMessageBytes: defaultMaxMessageBytes, explicit: map[string]bool{}}
 }
 
 func supportedTopicConfig(name string) bool {
-	return name == cfgRetentionMs || name == cfgCleanupPolicy
+	return slices.Contains(topicConfigKeys, name)
 }
 
 // set applies one supported key; the error is the INVALID_CONFIG message.
@@ -59,6 +84,20 @@ func (k *kafkaTopicConfig) set(name, value string) error {
 			return fmt.Errorf("Invalid value %s for configuration cleanup.policy: expected delete, compact or compact,delete", value)
 		}
 		k.policy = p
+	case cfgCompression:
+		if _, ok := recordbatch.CodecByName(value); !ok && value != compressionProducer {
+			return fmt.Errorf("Invalid value %s for configuration compression.type: String must be one of: %s", value, compressionValues)
+		}
+		k.compression = value
+	case cfgMaxMessage:
+		b, err := strconv.ParseInt(strings.TrimSpace(value), 10, 32)
+		switch {
+		case err != nil:
+			return fmt.Errorf("Invalid value %s for configuration max.message.bytes: Not a number of type INT", value)
+		case b < 0:
+			return fmt.Errorf("Invalid value %d for configuration max.message.bytes: Value must be at least 0", b)
+		}
+		k.maxMessageBytes = int32(b)
 	default:
 		return fmt.Errorf("Unknown topic config name: %s", name)
 	}
@@ -75,8 +114,36 @@ func (k *kafkaTopicConfig) reset(name string) {
 		k.retentionMs = d.retentionMs
 	case cfgCleanupPolicy:
 		k.policy = d.policy
+	case cfgCompression:
+		k.compression = d.compression
+	case cfgMaxMessage:
+		k.maxMessageBytes = d.maxMessageBytes
 	}
 	delete(k.explicit, name)
+}
+
+// retention is the part of k that maps onto the queue's options, to tell
+// whether an alter changes it.
+func (k kafkaTopicConfig) retention() [4]any {
+	return [4]any{k.retentionMs, k.policy, k.explicit[cfgRetentionMs], k.explicit[cfgCleanupPolicy]}
+}
+
+// fetchCodec is the codec of a Fetch answer at version for a topic
+// configured k, with def the facade's QUEEN_KAFKA_FETCH_COMPRESSION.
+// uncompressed and producer answer uncompressed. Below the version a codec
+// needs (zstd: v10) the answer is uncompressed too: Kafka refuses such a
+// fetch UNSUPPORTED_COMPRESSION_TYPE because its log holds zstd batches it
+// will not convert, but an answer here is encoded afresh, so the consumer
+// is served rather than stalled.
+func (k kafkaTopicConfig) fetchCodec(def int, version int16) int {
+	c := def
+	if k.explicit[cfgCompression] {
+		c, _ = recordbatch.CodecByName(k.compression) // producer: CodecNone
+	}
+	if version < recordbatch.MinFetchVersion(c) {
+		return recordbatch.CodecNone
+	}
+	return c
 }
 
 func normalPolicy(v string) (string, bool) {
@@ -103,8 +170,13 @@ func normalPolicy(v string) (string, bool) {
 
 // value is a key's current textual value.
 func (k kafkaTopicConfig) value(name string) string {
-	if name == cfgRetentionMs {
+	switch name {
+	case cfgRetentionMs:
 		return strconv.FormatInt(k.retentionMs, 10)
+	case cfgCompression:
+		return k.compression
+	case cfgMaxMessage:
+		return strconv.FormatInt(int64(k.maxMessageBytes), 10)
 	}
 	return k.policy
 }
@@ -149,12 +221,17 @@ func topicConfigOf(rec *topicCfg) kafkaTopicConfig {
 var configDocs = map[string]string{
 	cfgRetentionMs:   "Enforced by Queen's queue retention (retentionEnabled, retentionSeconds = floor(ms/1000)): records older than this are deleted in the background, whole segments at a time, and the log start offset advances. -1 keeps every record.",
 	cfgCleanupPolicy: "delete lets retention.ms delete by age. Queen does not compact: compact keeps every record whatever retention.ms says, and compact,delete deletes by age and compacts nothing.",
+	cfgCompression:   "The codec of this topic's Fetch answers: gzip, snappy, lz4 or zstd (zstd from Fetch v10; older fetchers get uncompressed batches). uncompressed and producer answer uncompressed, since a stored record does not keep its producer's codec. Unset, QUEEN_KAFKA_FETCH_COMPRESSION applies. Stored records are never changed.",
+	cfgMaxMessage:    "The largest record batch a Produce may carry, counted as Kafka counts it (the whole batch as sent, compressed, with its 12-byte log overhead); a larger one is refused MESSAGE_TOO_LARGE.",
 }
 
-var configTypes = map[string]kmsg.ConfigType{cfgRetentionMs: kmsg.ConfigTypeLong, cfgCleanupPolicy: kmsg.ConfigTypeList}
+var configTypes = map[string]kmsg.ConfigType{cfgRetentionMs: kmsg.ConfigTypeLong, cfgCleanupPolicy: kmsg.ConfigTypeList, cfgCompression: kmsg.ConfigTypeString, cfgMaxMessage: kmsg.ConfigTypeInt}
 
-// describeEntries renders k's keys (filtered by names when not empty).
-func describeEntries(k kafkaTopicConfig, names []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+// describeEntries renders k's keys among keys (filtered by names when not
+// empty). An unset compression.type reports the facade's default codec
+// (fetchDefault) as the static broker config it stands for, or Kafka's
+// default producer when that is none.
+func describeEntries(k kafkaTopicConfig, fetchDefault int, keys, names []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	want := func(string) bool { return true }
 	if len(names) > 0 {
 		set := make(map[string]bool, len(names))
@@ -164,29 +241,33 @@ func describeEntries(k kafkaTopicConfig, names []string, synonyms, docs bool) []
 		want = func(n string) bool { return set[n] }
 	}
 	out := []kmsg.DescribeConfigsResponseResourceConfig{}
-	for _, name := range topicConfigKeys {
+	for _, name := range keys {
 		if !want(name) {
 			continue
 		}
 		e := kmsg.NewDescribeConfigsResponseResourceConfig()
 		e.Name = name
-		v := k.value(name)
-		e.Value = &v
-		e.Source = kmsg.ConfigSourceDefaultConfig
-		if k.explicit[name] {
-			e.Source = kmsg.ConfigSourceDynamicTopicConfig
+		// The layers under the topic's own value, most specific first.
+		type layer struct {
+			value  string
+			source kmsg.ConfigSource
 		}
-		e.IsDefault = !k.explicit[name]
+		layers := []layer{{defaultTopicConfig().value(name), kmsg.ConfigSourceDefaultConfig}}
+		if name == cfgCompression && fetchDefault != recordbatch.CodecNone {
+			layers = append([]layer{{recordbatch.CodecName(fetchDefault), kmsg.ConfigSourceStaticBrokerConfig}}, layers...)
+		}
+		if k.explicit[name] {
+			layers = append([]layer{{k.value(name), kmsg.ConfigSourceDynamicTopicConfig}}, layers...)
+		}
+		v := layers[0].value
+		e.Value, e.Source = &v, layers[0].source
+		e.IsDefault = e.Source == kmsg.ConfigSourceDefaultConfig
 		e.ConfigType = configTypes[name]
 		if synonyms {
-			syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-			syn.Name, syn.Value, syn.Source = name, &v, e.Source
-			e.ConfigSynonyms = append(e.ConfigSynonyms, syn)
-			if k.explicit[name] {
-				d := defaultTopicConfig().value(name)
-				def := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-				def.Name, def.Value, def.Source = name, &d, kmsg.ConfigSourceDefaultConfig
-				e.ConfigSynonyms = append(e.ConfigSynonyms, def)
+			for _, l := range layers {
+				syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				syn.Name, syn.Value, syn.Source = name, &l.value, l.source
+				e.ConfigSynonyms = append(e.ConfigSynonyms, syn)
 			}
 		}
 		if docs {

@@ -65,7 +65,7 @@ func (v *topicVerdicts) ofID(ctx context.Context, id [16]byte) (string, topicVer
 	case !ok:
 		iv.tv = topicVerdict{code: kerr.UnknownTopicID.Code, msg: unknownTopicIDMsg}
 	default:
-		iv = idVerdict{name: name, tv: topicVerdict{width: width}}
+		iv = idVerdict{name: name, tv: v.n.servedTopic(v.c, name, width)}
 		if prev, ok := v.seen[name]; ok {
 			iv.tv = prev
 		} else {

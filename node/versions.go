@@ -73,7 +73,7 @@ var apiTable = []apiRow{
 	{kmsg.DeleteGroups.Int16(), 0, 3, handle((*Node).handleDeleteGroups), // 42
 		"The whole schema: v3 only adds a per-group `error_message`, answered with the error's description (null on success)."},
 	{kmsg.IncrementalAlterConfigs.Int16(), 0, 1, handle((*Node).handleIncrementalAlterConfigs), // 44
-		"The whole schema; an alter lands only on a topic this facade created (the write must be lossless)."},
+		"The whole schema; retention.ms and cleanup.policy are altered only on a topic this facade created (the write must be lossless), compression.type and max.message.bytes on every topic."},
 	{kmsg.OffsetDelete.Int16(), 0, 0, handle((*Node).handleOffsetDelete), // 47
 		"One version; live groups' subscribed topics are refused, as Kafka does."},
 	{kmsg.DescribeCluster.Int16(), 0, 2, handle((*Node).handleDescribeCluster), // 60

@@ -2,7 +2,6 @@ package recordbatch_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"hash/crc32"
 	"math/rand/v2"
 	"testing"
@@ -46,17 +45,7 @@ func readFetchBatch(t *testing.T, raw []byte) (kmsg.RecordBatch, []kmsg.Record) 
 		body, err = pool.Decompress(nil, body, c, maxDecompressed)
 		require.NoError(t, err)
 	}
-	var recs []kmsg.Record
-	for range rb.NumRecords {
-		l, n := binary.Varint(body)
-		require.Positive(t, n)
-		var r kmsg.Record
-		require.NoError(t, r.ReadFrom(body[:n+int(l)]))
-		body = body[n+int(l):]
-		recs = append(recs, r)
-	}
-	require.Empty(t, body)
-	return rb, recs
+	return rb, batchtest.Records(t, body, rb.NumRecords)
 }
 
 // TestEncoderCodecs: each codec's batch carries its codec in the

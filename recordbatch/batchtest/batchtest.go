@@ -7,6 +7,7 @@ package batchtest
 import (
 	"bytes"
 	stdgzip "compress/gzip"
+	"encoding/binary"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -199,4 +200,22 @@ func appendRawBlock(dst, data []byte) []byte {
 	bh := uint32(1) | uint32(len(data))<<3 // last, raw
 	dst = append(dst, byte(bh), byte(bh>>8), byte(bh>>16))
 	return append(dst, data...)
+}
+
+// Records walks n records out of an uncompressed records body, which they
+// must fill exactly.
+func Records(t testing.TB, body []byte, n int32) []kmsg.Record {
+	t.Helper()
+	var recs []kmsg.Record
+	for range n {
+		l, size := binary.Varint(body)
+		require.Positive(t, size, "record length")
+		require.LessOrEqual(t, size+int(l), len(body), "record runs past the body")
+		var r kmsg.Record
+		require.NoError(t, r.ReadFrom(body[:size+int(l)]))
+		body = body[size+int(l):]
+		recs = append(recs, r)
+	}
+	require.Empty(t, body)
+	return recs
 }
