@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	fastb64 "github.com/segmentio/asm/base64"
 )
 
 // Header is one Kafka record header. A nil Value is a null header value.
@@ -56,12 +59,21 @@ func AppendEnvelope(dst []byte, r *Record) []byte {
 	return append(dst, '}')
 }
 
+// appendB64 writes b as a quoted standard base64 string, or null for nil.
+// It encodes with segmentio/asm's vectorised encoder (AVX2 where the CPU
+// has it), byte-identical to encoding/base64's StdEncoding and several
+// times faster: the envelope's base64 was the top of the produce path's
+// profile.
 func appendB64(dst, b []byte) []byte {
 	if b == nil {
 		return append(dst, "null"...)
 	}
+	n := fastb64.StdEncoding.EncodedLen(len(b))
+	dst = slices.Grow(dst, n+2)
 	dst = append(dst, '"')
-	dst = base64.StdEncoding.AppendEncode(dst, b)
+	at := len(dst)
+	dst = dst[:at+n]
+	fastb64.StdEncoding.Encode(dst[at:], b)
 	return append(dst, '"')
 }
 

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
 )
 
 var recordTS = time.Date(2026, 8, 28, 9, 15, 0, 123456000, time.UTC)
@@ -254,4 +257,23 @@ func FuzzEnvelopeFastPath(f *testing.F) {
 			t.Fatalf("our own encoding missed the fast path: %s", enc)
 		}
 	})
+}
+
+// TestB64MatchesStd: the vectorised encoder writes exactly what
+// encoding/base64's StdEncoding writes, at every length around its block
+// sizes and on random bytes, and nil stays null.
+func TestB64MatchesStd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	src := make([]byte, 4096)
+	for i := range src {
+		src[i] = byte(rng.Uint32())
+	}
+	for n := 0; n <= 1100; n++ {
+		want := `"` + base64.StdEncoding.EncodeToString(src[n:2*n]) + `"`
+		require.Equal(t, want, string(appendB64([]byte{}, src[n:2*n])), "length %d", n)
+		// Appending after existing bytes keeps them.
+		require.Equal(t, "x"+want, string(appendB64([]byte("x"), src[n:2*n])), "length %d", n)
+	}
+	require.Equal(t, "null", string(appendB64(nil, nil)))
+	require.Equal(t, `""`, string(appendB64(nil, []byte{})))
 }
