@@ -62,7 +62,7 @@ type windowResult struct {
 
 // produceWindow runs the workload's producer against seeds for
 // targetWindow, then flushes, and returns what it measured.
-func produceWindow(b *testing.B, seeds []string, topic string) windowResult {
+func produceWindow(b testing.TB, seeds []string, topic string) windowResult {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerLinger(targetLinger))

@@ -84,9 +84,16 @@ func readBody(r io.Reader, n int32, charge func(int64) error) (frame []byte, cha
 				charged += int64(grown - limit)
 			}
 			if grown > cap(buf) {
-				// A pooled buffer may hold more than was charged; only
-				// what was charged is read into it.
-				next := append(bufpool.Get(grown), buf...)
+				// A free pooled buffer for the whole frame is taken at
+				// once (it is no new memory), sparing the copies of
+				// doubling; otherwise the buffer doubles. Either may hold
+				// more than was charged; only what was charged is read
+				// into it.
+				next := bufpool.Pooled(int(n))
+				if next == nil {
+					next = bufpool.Get(grown)
+				}
+				next = append(next, buf...)
 				bufpool.Put(buf)
 				buf = next
 			}

@@ -56,6 +56,19 @@ func Get(n int) []byte {
 	return make([]byte, 0, size)
 }
 
+// Pooled returns a free pooled buffer of capacity at least n, or nil when
+// the pool has none: it never allocates.
+func Pooled(n int) []byte {
+	idx, _, ok := class(n)
+	if !ok || n < 1<<minShift {
+		return nil
+	}
+	if p, _ := pools[idx].Get().(*[]byte); p != nil {
+		return (*p)[:0]
+	}
+	return nil
+}
+
 // Put gives b back for reuse; the caller must not touch it afterwards. A
 // buffer whose capacity is not a class size (one Get did not make, or a
 // small one) is left to the collector.

@@ -37,6 +37,16 @@ func TestGetPut(t *testing.T) {
 	require.Zero(t, len(c))
 	require.Equal(t, size, cap(c))
 
+	// Pooled never allocates: a class with a free buffer gives it, an
+	// empty one gives nil.
+	// (Several are put: under the race detector sync.Pool drops some.)
+	for range 20 {
+		Put(make([]byte, 0, 3<<20))
+	}
+	require.NotNil(t, Pooled(3<<20-5))
+	require.Nil(t, Pooled(200<<20+7), "nothing of that class was put")
+	require.Nil(t, Pooled(100), "below the classes")
+
 	// Sizes no class holds are made to measure and not kept.
 	big := Get(1<<maxShift + 1)
 	require.Equal(t, 1<<maxShift+1, cap(big))
