@@ -1,6 +1,8 @@
 package queen
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 )
@@ -17,8 +19,12 @@ import (
 // both); the shapes where encoding/json has extra rules (escapes, invalid
 // UTF-8, keys differing only in case, repeated keys) take encoding/json.
 func decodePushResponse(body []byte) ([]pushResultWire, error) {
+	text := string(body)
+	if out, ok := decodeCanonicalPush(body, text); ok {
+		return out, nil
+	}
 	s := scanner{b: body}
-	out, err := s.pushResults(string(body))
+	out, err := s.pushResults(text)
 	if err == nil {
 		s.ws()
 		if s.i != len(s.b) {
@@ -150,4 +156,119 @@ func internStatus(st string) string {
 		}
 	}
 	return st
+}
+
+// decodeCanonicalPush reads exactly the answer a Queen broker renders, every
+// result {"index":N,"message_id":"…","transaction_id":"…","queueName":"…",
+// "status":"…","offset":N} in that order, with no whitespace, its strings
+// printable ASCII without escapes and its numbers plain non-negative
+// integers, in one pass of literal compares: the general scanner's
+// per-member dispatch was most of the push answer's cost. Anything else
+// answers false and is left to the general path; FuzzPushDecode holds both
+// to encoding/json.
+func decodeCanonicalPush(p []byte, text string) ([]pushResultWire, bool) {
+	i := 0
+	lit := func(l string) bool {
+		if len(p)-i < len(l) || string(p[i:i+len(l)]) != l {
+			return false
+		}
+		i += len(l)
+		return true
+	}
+	str := func() (string, bool) {
+		if i >= len(p) || p[i] != '"' {
+			return "", false
+		}
+		n := bytes.IndexByte(p[i+1:], '"')
+		if n < 0 || !plainASCII(p[i+1:i+1+n]) {
+			return "", false
+		}
+		v := text[i+1 : i+1+n]
+		i += n + 2
+		return v, true
+	}
+	num := func() (int64, bool) {
+		start := i
+		for i < len(p) && p[i] >= '0' && p[i] <= '9' && i-start < 18 {
+			i++
+		}
+		switch {
+		case i == start, i < len(p) && p[i] >= '0' && p[i] <= '9': // none, or past 18 digits
+			return 0, false
+		case p[start] == '0' && i-start > 1: // a leading zero
+			return 0, false
+		}
+		v := int64(0)
+		for _, c := range p[start:i] {
+			v = v*10 + int64(c-'0')
+		}
+		return v, true
+	}
+	if !lit("[") {
+		return nil, false
+	}
+	out := make([]pushResultWire, 0, len(p)/128+1)
+	if lit("]") {
+		return out, i == len(p)
+	}
+	var ptrs pushPointers
+	for {
+		var w pushResultWire
+		var ok bool
+		var v int64
+		if !lit(`{"index":`) {
+			return nil, false
+		}
+		if v, ok = num(); !ok {
+			return nil, false
+		}
+		w.Index = slot(&ptrs.indexes, int(v))
+		if !lit(`,"message_id":`) {
+			return nil, false
+		}
+		if w.MessageID, ok = str(); !ok || !lit(`,"transaction_id":`) {
+			return nil, false
+		}
+		if w.TransactionID, ok = str(); !ok || !lit(`,"queueName":`) {
+			return nil, false
+		}
+		if w.QueueName, ok = str(); !ok || !lit(`,"status":`) {
+			return nil, false
+		}
+		if w.Status, ok = str(); !ok || !lit(`,"offset":`) {
+			return nil, false
+		}
+		w.Status = internStatus(w.Status)
+		if v, ok = num(); !ok || !lit("}") {
+			return nil, false
+		}
+		w.Offset = slot(&ptrs.offsets, v)
+		out = append(out, w)
+		if lit(",") {
+			continue
+		}
+		if lit("]") && i == len(p) {
+			return out, true
+		}
+		return nil, false
+	}
+}
+
+// plainASCII reports that b is printable ASCII without a backslash: a JSON
+// string body whose text is its value (b holds no quote: the caller cut it
+// at the first one).
+func plainASCII(b []byte) bool {
+	for len(b) >= 8 {
+		x := binary.LittleEndian.Uint64(b)
+		if x&msb8 != 0 || !plain8(x) {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c < 0x20 || c >= 0x80 || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

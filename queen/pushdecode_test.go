@@ -19,6 +19,22 @@ var pushSamples = []string{
 	`[{"st\u0061tus":"queued"}]`,                                         // escaped key
 	`[{"qu` + "\xc3\xa9" + `ueName":"x"}]`,                               // non-ASCII key
 	`[{"queueName":"` + "\xc3\xa9\xe2\x82\xac" + `","status":"queued"}]`, // valid UTF-8 value
+	// The canonical shape (decodeCanonicalPush) and its near misses.
+	canonicalPush(0, "orders", "queued", "41") + "," + canonicalPush(1, "orders", "duplicate", "0")[1:] + "]",
+	canonicalPush(0, "del\x7fquote", "queued", "123456789012345678") + "]",              // DEL, 18 digits
+	canonicalPush(0, "q", "queued", "1234567890123456789") + "]",                        // 19 digits
+	canonicalPush(0, "caf\xc3\xa9", "queued", "7") + "]",                                // non-ASCII
+	canonicalPush(0, `esc\"aped`, "queued", "7") + "]",                                  // an escape
+	canonicalPush(0, "q", "queued", "-0") + "]",                                         // a sign
+	canonicalPush(0, "q", "queued", "7") + "] ",                                         // trailing space
+	canonicalPush(0, "q", "queued", "7") + `,{"index":1,"status":"queued","offset":8}]`, // a short result after
+}
+
+// canonicalPush is one result as a Queen broker renders it, opening an
+// array: the caller closes it.
+func canonicalPush(i int, queue, status, offset string) string {
+	return `[{"index":` + itoa(i) + `,"message_id":"0190aaaa-0000-7000-8000-00000000000` + itoa(i) + `","transaction_id":"kafka:7:0:` + itoa(i) +
+		`","queueName":"` + queue + `","status":"` + status + `","offset":` + offset + `}`
 }
 
 var pushInvalid = []string{
@@ -27,6 +43,9 @@ var pushInvalid = []string{
 	`[{"queueName":true}]`, `[{"index":01}]`, `[{"extra":}]`, `[{"extra":[1,]}]`, `[{"a" 1}]`,
 	`[] x`, `[{}`, `[{"status":"a` + "\n" + `"}]`, `[{"status":"\x"}]`, `[{"status":"\u12"}]`,
 	`[{"extra":tru}]`, `[{"offset":-}]`, `[{,}]`, `[{"a":1,}]`, `[,]`, `[{}{}]`,
+	canonicalPush(0, "q", "queued", "07") + "]", canonicalPush(0, "q", "queued", "99999999999999999999") + "]",
+	canonicalPush(0, "q\x01", "queued", "7") + "]", canonicalPush(0, "q", "queued", "7") + ",]",
+	canonicalPush(0, "q", "queued", "7") + "] x", canonicalPush(0, "q", "queued", "7"), canonicalPush(0, "q", "queued", "7.5") + "]",
 }
 
 // normPush makes nil and empty result lists compare equal.
@@ -35,6 +54,22 @@ func normPush(rs []pushResultWire) []pushResultWire {
 		return nil
 	}
 	return rs
+}
+
+// TestPushDecodeCanonical: a broker's own rendering takes the one-pass
+// literal path (and the samples above hold it to encoding/json); a near
+// miss is left to the general scanner.
+func TestPushDecodeCanonical(t *testing.T) {
+	body := canonicalPush(0, "orders", "queued", "41") + "," + canonicalPush(1, "orders", "duplicate", "0")[1:] + "]"
+	got, ok := decodeCanonicalPush([]byte(body), body)
+	if !ok || len(got) != 2 || *got[1].Index != 1 || *got[1].Offset != 0 || got[1].Status != StatusDuplicate || got[0].QueueName != "orders" || got[0].TransactionID != "kafka:7:0:0" {
+		t.Fatalf("canonical answer: ok=%v %+v", ok, got)
+	}
+	for _, near := range []string{canonicalPush(0, "caf\xc3\xa9", "queued", "7") + "]", canonicalPush(0, "q", "queued", "7") + "] ", canonicalPush(0, "q", "queued", "-1") + "]"} {
+		if _, ok := decodeCanonicalPush([]byte(near), near); ok {
+			t.Fatalf("took the literal path: %s", near)
+		}
+	}
 }
 
 func TestPushDecodeMatchesEncodingJSON(t *testing.T) {
