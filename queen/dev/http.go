@@ -22,13 +22,13 @@ type routeFunc func(w http.ResponseWriter, r *http.Request, c *call)
 // Options.Faults, the fault-injection routes.
 func (b *Broker) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /api/v1/resources/queues", b.route(routeQueues, RoleRead, false, b.handleQueues))
-	mux.Handle("POST /api/v1/configure", b.route(routeConfigure, RoleReadWrite, true, b.handleConfigure))
-	mux.Handle("DELETE /api/v1/resources/queues/{queue}", b.route(routeDelete, RoleAdmin, false, b.handleDelete))
-	mux.Handle("POST /api/v1/push", b.route(routePush, RoleWrite, true, b.handlePush))
-	mux.Handle("POST /api/v1/fetch", b.route(routeFetch, RoleRead, true, b.handleFetch))
-	mux.Handle("POST /api/v1/kv", b.route(routeKV, RoleReadWrite, true, b.handleKV))
-	mux.Handle("POST /api/v1/transaction", b.route(routeTxn, RoleReadWrite, true, b.handleTxn))
+	mux.Handle("GET /api/v1/resources/queues", b.route(routeQueues, RoleRead, noBody, b.handleQueues))
+	mux.Handle("POST /api/v1/configure", b.route(routeConfigure, RoleReadWrite, pooledBody, b.handleConfigure))
+	mux.Handle("DELETE /api/v1/resources/queues/{queue}", b.route(routeDelete, RoleAdmin, noBody, b.handleDelete))
+	mux.Handle("POST /api/v1/push", b.route(routePush, RoleWrite, ownedBody, b.handlePush))
+	mux.Handle("POST /api/v1/fetch", b.route(routeFetch, RoleRead, pooledBody, b.handleFetch))
+	mux.Handle("POST /api/v1/kv", b.route(routeKV, RoleReadWrite, pooledBody, b.handleKV))
+	mux.Handle("POST /api/v1/transaction", b.route(routeTxn, RoleReadWrite, pooledBody, b.handleTxn))
 	mux.Handle("GET /auth/me", b.guard(routeAuthMe, b.handleAuthMe))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, http.StatusOK, []byte(`{"status":"ok"}`))
@@ -87,31 +87,50 @@ func (b *Broker) guard(name string, h http.HandlerFunc) http.Handler {
 
 var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+// bodyUse is how a route's handler holds its request body.
+type bodyUse int
+
+const (
+	noBody bodyUse = iota
+	// pooledBody: read into a pooled buffer, reused once the handler
+	// returns; the handler copies what it keeps.
+	pooledBody
+	// ownedBody: read into a buffer of its own, which the handler may
+	// keep (the push route's stored payloads alias it, sparing a copy of
+	// every push body).
+	ownedBody
+)
+
 // route authenticates, reads the body under the size cap, and calls h.
-func (b *Broker) route(name string, need Role, hasBody bool, h routeFunc) http.Handler {
+func (b *Broker) route(name string, need Role, use bodyUse, h routeFunc) http.Handler {
 	return b.guard(name, func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := b.authenticate(w, r, need)
 		if !ok {
 			return
 		}
 		c := &call{tenant: tok.Tenant}
-		if !hasBody {
+		if use == noBody {
 			h(w, r, c)
 			return
 		}
-		buf := bodyPool.Get().(*bytes.Buffer)
-		buf.Reset()
-		defer func() {
-			if buf.Cap() <= 8<<20 {
-				bodyPool.Put(buf)
-			}
-		}()
 		if r.ContentLength > b.maxBody {
 			writeError(w, http.StatusRequestEntityTooLarge, "payload too large")
 			return
 		}
-		if r.ContentLength > 0 {
-			buf.Grow(int(r.ContentLength) + 1)
+		var buf *bytes.Buffer
+		if use == ownedBody {
+			buf = bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+bytes.MinRead))
+		} else {
+			buf = bodyPool.Get().(*bytes.Buffer)
+			buf.Reset()
+			defer func() {
+				if buf.Cap() <= 8<<20 {
+					bodyPool.Put(buf)
+				}
+			}()
+			if r.ContentLength > 0 {
+				buf.Grow(int(r.ContentLength) + bytes.MinRead)
+			}
 		}
 		_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, b.maxBody))
 		if err != nil {
@@ -123,8 +142,8 @@ func (b *Broker) route(name string, need Role, hasBody bool, h routeFunc) http.H
 			writeError(w, http.StatusBadRequest, "bad body: "+err.Error())
 			return
 		}
-		// Handlers copy what they keep (json.RawMessage decoding copies), so
-		// the pooled buffer can be reused after h returns.
+		// A pooled body's handler copies what it keeps (json.RawMessage
+		// decoding copies), so the buffer can be reused after h returns.
 		c.body = buf.Bytes()
 		h(w, r, c)
 	})

@@ -169,12 +169,11 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time) *p
 	return plan
 }
 
-// decodePushBody returns the items of a push body. The payloads it returns
-// are the caller's to keep (they alias a private copy of body, which may be
-// a pooled buffer).
+// decodePushBody returns the items of a push body, which the caller gives
+// away: the payloads returned alias it (the push route reads its body into
+// a buffer of its own, ownedBody).
 func decodePushBody(body []byte) ([]rawItem, error) {
-	own := append([]byte(nil), body...)
-	if raws, ok := scanPushBody(own); ok {
+	if raws, ok := scanPushBody(body); ok {
 		return raws, nil
 	}
 	var slow struct {
