@@ -356,7 +356,9 @@ var matrixRoutes = []matrixRoute{{
 	run: func(t *testing.T, m *matrix, f matrixFault, want int16, throttle int32) {
 		topic, br := m.topicHolding(t, "fm-delete", "kept"), m.broker(t)
 		req := kmsg.NewPtrDeleteTopicsRequest()
+		// Named for every version: TopicNames up to v5, Topics from v6.
 		req.TimeoutMillis, req.TopicNames = 10000, []string{topic}
+		req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr(topic)}}
 		m.inject(t, "delete", f)
 		resp := request[*kmsg.DeleteTopicsResponse](t, m.ctx, br, req)
 		answered(t, "DeleteTopics", resp.Topics[0].ErrorCode, want, resp.ThrottleMillis, throttle)
