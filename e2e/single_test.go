@@ -46,5 +46,6 @@ func runBodies(t *testing.T, tg target) {
 		t.Run("kcat", func(t *testing.T) { t.Parallel(); testGroupKcat(t, tg) })
 		t.Run("admin", func(t *testing.T) { t.Parallel(); testGroupAdmin(t, tg) })
 		t.Run("static", func(t *testing.T) { t.Parallel(); testGroupStatic(t, tg) })
+		t.Run("static-librdkafka", func(t *testing.T) { t.Parallel(); testGroupStaticLibrdkafka(t, tg) })
 	})
 }
