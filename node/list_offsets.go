@@ -10,7 +10,7 @@ import (
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
-// ListOffsets v1–v10.
+// ListOffsets v1–v11.
 //
 // Version notes:
 //   - v2: isolation level; v4: current leader epoch (never fenced: every
@@ -25,12 +25,13 @@ import (
 //     (KIP-1005): offset -1 and timestamp -1, Kafka's answer when nothing
 //     is tiered;
 //   - v10: timeout_ms (KIP-1075), which bounds only reads of tiered storage
-//     in Kafka and so changes nothing here.
+//     in Kafka and so changes nothing here;
+//   - v11: -6, EARLIEST_PENDING_UPLOAD_TIMESTAMP (KIP-1023): -1/-1, as
+//     Kafka answers it when nothing is tiered.
 //
-// v11 (-6, earliest pending upload, KIP-1023) is not offered: its answer
-// without tiered storage is not settled here.
-//
-// The sentinels are taken as values at every version, as Kafka does. -1
+// A sentinel below the version that introduced it, or a negative timestamp
+// that is no sentinel, is UNSUPPORTED_VERSION for its partition, as Kafka's
+// ReplicaManager answers it (isListOffsetsTimestampUnsupported). -1
 // (latest) and -2 (earliest) come from one bounds probe of Queen's fetch
 // route (maxWaitMs 0): the high watermark and the log start.
 //
@@ -50,12 +51,26 @@ import (
 
 // ListOffsets timestamp sentinels (ListOffsetsRequest in Kafka).
 const (
-	latestTimestamp        = -1
-	earliestTimestamp      = -2
-	maxTimestamp           = -3
-	earliestLocalTimestamp = -4
-	latestTieredTimestamp  = -5
+	latestTimestamp                = -1
+	earliestTimestamp              = -2
+	maxTimestamp                   = -3
+	earliestLocalTimestamp         = -4
+	latestTieredTimestamp          = -5
+	earliestPendingUploadTimestamp = -6
 )
+
+// sentinelSince is the version each sentinel arrived in (Kafka's
+// timestampMinSupportedVersion).
+var sentinelSince = map[int64]int16{
+	latestTimestamp: 1, earliestTimestamp: 1, maxTimestamp: 7,
+	earliestLocalTimestamp: 8, latestTieredTimestamp: 9, earliestPendingUploadTimestamp: 11,
+}
+
+// unsupportedTimestamp reports whether ts cannot be asked at version v.
+func unsupportedTimestamp(ts int64, v int16) bool {
+	since, ok := sentinelSince[ts]
+	return ts < 0 && (!ok || v < since)
+}
 
 // offsetSearch is one partition's answer in the making.
 type offsetSearch struct {
@@ -93,6 +108,10 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 			*sp = kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, partitionLeaderEpoch
+			if unsupportedTimestamp(rp.Timestamp, req.Version) {
+				sp.ErrorCode = kerr.UnsupportedVersion.Code
+				continue
+			}
 			if code, ok := topics.refusal(ctx, rt.Topic, &tv, rp.Partition); ok {
 				sp.ErrorCode = code
 				continue
@@ -129,7 +148,7 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 			s.resp.Offset = r.HighWatermark
 		case earliestTimestamp, earliestLocalTimestamp:
 			s.resp.Offset = r.LogStartOffset
-		case latestTieredTimestamp:
+		case latestTieredTimestamp, earliestPendingUploadTimestamp:
 			// Nothing is tiered: offset -1, timestamp -1.
 		case maxTimestamp:
 			if s.lo < s.hi {

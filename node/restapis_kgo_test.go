@@ -102,7 +102,8 @@ func TestKgoListGroupsTypes(t *testing.T) {
 }
 
 // TestKgoListOffsetsSentinels: kadm's max-timestamp, local-log-start and
-// latest-tiered listings at every version that carries them.
+// latest-tiered listings, and -6 at v11, at every version; a version below
+// a sentinel's is UNSUPPORTED_VERSION.
 func TestKgoListOffsetsSentinels(t *testing.T) {
 	t0 := time.UnixMilli(1787824800000)
 	clock := &brokerClock{t: t0}
@@ -114,32 +115,54 @@ func TestKgoListOffsetsSentinels(t *testing.T) {
 		clock.set(t0.Add(time.Duration(i) * time.Second))
 		e.produce("lo", 0, batchtest.Batch{FirstTS: 5, Records: batchtest.SampleRecords()}.Encode(t))
 	}
-	for v := int16(6); v <= 10; v++ {
-		adm := pinned(t, addr, kmsg.ListOffsets, v)
+	// lookup is partition p's answer, or its error when v is below since.
+	lookup := func(v, since int16, l kadm.ListedOffsets, err error, p int32) kadm.ListedOffset {
+		t.Helper()
+		require.NoError(t, err, "v%d", v)
+		o, ok := l.Lookup("lo", p)
+		require.True(t, ok, "v%d partition %d", v, p)
+		if v < since {
+			require.ErrorIs(t, o.Err, kerr.UnsupportedVersion, "v%d", v)
+		} else {
+			require.NoError(t, o.Err, "v%d", v)
+		}
+		return o
+	}
+	for v := int16(6); v <= 11; v++ {
+		cl := pinnedClient(t, addr, kmsg.ListOffsets, v)
+		adm := kadm.NewClient(cl)
 		mark := obs.mark()
 		maxes, err := adm.ListMaxTimestampOffsets(ctx, "lo")
-		require.NoError(t, err, "v%d", v)
-		m, ok := maxes.Lookup("lo", 0)
-		require.True(t, ok)
-		require.NoError(t, m.Err)
-		require.Equal(t, int64(9), m.Offset, "v%d max-timestamp offset", v)
-		require.Equal(t, t0.Add(3*time.Second).UnixMilli(), m.Timestamp, "v%d max timestamp", v)
-		require.Equal(t, int32(-1), m.LeaderEpoch)
-		empty, ok := maxes.Lookup("lo", 1)
-		require.True(t, ok)
-		require.Equal(t, int64(-1), empty.Offset, "v%d empty partition", v)
-
+		if m := lookup(v, 7, maxes, err, 0); v >= 7 {
+			require.Equal(t, int64(9), m.Offset, "v%d max-timestamp offset", v)
+			require.Equal(t, t0.Add(3*time.Second).UnixMilli(), m.Timestamp, "v%d max timestamp", v)
+			require.Equal(t, int32(-1), m.LeaderEpoch)
+			require.Equal(t, int64(-1), lookup(v, 7, maxes, err, 1).Offset, "v%d empty partition", v)
+		}
 		local, err := adm.ListLocalLogStartOffsets(ctx, "lo")
-		require.NoError(t, err)
-		l, _ := local.Lookup("lo", 0)
-		require.NoError(t, l.Err)
-		require.Equal(t, int64(0), l.Offset, "v%d local log start", v)
-
+		if l := lookup(v, 8, local, err, 0); v >= 8 {
+			require.Equal(t, int64(0), l.Offset, "v%d local log start", v)
+		}
 		tiered, err := adm.ListLatestRemoteOffsets(ctx, "lo")
+		if r := lookup(v, 9, tiered, err, 0); v >= 9 {
+			require.Equal(t, int64(-1), r.Offset, "v%d latest tiered", v)
+		}
+		req := kmsg.NewPtrListOffsetsRequest()
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "lo"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = -6
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
 		require.NoError(t, err)
-		r, _ := tiered.Lookup("lo", 0)
-		require.NoError(t, r.Err)
-		require.Equal(t, int64(-1), r.Offset, "v%d latest tiered", v)
+		pending := resp.Topics[0].Partitions[0]
+		if v < 11 {
+			require.Equal(t, kerr.UnsupportedVersion.Code, pending.ErrorCode, "v%d", v)
+		} else {
+			require.Equal(t, int16(0), pending.ErrorCode)
+			require.Equal(t, int64(-1), pending.Offset, "earliest pending upload")
+		}
 		require.Equal(t, []int16{v}, obs.versionsSeen(kmsg.ListOffsets, mark), "negotiated version")
 	}
 }
