@@ -13,7 +13,7 @@ import (
 	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
-// Fetch v4–v12. One request is one call to Queen's fetch route (chunked at
+// Fetch v4–v18. One request is one call to Queen's fetch route (chunked at
 // 1,024 partitions), and the long poll is that route's own: max_wait_ms
 // (clamped to 30 s) and min_bytes ride the call. Partitions are filled in
 // request order against the partition and response budgets (the response
@@ -46,6 +46,20 @@ import (
 //   - v12: the flexible encoding; last_fetched_epoch is -1 from every client
 //     of a facade whose epochs are -1, and diverging_epoch stays -1/-1
 //     (the log is never truncated under a consumer).
+//   - v13: topics by id (KIP-516), the catalogue's (topic_ids.go), in the
+//     request, the forgotten topics, the answer and the session, which is
+//     keyed by id; an id no topic has is UNKNOWN_TOPIC_ID per partition. A
+//     session opened below v13 fetched at v13 or above, or the other way
+//     round, is FETCH_SESSION_TOPIC_ID_ERROR.
+//   - v14: no change (OFFSET_MOVED_TO_TIERED_STORAGE, never answered: no
+//     tiered storage).
+//   - v15: replica_state replaces replica_id (KIP-903), a follower's; a
+//     consumer's is -1, and no fetch is served as a follower's.
+//   - v16: the leader hints of KIP-951 (node_endpoints, current_leader)
+//     accompany NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH only, which
+//     this facade never answers: every node serves every partition.
+//   - v17: replica_directory_id (KIP-853), a follower's; v18: the
+//     follower's high_watermark (KIP-1166). Neither is a consumer's.
 //
 // Memory: a chunk's Queen answer is turned into its partitions' batches as
 // it arrives and dropped, so one fetch holds at most one answer (bounded by
@@ -95,11 +109,11 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 			sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 		}
 		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-		tv, err := topics.of(ctx, rp.Topic)
+		topic, tv, err := fetchTopic(ctx, topics, req.Version >= 13, rp.Key)
 		if err != nil {
 			return nil, err
 		}
-		if code, ok := topics.refusal(ctx, rp.Topic, &tv, rp.Partition); ok {
+		if code, ok := topics.refusal(ctx, topic, &tv, rp.Partition); ok {
 			sp.ErrorCode = code
 			refused = refused || code != 0
 			continue
@@ -112,7 +126,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 		}
 		slots = append(slots, fetchSlot{resp: sp, max: max(int(rp.MaxBytes), 1), codec: tv.cfg.fetchCodec(n.cfg.FetchCompression, req.Version)})
 		entries = append(entries, queen.FetchEntry{
-			Queue:     rp.Topic,
+			Queue:     topic,
 			Partition: strconv.FormatInt(int64(rp.Partition), 10),
 			Offset:    rp.FetchOffset,
 		})
@@ -155,21 +169,27 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 }
 
 // fetchSessionRequest is the session side of req; below v7, a sessionless
-// fetch.
+// fetch. From v13 topics are named by id, and so are the session's.
 func fetchSessionRequest(c *Conn, req *kmsg.FetchRequest) fetchsession.Request {
-	r := fetchsession.Request{ID: 0, Epoch: fetchsession.FinalEpoch}
+	r := fetchsession.Request{ID: 0, Epoch: fetchsession.FinalEpoch, UsesIDs: req.Version >= 13}
 	if req.Version >= 7 {
 		r.ID, r.Epoch = req.SessionID, req.SessionEpoch
 	}
 	if c != nil {
 		r.Owner = c.Identity()
 	}
+	key := func(topic string, id [16]byte, p int32) fetchsession.Key {
+		if r.UsesIDs {
+			return fetchsession.Key{ID: id, Partition: p}
+		}
+		return fetchsession.Key{Topic: topic, Partition: p}
+	}
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			r.Partitions = append(r.Partitions, fetchsession.Partition{
-				Key:         fetchsession.Key{Topic: rt.Topic, Partition: rp.Partition},
+				Key:         key(rt.Topic, rt.TopicID, rp.Partition),
 				FetchOffset: rp.FetchOffset,
 				MaxBytes:    rp.PartitionMaxBytes,
 			})
@@ -178,10 +198,22 @@ func fetchSessionRequest(c *Conn, req *kmsg.FetchRequest) fetchsession.Request {
 	for i := range req.ForgottenTopics {
 		ft := &req.ForgottenTopics[i]
 		for _, p := range ft.Partitions {
-			r.Forgotten = append(r.Forgotten, fetchsession.Key{Topic: ft.Topic, Partition: p})
+			r.Forgotten = append(r.Forgotten, key(ft.Topic, ft.TopicID, p))
 		}
 	}
 	return r
+}
+
+// fetchTopic is the name and verdict of the topic k names: by id from
+// v13, resolved on every fetch (a session holds the id, so a topic deleted
+// and recreated under the same name is UNKNOWN_TOPIC_ID to it, as the id
+// it holds is gone, and the client learns the new one from Metadata).
+func fetchTopic(ctx context.Context, topics *topicVerdicts, byID bool, k fetchsession.Key) (string, topicVerdict, error) {
+	if byID {
+		return topics.ofID(ctx, k.ID)
+	}
+	tv, err := topics.of(ctx, k.Topic)
+	return k.Topic, tv, err
 }
 
 // layoutFetch lays resp out for ps, a topic entry for each run of one

@@ -228,7 +228,8 @@ func fetchVersions(v int16) *kversion.Versions {
 }
 
 // TestKgoConsumerAtEachFetchVersion: franz-go, which uses fetch sessions
-// whenever the version allows, pinned at every Fetch version we answer,
+// whenever the version allows, pinned at every Fetch version we answer (4-18,
+// topic ids from v13),
 // consumes a trickle over three partitions exactly once and in order; from
 // v7 it does so over one session (full once, then incremental), below v7
 // without one.
@@ -244,7 +245,7 @@ func TestKgoConsumerAtEachFetchVersion(t *testing.T) {
 	require.NoError(t, err)
 	defer prod.Close()
 
-	for v := int16(4); v <= 12; v++ {
+	for v := int16(4); v <= 18; v++ {
 		topic := fmt.Sprint("kgo-fetch-v", v)
 		e.createTopic(topic) // before the consumer, which would see it missing
 		before := e.n.sessions.Stats()
@@ -352,4 +353,82 @@ func TestKgoPausedPartitionIsForgotten(t *testing.T) {
 	cons.ResumeFetchPartitions(map[string][]int32{"paused": {2}})
 	waitSession("the resumed partition back", 3)
 	require.Equal(t, full, e.n.sessions.Stats().Full, "no new full fetch: the session was updated incrementally")
+}
+
+// topicID is topic's id in e's catalogue, refreshed.
+func (e *dataEnv) topicID(topic string) [16]byte {
+	e.t.Helper()
+	cat := e.n.cats.forConn(e.c)
+	require.NoError(e.t, cat.ensure(context.Background(), e.c, true))
+	id, ok := cat.TopicID(topic)
+	require.True(e.t, ok, "%s has an id", topic)
+	return id
+}
+
+// byIDReq is sessionReq at v13+: every topic named by id (ids maps names).
+func byIDReq(version int16, id, epoch int32, ids map[string][16]byte, parts ...fetchPart) *kmsg.FetchRequest {
+	req := sessionReq(version, id, epoch, parts...)
+	for i := range req.Topics {
+		req.Topics[i].TopicID = ids[req.Topics[i].Topic]
+		req.Topics[i].Topic = ""
+	}
+	return req
+}
+
+// answeredByID is answered for a v13+ answer, topics named back by ids.
+func answeredByID(t *testing.T, resp *kmsg.FetchResponse, ids map[string][16]byte) map[string]int {
+	t.Helper()
+	names := map[[16]byte]string{}
+	for n, id := range ids {
+		names[id] = n
+	}
+	for i := range resp.Topics {
+		require.Empty(t, resp.Topics[i].Topic, "v13+ answers by id alone")
+		resp.Topics[i].Topic = names[resp.Topics[i].TopicID]
+	}
+	return answered(t, resp)
+}
+
+// TestFetchSessionByTopicID: Fetch v13 and v18 name topics by id, in the
+// request, the forgotten topics, the answer and the session. An unknown id
+// is UNKNOWN_TOPIC_ID for its partitions (answered every fetch of the
+// session); a session opened by name cannot be fetched by id, nor one
+// opened by id by name (FETCH_SESSION_TOPIC_ID_ERROR).
+func TestFetchSessionByTopicID(t *testing.T) {
+	for _, v := range []int16{13, 18} {
+		t.Run(fmt.Sprint("v", v), func(t *testing.T) {
+			e := newDataEnv(t, dev.Options{}, nil)
+			e.createTopic("a")
+			e.createTopic("b")
+			e.produce("a", 0, oneRecord(t, "a0"))
+			e.produce("b", 1, oneRecord(t, "b1"))
+			ids := map[string][16]byte{"a": e.topicID("a"), "b": e.topicID("b"), "gone": {9, 9, 9}}
+
+			full := e.fetch(byIDReq(v, 0, 0, ids, fetchPart{"a", 0, 0, 1 << 20}, fetchPart{"b", 1, 0, 1 << 20}, fetchPart{"gone", 0, 0, 1 << 20}))
+			id := full.SessionID
+			require.Positive(t, id)
+			require.Len(t, full.Topics, 3)
+			require.Equal(t, ids["gone"], full.Topics[2].TopicID)
+			require.Equal(t, kerr.UnknownTopicID.Code, full.Topics[2].Partitions[0].ErrorCode)
+			full.Topics = full.Topics[:2]
+			require.Equal(t, map[string]int{"a/0": 1, "b/1": 1}, answeredByID(t, full, ids))
+
+			// Forget the unknown id; a record in b/1 is all that is carried.
+			e.produce("b", 1, oneRecord(t, "b1-second"))
+			req := byIDReq(v, id, 1, ids, fetchPart{"a", 0, 1, 1 << 20}, fetchPart{"b", 1, 1, 1 << 20})
+			ft := kmsg.NewFetchRequestForgottenTopic()
+			ft.TopicID, ft.Partitions = ids["gone"], []int32{0}
+			req.ForgottenTopics = append(req.ForgottenTopics, ft)
+			inc := e.fetch(req)
+			require.Zero(t, inc.ErrorCode)
+			require.Equal(t, map[string]int{"b/1": 1}, answeredByID(t, inc, ids))
+
+			// By name against a session by id, and the other way round.
+			require.Equal(t, kerr.FetchSessionTopicIDError.Code, e.fetch(sessionReq(12, id, 2)).ErrorCode)
+			named := e.fetch(sessionReq(12, 0, 0, fetchPart{"a", 0, 0, 1 << 20})).SessionID
+			require.Positive(t, named)
+			require.Equal(t, kerr.FetchSessionTopicIDError.Code, e.fetch(byIDReq(v, named, 1, ids)).ErrorCode)
+			require.Zero(t, e.fetch(byIDReq(v, id, 2, ids)).ErrorCode, "the id session is still at epoch 2")
+		})
+	}
 }

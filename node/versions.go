@@ -12,8 +12,8 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 var apiTable = []apiRow{
 	{kmsg.Produce.Int16(), 3, 13, handle((*Node).handleProduce), // 0
 		"Floor: v3 is the first version whose records are RecordBatch v2. v10's leader hints ride only on NOT_LEADER_OR_FOLLOWER, which Produce never answers; v11's TRANSACTION_ABORTABLE is never needed (v10's codes stand); v12 changes only transactions under `transaction.version` >= 2, never advertised, so AddPartitionsToTxn stays required; v13 names topics by id. Ceiling: kmsg's newest."},
-	{kmsg.Fetch.Int16(), 4, 12, handle((*Node).handleFetch), // 1
-		"Ceiling: v13 addresses topics by id. v7–v12 are answered whole: fetch sessions (KIP-227) with a per-node cache of 1,000, leader epochs -1 (nothing is fenced or diverges), preferred_read_replica -1. v4 is the schema's own floor."},
+	{kmsg.Fetch.Int16(), 4, 18, handle((*Node).handleFetch), // 1
+		"Ceiling: v18 is the newest schema. v7+ fetch sessions (KIP-227) with a per-node cache of 1,000; v13+ topics by id; leader epochs -1 (nothing is fenced or diverges), preferred_read_replica -1; v15–v18 add follower-only fields and leader hints for errors never answered. v4 is the schema's own floor."},
 	{kmsg.ListOffsets.Int16(), 1, 11, handle((*Node).handleListOffsets), // 2
 		"The whole schema: v7's MAX_TIMESTAMP is exact on the append clock; v8's -4 is the log start, v9's -5 and v11's -6 are -1, as Kafka answers them without tiered storage; v10's timeout only bounds tiered reads. A sentinel below its version is UNSUPPORTED_VERSION, as in Kafka. v1 is the schema's own floor."},
 	{kmsg.Metadata.Int16(), 0, 13, handle((*Node).handleMetadata), // 3
