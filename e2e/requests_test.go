@@ -3,8 +3,11 @@ package e2e
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 // fetchP0 is a consumer's Fetch of partition 0 of topic from offset at
-// version, 1 MiB for the partition and for the response.
-func fetchP0(topic string, version int16, offset int64) *kmsg.FetchRequest {
+// version, 1 MiB for the partition and for the response, sessionless.
+// kgo negotiates the version of a raw request up to the broker's highest,
+// whatever version says; byNameFetch stops it at v12, the last that names
+// topics by name (v13+ names them by id only).
+func fetchP0(topic string, version int16, offset int64) byNameFetch {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = version
 	req.ReplicaID, req.MaxBytes = -1, 1<<20
@@ -15,8 +18,13 @@ func fetchP0(topic string, version int16, offset int64) *kmsg.FetchRequest {
 	fp.PartitionMaxBytes = 1 << 20
 	ft.Partitions = append(ft.Partitions, fp)
 	req.Topics = append(req.Topics, ft)
-	return req
+	return byNameFetch{req}
 }
+
+// byNameFetch is a Fetch request naming its topics by name (up to v12).
+type byNameFetch struct{ *kmsg.FetchRequest }
+
+func (byNameFetch) MaxVersion() int16 { return 12 }
 
 // produceRaw is an acks=all Produce of one record batch to one partition.
 func produceRaw(topic string, partition, timeoutMs int32, records []byte) byNameProduce {
