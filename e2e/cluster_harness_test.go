@@ -208,33 +208,49 @@ func (c *testCluster) createTopic(t testing.TB, topic string, parts int32) {
 	}
 }
 
-// findCoordinator asks node id who coordinates group.
+// findCoordinator asks node id who coordinates group. The request names
+// the key in both forms (v0-v3's key, v4+'s batch of one), as a
+// broker-pinned request goes at whichever version is negotiated, and a
+// batched answer is copied into the top-level fields callers read.
 func (c *testCluster) findCoordinator(t testing.TB, id int, group string) (*kmsg.FindCoordinatorResponse, error) {
 	t.Helper()
 	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorKey = group
+	req.CoordinatorKey, req.CoordinatorKeys = group, []string{group}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	raw, err := c.pin(t, id).Request(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return raw.(*kmsg.FindCoordinatorResponse), nil
+	resp := raw.(*kmsg.FindCoordinatorResponse)
+	if len(resp.Coordinators) == 1 {
+		a := resp.Coordinators[0]
+		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = a.ErrorCode, a.ErrorMessage, a.NodeID, a.Host, a.Port
+	}
+	return resp, nil
 }
 
 // offsetsAt reads group's committed offsets of topic from node id itself
 // (OffsetFetch is answered by every node). A partition without a commit is
-// absent.
+// absent. The request carries both forms, one group (v0-v7) and a group
+// list (v8+), as a broker-pinned request is sent at whichever version the
+// client negotiates.
 func (c *testCluster) offsetsAt(t testing.TB, id int, group, topic string, parts int32) (map[int32]int64, error) {
 	t.Helper()
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Group = group
 	rt := kmsg.NewOffsetFetchRequestTopic()
 	rt.Topic = topic
+	gt := kmsg.NewOffsetFetchRequestGroupTopic()
+	gt.Topic = topic
 	for p := range parts {
 		rt.Partitions = append(rt.Partitions, p)
+		gt.Partitions = append(gt.Partitions, p)
 	}
 	req.Topics = append(req.Topics, rt)
+	rg := kmsg.NewOffsetFetchRequestGroup()
+	rg.Group, rg.Topics = group, []kmsg.OffsetFetchRequestGroupTopic{gt}
+	req.Groups = append(req.Groups, rg)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	raw, err := c.pin(t, id).Request(ctx, req)
@@ -242,18 +258,35 @@ func (c *testCluster) offsetsAt(t testing.TB, id int, group, topic string, parts
 		return nil, err
 	}
 	resp := raw.(*kmsg.OffsetFetchResponse)
-	if resp.ErrorCode != 0 {
-		return nil, fmt.Errorf("OffsetFetch at node %d: error %d", id, resp.ErrorCode)
+	type answer struct {
+		partition int32
+		offset    int64
+		code      int16
 	}
-	out := map[int32]int64{}
+	code, answers := resp.ErrorCode, []answer(nil)
 	for _, tp := range resp.Topics {
 		for _, p := range tp.Partitions {
-			if p.ErrorCode != 0 {
-				return nil, fmt.Errorf("OffsetFetch at node %d partition %d: error %d", id, p.Partition, p.ErrorCode)
+			answers = append(answers, answer{p.Partition, p.Offset, p.ErrorCode})
+		}
+	}
+	for _, g := range resp.Groups {
+		code = g.ErrorCode
+		for _, tp := range g.Topics {
+			for _, p := range tp.Partitions {
+				answers = append(answers, answer{p.Partition, p.Offset, p.ErrorCode})
 			}
-			if p.Offset >= 0 {
-				out[p.Partition] = p.Offset
-			}
+		}
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("OffsetFetch at node %d: error %d", id, code)
+	}
+	out := map[int32]int64{}
+	for _, a := range answers {
+		if a.code != 0 {
+			return nil, fmt.Errorf("OffsetFetch at node %d partition %d: error %d", id, a.partition, a.code)
+		}
+		if a.offset >= 0 {
+			out[a.partition] = a.offset
 		}
 	}
 	return out, nil

@@ -169,13 +169,16 @@ func testEdges(t *testing.T, tg target) {
 			long[i] = 'g'
 		}
 		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.CoordinatorKey = string(long)
+		req.CoordinatorKey, req.CoordinatorKeys = string(long), []string{string(long)} // v0-v3 and v4+ forms
 		raw, err := seed.Request(ctx, req)
 		if err != nil {
 			t.Fatalf("find coordinator: %v", err)
 		}
 		fc := raw.(*kmsg.FindCoordinatorResponse)
 		code := fc.ErrorCode
+		if len(fc.Coordinators) == 1 {
+			code = fc.Coordinators[0].ErrorCode
+		}
 		if code == 0 {
 			// A coordinator may be named; the group APIs must refuse the id.
 			oreq := kmsg.NewPtrOffsetFetchRequest()
