@@ -168,6 +168,17 @@ func TestMaxMessageBytes(t *testing.T) {
 	res, _ := e.stored("big", 0)
 	require.Zero(t, res.HighWatermark, "nothing written")
 
+	// Named by id (Produce v13), the same limit and message.
+	id, ok := e.n.cats.forConn(e.c).TopicID("big")
+	require.True(t, ok)
+	byID := produceReq(13, -1, "", 0, raw)
+	byID.Topics[0].TopicID = id
+	out, err := e.n.handleProduce(t.Context(), e.c, byID)
+	require.NoError(t, err)
+	pid := out.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	require.Equal(t, kerr.MessageTooLarge.Code, pid.ErrorCode)
+	require.Equal(t, *p.ErrorMessage, *pid.ErrorMessage)
+
 	// A batch of exactly the limit passes; one byte more does not.
 	edge := batchtest.Batch{FirstTS: 1, Records: []kmsg.Record{{Value: make([]byte, 1000)}}}.Encode(t)
 	require.Equal(t, int16(0), incrementalAlter(t, e.n, e.c, "big", kmsg.IncrementalAlterConfigOpSet, "max.message.bytes", strp(fmt.Sprint(len(edge)))).ErrorCode)
@@ -178,6 +189,9 @@ func TestMaxMessageBytes(t *testing.T) {
 	require.Equal(t, int16(0), incrementalAlter(t, e.n, e.c, "big", kmsg.IncrementalAlterConfigOpSet, "max.message.bytes", strp("4194304")).ErrorCode)
 	p = e.produce("big", 0, raw)
 	require.Equal(t, int16(0), p.ErrorCode)
+	out, err = e.n.handleProduce(t.Context(), e.c, byID)
+	require.NoError(t, err)
+	require.Equal(t, int16(0), out.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, "by id too")
 	rr := describeTopicConfigs(t, e.n, e.c, "big", "max.message.bytes")
 	require.Equal(t, "4194304", *rr.Configs[0].Value)
 	require.Equal(t, kmsg.ConfigSourceDynamicTopicConfig, rr.Configs[0].Source)
