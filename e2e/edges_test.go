@@ -406,34 +406,38 @@ func TestMalformedInput(t *testing.T) {
 		r.closedByPeer("DeleteRecords")
 	})
 	t.Run("version-above-window", func(t *testing.T) {
+		// One above the newest Metadata kmsg knows, so above any window.
+		v := kmsg.NewPtrMetadataRequest().MaxVersion() + 1
 		r := dialRaw(t, fac.addr)
-		r.send(3, 10, 1, []byte{0, 0, 0, 0}) // Metadata v10
-		r.closedByPeer("Metadata v10")
+		r.send(3, v, 1, []byte{0, 0, 0, 0})
+		r.closedByPeer(fmt.Sprintf("Metadata v%d", v))
 	})
 	t.Run("truncated-body", func(t *testing.T) {
 		r := dialRaw(t, fac.addr)
 		r.send(0, 7, 1, []byte{0xff}) // Produce v7 with one byte of body
 		r.closedByPeer("truncated Produce")
 	})
-	t.Run("apiversions-v4", func(t *testing.T) {
-		// Java 4.x opens with v4; the answer is UNSUPPORTED_VERSION (35)
-		// carrying the table, in the v0 shape, so it retries at v3.
+	t.Run("apiversions-above-window", func(t *testing.T) {
+		// A client that opens above the window (one above the newest
+		// ApiVersions kmsg knows) is answered UNSUPPORTED_VERSION (35)
+		// carrying the table, in the v0 shape, so it retries within it.
+		v := kmsg.NewPtrApiVersionsRequest().MaxVersion() + 1
 		r := dialRaw(t, fac.addr)
-		r.send(18, 4, 42, []byte{0, 0, 0}) // compact strings + tags, empty
+		r.send(18, v, 42, []byte{0, 0, 0}) // compact strings + tags, empty
 		b, err := r.recv()
 		if err != nil {
-			t.Fatalf("ApiVersions v4: %v", err)
+			t.Fatalf("ApiVersions v%d: %v", v, err)
 		}
 		if len(b) < 10 || int32(b[0])<<24|int32(b[1])<<16|int32(b[2])<<8|int32(b[3]) != 42 {
-			t.Fatalf("ApiVersions v4: answer %x", b)
+			t.Fatalf("ApiVersions v%d: answer %x", v, b)
 		}
 		resp := kmsg.NewPtrApiVersionsResponse()
 		resp.Version = 0
 		if err := resp.ReadFrom(b[4:]); err != nil {
-			t.Fatalf("ApiVersions v4 answer is not a v0 body: %v (%x)", err, b)
+			t.Fatalf("ApiVersions v%d answer is not a v0 body: %v (%x)", v, err, b)
 		}
 		if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) == 0 {
-			t.Errorf("ApiVersions v4: error %d, %d keys; want UNSUPPORTED_VERSION with the table", resp.ErrorCode, len(resp.ApiKeys))
+			t.Errorf("ApiVersions v%d: error %d, %d keys; want UNSUPPORTED_VERSION with the table", v, resp.ErrorCode, len(resp.ApiKeys))
 		}
 	})
 	t.Run("bad-crc", func(t *testing.T) {
