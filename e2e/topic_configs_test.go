@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 )
 
 // TestTopicConfigsClients: compression.type and max.message.bytes with
@@ -226,4 +228,71 @@ func consumeRdkafka(t *testing.T, seed, topic string, n int) []rec {
 		t.Fatalf("librdkafka read %d of %d records in 30 s", len(out), n)
 	}
 	return out
+}
+
+// TestClusterTopicConfigs: in cluster mode the configs are the topic
+// record's in Queen KV, so every node applies the same ones. An alter
+// through node 1 is described at once by node 3 (DescribeConfigs reads the
+// record afresh) and applied by node 2's produce and node 3's fetch once
+// their catalogues are refreshed (within the 3 s TTL; waited for, not
+// timed).
+func TestClusterTopicConfigs(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, clusterOpts{nodes: 3})
+	topic := uniq("cluster-cfg")
+	c.createTopic(t, topic, 1)
+	big := make([]byte, 2<<20)
+	_, _ = rand.NewChaCha8([32]byte{2}).Read(big)
+	batch := batchtest.Batch{FirstTS: 1, Records: []kmsg.Record{{Value: big}}}.Encode(t)
+	// Offset 0 is a compressible record, which a fetch from 0 answers alone
+	// (the 2 MiB one is past its 1 MiB budget).
+	small := batchtest.Batch{FirstTS: 1, Records: []kmsg.Record{{Value: bytes.Repeat([]byte("compressible "), 200)}}}.Encode(t)
+	if resp, err := c.pin(t, 1).Request(ctxT(t, 15*time.Second), produceRaw(topic, 0, 5000, small)); err != nil || resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("produce the small record: %v %v", err, resp)
+	}
+	produceAt := func(id int) int16 {
+		resp, err := c.pin(t, id).Request(ctxT(t, 15*time.Second), produceRaw(topic, 0, 5000, batch))
+		if err != nil {
+			t.Fatalf("produce at node %d: %v", id, err)
+		}
+		return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := produceAt(2); code != kerr.MessageTooLarge.Code {
+		t.Fatalf("2 MiB at node 2 under the default: %d, want MESSAGE_TOO_LARGE", code)
+	}
+	adm := newAdmin(t, c.addrs(1))
+	rs, err := adm.AlterTopicConfigs(ctxT(t, 15*time.Second), []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: "max.message.bytes", Value: kmsg.StringPtr("8388608")},
+		{Op: kadm.SetConfig, Name: "compression.type", Value: kmsg.StringPtr("lz4")},
+	}, topic)
+	if err != nil || rs[0].Err != nil {
+		t.Fatalf("alter at node 1: %v %v", err, rs)
+	}
+	dc, err := newAdmin(t, c.addrs(3)).DescribeTopicConfigs(ctxT(t, 15*time.Second), topic)
+	if err != nil || dc[0].Err != nil {
+		t.Fatalf("describe at node 3: %v %v", err, dc)
+	}
+	got := map[string]string{}
+	for _, cfg := range dc[0].Configs {
+		got[cfg.Key] = cfg.MaybeValue()
+	}
+	if got["max.message.bytes"] != "8388608" || got["compression.type"] != "lz4" {
+		t.Fatalf("node 3 describes %v right after the alter at node 1", got)
+	}
+	eventually(t, 20*time.Second, "node 2 admits the 2 MiB batch", func() (bool, string) {
+		code := produceAt(2)
+		return code == 0, fmt.Sprint("error code ", code)
+	})
+	eventually(t, 20*time.Second, "node 3 answers lz4", func() (bool, string) {
+		resp, err := c.pin(t, 3).Request(ctxT(t, 15*time.Second), fetchP0(topic, 12, 0))
+		if err != nil {
+			return false, err.Error()
+		}
+		p := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		var rb kmsg.RecordBatch
+		if p.ErrorCode != 0 || rb.ReadFrom(p.RecordBatches) != nil {
+			return false, fmt.Sprintf("error %d, %d bytes", p.ErrorCode, len(p.RecordBatches))
+		}
+		return rb.Attributes&0x07 == 3, fmt.Sprint("codec ", rb.Attributes&0x07)
+	})
 }
