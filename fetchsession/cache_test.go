@@ -2,6 +2,9 @@ package fetchsession
 
 import (
 	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -248,4 +251,54 @@ func TestTopicIDSessions(t *testing.T) {
 	g := c.Begin(Request{ID: f.ID, Epoch: 1, UsesIDs: true, Forgotten: []Key{{ID: id, Partition: 0}}})
 	require.Zero(t, g.Error)
 	require.Empty(t, g.Partitions)
+}
+
+// TestConcurrentSessions: clients fetching their own sessions at once, a
+// cache bounded below their number, and scrapes in between; run under
+// -race. Every refusal is one a client can recover from, and the bounds
+// hold throughout.
+func TestConcurrentSessions(t *testing.T) {
+	// A clock a second on at every read: sessions age past EvictAfter while
+	// in use, so evictions race the fetches too.
+	var ticks atomic.Int64
+	now := func() time.Time { return time.Unix(1_800_000_000+ticks.Add(1), 0) }
+	c := New(Config{Slots: 8, MaxPartitions: 100, EvictAfter: 30 * time.Second, Now: now})
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ps := parts("t"+strconv.Itoa(g), 5)
+			var id, epoch int32
+			for i := 0; i < 200; i++ {
+				f := c.Begin(Request{ID: id, Epoch: epoch, Partitions: ps})
+				switch f.Error {
+				case 0:
+				case kerr.FetchSessionIDNotFound.Code, kerr.InvalidFetchSessionEpoch.Code:
+					id, epoch = 0, InitialEpoch // start over, as a client does
+					continue
+				default:
+					t.Errorf("unexpected refusal %d", f.Error)
+					return
+				}
+				f.Answer(make([]Result, len(f.Partitions)))
+				if f.ID == 0 {
+					id, epoch = 0, InitialEpoch // no slot: try again next time
+					continue
+				}
+				id, epoch = f.ID, NextEpoch(epoch)
+				st := c.Stats()
+				if st.Sessions > 8 || st.Partitions > 100 {
+					t.Errorf("bounds broken: %+v", st)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	st := c.Stats()
+	require.LessOrEqual(t, st.Sessions, 8)
+	require.Equal(t, st.Sessions*5, st.Partitions)
+	require.Positive(t, st.Evictions)
+	require.Positive(t, st.Incremental)
 }
