@@ -169,7 +169,24 @@ func requestBodySeeds() []bodySeed {
 	commit.Version = 6
 	commit.Group = "g"
 	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "orders", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3}}}}
-	return append(out,
+	// Fetch sessions: a full fetch opening one, an incremental one with a
+	// forgotten partition, and one by topic id.
+	var fetches []bodySeed
+	for _, v := range []int16{12, 13} {
+		for _, epoch := range []int32{0, 1} {
+			fr := kmsg.NewPtrFetchRequest()
+			fr.Version, fr.SessionID, fr.SessionEpoch = v, epoch*7, epoch
+			ft := kmsg.NewFetchRequestTopic()
+			ft.Topic, ft.TopicID = "orders", [16]byte{1}
+			ft.Partitions = []kmsg.FetchRequestTopicPartition{kmsg.NewFetchRequestTopicPartition()}
+			fr.Topics = []kmsg.FetchRequestTopic{ft}
+			fg := kmsg.NewFetchRequestForgottenTopic()
+			fg.Topic, fg.TopicID, fg.Partitions = "orders", [16]byte{1}, []int32{1}
+			fr.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{fg}
+			fetches = append(fetches, bodySeed{rowOf(fr.Key()), v, fr.AppendTo(nil)})
+		}
+	}
+	return append(append(out, fetches...),
 		bodySeed{rowOf(meta.Key()), 9, meta.AppendTo(nil)},
 		bodySeed{rowOf(create.Key()), 5, create.AppendTo(nil)},
 		bodySeed{rowOf(commit.Key()), 6, commit.AppendTo(nil)},
