@@ -20,7 +20,8 @@ import (
 )
 
 // TestTopicConfigsClients: compression.type and max.message.bytes with
-// franz-go and librdkafka (confluent-kafka-go) against the shared facade.
+// franz-go and librdkafka (confluent-kafka-go) against the shared facade
+// (and the compressed answers read by sarama and kafka-go too).
 // A consumer of a gzip, snappy, lz4 or zstd topic is answered compressed
 // batches (asserted on a raw Fetch's batch attributes; zstd only from
 // Fetch v10, uncompressed below) and both clients read the records as
@@ -97,6 +98,9 @@ func TestTopicConfigsClients(t *testing.T) {
 					t.Fatalf("librdkafka read of %s, record %d: %v, want %v", codec.name, i, got, w)
 				}
 			}
+			// And the two other consumer libraries of the codec matrix.
+			assertRecords(t, "sarama read of "+codec.name, want, consumeSarama(t, tg.bootstrap, topic, 1, len(want)), exact)
+			assertRecords(t, "kafka-go read of "+codec.name, want, consumeKafkaGo(t, tg.bootstrap, topic, want), recOpts{timestamps: true})
 			assertStoredEnvelopes(t, tg, topic, want)
 		})
 	}
