@@ -16,11 +16,11 @@ import (
 
 // The topic configs the facade can name an enforcer for. retention.ms and
 // cleanup.policy map onto Queen's queue retention, so only a topic whose
-// queue options the facade posted has them. compression.type
-// and max.message.bytes are the facade's own, applied on every topic: the
-// codec of its fetch answers and the batch size its produce admits. Every
-// other Kafka config is accepted at CreateTopics and not applied, and
-// therefore never reported by DescribeConfigs.
+// queue options the facade posted has them. compression.type and
+// max.message.bytes are the facade's own, applied on every topic: the codec
+// of its fetch answers and the batch size its produce admits. Every other
+// Kafka config is accepted at CreateTopics and not applied, and therefore
+// never reported by DescribeConfigs.
 const (
 	cfgRetentionMs   = "retention.ms"
 	cfgCleanupPolicy = "cleanup.policy"
@@ -50,7 +50,7 @@ const compressionValues = "uncompressed, zstd, lz4, snappy, gzip, producer"
 type kafkaTopicConfig struct {
 	retentionMs     int64  // -1 keeps every record
 	policy          string // delete, compact, or compact,delete
-	compression     string // a compression.type value; unset: the facade's default
+	compression     string // a compression.type value; while not explicit, QUEEN_KAFKA_FETCH_COMPRESSION applies
 	maxMessageBytes int32
 	explicit        map[string]bool
 }
