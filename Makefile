@@ -10,7 +10,7 @@ FUZZ     ?= .
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/queen-mq/queen-kafka/internal/version.version=$(VERSION)
 
-.PHONY: all build run test unit e2e chaos-short chaos fuzz fuzz-long vet fmt-check tidy-check lint bench clean
+.PHONY: all build run test unit e2e test-js chaos-short chaos fuzz fuzz-long vet fmt-check tidy-check lint bench clean
 
 all: build
 
@@ -49,6 +49,13 @@ unit:
 
 e2e: build
 	$(GO) test -count=1 -timeout 15m ./e2e/...
+
+# @platformatic/kafka 1.35.0 (Node.js, modern protocol versions only) runs
+# e2e/js/scenario.mjs against a single facade and a 3-node cluster (build
+# tag jsclients). Needs node and npm; the first run does `npm ci` in e2e/js,
+# which needs the npm registry, so it is not part of `make test`.
+test-js: build
+	$(GO) test -tags jsclients -count=1 -timeout 10m -run 'TestPlatformaticKafka' -v ./e2e/
 
 # The chaos test (issue 11, e2e/chaos_test.go, build tag chaos). Its short
 # form, 4 facade SIGKILLs and 1 queen-dev SIGKILL+restart over 35 s (about

@@ -1,0 +1,200 @@
+// A new user's first session with @platformatic/kafka against queen-kafka:
+// a client that speaks only modern protocol versions (CreateTopics v7,
+// Metadata v10+, Fetch v12+, FindCoordinator v4+, JoinGroup v6+, Heartbeat
+// v4, OffsetCommit v8). Run by e2e/jsclients_test.go (`make test-js`), or by
+// hand against any bootstrap:
+//
+//	QUEEN_KAFKA_BOOTSTRAP=127.0.0.1:9092 node scenario.mjs
+//
+// Environment: QUEEN_KAFKA_BOOTSTRAP (comma-separated host:port, required),
+// SCENARIO_RECORDS (default 300), SCENARIO_TIMEOUT_MS (default 120000),
+// SCENARIO_PREFIX (topic and group name prefix, default "pfk").
+//
+// Every step prints one line; any error, a count that does not match or the
+// timeout exits non-zero with a message saying which step and why.
+import { Admin, Consumer, Producer, ProduceAcks, MessagesStreamModes, MessagesStreamFallbackModes, connectionsApiChannel, protocolAPIsById, stringSerializers, stringDeserializers } from '@platformatic/kafka'
+
+const bootstrap = (process.env.QUEEN_KAFKA_BOOTSTRAP ?? '').split(',').map(s => s.trim()).filter(Boolean)
+const records = Number(process.env.SCENARIO_RECORDS ?? 300)
+const timeoutMs = Number(process.env.SCENARIO_TIMEOUT_MS ?? 120000)
+const prefix = process.env.SCENARIO_PREFIX ?? 'pfk'
+const partitions = 3
+
+if (bootstrap.length === 0) fail('setup', 'QUEEN_KAFKA_BOOTSTRAP is not set')
+if (!Number.isInteger(records) || records < partitions) fail('setup', `SCENARIO_RECORDS=${process.env.SCENARIO_RECORDS}: want an integer >= ${partitions}`)
+
+const run = `${Date.now()}-${process.pid}`
+const topic = `${prefix}-topic-${run}`
+const groupId = `${prefix}-group-${run}`
+const base = { bootstrapBrokers: bootstrap, retries: 5, retryDelay: 200, timeout: 15000 }
+
+let step = 'setup'
+const clients = []
+
+function log (msg) { console.log(`[${new Date().toISOString()}] ${step}: ${msg}`) }
+
+function fail (where, why, err) {
+  console.error(`FAIL at ${where}: ${why}`)
+  if (typeof used !== 'undefined' && used.size > 0) console.error(`API versions sent so far: ${usedVersions()}`)
+  if (err) console.error(describe(err))
+  process.exit(1)
+}
+
+// describe renders a client error with what it wraps (MultipleErrors and
+// ResponseError carry the broker's answer in errors/response).
+function describe (err, depth = 0) {
+  const pad = '  '.repeat(depth)
+  let out = `${pad}${err?.name ?? 'Error'} ${err?.code ?? ''}: ${err?.message ?? err}`
+  if (err?.apiId !== undefined) out += ` (api ${err.apiId})`
+  if (err?.response) out += `\n${pad}  response: ${JSON.stringify(err.response, (k, v) => typeof v === 'bigint' ? v.toString() : v)}`
+  for (const e of err?.errors ?? []) out += '\n' + describe(e, depth + 1)
+  if (err?.cause) out += '\n' + pad + 'cause:\n' + describe(err.cause, depth + 1)
+  if (depth === 0 && err?.stack) out += `\n${err.stack}`
+  return out
+}
+
+function check (cond, why) { if (!cond) throw new Error(why) }
+
+// Which API at which version the client sent, from its own diagnostics
+// channel: the proof that the modern versions were the ones spoken.
+const used = new Map()
+connectionsApiChannel.start.subscribe(ctx => {
+  const name = protocolAPIsById[ctx.apiKey] ?? `api${ctx.apiKey}`
+  used.set(name, Math.max(used.get(name) ?? -1, ctx.apiVersion))
+})
+function usedVersions () { return [...used].sort().map(([k, v]) => `${k} v${v}`).join(', ') }
+
+const timer = setTimeout(() => fail(step, `the scenario did not finish within ${timeoutMs} ms`), timeoutMs)
+
+async function main () {
+  log(`bootstrap ${bootstrap.join(',')}, topic ${topic}, group ${groupId}, ${records} records`)
+
+  step = 'admin.createTopics'
+  const admin = new Admin({ ...base, clientId: `${prefix}-admin` })
+  clients.push(admin)
+  const created = await admin.createTopics({ topics: [topic], partitions, replicas: 1 })
+  check(created.length === 1 && created[0].name === topic, `created ${JSON.stringify(created)}, want one topic ${topic}`)
+  check(created[0].partitions === partitions, `created with ${created[0].partitions} partitions, want ${partitions}`)
+  const topicId = created[0].id
+  log(`created ${topic} with ${created[0].partitions} partitions, id ${topicId}`)
+
+  step = 'admin.listTopics'
+  const listed = await admin.listTopics()
+  check(listed.includes(topic), `${topic} is not among the ${listed.length} listed topics`)
+  log(`${listed.length} topics listed, ${topic} among them`)
+
+  step = 'admin.metadata'
+  const md = await admin.metadata({ topics: [topic], forceUpdate: true })
+  const tmd = md.topics.get(topic)
+  check(tmd, `metadata has no ${topic}: ${[...md.topics.keys()]}`)
+  check(tmd.partitionsCount === partitions, `metadata says ${tmd.partitionsCount} partitions, want ${partitions}`)
+  check(tmd.id === topicId, `metadata's topic id ${tmd.id} is not CreateTopics' ${topicId}`)
+  for (const [i, p] of tmd.partitions.entries()) check(md.brokers.has(p.leader), `partition ${i}'s leader ${p.leader} is not among the brokers ${[...md.brokers.keys()]}`)
+  log(`cluster ${md.id}, brokers ${[...md.brokers.keys()]}, leaders ${tmd.partitions.map(p => p.leader)}`)
+
+  step = 'producer.send'
+  const producer = new Producer({ ...base, clientId: `${prefix}-producer`, idempotent: true, serializers: stringSerializers })
+  clients.push(producer)
+  const batch = 50
+  for (let from = 0; from < records; from += batch) {
+    const messages = []
+    for (let i = from; i < Math.min(from + batch, records); i++) {
+      messages.push({ topic, key: `key-${i}`, value: `value-${i}`, headers: { seq: String(i) } })
+    }
+    const res = await producer.send({ messages, acks: ProduceAcks.ALL })
+    for (const o of res.offsets ?? []) check(o.topic === topic && o.partition >= 0 && o.partition < partitions, `send answered ${JSON.stringify(o, (k, v) => typeof v === 'bigint' ? v.toString() : v)}`)
+  }
+  check(producer.producerId !== undefined && producer.producerId >= 0n, `the idempotent producer has no producer id (${producer.producerId})`)
+  log(`${records} keyed records sent idempotently (acks all), producer id ${producer.producerId} epoch ${producer.producerEpoch}`)
+
+  step = 'admin.listOffsets'
+  const ends = await admin.listOffsets({ topics: [{ name: topic, partitions: [0, 1, 2].map(p => ({ partitionIndex: p, timestamp: -1n })) }] })
+  const endOffsets = new Array(partitions).fill(0n)
+  for (const p of ends[0]?.partitions ?? []) endOffsets[p.partitionIndex] = p.offset
+  const total = endOffsets.reduce((a, b) => a + b, 0n)
+  check(total === BigInt(records), `end offsets ${endOffsets} sum to ${total}, want ${records}`)
+  check(endOffsets.filter(o => o > 0n).length > 1, `every key landed on one partition (end offsets ${endOffsets}): the keyed partitioner did not spread them`)
+  log(`end offsets ${endOffsets}`)
+
+  step = 'consumer.consume'
+  const consumer = new Consumer({ ...base, clientId: `${prefix}-consumer`, groupId, deserializers: stringDeserializers, autocommit: false, maxWaitTime: 500, sessionTimeout: 10000, heartbeatInterval: 500 })
+  clients.push(consumer)
+  const stream = await consumer.consume({ topics: [topic], mode: MessagesStreamModes.COMMITTED, fallbackMode: MessagesStreamFallbackModes.EARLIEST })
+  const seen = new Set()
+  const keyPartition = new Map()
+  const last = new Map() // partition -> the last message read there
+  for await (const message of stream) {
+    check(message.topic === topic, `a message of topic ${message.topic}`)
+    const i = Number(message.key.slice('key-'.length))
+    check(message.key === `key-${i}` && message.value === `value-${i}`, `key ${message.key} carries value ${message.value}`)
+    check(message.headers.get('seq') === String(i), `key ${message.key} carries header seq=${message.headers.get('seq')}`)
+    check(!seen.has(i), `key ${message.key} read twice (partition ${message.partition} offset ${message.offset})`)
+    const prev = last.get(message.partition)
+    check(!prev || message.offset > prev.offset, `partition ${message.partition}: offset ${message.offset} after ${prev?.offset}`)
+    seen.add(i)
+    keyPartition.set(message.key, message.partition)
+    last.set(message.partition, message)
+    if (seen.size === records) break
+  }
+  check(seen.size === records, `the stream ended after ${seen.size} of ${records} records`)
+  log(`read all ${records} records from the beginning, generation ${consumer.generationId}, member ${consumer.memberId}, assignments ${JSON.stringify(consumer.assignments)}`)
+
+  step = 'consumer.commit'
+  for (const m of last.values()) await m.commit()
+  const want = new Array(partitions).fill(0n)
+  for (const [p, m] of last) want[p] = m.offset + 1n
+  for (let p = 0; p < partitions; p++) check(want[p] === endOffsets[p], `partition ${p}: read up to ${want[p]}, end offset ${endOffsets[p]}`)
+  log(`committed ${want}`)
+
+  step = 'consumer.listCommittedOffsets'
+  const committed = await consumer.listCommittedOffsets({ topics: [{ topic, partitions: [0, 1, 2] }] })
+  const got = committed.get(topic)
+  check(got && got.length === partitions, `committed offsets ${got}`)
+  for (let p = 0; p < partitions; p++) check(got[p] === want[p], `partition ${p}: committed offset read back ${got[p]}, want ${want[p]}`)
+  log(`read back ${got}`)
+
+  step = 'admin.listConsumerGroupOffsets'
+  const groups = await admin.listConsumerGroupOffsets({ groups: [groupId] })
+  const gt = groups[0]?.topics.find(t => t.name === topic)
+  check(groups[0]?.groupId === groupId && gt, `group offsets ${JSON.stringify(groups, (k, v) => typeof v === 'bigint' ? v.toString() : v)}`)
+  for (const p of gt.partitions) check(p.committedOffset === want[p.partitionIndex], `partition ${p.partitionIndex}: admin reads committed ${p.committedOffset}, want ${want[p.partitionIndex]}`)
+  check(gt.partitions.length === partitions, `admin reads ${gt.partitions.length} committed partitions, want ${partitions}`)
+  log(`admin reads the same committed offsets`)
+
+  step = 'admin.describeGroups'
+  const described = (await admin.describeGroups({ groups: [groupId] })).get(groupId)
+  check(described && described.state === 'STABLE' && described.members.size === 1, `group ${groupId}: ${described?.state} with ${described?.members.size} members, want STABLE with 1`)
+  log(`group ${groupId} is ${described.state}, protocol ${described.protocol}, 1 member`)
+
+  step = 'consumer heartbeat'
+  // The member stays in the group across a heartbeat (Heartbeat v4) before it leaves.
+  await new Promise((resolve, reject) => {
+    consumer.once('consumer:heartbeat:end', resolve)
+    consumer.once('consumer:heartbeat:error', p => reject(p.error))
+  })
+  log('a heartbeat answered')
+
+  step = 'consumer.close'
+  await stream.close()
+  await consumer.close()
+  clients.splice(clients.indexOf(consumer), 1)
+  await producer.close()
+  clients.splice(clients.indexOf(producer), 1)
+  log('consumer left the group, producer closed')
+
+  step = 'admin.deleteTopics'
+  await admin.deleteTopics({ topics: [topic] })
+  const after = await admin.listTopics()
+  check(!after.includes(topic), `${topic} is still listed after DeleteTopics`)
+  log(`${topic} deleted`)
+  await admin.close()
+  clients.length = 0
+}
+
+main().then(() => {
+  clearTimeout(timer)
+  step = 'done'
+  log(`API versions sent: ${usedVersions()}`)
+  log('OK')
+  process.exit(0)
+}, err => fail(step, err?.message ?? String(err), err))
