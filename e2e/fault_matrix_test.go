@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,8 @@ func stillHung(t *testing.T, ended <-chan struct{}, what string) {
 func TestKVBlackHoleAtOneNode(t *testing.T) {
 	dev, _ := sharedEnv(t)
 	token := uniq("blackhole-token")
-	fac := startFacade(t, dev, map[string]string{"QUEEN_TOKEN": token})
+	ops := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	fac := startFacade(t, dev, map[string]string{"QUEEN_TOKEN": token, "QUEEN_KAFKA_HTTP_ADDR": ops})
 	tg := target{bootstrap: []string{fac.addr}, dev: dev}
 	t.Cleanup(func() { dev.clearFaults(t) })
 	ctx := ctxT(t, 120*time.Second)
@@ -97,6 +99,14 @@ func TestKVBlackHoleAtOneNode(t *testing.T) {
 	for range half {
 		initPID("before the hang")
 	}
+	// The block ahead is reserved in the background: the hang may only
+	// start once it is held (the node then holds more than one block's
+	// worth, the rest of the first and all of the next), or a loaded
+	// machine races the reservation against the hang.
+	eventually(t, 30*time.Second, "the next block of producer ids reserved ahead", func() (bool, string) {
+		held := metric(t, scrape(t, "http://"+ops), "queen_kafka_producer_ids_reserved")
+		return held > 1000, fmt.Sprintf("%v ids held", held)
+	})
 	metadata := func(what string) {
 		t.Helper()
 		raw, err := br.Request(ctx, metadataReq(topic))

@@ -86,7 +86,7 @@ func TestSnapshotAtScrape(t *testing.T) {
 	snap := Snapshot{
 		OpenConnections: 3,
 		Groups:          []GroupState{{State: "Stable", Groups: 2, Members: 5}, {State: "Empty", Groups: 1}},
-		Rebalances:      4, Producers: 6, SequenceWindows: 9, ProducerEvictions: 1, WindowEvictions: 2,
+		Rebalances:      4, Producers: 6, SequenceWindows: 9, ProducerEvictions: 1, WindowEvictions: 2, ProducerIDsHeld: 1500,
 		TxnOpen: 1, TxnCommitted: 7, TxnAborted: 2, DecodeBudgetInUse: 100, DecodeBudgetSize: 1000, FrameBudgetInUse: 10, FrameBudgetSize: 50,
 		FetchSessions: FetchSessions{Sessions: 2, Partitions: 30, Evictions: 5, Full: 3, Incremental: 40, Sessionless: 8, NotFound: 1, InvalidEpoch: 2, TopicIDError: 4},
 	}
@@ -104,6 +104,7 @@ func TestSnapshotAtScrape(t *testing.T) {
 		{"queen_kafka_rebalances_total", nil, 4},
 		{"queen_kafka_idempotent_producers", nil, 6},
 		{"queen_kafka_producer_sequence_windows", nil, 9},
+		{"queen_kafka_producer_ids_reserved", nil, 1500},
 		{"queen_kafka_producer_evictions_total", []string{"kind", "producer"}, 1},
 		{"queen_kafka_producer_evictions_total", []string{"kind", "window"}, 2},
 		{"queen_kafka_transactions_open", nil, 1},

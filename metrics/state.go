@@ -19,6 +19,7 @@ type Snapshot struct {
 	SequenceWindows   int    // producer-partitions whose sequences are tracked
 	ProducerEvictions uint64 // producers evicted past the bound
 	WindowEvictions   uint64 // sequence windows evicted past the bound
+	ProducerIDsHeld   int64  // producer ids reserved and not yet handed out
 
 	TxnOpen      int
 	TxnCommitted uint64
@@ -72,7 +73,7 @@ type stateCollector struct {
 	snapshot func() Snapshot
 
 	conns, groups, members, rebalances                 *prometheus.Desc
-	producers, windows, evictions                      *prometheus.Desc
+	producers, windows, evictions, idsHeld             *prometheus.Desc
 	txnOpen, txns                                      *prometheus.Desc
 	budgetUsed, budgetSize, framesUsed, framesSize     *prometheus.Desc
 	joined, healthy, live, hbAge, heartbeats, lostDesc *prometheus.Desc
@@ -92,6 +93,7 @@ func newStateCollector(snapshot func() Snapshot) *stateCollector {
 		rebalances: d("rebalances_total", "Rebalances completed with members (a new generation handed to its members)."),
 		producers:  d("idempotent_producers", "Idempotent producers whose epochs this node tracks."),
 		windows:    d("producer_sequence_windows", "Producer-partitions whose sequence windows this node tracks."),
+		idsHeld:    d("producer_ids_reserved", "Producer ids this node has reserved in Queen and not yet handed out: InitProducerId answers from them with no KV call (a block of 1,000 is reserved ahead once the current one is half spent)."),
 		evictions:  d("producer_evictions_total", "Least recently used producer state evicted past the bound, by kind (producer, window); an evicted producer recovers through KIP-360.", "kind"),
 		txnOpen:    d("transactions_open", "Transactions open now."),
 		txns:       d("transactions_total", "Transactions ended, by outcome (committed, aborted).", "outcome"),
@@ -115,7 +117,7 @@ func newStateCollector(snapshot func() Snapshot) *stateCollector {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.conns, c.groups, c.members, c.rebalances, c.producers, c.windows, c.evictions,
+	for _, d := range []*prometheus.Desc{c.conns, c.groups, c.members, c.rebalances, c.producers, c.windows, c.evictions, c.idsHeld,
 		c.txnOpen, c.txns, c.budgetUsed, c.budgetSize, c.framesUsed, c.framesSize, c.joined, c.healthy, c.live, c.hbAge, c.heartbeats, c.lostDesc,
 		c.sessions, c.sessionParts, c.sessionEvicts, c.sessionFetches, c.sessionErrors} {
 		ch <- d
@@ -138,6 +140,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.rebalances, s.Rebalances)
 	gauge(c.producers, float64(s.Producers))
 	gauge(c.windows, float64(s.SequenceWindows))
+	gauge(c.idsHeld, float64(s.ProducerIDsHeld))
 	counter(c.evictions, s.ProducerEvictions, "producer")
 	counter(c.evictions, s.WindowEvictions, "window")
 	gauge(c.txnOpen, float64(s.TxnOpen))

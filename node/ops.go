@@ -203,6 +203,7 @@ func (n *Node) snapshot() metrics.Snapshot {
 		SequenceWindows:   ps.Windows,
 		ProducerEvictions: ps.EvictedProducers,
 		WindowEvictions:   ps.EvictedWindows,
+		ProducerIDsHeld:   n.producerIDs.Reserved(),
 		TxnOpen:           ts.Open,
 		TxnCommitted:      ts.Committed,
 		TxnAborted:        ts.Aborted,

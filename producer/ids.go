@@ -69,6 +69,24 @@ type idBlock struct {
 // NewIDs returns an allocator holding no block yet.
 func NewIDs() *IDs { return &IDs{scopes: make(map[string]*scopeIDs)} }
 
+// Reserved is how many producer ids this node holds across every scope,
+// the current and the spare block, which it can hand out with no KV call.
+func (a *IDs) Reserved() int64 {
+	a.mu.Lock()
+	scopes := make([]*scopeIDs, 0, len(a.scopes))
+	for _, s := range a.scopes {
+		scopes = append(scopes, s)
+	}
+	a.mu.Unlock()
+	var n int64
+	for _, s := range scopes {
+		s.mu.Lock()
+		n += s.cur.left() + s.spare.left()
+		s.mu.Unlock()
+	}
+	return n
+}
+
 // idRow is the value of queen.ProducerIDsKey: the first id no node has
 // reserved.
 type idRow struct {

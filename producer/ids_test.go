@@ -109,6 +109,10 @@ func TestIDsReserveAheadOfNeed(t *testing.T) {
 	first := drain(t, a, "s", kv, IDBlock/2+1)
 	waitApplied(t, kv, "the first block")
 	waitApplied(t, kv, "the second block, reserved while the first is half spent")
+	// What the node holds now is what it can hand out with the KV hung
+	// (/metrics: queen_kafka_producer_ids_reserved).
+	require.Eventually(t, func() bool { return a.Reserved() == 2*IDBlock-int64(len(first)) }, 10*time.Second, time.Millisecond,
+		"the rest of the first block and the whole second one")
 
 	release := kv.hang()
 	defer release()
