@@ -18,8 +18,10 @@ import (
 // The @platformatic/kafka scenario (issue 10's "Why"): a Node.js client that
 // speaks only modern protocol versions (CreateTopics v7, Metadata v10+,
 // Fetch v12+, FindCoordinator v4+, JoinGroup v6+, Heartbeat v4, OffsetCommit
-// v8) runs e2e/js/scenario.mjs, a new user's first session, against a
-// single facade and against a three-node cluster. Behind the build tag
+// v8) runs e2e/js/scenario.mjs, a new user's first session (admin, keyed
+// idempotent produce, a group that consumes and commits, a static member
+// restarted without a rebalance), against a single facade and against a
+// three-node cluster. Behind the build tag
 // jsclients and run by `make test-js`, never by `make test`: it needs node
 // and, the first time, `npm ci` from the npm registry, which CI may not reach.
 
