@@ -47,3 +47,8 @@ func (c *Coordinator) writeCode(g *group, err error) int16 {
 	}
 	return kvCode(err)
 }
+
+// QueenCode is the Kafka code the group and offset APIs answer for a Queen
+// failure (queen-api.md §0.2 as kvCode maps it), for the node's by-id
+// translations that read the catalogue before a group request.
+func QueenCode(err error) int16 { return kvCode(err) }

@@ -123,3 +123,74 @@ func TestGroupAPIsAtBoundaryVersionsOnTheWire(t *testing.T) {
 	}
 	require.Equal(t, map[string][]int64{"raw-a": {-1, 3}, "raw-b": {-1, 7}, "raw-none": {-1, -1}}, got)
 }
+
+// OffsetCommit v10 and OffsetFetch v10 name topics by id: committed and
+// read back by id, every committed topic named by id in an all-topics
+// fetch, and an id no topic has answered UNKNOWN_TOPIC_ID on each of its
+// partitions (nothing written for it).
+func TestOffsetsByTopicIDOnTheWire(t *testing.T) {
+	_, addr, _ := servedEnv(t, dev.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(newKgoClient(t, addr))
+	_, err := adm.CreateTopic(ctx, 2, 1, nil, "byid-in")
+	require.NoError(t, err)
+	var id [16]byte
+	require.Eventually(t, func() bool {
+		td, err := adm.ListTopics(ctx, "byid-in")
+		if err != nil {
+			return false
+		}
+		id = td["byid-in"].ID
+		return id != [16]byte{}
+	}, 30*time.Second, 20*time.Millisecond, "the topic has an id")
+	ghost := [16]byte{0xde, 0xad}
+	k := dial(t, addr)
+
+	c := kmsg.NewPtrOffsetCommitRequest()
+	c.Version, c.Group, c.Generation = 10, "byid-g", -1
+	for _, tid := range [][16]byte{id, ghost} {
+		ct := kmsg.NewOffsetCommitRequestTopic()
+		ct.TopicID = tid
+		cp := kmsg.NewOffsetCommitRequestTopicPartition()
+		cp.Partition, cp.Offset = 1, 42
+		ct.Partitions = append(ct.Partitions, cp)
+		c.Topics = append(c.Topics, ct)
+	}
+	cr := k.roundTrip(c).(*kmsg.OffsetCommitResponse)
+	require.Len(t, cr.Topics, 2)
+	require.Equal(t, id, cr.Topics[0].TopicID)
+	require.Zero(t, cr.Topics[0].Partitions[0].ErrorCode)
+	require.Equal(t, ghost, cr.Topics[1].TopicID)
+	require.Equal(t, kerr.UnknownTopicID.Code, cr.Topics[1].Partitions[0].ErrorCode)
+
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Version = 10
+	byID := kmsg.NewOffsetFetchRequestGroup()
+	byID.Group = "byid-g"
+	for _, tid := range [][16]byte{id, ghost} {
+		rt := kmsg.NewOffsetFetchRequestGroupTopic()
+		rt.TopicID, rt.Partitions = tid, []int32{0, 1}
+		byID.Topics = append(byID.Topics, rt)
+	}
+	all := kmsg.NewOffsetFetchRequestGroup()
+	all.Group = "byid-g" // Topics nil: every committed topic
+	of.Groups = append(of.Groups, byID, all)
+	fr := k.roundTrip(of).(*kmsg.OffsetFetchResponse)
+	require.Len(t, fr.Groups, 2)
+	g := fr.Groups[0]
+	require.Zero(t, g.ErrorCode)
+	require.Len(t, g.Topics, 2)
+	require.Equal(t, id, g.Topics[0].TopicID)
+	require.Equal(t, []int64{-1, 42}, []int64{g.Topics[0].Partitions[0].Offset, g.Topics[0].Partitions[1].Offset})
+	require.Equal(t, ghost, g.Topics[1].TopicID)
+	for _, p := range g.Topics[1].Partitions {
+		require.Equal(t, kerr.UnknownTopicID.Code, p.ErrorCode)
+	}
+	a := fr.Groups[1]
+	require.Zero(t, a.ErrorCode)
+	require.Len(t, a.Topics, 1, "only the committed topic, by its id")
+	require.Equal(t, id, a.Topics[0].TopicID)
+	require.Len(t, a.Topics[0].Partitions, 1)
+	require.Equal(t, int64(42), a.Topics[0].Partitions[0].Offset)
+}

@@ -18,10 +18,10 @@ var apiTable = []apiRow{
 		"The whole schema: v7's MAX_TIMESTAMP is exact on the append clock; v8's -4 is the log start, v9's -5 and v11's -6 are -1, as Kafka answers them without tiered storage; v10's timeout only bounds tiered reads. A sentinel below its version is UNSUPPORTED_VERSION, as in Kafka. v1 is the schema's own floor."},
 	{kmsg.Metadata.Int16(), 0, 13, handle((*Node).handleMetadata), // 3
 		"v10 answers topic ids (the Queen queue's id), v12 takes topics by id, v13's top-level error is always 0 (no rebootstrap is ever asked). Ceiling: kmsg's newest."},
-	{kmsg.OffsetCommit.Int16(), 2, 9, handle((*Node).handleOffsetCommit), // 8
-		"Ceiling: v10 (Kafka 4.2, KIP-848) names topics by id only, and committed offsets are keyed by name: the by-id translation is not built yet. v7's `group_instance_id` is fenced as Kafka fences it (FENCED_INSTANCE_ID); v9's generation is a classic group's. Floor: v0 and v1 are the ZooKeeper-era offset store."},
-	{kmsg.OffsetFetch.Int16(), 1, 9, handle((*Node).handleOffsetFetch), // 9
-		"Ceiling: v10 (Kafka 4.2, KIP-848) names topics by id only, as OffsetCommit v10 does; not built yet. v8 fetches several groups per request, each answered on its own; v9's member id and epoch belong to KIP-848 groups and, as Kafka does for classic groups, are not checked. v7's `require_stable` is honoured: an open transaction's offsets are not in the store until its commit."},
+	{kmsg.OffsetCommit.Int16(), 2, 10, handle((*Node).handleOffsetCommit), // 8
+		"Kafka's ceiling (4.2): v10 names topics by id, resolved through the catalogue (an id no topic has is UNKNOWN_TOPIC_ID). v7's `group_instance_id` is fenced as Kafka fences it (FENCED_INSTANCE_ID); v9's generation is a classic group's. Floor: v0 and v1 are the ZooKeeper-era offset store."},
+	{kmsg.OffsetFetch.Int16(), 1, 10, handle((*Node).handleOffsetFetch), // 9
+		"Kafka's ceiling (4.2): v10 names topics by id (an id no topic has is UNKNOWN_TOPIC_ID; an all-topics answer names the committed topics the catalogue has an id for). v8 fetches several groups per request, each answered on its own; v9's member id and epoch belong to KIP-848 groups and, as Kafka does for classic groups, are not checked. v7's `require_stable` is honoured: an open transaction's offsets are not in the store until its commit."},
 	{kmsg.FindCoordinator.Int16(), 0, 6, handle((*Node).handleFindCoordinator), // 10
 		"The whole schema: v4 batches keys, each answered on its own; v5 only lets the client read TRANSACTION_ABORTABLE; v6's share-group keys are INVALID_REQUEST, as on a broker without a share coordinator. Group and transaction keys resolve to this node in single mode and to the key's rendezvous owner in cluster mode."},
 	{kmsg.JoinGroup.Int16(), 0, 9, handle((*Node).handleJoinGroup), // 11

@@ -1,0 +1,109 @@
+package node
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/coordinator"
+)
+
+// OffsetCommit v10 and OffsetFetch v10 (KIP-848, stable in Kafka 4.2) name
+// topics by id only. Committed offsets are keyed by topic name (§10), so
+// the node resolves each id to its name through the catalogue before the
+// coordinator sees the request, and names the answer's topics by id again.
+// An id no topic has is UNKNOWN_TOPIC_ID on each of its partitions; a
+// catalogue that cannot be read is the group APIs' Queen code.
+
+// idTopics resolves ids, in order: the name of each ("" when it has none)
+// and the code its partitions are answered instead (0 when resolved).
+func (n *Node) idTopics(ctx context.Context, c *Conn, ids [][16]byte) ([]string, []int16) {
+	names, codes := make([]string, len(ids)), make([]int16, len(ids))
+	for i, id := range ids {
+		name, _, ok, err := n.topicByID(ctx, c, id)
+		switch {
+		case err != nil:
+			codes[i] = coordinator.QueenCode(err)
+		case !ok:
+			codes[i] = kerr.UnknownTopicID.Code
+		default:
+			names[i] = name
+		}
+	}
+	return names, codes
+}
+
+// offsetCommitByID answers an OffsetCommit v10 through the name-keyed
+// coordinator.
+func (n *Node) offsetCommitByID(ctx context.Context, c *Conn, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	ids := make([][16]byte, len(req.Topics))
+	for i, t := range req.Topics {
+		ids[i] = t.TopicID
+	}
+	names, codes := n.idTopics(ctx, c, ids)
+	for i := range req.Topics {
+		req.Topics[i].Topic = names[i] // "" is never served, so never written
+	}
+	resp := n.coord.OffsetCommit(ctx, c.groupClient(), req)
+	for i := range resp.Topics {
+		resp.Topics[i].TopicID = ids[i]
+		if codes[i] != 0 {
+			for j := range resp.Topics[i].Partitions {
+				resp.Topics[i].Partitions[j].ErrorCode = codes[i]
+			}
+		}
+	}
+	return resp
+}
+
+// offsetFetchByID answers an OffsetFetch v10 through the name-keyed
+// coordinator. A group asking for every topic is answered the committed
+// topics that have an id in the catalogue; one without (a queue deleted
+// natively, or not yet listed) cannot be named in a v10 answer.
+func (n *Node) offsetFetchByID(ctx context.Context, c *Conn, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	type at struct{ g, t int }
+	ids := map[at][16]byte{}
+	codes := map[at]int16{}
+	for gi := range req.Groups {
+		g := &req.Groups[gi]
+		gids := make([][16]byte, len(g.Topics))
+		for ti, t := range g.Topics {
+			gids[ti] = t.TopicID
+		}
+		names, gcodes := n.idTopics(ctx, c, gids)
+		for ti := range g.Topics {
+			g.Topics[ti].Topic = names[ti]
+			ids[at{gi, ti}], codes[at{gi, ti}] = gids[ti], gcodes[ti]
+		}
+	}
+	resp := n.coord.OffsetFetch(ctx, c.groupClient(), req)
+	cat := n.cats.forConn(c)
+	for gi := range resp.Groups {
+		g := &resp.Groups[gi]
+		if gi < len(req.Groups) && req.Groups[gi].Topics == nil {
+			if len(g.Topics) > 0 {
+				_ = cat.ensure(ctx, c, false) // a failed read names what the catalogue holds
+			}
+			kept := g.Topics[:0]
+			for _, t := range g.Topics {
+				if id, ok := cat.TopicID(t.Topic); ok {
+					t.TopicID, t.Topic = id, ""
+					kept = append(kept, t)
+				}
+			}
+			g.Topics = kept
+			continue
+		}
+		for ti := range g.Topics {
+			g.Topics[ti].TopicID, g.Topics[ti].Topic = ids[at{gi, ti}], ""
+			if code := codes[at{gi, ti}]; code != 0 {
+				for pi := range g.Topics[ti].Partitions {
+					p := &g.Topics[ti].Partitions[pi]
+					p.ErrorCode, p.Offset = code, -1
+				}
+			}
+		}
+	}
+	return resp
+}
