@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -115,10 +116,11 @@ func BenchmarkOffsetCommitFacadeVsDirect(b *testing.B) {
 		for i := 0; i < commits; i++ {
 			req := commitReq(group, topic, 0, int64(i))
 			t0 := time.Now()
-			resp, err := req.RequestWith(ctx, cl)
+			raw, err := cl.Request(ctx, req)
 			if err != nil {
 				b.Fatal(err)
 			}
+			resp := raw.(*kmsg.OffsetCommitResponse)
 			if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
 				b.Fatalf("commit answered error %d", code)
 			}

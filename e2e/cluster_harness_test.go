@@ -253,7 +253,7 @@ func (c *testCluster) offsetsAt(t testing.TB, id int, group, topic string, parts
 	req.Groups = append(req.Groups, rg)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	raw, err := c.pin(t, id).Request(ctx, req)
+	raw, err := c.pin(t, id).Request(ctx, byNameOffsetFetch{req})
 	if err != nil {
 		return nil, err
 	}

@@ -61,8 +61,9 @@ func metadataReq(topics ...string) *kmsg.MetadataRequest {
 }
 
 // commitReq is an assign()-style OffsetCommit (generation -1, no member) of
-// one partition of topic at offset.
-func commitReq(group, topic string, partition int32, offset int64) *kmsg.OffsetCommitRequest {
+// one partition of topic at offset, naming the topic by name, which
+// OffsetCommit does up to v9 (byNameCommit: v10 names it by id only).
+func commitReq(group, topic string, partition int32, offset int64) byNameCommit {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.Generation = group, -1
 	rt := kmsg.NewOffsetCommitRequestTopic()
@@ -71,5 +72,15 @@ func commitReq(group, topic string, partition int32, offset int64) *kmsg.OffsetC
 	rp.Partition, rp.Offset = partition, offset
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	return req
+	return byNameCommit{req}
 }
+
+// byNameCommit is an OffsetCommit naming its topics by name (up to v9).
+type byNameCommit struct{ *kmsg.OffsetCommitRequest }
+
+func (byNameCommit) MaxVersion() int16 { return 9 }
+
+// byNameOffsetFetch is an OffsetFetch naming its topics by name (up to v9).
+type byNameOffsetFetch struct{ *kmsg.OffsetFetchRequest }
+
+func (byNameOffsetFetch) MaxVersion() int16 { return 9 }

@@ -129,7 +129,7 @@ func TestGroupAPIsAtBoundaryVersionsOnTheWire(t *testing.T) {
 // fetch, and an id no topic has answered UNKNOWN_TOPIC_ID on each of its
 // partitions (nothing written for it).
 func TestOffsetsByTopicIDOnTheWire(t *testing.T) {
-	_, addr, _ := servedEnv(t, dev.Options{})
+	_, addr, obs := servedEnv(t, dev.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	adm := kadm.NewClient(newKgoClient(t, addr))
@@ -193,4 +193,23 @@ func TestOffsetsByTopicIDOnTheWire(t *testing.T) {
 	require.Equal(t, id, a.Topics[0].TopicID)
 	require.Len(t, a.Topics[0].Partitions, 1)
 	require.Equal(t, int64(42), a.Topics[0].Partitions[0].Offset)
+
+	// franz-go (kadm) commits and reads back at v10, by id.
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "byid-in", Partition: 0, At: 7, LeaderEpoch: -1})
+	committed, err := adm.CommitOffsets(ctx, "byid-kadm", offs)
+	require.NoError(t, err)
+	require.NoError(t, committed.Error())
+	got, err := adm.FetchOffsets(ctx, "byid-kadm")
+	require.NoError(t, err)
+	o, ok := got.Lookup("byid-in", 0)
+	require.True(t, ok)
+	require.Equal(t, int64(7), o.At)
+	versions := map[int16]int16{}
+	for _, r := range obs.requests() {
+		if r.key == kmsg.OffsetCommit.Int16() || r.key == kmsg.OffsetFetch.Int16() {
+			versions[r.key] = max(versions[r.key], r.version)
+		}
+	}
+	require.Equal(t, map[int16]int16{kmsg.OffsetCommit.Int16(): 10, kmsg.OffsetFetch.Int16(): 10}, versions)
 }
