@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -182,7 +183,7 @@ func (c *Client) exchange(ctx context.Context, route, suffix string, timeout tim
 		return &Error{Kind: KindProtocol, Route: route, Message: err.Error(), Err: err}
 	}
 	if pooled != nil {
-		req.ContentLength = int64(len(pooled.buf))
+		req.ContentLength = pooled.size()
 		req.GetBody = func() (io.ReadCloser, error) { return pooled.reader(), nil }
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -253,37 +254,94 @@ type answerCopier interface {
 // rawBody is a request body a route has already rendered as JSON.
 type rawBody []byte
 
-// pooledBody is a request body rendered into a bufpool buffer. The
-// transport may still be reading a body after Do returns (it writes from
-// its own goroutine, and closes the body once written), so the buffer goes
-// back to the pool only when every reader made of it has been closed;
-// otherwise it is left to the collector.
+// pooledBody is a request body rendered into a bufpool buffer, with the
+// payloads refs places in it sent from their own memory. The transport
+// may still be reading a body after Do returns (it writes from its own
+// goroutine, and closes the body once written), so release waits for
+// every reader made of it to be closed, which the transport does once the
+// request is written or its connection dropped; the buffer then goes back
+// to the pool and the referenced payloads are the caller's again.
 type pooledBody struct {
 	buf  []byte
-	open atomic.Int32
+	refs []bodyRef
+	mu   sync.Mutex
+	open int
+	idle chan struct{} // closed when open drops to 0, while release waits
+	// abandoned is set when release stopped waiting: a reader still open
+	// then reads nothing more of the caller's memory.
+	abandoned atomic.Bool
+}
+
+// bodyRef is a payload sent in place: after buf[:at].
+type bodyRef struct {
+	at int
+	p  []byte
+}
+
+// releaseWait bounds release's wait for the transport to close the body:
+// past a response, the transport drops a connection whose request is not
+// written within 50 ms, which closes the body.
+const releaseWait = 5 * time.Second
+
+func (p *pooledBody) size() int64 {
+	n := int64(len(p.buf))
+	for _, r := range p.refs {
+		n += int64(len(r.p))
+	}
+	return n
+}
+
+// segments is the body in write order: buf's pieces and the payloads
+// between them.
+func (p *pooledBody) segments() [][]byte {
+	segs := make([][]byte, 0, 2*len(p.refs)+1)
+	at := 0
+	for _, r := range p.refs {
+		segs = append(segs, p.buf[at:r.at], r.p)
+		at = r.at
+	}
+	return append(segs, p.buf[at:])
 }
 
 // reader is a fresh reader over the body (the request's, and one per
 // GetBody rewind).
 func (p *pooledBody) reader() io.ReadCloser {
-	p.open.Add(1)
-	return &pooledReader{Reader: bytes.NewReader(p.buf), body: p}
+	p.mu.Lock()
+	p.open++
+	p.mu.Unlock()
+	return &pooledReader{segs: p.segments(), left: p.size(), body: p}
 }
 
-// release is called once the call is over.
+// release is called once the call is over; see pooledBody.
 func (p *pooledBody) release() {
-	if p.open.Load() == 0 {
+	p.mu.Lock()
+	if p.open > 0 {
+		idle := make(chan struct{})
+		p.idle = idle
+		p.mu.Unlock()
+		t := time.NewTimer(releaseWait)
+		select {
+		case <-idle:
+		case <-t.C:
+			p.abandoned.Store(true)
+		}
+		t.Stop()
+		p.mu.Lock()
+	}
+	if p.open == 0 {
 		bufpool.Put(p.buf)
 	}
-	p.buf = nil
+	p.buf, p.refs = nil, nil
+	p.mu.Unlock()
 }
 
 // wholeBodyConn is a connection to Queen that writes a pooled request body
-// with one Write straight from its buffer. The transport hands a body with
-// a ContentLength to the connection's ReadFrom as an io.LimitedReader, and
-// a TCP connection copies that through a 32 KiB buffer: a copy of every
-// byte and a write syscall per 32 KiB (a multi-megabyte push body was ~16%
-// of the facade's CPU). Any other body takes the connection's own path.
+// straight from its memory, with one vectored write (writev) of its
+// pieces and payloads. The transport hands a body with a ContentLength to
+// the connection's ReadFrom as an io.LimitedReader, and a TCP connection
+// copies that through a 32 KiB buffer: a copy of every byte and a write
+// syscall per 32 KiB (a multi-megabyte push body was ~16% of the facade's
+// CPU). Any other body takes the connection's own path.
 type wholeBodyConn struct{ net.Conn }
 
 // wholeBodyDialer wraps the connections dial makes in wholeBodyConn.
@@ -299,7 +357,7 @@ func wholeBodyDialer(dial func(ctx context.Context, network, addr string) (net.C
 
 func (c wholeBodyConn) ReadFrom(r io.Reader) (int64, error) {
 	if lr, ok := r.(*io.LimitedReader); ok {
-		if pr, ok := lr.R.(*pooledReader); ok && int64(pr.Len()) <= lr.N {
+		if pr, ok := lr.R.(*pooledReader); ok && pr.left <= lr.N {
 			n, err := pr.WriteTo(c.Conn)
 			lr.N -= n
 			return n, err
@@ -311,15 +369,82 @@ func (c wholeBodyConn) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(struct{ io.Writer }{c.Conn}, r)
 }
 
+// errBodyAbandoned ends a body read after its call gave up waiting.
+var errBodyAbandoned = errors.New("queen: request body abandoned")
+
+// pooledReader reads a pooledBody's segments; segs[0][off:] is next.
 type pooledReader struct {
-	*bytes.Reader
+	segs   [][]byte
+	off    int
+	left   int64
 	body   *pooledBody
 	closed atomic.Bool
 }
 
+func (r *pooledReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && len(r.segs) > 0 {
+		if r.body.abandoned.Load() {
+			return n, errBodyAbandoned
+		}
+		m := copy(p[n:], r.segs[0][r.off:])
+		n, r.off = n+m, r.off+m
+		if r.off == len(r.segs[0]) {
+			r.segs, r.off = r.segs[1:], 0
+		}
+	}
+	r.left -= int64(n)
+	if n == 0 && len(p) > 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// WriteTo writes what is left in vectored writes of up to 1,024 segments
+// (net.Buffers: writev on a socket).
+func (r *pooledReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	var scratch [][]byte
+	for len(r.segs) > 0 {
+		if r.body.abandoned.Load() {
+			return total, errBodyAbandoned
+		}
+		k := min(len(r.segs), 1024)
+		scratch = append(scratch[:0], r.segs[:k]...)
+		scratch[0] = scratch[0][r.off:]
+		bufs := net.Buffers(scratch)
+		n, err := bufs.WriteTo(w)
+		total, r.left = total+n, r.left-n
+		// Skip what was written: whole segments, then into the next.
+		for n > 0 {
+			rest := int64(len(r.segs[0]) - r.off)
+			if n < rest {
+				r.off += int(n)
+				break
+			}
+			n -= rest
+			r.segs, r.off = r.segs[1:], 0
+		}
+		if err != nil {
+			return total, err
+		}
+		for len(r.segs) > 0 && len(r.segs[0]) == r.off {
+			r.segs, r.off = r.segs[1:], 0
+		}
+	}
+	return total, nil
+}
+
 func (r *pooledReader) Close() error {
 	if r.closed.CompareAndSwap(false, true) {
-		r.body.open.Add(-1)
+		b := r.body
+		b.mu.Lock()
+		b.open--
+		if b.open == 0 && b.idle != nil {
+			close(b.idle)
+			b.idle = nil
+		}
+		b.mu.Unlock()
 	}
 	return nil
 }

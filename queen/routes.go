@@ -105,7 +105,10 @@ type txnResponseWire struct {
 // value (AppendEnvelope's output always does); an empty one is sent as
 // null. Client.PushBatch sends it and gives the buffer back.
 type PushBatch struct {
-	body  []byte
+	body []byte
+	// refs are the payloads sent from the caller's memory instead of
+	// copied into body, each in its place.
+	refs  []bodyRef
 	items int
 	// answer is the most the push's answer may hold: one result per item,
 	// echoing its queue and its transactionId.
@@ -127,7 +130,16 @@ func NewPushBatch(size int) *PushBatch {
 // Len is the number of items added.
 func (b *PushBatch) Len() int { return b.items }
 
+// minRefPayload is the smallest payload sent from the caller's memory
+// (PushBatch.Add) rather than copied into the body: each is one more
+// segment of the socket's vectored write.
+const minRefPayload = 256
+
 // Add appends one item; partition and transactionID may be empty (none).
+// A payload of minRefPayload bytes or more is not copied: it is written
+// to the socket from payload's own memory (a vectored write), so it must
+// stay unchanged until Client.PushBatch has returned. Copying each
+// envelope into the body was most of the produce path's memmove.
 func (b *PushBatch) Add(queue, partition string, payload []byte, transactionID string) {
 	need := len(payload) + len(transactionID) + 64
 	if b.headQ != queue || b.headPart != partition || b.head == nil {
@@ -151,9 +163,12 @@ func (b *PushBatch) Add(queue, partition string, payload []byte, transactionID s
 		b.body = append(b.body, ',')
 	}
 	b.body = append(b.body, b.head...)
-	if len(payload) == 0 {
+	switch {
+	case len(payload) == 0:
 		b.body = append(b.body, "null"...)
-	} else {
+	case len(payload) >= minRefPayload:
+		b.refs = append(b.refs, bodyRef{at: len(b.body), p: payload})
+	default:
 		b.body = append(b.body, payload...)
 	}
 	if transactionID != "" {
@@ -190,14 +205,16 @@ func (c *Client) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 }
 
 // PushBatch is Push of the items added to b, which is given back to the
-// pool whatever the outcome: b may not be used afterwards.
+// pool whatever the outcome: b may not be used afterwards. It returns once
+// the transport has stopped reading the body (pooledBody.release), so the
+// payloads Add referenced are the caller's again.
 func (c *Client) PushBatch(ctx context.Context, b *PushBatch) ([]PushResult, error) {
 	n := b.items
 	if n == 0 {
 		bufpool.Put(b.body)
 		return nil, nil
 	}
-	body, limit := &pooledBody{buf: append(b.body, "]}"...)}, b.answer
+	body, limit := &pooledBody{buf: append(b.body, "]}"...), refs: b.refs}, b.answer
 	*b = PushBatch{}
 	var dec pushDecoder
 	if err := c.call(ctx, routePush, "", c.timeout, limit, body, &dec); err != nil {
