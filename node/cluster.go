@@ -121,6 +121,15 @@ func (n *Node) Incarnation() string {
 	return n.cluster.cfg.Incarnation
 }
 
+// vouched is whether this node may present itself as a member: joined,
+// and its registry session can answer with authority (registry.Session.Err
+// is nil: the last heartbeat succeeded and is recent). A node that is not
+// yet joined vouches for nothing but has no peers to defer to either.
+func (c *cluster) vouched() bool {
+	s := c.session()
+	return s == nil || s.Err() == nil
+}
+
 // join starts the session and follows it, running changed at every change
 // of the live set.
 func (c *cluster) join(ctx context.Context, changed func()) error {

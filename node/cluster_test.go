@@ -394,7 +394,7 @@ func TestClusterLostIDIsReported(t *testing.T) {
 func TestClusterSnapshotListsSelf(t *testing.T) {
 	self := registry.Node{ID: 2, Host: "self.test", Port: 9092}
 	others := []registry.Node{{ID: 1, Host: "a.test", Port: 1}, {ID: 3, Host: "c.test", Port: 3}}
-	s := buildSnapshot(self, registry.View{Self: 2, Nodes: others, Ring: hashring.New([]int32{1, 3})})
+	s := buildSnapshot(self, registry.View{Self: 2, Nodes: others, Ring: hashring.New([]int32{1, 3})}, false)
 	var ids []int32
 	for _, b := range s.brokers {
 		ids = append(ids, b.NodeID)
@@ -405,7 +405,7 @@ func TestClusterSnapshotListsSelf(t *testing.T) {
 	if s.controller != 1 || s.ring.Contains(2) {
 		t.Fatalf("controller %d ring %v: leaders must follow the view", s.controller, s.ring.Nodes())
 	}
-	empty := buildSnapshot(self, registry.View{Self: 2})
+	empty := buildSnapshot(self, registry.View{Self: 2}, true)
 	if len(empty.brokers) != 1 || empty.brokers[0].NodeID != 2 || empty.controller != 2 {
 		t.Fatalf("empty view: %+v controller %d", empty.brokers, empty.controller)
 	}

@@ -17,13 +17,17 @@ import (
 // (leader first). Every node serves every partition from the one shared
 // store, so leadership is an advertisement and a stale view costs a client
 // a redirect, never data; that is why Metadata may answer from a view the
-// registry no longer vouches for, while group ownership may not.
+// registry no longer vouches for, while group ownership may not. The one
+// exception is this node's own leadership: while it cannot vouch for its
+// membership (its heartbeat failed or is stale), it advertises no partition
+// as its own (see buildSnapshot).
 type clusterTopology struct {
 	c *cluster
 
-	mu   sync.Mutex
-	src  *hashring.Ring // the view's ring the snapshot was built from
-	snap *topoSnapshot
+	mu    sync.Mutex
+	src   *hashring.Ring // the view's ring the snapshot was built from
+	aside bool           // whether this node was set aside in it
+	snap  *topoSnapshot
 }
 
 // topoSnapshot is everything one view implies, built once per membership
@@ -38,10 +42,11 @@ func newClusterTopology(c *cluster) *clusterTopology { return &clusterTopology{c
 
 func (t *clusterTopology) snapshot() *topoSnapshot {
 	v := t.c.view()
+	aside := !t.c.vouched()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.snap == nil || t.src != v.Ring {
-		t.snap, t.src = buildSnapshot(t.c.self, v), v.Ring
+	if t.snap == nil || t.src != v.Ring || t.aside != aside {
+		t.snap, t.src, t.aside = buildSnapshot(t.c.self, v, aside), v.Ring, aside
 	}
 	return t.snap
 }
@@ -52,8 +57,13 @@ func (t *clusterTopology) snapshot() *topoSnapshot {
 // never handed an empty broker list, and this node is reachable, since the
 // client is talking to it. Leaders stay on the view's ring so that they
 // agree with what the other nodes advertise; only an empty view falls back
-// to this node alone.
-func buildSnapshot(self registry.Node, v registry.View) *topoSnapshot {
+// to this node alone. With aside (this node cannot vouch for its own
+// membership) leaders are drawn from the ring without this node, when
+// anyone else is on it: its peers drop it once its row expires, and a node
+// whose KV calls hang cannot serve what needs them (a transactional
+// Produce), so a client refreshing metadata here is sent to a survivor now
+// rather than back to this node until the row's TTL runs out.
+func buildSnapshot(self registry.Node, v registry.View, aside bool) *topoSnapshot {
 	nodes := slices.Clone(v.Nodes)
 	if _, ok := v.Node(self.ID); !ok {
 		i, _ := slices.BinarySearchFunc(nodes, self.ID, func(n registry.Node, id int32) int { return int(n.ID) - int(id) })
@@ -66,6 +76,9 @@ func buildSnapshot(self registry.Node, v registry.View) *topoSnapshot {
 		s.brokers[i] = b
 	}
 	s.ring = v.Ring
+	if aside && s.ring != nil && s.ring.Contains(self.ID) && s.ring.Len() > 1 {
+		s.ring = hashring.New(slices.DeleteFunc(s.ring.Nodes(), func(id int32) bool { return id == self.ID }))
+	}
 	if s.ring == nil || s.ring.Len() == 0 {
 		s.ring = hashring.New([]int32{self.ID})
 	}

@@ -3,13 +3,17 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/queen/dev"
 )
 
 // Transactions in cluster mode (issue 9), raw requests over TCP: the
@@ -43,10 +47,7 @@ func newClusterTxnEnv(t *testing.T) *clusterTxnEnv {
 // put at offset 0.
 func (e *clusterTxnEnv) values(t *testing.T, topic string, p int32) []string {
 	t.Helper()
-	rs, err := e.fq.q.Fetch(context.Background(), queen.FetchRequest{Entries: []queen.FetchEntry{{Queue: topic, Partition: "0", Offset: 1, MaxBytes: 8 << 20}}})
-	if p != 0 {
-		rs, err = e.fq.q.Fetch(context.Background(), queen.FetchRequest{Entries: []queen.FetchEntry{{Queue: topic, Partition: "1", Offset: 1, MaxBytes: 8 << 20}}})
-	}
+	rs, err := e.fq.q.Fetch(context.Background(), queen.FetchRequest{Entries: []queen.FetchEntry{{Queue: topic, Partition: strconv.Itoa(int(p)), Offset: 1, MaxBytes: 8 << 20}}})
 	require.NoError(t, err)
 	var vs []string
 	for _, r := range rs[0].Records {
@@ -178,4 +179,62 @@ func TestClusterTxnResumedCommitLandsAfterTheOwnerForgot(t *testing.T) {
 	committed := queen.TxnStagePrefix(id, x.pid, x.epoch, 1) + "r:out:0:"
 	require.Eventually(t, func() bool { return e.stageRows(t, committed) == 0 }, 10*time.Second, 20*time.Millisecond)
 	require.Positive(t, e.stageRows(t, queen.TxnStagePrefix(id, x.pid, x.epoch, 2)), "the fenced transaction's rows")
+}
+
+// TestClusterNodeThatCannotReachKVSendsProducersAway: while one node's KV
+// calls fail (its heartbeat with them), it advertises none of the
+// partitions as its own, though it still lists itself as a broker, and it
+// answers a transactional Produce NOT_LEADER_OR_FOLLOWER at once, without
+// waiting on the KV stage it cannot write: the producer refreshes metadata
+// and stages at a survivor, so its transaction is not run past its timeout
+// by one sick node (issue 9 (c)). Once a heartbeat succeeds it leads again.
+func TestClusterNodeThatCannotReachKVSendsProducersAway(t *testing.T) {
+	e := newClusterTxnEnv(t)
+	const parts = 12
+	e.fq.addQueue("out", parts)
+	n1 := e.nodes[0]
+	leads := func(n *Node, self int32) (mine []int32) {
+		for p := range int32(parts) {
+			if l, _ := n.topo.leaderFor("out", p); l == self {
+				mine = append(mine, p)
+			}
+		}
+		return mine
+	}
+	mine := leads(n1, 1)
+	require.NotEmpty(t, mine, "node 1 leads some of %d partitions on a ring of three", parts)
+
+	id := groupOwnedBy(t, []int32{1, 2, 3}, 2, "away")
+	owner := e.k[1]
+	x := mustInitTxn(t, owner, id)
+	all := make([]int32, parts)
+	for p := range all {
+		all[p] = int32(p)
+	}
+	x.mustAdd(owner, "out", all...)
+	// Through node 1 while it is healthy, which also has it hold the
+	// topic's config (read from KV) as it would in a running cluster.
+	for _, p := range mine {
+		x.mustProduce(e.k[0], "out", p, "before")
+	}
+
+	e.fq.injectFault(dev.FaultRule{Route: "kv", Token: "node-1", Status: 503})
+	require.Eventually(t, func() bool { return !n1.cluster.session().Healthy() }, 5*time.Second, 10*time.Millisecond,
+		"node 1 still healthy with every KV call failing")
+	require.Empty(t, leads(n1, 1), "a node that cannot vouch for its membership advertises no partition as its own")
+	require.True(t, slices.ContainsFunc(n1.topo.brokers(), func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == 1 }),
+		"it still lists itself as a broker")
+	for _, p := range mine {
+		code, _ := x.produce(e.k[0], "out", p, "via-1")
+		require.Equal(t, kerr.NotLeaderForPartition.Code, code, "transactional produce to %d at the sick node: %v", p, kerr.ErrorForCode(code))
+		x.mustProduce(e.k[2], "out", p, "via-3")
+	}
+
+	e.fq.injectFault() // no rules
+	require.Eventually(t, func() bool { return n1.cluster.session().Healthy() }, 5*time.Second, 10*time.Millisecond,
+		"node 1 did not recover after KV returned")
+	require.Equal(t, mine, leads(n1, 1), "healthy again, it leads its partitions again")
+	x.mustProduce(e.k[0], "out", mine[0], "via-1-again")
+	require.Equal(t, int16(0), x.end(owner, true))
+	require.Equal(t, []string{"before", "via-3", "via-1-again"}, e.values(t, "out", mine[0]))
 }

@@ -75,6 +75,13 @@ func (n *Node) txnOwnerCode(id string) int16 {
 // txnAdmit is the transactional Produce's check before sequencing: the
 // owner's binding in single mode, the qk:txn: row in cluster mode.
 func (n *Node) txnAdmit(ctx context.Context, c *Conn, b *txn.Batch) (int16, string) {
+	if n.cluster != nil && !n.cluster.vouched() {
+		// The stage is in Queen KV, which this node cannot reach (its
+		// heartbeat is failing): waiting out a call per batch would run
+		// the transaction past its timeout. Its Metadata already names a
+		// survivor as leader; send the producer there.
+		return kerr.NotLeaderForPartition.Code, "this node cannot reach the registry; refresh metadata and produce to the partition's leader"
+	}
 	if n.txnShared != nil {
 		return n.txnShared.Admit(ctx, c.txnClient(), b)
 	}
