@@ -3,9 +3,11 @@ package metrics
 import (
 	"bytes"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -153,4 +155,44 @@ func TestRequestAllocatesNothing(t *testing.T) {
 		m.Sent(64)
 	})
 	require.Zero(t, allocs)
+}
+
+// TestNamingConventions: every family a node exports passes promlint, the
+// Prometheus project's own checker of its naming conventions (counters end
+// in _total, base units such as _seconds and _bytes, no unit a base unit
+// replaces, snake_case, help text present), and every one of ours carries
+// the queen_kafka_ prefix. Each family is given a sample first, the
+// cluster's and the lazily created label children included, so none is
+// checked by its absence.
+func TestNamingConventions(t *testing.T) {
+	m := New("dev", func() Snapshot {
+		return Snapshot{Groups: []GroupState{{State: "Stable", Groups: 1, Members: 1}}, Cluster: &Cluster{Joined: true}}
+	})
+	m.Request(kmsg.Produce.Int16(), 9, 0, 100, time.Second, time.Millisecond)
+	m.Sent(1)
+	m.Accepted()
+	m.Produced(1, 1)
+	m.Fetched(1, 1)
+	m.FetchLag(1)
+	m.Committed(1)
+	m.QueenCall("POST /api/v1/push", queen.KindNone, time.Millisecond)
+	fams, err := m.Gatherer().Gather()
+	require.NoError(t, err)
+
+	ours := 0
+	for _, f := range fams {
+		if name := f.GetName(); !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") {
+			require.True(t, strings.HasPrefix(name, ns+"_"), "%s lacks the %s_ prefix", name, ns)
+			ours++
+		}
+	}
+	// Every family New registers, the state collector's cluster ones
+	// included: a family missing here was never linted.
+	require.Equal(t, 42, ours, "families of ours in the scrape (17 event families, 25 of the state collector)")
+
+	problems, err := promlint.NewWithMetricFamilies(fams).Lint()
+	require.NoError(t, err)
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
 }

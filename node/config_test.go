@@ -64,6 +64,7 @@ func TestConfigDefaults(t *testing.T) {
 		{"SASL", c.SASL, ""},
 		{"TLS", c.TLSEnabled(), false},
 		{"ForwardSNIHost", c.ForwardSNIHost, false},
+		{"HTTPAddr", c.HTTPAddr, ""}, // the operator listener is off unless asked for
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {
@@ -89,6 +90,7 @@ func TestConfigValues(t *testing.T) {
 		"RUST_LOG":                       "queen_kafka=trace,debug",
 		"QUEEN_KAFKA_MAX_CONNECTIONS":    "   ", // blank = unset
 		"QUEEN_KAFKA_FETCH_COMPRESSION":  "LZ4",
+		"QUEEN_KAFKA_HTTP_ADDR":          "[::1]:8080",
 	} {
 		env[k] = v
 	}
@@ -99,7 +101,8 @@ func TestConfigValues(t *testing.T) {
 	if c.QueenURL != "https://queen.example.com" || c.AdvertisedHost != "2001:db8::1" || c.AdvertisedPort != 9093 ||
 		c.DefaultPartitions != 12 || c.SASL != "plain" || c.NodeID != 3 || c.Cluster != "eu-1.prod" ||
 		c.ClusterTTL != 6*time.Second || c.ClusterHeartbeat != 2*time.Second || !c.LogJSON ||
-		c.LogLevel != slog.LevelDebug || c.MaxConnections != 4096 || c.FetchCompression != recordbatch.CodecLz4 {
+		c.LogLevel != slog.LevelDebug || c.MaxConnections != 4096 || c.FetchCompression != recordbatch.CodecLz4 ||
+		c.HTTPAddr != "[::1]:8080" {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -126,6 +129,11 @@ func TestConfigRefusals(t *testing.T) {
 		{"queen url garbage", map[string]string{"QUEEN_URL": "not a url"}, []string{"QUEEN_URL"}},
 		{"listen addr", map[string]string{"QUEEN_KAFKA_ADDR": "9092"}, []string{"QUEEN_KAFKA_ADDR"}},
 		{"listen port", map[string]string{"QUEEN_KAFKA_ADDR": "0.0.0.0:70000"}, []string{"QUEEN_KAFKA_ADDR", "0 to 65535"}},
+		// The operator listener's address is checked at boot like the Kafka
+		// one, not found wrong when it is bound.
+		{"http addr no port", map[string]string{"QUEEN_KAFKA_HTTP_ADDR": "8080"}, []string{"QUEEN_KAFKA_HTTP_ADDR", "host:port"}},
+		{"http addr port", map[string]string{"QUEEN_KAFKA_HTTP_ADDR": "127.0.0.1:65536"}, []string{"QUEEN_KAFKA_HTTP_ADDR", "0 to 65535"}},
+		{"http addr bare v6", map[string]string{"QUEEN_KAFKA_HTTP_ADDR": "::1:8080"}, []string{"QUEEN_KAFKA_HTTP_ADDR"}},
 		{"partitions 0", map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": "0"}, []string{"QUEEN_KAFKA_DEFAULT_PARTITIONS", "1 to 100000"}},
 		{"partitions big", map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": "100001"}, []string{"QUEEN_KAFKA_DEFAULT_PARTITIONS", "1 to 100000"}},
 		{"partitions text", map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": "many"}, []string{"QUEEN_KAFKA_DEFAULT_PARTITIONS"}},
