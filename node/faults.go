@@ -13,7 +13,9 @@ import (
 // the per-route "Facade reading" and "Facade checks" paragraphs, and seed
 // 001's "Throttling" table. Every API family is one faultRule row of the
 // table below; what differs between families is data, the mapping is
-// faultRule.apply. faults_test.go holds the contract's rows.
+// faultRule.apply. SASL's credential check, which answers 401/403 only and
+// closes the connection on anything else, is saslFault. faults_test.go
+// holds the contract's rows.
 //
 // Not here: the group and offset APIs' column of §0.2 (401/403
 // GROUP_AUTHORIZATION_FAILED, a 429 COORDINATOR_NOT_AVAILABLE and never a
@@ -214,6 +216,34 @@ func alterFault(c *Conn, name string, err error) alterOutcome {
 	code, throttle, msg := topicWriteFault(err)
 	c.log.Warn("alter topic config failed", "topic", name, "err", err)
 	return alterOutcome{code: code, msg: msg, throttle: throttle}
+}
+
+// saslFault maps a failed credential check at SASL time (§0.2's SASL
+// column, §2 "Errors"): 401/403 is SASL_AUTHENTICATION_FAILED with
+// authRefusal's message. Anything else (Queen unreachable, a 429, a 5xx, a
+// broken answer, a cancel) is no verdict on the token: ok is false and the
+// connection closes with no answer, which every client retries, so that a
+// Queen restart never makes a fleet give up on a right password.
+func saslFault(err error) (code int16, msg string, ok bool) {
+	if !queen.IsAuth(err) {
+		return 0, "", false
+	}
+	return kerr.SaslAuthenticationFailed.Code, authRefusal(err), true
+}
+
+// authRefusal is the error_message of a refused token. A 403 is a valid
+// token without the read scope listing topics needs, which a client's
+// operator must not take for a wrong password.
+func authRefusal(err error) string {
+	reason := queen.KindOf(err).String()
+	var qe *queen.Error
+	if errors.As(err, &qe) && qe.Message != "" {
+		reason = qe.Message // already sanitised and cut by the client
+	}
+	if queen.KindOf(err) == queen.KindForbidden {
+		return "Queen accepted this token but refused it the read scope (GET /api/v1/resources/queues needs read-only access or more); this is not a bad password: grant the token read access. Queen said (HTTP 403): " + reason
+	}
+	return "Queen refused this token (HTTP 401): the SASL PLAIN password must be a valid Queen bearer token. Queen said: " + reason
 }
 
 // partitionOutcome reads one partition's push results (§5 "Facade

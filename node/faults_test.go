@@ -47,6 +47,12 @@ var faultRoutes = map[string]func(error) faultAnswer{
 		return faultAnswer{code, throttle, false}
 	},
 	"transaction": func(err error) faultAnswer { return faultAnswer{code: txnFault(err)} },
+	// At SASL time a failure that is no verdict on the token closes the
+	// connection unanswered: fatal here.
+	"sasl": func(err error) faultAnswer {
+		code, _, ok := saslFault(err)
+		return faultAnswer{code: code, fatal: !ok}
+	},
 }
 
 func fromQueenFault(f queenFault) func(error) faultAnswer {
@@ -91,6 +97,7 @@ func TestQueenFaultTable(t *testing.T) {
 		"topicwrite":  {code: kerr.TopicAuthorizationFailed.Code},
 		"create-v6":   {code: kerr.TopicAuthorizationFailed.Code},
 		"transaction": {code: kerr.TransactionalIDAuthorizationFailed.Code},
+		"sasl":        {code: kerr.SaslAuthenticationFailed.Code},
 	}
 	// refusal is a request Queen refused whole (400, 413): the same call
 	// fails again, so every API answers a non-retriable code.
@@ -106,6 +113,7 @@ func TestQueenFaultTable(t *testing.T) {
 			// §8 "Facade checks": any other failure keeps the stage and
 			// is retriable.
 			"transaction": {code: kerr.CoordinatorNotAvailable.Code},
+			"sasl":        {fatal: true},
 		}
 	}
 	retriable := want{
@@ -117,6 +125,7 @@ func TestQueenFaultTable(t *testing.T) {
 		"topicwrite":  {code: lna},
 		"create-v6":   {code: lna},
 		"transaction": {code: kerr.CoordinatorNotAvailable.Code},
+		"sasl":        {fatal: true},
 	}
 	rows := []struct {
 		row  string
@@ -146,6 +155,7 @@ func TestQueenFaultTable(t *testing.T) {
 			"create-v6":   {code: kerr.ThrottlingQuotaExceeded.Code, throttle: 2000},
 			// §8: a 429 on a commit is retriable, never a throttle.
 			"transaction": {code: kerr.CoordinatorNotAvailable.Code},
+			"sasl":        {fatal: true},
 		}},
 		{"§0.2 429: 1000 when Retry-After is absent", throttled(0), want{
 			"produce":  {code: rto, throttle: 1000},
@@ -178,6 +188,7 @@ func TestQueenFaultTable(t *testing.T) {
 			"metadata":    {code: lna},
 			"topicwrite":  {code: lna},
 			"transaction": {code: kerr.CoordinatorNotAvailable.Code},
+			"sasl":        {fatal: true},
 		}},
 		// §8: a unit rolled back for a reason other than its fence.
 		{"§8 rolled back (db_error)", &queen.TxnError{Reason: "db_error", Message: "deadlock"}, want{
@@ -193,6 +204,7 @@ func TestQueenFaultTable(t *testing.T) {
 			"metadata":    {code: lna},
 			"topicwrite":  {code: lna},
 			"transaction": {code: kerr.CoordinatorNotAvailable.Code},
+			"sasl":        {fatal: true},
 		}},
 		// A CreateTopics that lost the topic record to a concurrent creator.
 		{"CreateTopics record race", errTopicRace, want{
@@ -230,6 +242,14 @@ func TestQueenFaultMessages(t *testing.T) {
 	long := &queen.Error{Kind: queen.KindServer, Status: 500, Message: fmt.Sprintf("%0300d", 0)}
 	_, _, msg = topicFault(long)
 	require.Len(t, msg, 256)
+
+	// SASL (§2 "Errors"): Queen's reason (sanitised by the client already,
+	// which built the error), and a 403 told apart from a bad password.
+	_, msg, _ = saslFault(&queen.Error{Kind: queen.KindForbidden, Status: 403, Message: "Insufficient permissions"})
+	require.Contains(t, msg, "read scope")
+	require.Contains(t, msg, "Queen said (HTTP 403): Insufficient permissions")
+	_, msg, _ = saslFault(&queen.Error{Kind: queen.KindUnauthorized, Status: 401, Message: "bad token"})
+	require.Equal(t, "Queen refused this token (HTTP 401): the SASL PLAIN password must be a valid Queen bearer token. Queen said: bad token", msg)
 
 	require.Nil(t, errorMessage(0, "ignored"))
 	require.Equal(t, "why", *errorMessage(kerr.InvalidRequest.Code, "why"))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,9 +52,9 @@ func (n *Node) handleSaslAuthenticate(ctx context.Context, c *Conn, req *kmsg.SA
 	}
 	q := n.queen.As(token, host)
 	if _, err := q.Queues(ctx); err != nil {
-		if queen.IsAuth(err) {
+		if code, msg, ok := saslFault(err); ok {
 			c.log.Info("SASL authentication refused by Queen, closing connection", "user", user, "status", queen.KindOf(err).String())
-			return refuse(kerr.SaslAuthenticationFailed.Code, authRefusal(err))
+			return refuse(code, msg)
 		}
 		return nil, fmt.Errorf("SASL PLAIN user %q: verifying the token with Queen (closing with no error code, which clients retry): %w", user, err)
 	}
@@ -81,21 +80,6 @@ func parsePlain(msg []byte) (user, password string, ok bool) {
 		return "", "", false
 	}
 	return queen.Sanitize(string(parts[1])), string(parts[2]), true
-}
-
-// authRefusal is the error_message of a refused token. A 403 is a valid
-// token without the read scope listing topics needs, which a client's
-// operator must not take for a wrong password.
-func authRefusal(err error) string {
-	reason := queen.KindOf(err).String()
-	var qe *queen.Error
-	if errors.As(err, &qe) && qe.Message != "" {
-		reason = qe.Message // already sanitised and cut by the client
-	}
-	if queen.KindOf(err) == queen.KindForbidden {
-		return "Queen accepted this token but refused it the read scope (GET /api/v1/resources/queues needs read-only access or more); this is not a bad password: grant the token read access. Queen said (HTTP 403): " + reason
-	}
-	return "Queen refused this token (HTTP 401): the SASL PLAIN password must be a valid Queen bearer token. Queen said: " + reason
 }
 
 // rawTokenRequest is the frame after a v0 SaslHandshake: the bare PLAIN
