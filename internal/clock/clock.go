@@ -1,7 +1,3 @@
-// Package clock is the Now/After time seam shared by the packages that wait
-// (registry's heartbeats and boot watch, supervisor's restart backoff, stop
-// grace and log window): production passes Wall, tests a fake they advance
-// (testsupport.FakeClock), so no test sleeps through a real timeout.
 package clock
 
 import "time"

@@ -1,6 +1,3 @@
-// Package codegrid is one Kafka error code per partition of a request,
-// topic by topic in request order: what every per-partition answer of the
-// group and transaction APIs is built from. It owns nothing else.
 package codegrid
 
 // Grid holds the codes; Grid[i][j] is topic i's partition j.

@@ -1,6 +1,3 @@
-// Package ratelog spaces a warning that peers can repeat at will (a
-// refused connection, a failing accept, a flood of joins): the first is
-// logged, the rest of its window are counted into one more line.
 package ratelog
 
 import (

@@ -1,7 +1,3 @@
-// Package batchtest builds produce batches the way Kafka producers encode
-// them (every codec, CRC included) and the decompression bombs the decode
-// budget must refuse, for the tests of package recordbatch and of the
-// handlers that take record batches. Only tests import it.
 package batchtest
 
 import (

@@ -1,10 +1,3 @@
-// Package devbroker is the in-process development broker (queen/dev) for
-// tests: built for one test, served over HTTP on loopback, with a Queen
-// client on it, and closed when the test ends.
-//
-// It imports queen/dev, so queen/dev's own tests cannot use it (they build
-// their broker themselves and serve it with testsupport.Serve); every other
-// package's tests can. See the testsupport package documentation.
 package devbroker
 
 import (
