@@ -13,4 +13,9 @@
 // cluster must compute it identically, or two of them name different owners
 // and a group forms twice. Changing Hash is therefore a breaking change for
 // a rolling deploy, not a refactor.
+//
+// It does not own, and must not reach for: who is live (package registry
+// reads the qk:node: rows and hands the set in), Queen or any I/O, and the
+// Kafka wire (node lays the answers out); it imports no package of this
+// module.
 package hashring

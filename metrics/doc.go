@@ -15,4 +15,8 @@
 // (seconds, bytes), _total on counters. The fetch session metrics
 // (queen_kafka_fetch_session*) are Kafka's FetchSessionCache ones, read
 // from the snapshot.
+//
+// It must not reach for what it measures: it calls nothing on the node,
+// changes no state and answers no request; a collector reads only the
+// events it is handed and the Snapshot the node answers.
 package metrics

@@ -7,4 +7,11 @@
 // Keeping the contract in one package is deliberate: the facade will be
 // pointed at a real Queen later, so the client and the dev broker must agree
 // with the document rather than with each other.
+//
+// It does not own, and must not reach for: anything of Kafka (it imports no
+// kmsg or kerr; which Kafka code a typed error answers is node/faults.go's,
+// and for the group APIs coordinator's kvCode); what a qk: row holds beyond
+// its key (each family's value is its owner's: coordinator, producer,
+// registry, txn, node's topic configs); or queen-dev's storage (queen/dev
+// imports this package, never the reverse).
 package queen
