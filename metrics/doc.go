@@ -16,7 +16,7 @@
 // (queen_kafka_fetch_session*) are Kafka's FetchSessionCache ones, read
 // from the snapshot.
 //
-// It must not reach for what it measures: it calls nothing on the node,
-// changes no state and answers no request; a collector reads only the
-// events it is handed and the Snapshot the node answers.
+// It must not reach for what it measures: it imports no package of the
+// node's, changes no state and answers no request; what it reads is the
+// events it is handed and the Snapshot from the function New was given.
 package metrics
