@@ -521,7 +521,7 @@ func TestClusterSeesAWideningAtOnce(t *testing.T) {
 	}
 	// The data path first: a client holding node 1's Metadata addresses
 	// partition 4 at node 2 before node 2 answered any Metadata about it.
-	clk2.advance(widenRefreshFloor)
+	clk2.Advance(widenRefreshFloor)
 	lo := kmsg.NewPtrListOffsetsRequest()
 	lo.Version, lo.ReplicaID = 4, -1
 	lo.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "wide", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 4, Timestamp: -1, CurrentLeaderEpoch: -1}}}}

@@ -10,27 +10,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 )
 
-// fakeClock drives the catalogue's TTL without sleeping.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func withClock(n *Node) *fakeClock {
-	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	n.now = clk.now
+// withClock drives the catalogue's TTL from a fake clock, without sleeping.
+func withClock(n *Node) *testsupport.FakeClock {
+	clk := testsupport.NewFakeClock(time.Unix(1_800_000_000, 0))
+	n.now = clk.Now
 	return clk
 }
 
@@ -112,7 +101,7 @@ func TestMetadataWidthFloorNeverNarrowsAndClamps(t *testing.T) {
 
 	// The record disappears: the width stays where it was.
 	fq.delRow(queen.TopicCfgKey("declared"))
-	clk.advance(catalogTTL + time.Millisecond)
+	clk.Advance(catalogTTL + time.Millisecond)
 	resp = metadata(t, n, c, 9, false, "declared")
 	if got := len(topicOf(t, resp, "declared").Partitions); got != 8 {
 		t.Fatalf("width narrowed to %d", got)
@@ -129,7 +118,7 @@ func TestMetadataCatalogueRefreshesAfterTTL(t *testing.T) {
 		t.Fatalf("inside the TTL the cached listing answers, got %d", resp.Topics[0].ErrorCode)
 	}
 	before := fq.count("GET /api/v1/resources/queues")
-	clk.advance(catalogTTL)
+	clk.Advance(catalogTTL)
 	if resp := metadata(t, n, c, 9, false, "native"); resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("after the TTL the native queue appears, got %d", resp.Topics[0].ErrorCode)
 	}
@@ -297,7 +286,7 @@ func TestMetadataServesPreviousListingOnQueenBlip(t *testing.T) {
 	fq.addQueue("orders", 1)
 	metadata(t, n, c, 9, false, "orders")
 	fq.setFault(func(*http.Request) (int, string, string) { return 503, "", "" })
-	clk.advance(catalogTTL)
+	clk.Advance(catalogTTL)
 	if resp := metadata(t, n, c, 9, false, "orders"); resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("got %d", resp.Topics[0].ErrorCode)
 	}
@@ -435,7 +424,7 @@ func TestMetadataAndProducerIDsWhileKVHangs(t *testing.T) {
 		}
 		return 0, "", ""
 	})
-	clk.advance(catalogTTL)
+	clk.Advance(catalogTTL)
 	promptly(t, "Metadata over a stale listing", func() {
 		if resp := metadata(t, n, c, 9, false, "orders"); len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 4 {
 			t.Errorf("metadata under the hang: %+v", resp.Topics)

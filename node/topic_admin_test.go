@@ -41,7 +41,7 @@ func TestDeleteTopics(t *testing.T) {
 	}
 	// Recreated natively, it does not inherit the old floor.
 	dq.addQueue("orders", 0)
-	withClock(n).advance(catalogTTL)
+	withClock(n).Advance(catalogTTL)
 	if w, ok, _ := n.topicWidth(t.Context(), c, "orders"); !ok || w != 4 {
 		t.Fatalf("recreated width %d", w)
 	}
@@ -289,7 +289,7 @@ func TestAlterRefusesRecordOfAnotherQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	dq.addQueue("orders", 1)
-	withClock(n).advance(time.Hour)
+	withClock(n).Advance(time.Hour)
 	rr := incrementalAlter(t, n, c, "orders", kmsg.IncrementalAlterConfigOpSet, "retention.ms", strp("60000"))
 	if rr.ErrorCode != kerr.PolicyViolation.Code || rr.ErrorMessage == nil {
 		t.Fatalf("%d %v", rr.ErrorCode, rr.ErrorMessage)

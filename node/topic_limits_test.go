@@ -223,7 +223,7 @@ func TestTopicLimitsAcrossNodes(t *testing.T) {
 	require.Equal(t, int16(0), incrementalAlter(t, e.n, e.c, "shared", kmsg.IncrementalAlterConfigOpSet, "max.message.bytes", strp("8388608")).ErrorCode)
 	require.Equal(t, int16(0), incrementalAlter(t, e.n, e.c, "shared", kmsg.IncrementalAlterConfigOpSet, "compression.type", strp("gzip")).ErrorCode)
 	require.Equal(t, "8388608", describeValue(t, n2, c2, "shared", "max.message.bytes"))
-	clk.advance(catalogTTL)
+	clk.Advance(catalogTTL)
 	_, p = e.produceOn(c2, 9, "shared", 0, raw)
 	require.Equal(t, int16(0), p.ErrorCode, "node 2 applies the alter after its refresh")
 	f := e.fetch(fetchReq(6, 0, 1, 8<<20, fetchPart{"shared", 0, 0, 8 << 20}))
