@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/queen-mq/queen-kafka/hashring"
+	"github.com/queen-mq/queen-kafka/producer"
 )
 
 // TestClusterTxnResumedCommitAfterRestart (issue 9): in cluster mode a
@@ -24,7 +25,7 @@ import (
 //   - moved: node 1 stays dead and the id's owner is a survivor.
 //
 // Either way the commit is answered 0 and every staged record is stored
-// exactly once; nothing was visible before it.
+// exactly once, with its dedup key; nothing was visible before it.
 func TestClusterTxnResumedCommitAfterRestart(t *testing.T) {
 	for _, restart := range []bool{true, false} {
 		name := map[bool]string{true: "restarted", false: "moved"}[restart]
@@ -81,6 +82,13 @@ func TestClusterTxnResumedCommitAfterRestart(t *testing.T) {
 			assert.Equal(t, map[int32]int64{0: 3, 1: 3, 2: 3}, endOffsets(t, seeds, topic), "a committed transaction of 3 per partition")
 			for p := int32(0); p < 3; p++ {
 				assert.Equal(t, want[p], storedValues(t, c.dev, topic, p), "what Queen holds of %s[%d]", topic, p)
+				// Staged at three nodes, each record still carries the dedup
+				// key of its producer id, epoch and sequence.
+				var keys []string
+				for _, r := range c.dev.fetch(t, topic, strconv.Itoa(int(p)), 0).Records {
+					keys = append(keys, r.TransactionID)
+				}
+				assert.Equal(t, producer.DedupKeys(x.pid, x.epoch, 0, 3), keys, "the Queen transactionIds of %s[%d]", topic, p)
 			}
 		})
 	}
