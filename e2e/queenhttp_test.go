@@ -85,9 +85,10 @@ type fetchEntry struct {
 }
 
 type fetchRecord struct {
-	Offset  int64           `json:"offset"`
-	Payload json.RawMessage `json:"payload"`
-	TS      string          `json:"ts"`
+	Offset        int64           `json:"offset"`
+	TransactionID string          `json:"transactionId"`
+	Payload       json.RawMessage `json:"payload"`
+	TS            string          `json:"ts"`
 }
 
 type fetchResult struct {

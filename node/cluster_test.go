@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -36,11 +37,16 @@ func clusterEnv(id int) map[string]string {
 	}
 }
 
-// joinedNode is a cluster node that has claimed its id; the test's end
-// shuts it down, which hands the id back.
-func joinedNode(t *testing.T, url string, id int) *Node {
+// joinedNode is a cluster node that has claimed its id, its environment
+// clusterEnv's plus extra; the test's end shuts it down, which hands the id
+// back.
+func joinedNode(t *testing.T, url string, id int, extra ...map[string]string) *Node {
 	t.Helper()
-	n := newNodeOn(t, url, clusterEnv(id))
+	env := clusterEnv(id)
+	for _, e := range extra {
+		maps.Copy(env, e)
+	}
+	n := newNodeOn(t, url, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := n.JoinCluster(ctx); err != nil {

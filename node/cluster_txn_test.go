@@ -21,7 +21,8 @@ import (
 // node that received them and offsets by the group's coordinator, and the
 // owner's EndTxn(commit) lands all of it as one Queen transaction.
 
-// clusterTxnEnv is three served cluster nodes over one dev Queen.
+// clusterTxnEnv is three served cluster nodes over one dev Queen, each with
+// the variables of extra too.
 type clusterTxnEnv struct {
 	fq    *devQueen
 	nodes []*Node
@@ -29,12 +30,12 @@ type clusterTxnEnv struct {
 	addr  []string
 }
 
-func newClusterTxnEnv(t *testing.T) *clusterTxnEnv {
+func newClusterTxnEnv(t *testing.T, extra ...map[string]string) *clusterTxnEnv {
 	t.Helper()
 	fq, url := newDevQueen(t)
 	e := &clusterTxnEnv{fq: fq}
 	for id := 1; id <= 3; id++ {
-		n := joinedNode(t, url, id)
+		n := joinedNode(t, url, id, extra...)
 		e.nodes = append(e.nodes, n)
 		e.addr = append(e.addr, serveTestNode(t, n))
 		e.k = append(e.k, dial(t, e.addr[id-1]))
