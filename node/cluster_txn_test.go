@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -238,4 +239,53 @@ func TestClusterNodeThatCannotReachKVSendsProducersAway(t *testing.T) {
 	x.mustProduce(e.k[0], "out", mine[0], "via-1-again")
 	require.Equal(t, int16(0), x.end(owner, true))
 	require.Equal(t, []string{"before", "via-3", "via-1-again"}, e.values(t, "out", mine[0]))
+}
+
+// TestClusterTxnCapsForgetDecidedTransactions: a staging node hears that a
+// transaction was committed only by reading its row again, so its caps must
+// not go on counting a decided transaction's records: the next transaction
+// of the same id through the same node is not refused past
+// QUEEN_KAFKA_TXN_MAX_RECORDS, and transactions that each fit, committed one
+// after another through one node, are not refused past
+// QUEEN_KAFKA_TXN_MAX_STAGED_BYTES, whether one id commits them all or each
+// has its own (the node then re-reads the rows of the ids it holds stage
+// portions of before refusing).
+func TestClusterTxnCapsForgetDecidedTransactions(t *testing.T) {
+	t.Run("records, one id", func(t *testing.T) {
+		e := newClusterTxnEnv(t, map[string]string{"QUEEN_KAFKA_TXN_MAX_RECORDS": "3"})
+		e.fq.addQueue("out", 2)
+		owner, n2 := e.k[0], e.k[1]
+		x := mustInitTxn(t, owner, groupOwnedBy(t, []int32{1, 2, 3}, 1, "txrec"))
+		for _, vs := range [][]string{{"a", "b"}, {"c", "d"}} {
+			x.mustAdd(owner, "out", 0)
+			x.mustProduce(n2, "out", 0, vs...)
+			require.Equal(t, int16(0), x.end(owner, true))
+		}
+		require.Equal(t, []string{"a", "b", "c", "d"}, e.values(t, "out", 0))
+	})
+	staged := map[string]string{"QUEEN_KAFKA_TXN_MAX_BYTES": "1000", "QUEEN_KAFKA_TXN_MAX_STAGED_BYTES": "2000"}
+	t.Run("staged bytes, one id", func(t *testing.T) {
+		e := newClusterTxnEnv(t, staged)
+		e.fq.addQueue("out", 2)
+		owner, n2 := e.k[0], e.k[1]
+		x := mustInitTxn(t, owner, groupOwnedBy(t, []int32{1, 2, 3}, 1, "txone"))
+		for i := range 6 {
+			x.mustAdd(owner, "out", 0)
+			x.mustProduce(n2, "out", 0, strings.Repeat("v", 600))
+			require.Equal(t, int16(0), x.end(owner, true), "transaction %d", i)
+		}
+		require.Len(t, e.values(t, "out", 0), 6)
+	})
+	t.Run("staged bytes, an id each", func(t *testing.T) {
+		e := newClusterTxnEnv(t, staged)
+		e.fq.addQueue("out", 2)
+		owner, n2 := e.k[0], e.k[1]
+		for i := range 6 {
+			x := mustInitTxn(t, owner, groupOwnedBy(t, []int32{1, 2, 3}, 1, "txeach"+strconv.Itoa(i)+"-"))
+			x.mustAdd(owner, "out", 0)
+			x.mustProduce(n2, "out", 0, strings.Repeat("v", 600))
+			require.Equal(t, int16(0), x.end(owner, true), "transaction %d", i)
+		}
+		require.Len(t, e.values(t, "out", 0), 6)
+	})
 }

@@ -115,6 +115,15 @@ func (s *Shared) remember(k Key, r queen.KVResult) (marker, bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// What this node staged of k's transactions other than the open one
+	// (decided, of a fenced epoch, or of a row gone) no longer counts
+	// against its caps.
+	for pk, p := range s.portions {
+		if pk.key == k && (!ok || pk.ref.PID != mk.PID || pk.ref.Epoch != mk.Epoch || pk.ref.Txn != mk.Seq+1 || mk.State != rowOngoing) {
+			s.staged -= p.bytes
+			delete(s.portions, pk)
+		}
+	}
 	if !ok {
 		delete(s.rows, k)
 		return marker{}, false
@@ -124,6 +133,63 @@ func (s *Shared) remember(k Key, r queen.KVResult) (marker, bool) {
 	}
 	s.rows[k] = mk
 	return mk, true
+}
+
+// capStagedBytes is the node-wide cap reserve can refuse a batch for.
+const capStagedBytes = "QUEEN_KAFKA_TXN_MAX_STAGED_BYTES"
+
+// collectKeysPerCall is §7.3's 1,024 keys of one KV call.
+const collectKeysPerCall = 1024
+
+// collect reads afresh the rows of the transactional ids of cl's identity
+// that this node holds staged portions of, so that the portions of
+// transactions their owners decided since (which this node hears of only
+// by reading the row) stop counting against QUEEN_KAFKA_TXN_MAX_STAGED_BYTES.
+// It runs only when a batch would pass that cap. Other identities' rows
+// need their own credentials: their portions are collected by their own
+// next refusal, or expire.
+func (s *Shared) collect(ctx context.Context, cl Client) {
+	s.mu.Lock()
+	seen := make(map[string]bool)
+	var ids []string
+	for pk := range s.portions {
+		if pk.key.Identity == cl.Identity && !seen[pk.key.ID] {
+			seen[pk.key.ID] = true
+			ids = append(ids, pk.key.ID)
+		}
+	}
+	s.mu.Unlock()
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), collectKeysPerCall)]
+		ids = ids[len(chunk):]
+		keys := make([]string, len(chunk))
+		for i, id := range chunk {
+			keys[i] = queen.TxnKey(id)
+		}
+		res, err := s.kv(cl).KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: keys}})
+		if err != nil || len(res) != 1 {
+			s.log.Warn("re-reading transactional ids' rows to free staged bytes failed", "ids", len(chunk), "err", err)
+			return
+		}
+		rows := make(map[string]queen.KVRow, len(res[0].Rows))
+		for _, r := range res[0].Rows {
+			rows[r.Key] = r
+		}
+		missing := make(map[string]bool, len(res[0].Missing))
+		for _, k := range res[0].Missing {
+			missing[k] = true
+		}
+		for i, id := range chunk {
+			// A key neither found nor missing was cut by truncation: unread.
+			var r queen.KVResult
+			if row, ok := rows[keys[i]]; ok {
+				r.Rows = []queen.KVRow{row}
+			} else if !missing[keys[i]] {
+				continue
+			}
+			s.remember(Key{Identity: cl.Identity, ID: id}, r)
+		}
+	}
 }
 
 // row is k's row, from the cache unless fresh.
@@ -208,8 +274,23 @@ func (s *Shared) Produce(ctx context.Context, cl Client, b *Batch) (int16, strin
 			return kerr.InvalidRequest.Code, err.Error()
 		}
 		pk := portionKey{k, ref}
-		if code, msg := s.reserve(ctx, cl, pk, mk, len(b.Payloads), b.Bytes); code != 0 {
-			return code, msg
+		why := s.reserve(pk, mk, len(b.Payloads), b.Bytes)
+		if why != "" && attempt == 0 {
+			// The cached row may name a transaction its owner has decided
+			// since: read it afresh before refusing the batch.
+			if fresh, ok, code := s.row(ctx, cl, k, true); code == 0 && ok && (fresh.Seq != mk.Seq || fresh.Epoch != mk.Epoch) {
+				continue
+			}
+			// Past the node's staged bytes, other ids' rows may be stale
+			// too: collect what their owners decided, then try once more.
+			if why == capStagedBytes {
+				s.collect(ctx, cl)
+				why = s.reserve(pk, mk, len(b.Payloads), b.Bytes)
+			}
+		}
+		if why != "" {
+			s.poison(ctx, cl, pk, mk, why)
+			return kerr.MessageTooLarge.Code, "the transaction is past " + why + "; abort it"
 		}
 		again, code, msg := s.write(ctx, cl, k, mk, ops, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
 		if code == 0 {
@@ -248,12 +329,12 @@ func (s *Shared) write(ctx context.Context, cl Client, k Key, mk marker, ops []q
 	return false, 0, ""
 }
 
-// reserve counts a batch against this node's caps; over one, the
-// transaction is marked so it can only abort, and the batch is
-// MESSAGE_TOO_LARGE.
-func (s *Shared) reserve(ctx context.Context, cl Client, pk portionKey, mk marker, records int, bytes int64) (int16, string) {
+// reserve counts a batch against this node's caps and returns "", or the
+// cap it is over (counting nothing).
+func (s *Shared) reserve(pk portionKey, mk marker, records int, bytes int64) string {
 	now := s.clock.Now()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for k, p := range s.portions {
 		if now.After(p.until) {
 			s.staged -= p.bytes
@@ -266,25 +347,18 @@ func (s *Shared) reserve(ctx context.Context, cl Client, pk portionKey, mk marke
 		p = &portion{until: time.UnixMilli(mk.Begin).Add(timeout + stageMargin)}
 		s.portions[pk] = p
 	}
-	why := ""
 	switch {
 	case p.records+records > s.lim.MaxRecords:
-		why = "QUEEN_KAFKA_TXN_MAX_RECORDS"
+		return "QUEEN_KAFKA_TXN_MAX_RECORDS"
 	case p.bytes+bytes > s.lim.MaxBytes:
-		why = "QUEEN_KAFKA_TXN_MAX_BYTES"
+		return "QUEEN_KAFKA_TXN_MAX_BYTES"
 	case s.staged+bytes > s.lim.MaxStagedBytes:
-		why = "QUEEN_KAFKA_TXN_MAX_STAGED_BYTES"
-	default:
-		p.records += records
-		p.bytes += bytes
-		s.staged += bytes
+		return capStagedBytes
 	}
-	s.mu.Unlock()
-	if why == "" {
-		return 0, ""
-	}
-	s.poison(ctx, cl, pk, mk, why)
-	return kerr.MessageTooLarge.Code, "the transaction is past " + why + "; abort it"
+	p.records += records
+	p.bytes += bytes
+	s.staged += bytes
+	return ""
 }
 
 func (s *Shared) unreserve(pk portionKey, records int, bytes int64) {
