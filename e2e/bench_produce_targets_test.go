@@ -27,7 +27,11 @@ import (
 // producing as fast as it can for a window. Each round runs three sides in
 // a rotating order: the facade (a real process in front of a real
 // queen-dev), the same envelopes pushed straight to queen-dev, and the same
-// producer against franz-go's in-memory kfake (in this process).
+// producer against franz-go's in-memory kfake (in this process). A fourth
+// side, the produce floor (bench_produce_floor_test.go), is the same
+// producer against the simplest process that does the format's work
+// (CRC, envelopes, push body over HTTP, Produce answer) and nothing else:
+// target (a)'s facade CPU is reported as a multiple of it, round by round.
 const (
 	targetPartitions = 6
 	targetWindow     = 4 * time.Second
@@ -140,7 +144,8 @@ func pushWindow(b *testing.B, q *queen.Client, topic string) float64 {
 // run: (a) the facade process's CPU-seconds per million records (from
 // /proc), (b) records/s through the facade ÷ the same envelopes pushed
 // straight to queen-dev, and (c) produce p99 through the facade ÷ p99
-// against kfake. Each is reported min/median/max over targetRounds rounds.
+// against kfake. Each is reported min/median/max over targetRounds rounds,
+// with the floor's CPU-seconds per million records and facade ÷ floor.
 func BenchmarkProduceTargets(b *testing.B) {
 	for range b.N {
 		dev := startQueenDev(b, devOptions{})
@@ -160,7 +165,10 @@ func BenchmarkProduceTargets(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(kf.Close)
+		sink := startProduceSink(b)
+		fl, floorAddr := startProduceFloor(b, sink.url)
 
+		var floorCPU, overFloor []float64
 		var cpu, facadeRate, directRate, kfakeRate, rateRatio, facadeP99, kfakeP99, p99Ratio, facadeP50, kfakeP50 []float64
 		var fw, kw windowResult
 		var dr float64
@@ -175,6 +183,15 @@ func BenchmarkProduceTargets(b *testing.B) {
 			},
 			func() { dr = pushWindow(b, q, uniq("bench-targets-direct")) },
 			func() { kw = produceWindow(b, kf.ListenAddrs(), uniq("bench-targets-kfake")) },
+			func() {
+				c0, i0 := cpuSeconds(fl.Pid()), sink.items.Load()
+				w := produceWindow(b, []string{floorAddr}, uniq("bench-targets-floor"))
+				floorCPU = append(floorCPU, (cpuSeconds(fl.Pid())-c0)/float64(w.records)*1e6)
+				// Every record acked went through the sink (retries may add more).
+				if got := sink.items.Load() - i0; got < int64(w.records) {
+					b.Fatalf("floor acked %d records, its sink saw %d", w.records, got)
+				}
+			},
 		}
 		for r := range targetRounds {
 			for i := range sides {
@@ -185,6 +202,7 @@ func BenchmarkProduceTargets(b *testing.B) {
 			fp99, kp99 := percentile(fw.lat, .99), percentile(kw.lat, .99)
 			facadeP99, kfakeP99, p99Ratio = append(facadeP99, fp99), append(kfakeP99, kp99), append(p99Ratio, fp99/kp99)
 			facadeP50, kfakeP50 = append(facadeP50, percentile(fw.lat, .5)), append(kfakeP50, percentile(kw.lat, .5))
+			overFloor = append(overFloor, cpu[r]/floorCPU[r])
 		}
 		f := func(xs []float64) string {
 			s := spreadOf(xs)
@@ -192,13 +210,14 @@ func BenchmarkProduceTargets(b *testing.B) {
 		}
 		b.Logf("issue 13 produce targets, %d rounds of %s (min / median / max):", targetRounds, targetWindow)
 		b.Logf("  (a) facade CPU-s per 1M records: %s (target <= 3.0)", f(cpu))
+		b.Logf("  floor CPU-s per 1M records: %s; facade ÷ floor %s (same round)", f(floorCPU), f(overFloor))
 		b.Logf("  (b) rec/s facade %s, direct %s, ratio %s (target >= 0.95); kfake %s", f(facadeRate), f(directRate), f(rateRatio), f(kfakeRate))
 		b.Logf("  (c) p99 ms facade %s, kfake %s, ratio %s (target <= 2); p50 ms facade %s, kfake %s",
 			f(facadeP99), f(kfakeP99), f(p99Ratio), f(facadeP50), f(kfakeP50))
 		for _, m := range []struct {
 			name string
 			xs   []float64
-		}{{"facade_cpu-s/Mrec", cpu}, {"facade_over_direct", rateRatio}, {"p99_facade_over_kfake", p99Ratio}} {
+		}{{"facade_cpu-s/Mrec", cpu}, {"floor_cpu-s/Mrec", floorCPU}, {"facade_over_floor", overFloor}, {"facade_over_direct", rateRatio}, {"p99_facade_over_kfake", p99Ratio}} {
 			s := spreadOf(m.xs)
 			b.ReportMetric(s.min, m.name+"_min")
 			b.ReportMetric(s.med, m.name+"_median")
