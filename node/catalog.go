@@ -61,7 +61,7 @@ func (t topicInfo) qid() *string {
 // topic records, refreshed together at most once per catalogTTL and by at
 // most one listing at a time.
 type catalog struct {
-	n *Node
+	deps *catalogDeps
 
 	mu       sync.RWMutex
 	topics   map[string]topicInfo
@@ -96,20 +96,40 @@ type localChange struct {
 type refreshCall struct {
 	done    chan struct{}
 	err     error
-	q       *queen.Client
+	q       catalogQueen
 	ctx     context.Context
 	started time.Time // wall clock, for staleRefreshWait
+}
+
+// catalogDeps is what the catalogues take from the node that serves them,
+// given in New, so that they hold no *Node. Every catalogue shares its
+// catalogs' one copy: a test substituting the clock (withClock) reaches
+// the catalogues already filed too.
+type catalogDeps struct {
+	defaultPartitions int32            // QUEEN_KAFKA_DEFAULT_PARTITIONS: the width floor of a topic that declared none
+	now               func() time.Time // the TTL's clock; tests substitute it
+	queen             catalogQueen     // the node's own credential, read with when there is no connection
+	clustered         bool             // cluster mode: a miss refreshes at once (cluster_catalog.go)
+}
+
+// catalogQueen is the Queen a catalogue reads: the queue list and the
+// topic records. *queen.Client is it.
+type catalogQueen interface {
+	Queues(ctx context.Context) ([]queen.QueueInfo, error)
+	KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, error)
 }
 
 // catalogs files catalogues by connection identity, so that two tenants on
 // one SASL listener never see each other's topics.
 type catalogs struct {
-	n  *Node
-	mu sync.Mutex
-	m  map[string]*catalog
+	deps *catalogDeps
+	mu   sync.Mutex
+	m    map[string]*catalog
 }
 
-func newCatalogs(n *Node) *catalogs { return &catalogs{n: n, m: make(map[string]*catalog)} }
+func newCatalogs(deps catalogDeps) *catalogs {
+	return &catalogs{deps: &deps, m: make(map[string]*catalog)}
+}
 
 func (cs *catalogs) forConn(c *Conn) *catalog {
 	id := ""
@@ -120,7 +140,7 @@ func (cs *catalogs) forConn(c *Conn) *catalog {
 	defer cs.mu.Unlock()
 	cat := cs.m[id]
 	if cat == nil {
-		cat = &catalog{n: cs.n, widest: make(map[queueKey]int32)}
+		cat = &catalog{deps: cs.deps, widest: make(map[queueKey]int32)}
 		cs.m[id] = cat
 	}
 	return cat
@@ -132,8 +152,8 @@ func (cs *catalogs) forConn(c *Conn) *catalog {
 // catalogTTL. When a refresh fails but an older listing exists, that listing
 // answers (a Queen blip does not unknow every topic); with none, the Queen
 // error is returned for the caller to map.
-func (n *Node) topicWidth(ctx context.Context, c *Conn, topic string) (width int32, exists bool, err error) {
-	cat := n.cats.forConn(c)
+func (cs *catalogs) topicWidth(ctx context.Context, c *Conn, topic string) (width int32, exists bool, err error) {
+	cat := cs.forConn(c)
 	if err := cat.ensure(ctx, c, false); err != nil && !cat.loaded() {
 		return 0, false, err
 	}
@@ -148,8 +168,8 @@ func (n *Node) topicWidth(ctx context.Context, c *Conn, topic string) (width int
 // its record as of the last listing (every catalogTTL, on every node, from
 // Queen KV), or as altered through this node since. An alter through
 // another node therefore applies here within catalogTTL.
-func (n *Node) cachedTopicConfig(c *Conn, topic string) kafkaTopicConfig {
-	t, _ := n.cats.forConn(c).lookup(topic)
+func (cs *catalogs) cachedTopicConfig(c *Conn, topic string) kafkaTopicConfig {
+	t, _ := cs.forConn(c).lookup(topic)
 	return topicConfigOf(t.cfg)
 }
 
@@ -181,7 +201,7 @@ func (cat *catalog) list() []topicInfo {
 // width is max(live partitions, declared floor or the default), never below
 // what was advertised before for this queue, clamped at 100,000.
 func (cat *catalog) width(t topicInfo) int32 {
-	floor := cat.n.cfg.DefaultPartitions
+	floor := cat.deps.defaultPartitions
 	if t.cfg != nil && t.cfg.Partitions > 0 {
 		floor = t.cfg.Partitions
 	}
@@ -215,7 +235,7 @@ func (cat *catalog) width(t topicInfo) int32 {
 // answered from what it holds (nil).
 func (cat *catalog) ensure(ctx context.Context, c *Conn, force bool) error {
 	cat.mu.Lock()
-	if !force && !cat.loadedAt.IsZero() && cat.n.now().Sub(cat.loadedAt) < catalogTTL {
+	if !force && !cat.loadedAt.IsZero() && cat.deps.now().Sub(cat.loadedAt) < catalogTTL {
 		cat.mu.Unlock()
 		return nil
 	}
@@ -255,9 +275,9 @@ func (cat *catalog) ensure(ctx context.Context, c *Conn, force bool) error {
 
 // queenFor is the client the catalogue reads Queen with for c: the
 // connection's credential, or the node's own when there is no connection.
-func (cat *catalog) queenFor(c *Conn) *queen.Client {
+func (cat *catalog) queenFor(c *Conn) catalogQueen {
 	if c == nil {
-		return cat.n.queen
+		return cat.deps.queen
 	}
 	return c.Queen()
 }
@@ -278,7 +298,7 @@ func (cat *catalog) run(call *refreshCall) {
 	}
 }
 
-func (cat *catalog) refresh(ctx context.Context, q *queen.Client) error {
+func (cat *catalog) refresh(ctx context.Context, q catalogQueen) error {
 	cat.mu.Lock()
 	startSeq := cat.seq
 	cat.mu.Unlock()
@@ -314,7 +334,7 @@ func (cat *catalog) refresh(ctx context.Context, q *queen.Client) error {
 	}
 	cat.topics = topics
 	cat.indexIDs()
-	cat.loadedAt = cat.n.now()
+	cat.loadedAt = cat.deps.now()
 	for key := range cat.widest { // forget queues that are gone
 		if t, ok := topics[key.name]; !ok || (t.queue.ID != key.id && key.id != "") {
 			delete(cat.widest, key)
@@ -334,7 +354,7 @@ func (cfg *topicCfg) matches(liveID string) bool {
 // loadTopicCfgs reads every qk:topiccfg: record, page by page. A page cut
 // short by the read budget resumes after its last row; an unreadable record
 // is treated as absent (§12).
-func loadTopicCfgs(ctx context.Context, q *queen.Client) (map[string]*topicCfg, error) {
+func loadTopicCfgs(ctx context.Context, q catalogQueen) (map[string]*topicCfg, error) {
 	out := make(map[string]*topicCfg)
 	after := ""
 	for page := 0; ; page++ {

@@ -32,7 +32,7 @@ func (cat *catalog) find(ctx context.Context, c *Conn, topic string) (topicInfo,
 // a listing that begins after the miss.
 func (cat *catalog) findRefreshing(ctx context.Context, c *Conn, look func() (topicInfo, bool)) (topicInfo, bool) {
 	t, ok := look()
-	if ok || cat.n.cluster == nil {
+	if ok || !cat.deps.clustered {
 		return t, ok
 	}
 	ctx, cancel := context.WithTimeout(ctx, clusterSyncBudget)
@@ -54,7 +54,7 @@ func (cat *catalog) findRefreshing(ctx context.Context, c *Conn, look func() (to
 // naming topics costs one KV read instead (syncNamed). Single mode keeps
 // catalogTTL alone.
 func (cat *catalog) syncForMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRequest) {
-	if cat.n.cluster == nil {
+	if !cat.deps.clustered {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, clusterSyncBudget)
@@ -144,16 +144,16 @@ const widenRefreshFloor = 100 * time.Millisecond
 // listing and the client, holding that node's fresh Metadata, was sent here
 // as the leader. tv.width is raised to what was learned. Single mode
 // answers from tv alone, unchanged.
-func (n *Node) knownPartition(ctx context.Context, c *Conn, topic string, tv *topicVerdict, p int32) bool {
+func (cs *catalogs) knownPartition(ctx context.Context, c *Conn, topic string, tv *topicVerdict, p int32) bool {
 	if p < tv.width {
 		return true
 	}
-	if n.cluster == nil || p >= maxAdvertisedWidth {
+	if !cs.deps.clustered || p >= maxAdvertisedWidth {
 		return false
 	}
-	cat := n.cats.forConn(c)
+	cat := cs.forConn(c)
 	cat.mu.RLock()
-	recent := !cat.loadedAt.IsZero() && n.now().Sub(cat.loadedAt) < widenRefreshFloor
+	recent := !cat.loadedAt.IsZero() && cs.deps.now().Sub(cat.loadedAt) < widenRefreshFloor
 	cat.mu.RUnlock()
 	if !recent {
 		ctx, cancel := context.WithTimeout(ctx, clusterSyncBudget)

@@ -435,7 +435,7 @@ func TestClusterServesATopicCreatedElsewhereAtOnce(t *testing.T) {
 		t.Fatalf("Metadata for a topic created elsewhere: %v", kerr.ErrorForCode(tp.ErrorCode))
 	}
 	fq.addQueue("later", 2)
-	if _, ok, err := n.topicWidth(t.Context(), c, "later"); err != nil || !ok {
+	if _, ok, err := n.cats.topicWidth(t.Context(), c, "later"); err != nil || !ok {
 		t.Fatalf("data path for a topic created elsewhere: exists=%v err=%v", ok, err)
 	}
 	fq.addQueue("listed", 2)
@@ -475,13 +475,13 @@ func TestClusterMissesShareRefreshes(t *testing.T) {
 	const burst = 10
 	done := make(chan bool, burst)
 	go func() {
-		_, ok, _ := n.topicWidth(context.Background(), c, "never")
+		_, ok, _ := n.cats.topicWidth(context.Background(), c, "never")
 		done <- ok
 	}()
 	<-entered // the first miss's listing is running
 	for range burst - 1 {
 		go func() {
-			_, ok, _ := n.topicWidth(context.Background(), c, "never")
+			_, ok, _ := n.cats.topicWidth(context.Background(), c, "never")
 			done <- ok
 		}()
 	}
@@ -541,7 +541,7 @@ func TestClusterSeesAWideningAtOnce(t *testing.T) {
 	if w := len(topicOf(t, metadata(t, n2, c2, 9, false, "wide"), "wide").Partitions); w != 7 {
 		t.Fatalf("node 2 right after the widening at node 1: %d partitions, want 7", w)
 	}
-	if w, ok, err := n2.topicWidth(t.Context(), c2, "wide"); err != nil || !ok || w != 7 {
+	if w, ok, err := n2.cats.topicWidth(t.Context(), c2, "wide"); err != nil || !ok || w != 7 {
 		t.Fatalf("node 2's data path after its Metadata: width %d exists %v err %v", w, ok, err)
 	}
 }

@@ -43,7 +43,7 @@ func TestCreateTopicsRecordsFloorBeforeQueue(t *testing.T) {
 	if rec == nil || rec.QID == nil || q == nil || *rec.QID != q.ID || rec.Partitions != 3 || rec.Kafka["retention.ms"] != "86400000" || rec.Kafka["segment.bytes"] != "" {
 		t.Fatalf("record %+v, queue %+v", rec, q)
 	}
-	if w, ok, err := n.topicWidth(t.Context(), c, "orders"); err != nil || !ok || w != 3 {
+	if w, ok, err := n.cats.topicWidth(t.Context(), c, "orders"); err != nil || !ok || w != 3 {
 		t.Fatalf("width %d %v %v", w, ok, err)
 	}
 	// v5 reports the applied configs.

@@ -55,7 +55,7 @@ func (n *Node) handleDeleteTopics(ctx context.Context, c *Conn, req *kmsg.Delete
 			answer(nil, [16]byte{}, kerr.InvalidRequest.Code, "Neither topic name nor id were specified.", 0)
 		default:
 			// Queen deletes by name: the name the id resolves to now.
-			name, _, ok, err := n.topicByID(ctx, c, t.TopicID)
+			name, _, ok, err := n.cats.topicByID(ctx, c, t.TopicID)
 			if err != nil {
 				code, throttle, msg := topicWriteFault(err)
 				c.log.Warn("delete topic by id: topic list unavailable", "err", err)

@@ -143,7 +143,7 @@ func namesByIDOrNull(req *kmsg.MetadataRequest) bool {
 // UNKNOWN_TOPIC_ID entry (null name, the id asked for). A failed catalogue
 // read is answered as for a name.
 func (n *Node) metaTopicByID(ctx context.Context, c *Conn, id [16]byte, throttle *int32) kmsg.MetadataResponseTopic {
-	name, width, ok, err := n.topicByID(ctx, c, id)
+	name, width, ok, err := n.cats.topicByID(ctx, c, id)
 	if err != nil {
 		code, th, _ := topicFault(err)
 		*throttle = max(*throttle, th)

@@ -20,6 +20,7 @@ import (
 func withClock(n *Node) *testsupport.FakeClock {
 	clk := testsupport.NewFakeClock(time.Unix(1_800_000_000, 0))
 	n.now = clk.Now
+	n.cats.deps.now = clk.Now
 	return clk
 }
 
@@ -290,7 +291,7 @@ func TestMetadataServesPreviousListingOnQueenBlip(t *testing.T) {
 	if resp := metadata(t, n, c, 9, false, "orders"); resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("got %d", resp.Topics[0].ErrorCode)
 	}
-	if w, ok, err := n.topicWidth(t.Context(), c, "orders"); err != nil || !ok || w != 4 {
+	if w, ok, err := n.cats.topicWidth(t.Context(), c, "orders"); err != nil || !ok || w != 4 {
 		t.Fatalf("topicWidth %d %v %v", w, ok, err)
 	}
 	fq.setFault(func(*http.Request) (int, string, string) { return 429, "5", "" })
@@ -306,12 +307,12 @@ func TestTopicWidthIsCached(t *testing.T) {
 	fq.addQueue("orders", 6)
 	before := fq.count("GET /api/v1/resources/queues")
 	for i := 0; i < 50; i++ {
-		w, ok, err := n.topicWidth(t.Context(), c, "orders")
+		w, ok, err := n.cats.topicWidth(t.Context(), c, "orders")
 		if err != nil || !ok || w != 6 {
 			t.Fatalf("%d %v %v", w, ok, err)
 		}
 	}
-	if _, ok, _ := n.topicWidth(t.Context(), c, "absent"); ok {
+	if _, ok, _ := n.cats.topicWidth(t.Context(), c, "absent"); ok {
 		t.Fatal("absent topic exists")
 	}
 	if got := fq.count("GET /api/v1/resources/queues") - before; got != 1 {
@@ -332,7 +333,7 @@ func TestCatalogueRefreshIsShared(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, ok, err := n.topicWidth(t.Context(), nil, "orders"); err != nil || !ok {
+			if _, ok, err := n.cats.topicWidth(t.Context(), nil, "orders"); err != nil || !ok {
 				t.Errorf("%v %v", ok, err)
 			}
 		}()
@@ -431,7 +432,7 @@ func TestMetadataAndProducerIDsWhileKVHangs(t *testing.T) {
 		}
 	})
 	promptly(t, "the data path's topic lookup", func() {
-		if w, ok, err := n.topicWidth(t.Context(), c, "orders"); err != nil || !ok || w != 4 {
+		if w, ok, err := n.cats.topicWidth(t.Context(), c, "orders"); err != nil || !ok || w != 4 {
 			t.Errorf("topicWidth under the hang: %d %v %v", w, ok, err)
 		}
 	})

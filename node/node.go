@@ -54,7 +54,7 @@ type Node struct {
 	topo  topology
 	cats  *catalogs
 	ids   *identities      // SASL credentials' tenants (GET /auth/me)
-	now   func() time.Time // the catalogue's clock; tests substitute it
+	now   func() time.Time // the node's clock; tests substitute it (withClock sets the catalogue's too)
 	// producer ids (InitProducerId) and sequence windows (Produce)
 	producerIDs *producer.IDs
 	sequencer   *producer.Sequencer
@@ -153,7 +153,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		n.cluster = newCluster(registryConfig(cfg, log), q)
 		n.topo, own = n.cluster.topo, n.cluster.owners
 	}
-	n.cats = newCatalogs(n)
+	n.cats = newCatalogs(catalogDeps{defaultPartitions: cfg.DefaultPartitions, now: n.now, queen: q, clustered: n.cluster != nil})
 	n.ids = newIdentities()
 	n.producerIDs = producer.NewIDs()
 	n.sequencer = producer.NewSequencer(maxSeqWindows)

@@ -21,7 +21,7 @@ import (
 func (n *Node) idTopics(ctx context.Context, c *Conn, ids [][16]byte) ([]string, []int16) {
 	names, codes := make([]string, len(ids)), make([]int16, len(ids))
 	for i, id := range ids {
-		name, _, ok, err := n.topicByID(ctx, c, id)
+		name, _, ok, err := n.cats.topicByID(ctx, c, id)
 		switch {
 		case err != nil:
 			codes[i] = coordinator.QueenCode(err)

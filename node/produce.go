@@ -216,14 +216,14 @@ const unknownPartitionMsg = "This server does not host this topic-partition."
 // a producer creates topics through Metadata, as against Apache Kafka, and
 // `__` names never exist (seed 001). fault maps a failed catalogue read the
 // way the calling API maps any Queen failure.
-func (n *Node) dataTopic(ctx context.Context, c *Conn, topic string, fault queenFault) (topicVerdict, error) {
+func (cs *catalogs) dataTopic(ctx context.Context, c *Conn, topic string, fault queenFault) (topicVerdict, error) {
 	if internalTopic(topic) {
 		return topicVerdict{code: kerr.UnknownTopicOrPartition.Code, msg: unknownPartitionMsg}, nil
 	}
 	if why := topicNameError(topic); why != "" {
 		return topicVerdict{code: kerr.InvalidTopicException.Code, msg: why}, nil
 	}
-	width, exists, err := n.topicWidth(ctx, c, topic)
+	width, exists, err := cs.topicWidth(ctx, c, topic)
 	if err != nil {
 		code, throttle, msg, fatal := fault(err)
 		return topicVerdict{code: code, throttle: throttle, msg: msg, failed: true}, fatal
@@ -231,14 +231,14 @@ func (n *Node) dataTopic(ctx context.Context, c *Conn, topic string, fault queen
 	if !exists {
 		return topicVerdict{code: kerr.UnknownTopicOrPartition.Code, msg: unknownPartitionMsg}, nil
 	}
-	return n.servedTopic(c, topic, width), nil
+	return cs.servedTopic(c, topic, width), nil
 }
 
 // servedTopic is the verdict of an existing topic the request may use:
 // its width and its configs (every accepted verdict carries them, since
 // the zero config would refuse every batch as over max.message.bytes).
-func (n *Node) servedTopic(c *Conn, topic string, width int32) topicVerdict {
-	return topicVerdict{width: width, cfg: n.cachedTopicConfig(c, topic)}
+func (cs *catalogs) servedTopic(c *Conn, topic string, width int32) topicVerdict {
+	return topicVerdict{width: width, cfg: cs.cachedTopicConfig(c, topic)}
 }
 
 func (p *producePart) fail(code int16, msg string) {

@@ -36,13 +36,13 @@ func TestDeleteTopics(t *testing.T) {
 		t.Fatal("queue or record survived the delete")
 	}
 	// The catalogue forgets it at once, not a TTL later.
-	if _, ok, _ := n.topicWidth(t.Context(), c, "orders"); ok {
+	if _, ok, _ := n.cats.topicWidth(t.Context(), c, "orders"); ok {
 		t.Fatal("deleted topic still in the catalogue")
 	}
 	// Recreated natively, it does not inherit the old floor.
 	dq.addQueue("orders", 0)
 	withClock(n).Advance(catalogTTL)
-	if w, ok, _ := n.topicWidth(t.Context(), c, "orders"); !ok || w != 4 {
+	if w, ok, _ := n.cats.topicWidth(t.Context(), c, "orders"); !ok || w != 4 {
 		t.Fatalf("recreated width %d", w)
 	}
 }
@@ -294,7 +294,7 @@ func TestAlterRefusesRecordOfAnotherQueue(t *testing.T) {
 	if rr.ErrorCode != kerr.PolicyViolation.Code || rr.ErrorMessage == nil {
 		t.Fatalf("%d %v", rr.ErrorCode, rr.ErrorMessage)
 	}
-	if w, _, _ := n.topicWidth(t.Context(), c, "orders"); w != 4 {
+	if w, _, _ := n.cats.topicWidth(t.Context(), c, "orders"); w != 4 {
 		t.Fatalf("the stale record's floor applied: width %d", w)
 	}
 }

@@ -45,11 +45,11 @@ func TestTopicIDIsTheQueueID(t *testing.T) {
 	if _, ok := cat.TopicByID(want); ok {
 		t.Fatal("the deleted queue's id still names a topic")
 	}
-	name, width, ok, err := n.topicByID(t.Context(), nil, uuid.MustParse(qid2))
+	name, width, ok, err := n.cats.topicByID(t.Context(), nil, uuid.MustParse(qid2))
 	if err != nil || !ok || name != "orders" || width != 4 {
 		t.Fatalf("topicByID(new id) = %q, %d, %v, %v; want orders, 4 (the default width)", name, width, ok, err)
 	}
-	if _, _, ok, _ := n.topicByID(t.Context(), nil, want); ok {
+	if _, _, ok, _ := n.cats.topicByID(t.Context(), nil, want); ok {
 		t.Fatal("topicByID found the deleted queue's id")
 	}
 }

@@ -9,9 +9,11 @@ import (
 // topicVerdicts is what one data-path request (Produce, Fetch, ListOffsets)
 // has learned of the topics it names: each topic is checked once however
 // many times it is named, and the throttle a check carried raises the
-// response's throttle_time_ms once.
+// response's throttle_time_ms once. It reads the catalogues alone; c is
+// only the request's connection, whose identity and credential pick and
+// read its catalogue.
 type topicVerdicts struct {
-	n        *Node
+	cats     *catalogs
 	c        *Conn
 	fault    queenFault
 	throttle *int32 // the response's throttle_time_ms
@@ -27,7 +29,7 @@ type idVerdict struct {
 }
 
 func (n *Node) topicVerdicts(c *Conn, fault queenFault, throttle *int32) *topicVerdicts {
-	return &topicVerdicts{n: n, c: c, fault: fault, throttle: throttle, seen: make(map[string]topicVerdict)}
+	return &topicVerdicts{cats: n.cats, c: c, fault: fault, throttle: throttle, seen: make(map[string]topicVerdict)}
 }
 
 // of returns topic's verdict, checking it with dataTopic the first time. An
@@ -36,7 +38,7 @@ func (v *topicVerdicts) of(ctx context.Context, topic string) (topicVerdict, err
 	if tv, ok := v.seen[topic]; ok {
 		return tv, nil
 	}
-	tv, err := v.n.dataTopic(ctx, v.c, topic, v.fault)
+	tv, err := v.cats.dataTopic(ctx, v.c, topic, v.fault)
 	if err != nil {
 		return tv, err
 	}
@@ -54,7 +56,7 @@ func (v *topicVerdicts) ofID(ctx context.Context, id [16]byte) (string, topicVer
 		return iv.name, iv.tv, nil
 	}
 	var iv idVerdict
-	name, width, ok, err := v.n.topicByID(ctx, v.c, id)
+	name, width, ok, err := v.cats.topicByID(ctx, v.c, id)
 	switch {
 	case err != nil:
 		code, throttle, msg, fatal := v.fault(err)
@@ -65,7 +67,7 @@ func (v *topicVerdicts) ofID(ctx context.Context, id [16]byte) (string, topicVer
 	case !ok:
 		iv.tv = topicVerdict{code: kerr.UnknownTopicID.Code, msg: unknownTopicIDMsg}
 	default:
-		iv = idVerdict{name: name, tv: v.n.servedTopic(v.c, name, width)}
+		iv = idVerdict{name: name, tv: v.cats.servedTopic(v.c, name, width)}
 		if prev, ok := v.seen[name]; ok {
 			iv.tv = prev
 		} else {
@@ -85,7 +87,7 @@ const unknownTopicIDMsg = "This server does not host this topic ID."
 // hasPartition reports whether partition p of a topic whose verdict is tv
 // exists (see knownPartition, which may raise tv.width).
 func (v *topicVerdicts) hasPartition(ctx context.Context, topic string, tv *topicVerdict, p int32) bool {
-	return p >= 0 && v.n.knownPartition(ctx, v.c, topic, tv, p)
+	return p >= 0 && v.cats.knownPartition(ctx, v.c, topic, tv, p)
 }
 
 // refusal is the code a read (Fetch, ListOffsets) of partition p of a topic

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,26 +16,10 @@ import (
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
-// fakeClock is an injectable Options.Now.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 8, 28, 9, 15, 0, 123456000, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// newFakeClock is an injectable Options.Now, at a fixed instant with
+// sub-second digits.
+func newFakeClock() *testsupport.FakeClock {
+	return testsupport.NewFakeClock(time.Date(2026, 8, 28, 9, 15, 0, 123456000, time.UTC))
 }
 
 // env is a broker behind a real HTTP server plus a queen.Client on it.
