@@ -118,7 +118,15 @@ func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListG
 func (c *Coordinator) DescribeGroups(ctx context.Context, cl Client, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
-		resp.Groups = append(resp.Groups, c.describe(ctx, cl, id))
+		d := c.describe(ctx, cl, id)
+		if req.Version >= 6 && d.ErrorCode == 0 && d.State == stateDead.String() {
+			// KIP-1043: from v6 a group that does not exist is an error
+			// with a message, where older versions describe it Dead.
+			d.ErrorCode = kerr.GroupIDNotFound.Code
+			msg := "Group " + id + " not found."
+			d.ErrorMessage = &msg
+		}
+		resp.Groups = append(resp.Groups, d)
 	}
 	return resp
 }

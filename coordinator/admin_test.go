@@ -201,6 +201,35 @@ func TestListGroupsMemoryAndIndex(t *testing.T) {
 	}
 }
 
+// TestDescribeUnknownGroupAtV6: from DescribeGroups v6 (KIP-1043) a group
+// that does not exist is GROUP_ID_NOT_FOUND with a message; below v6 it is
+// described Dead with no error, as Kafka does; a group that exists is
+// described alike at every version.
+func TestDescribeUnknownGroupAtV6(t *testing.T) {
+	h := newHarness(t, nil)
+	if c := h.commit(commitReq("known", "", -1, "orders", map[int32]int64{0: 1})); c[0] != 0 {
+		t.Fatalf("commit %d", c[0])
+	}
+	for _, v := range []int16{0, 5, 6} {
+		dr := kmsg.NewPtrDescribeGroupsRequest()
+		dr.Version, dr.Groups = v, []string{"nobody", "known"}
+		d := h.c.DescribeGroups(context.Background(), h.cl, dr)
+		unknown, known := d.Groups[0], d.Groups[1]
+		if known.ErrorCode != 0 || known.State != "Empty" || known.ErrorMessage != nil {
+			t.Fatalf("v%d known group %+v", v, known)
+		}
+		if unknown.State != "Dead" {
+			t.Fatalf("v%d unknown group state %q", v, unknown.State)
+		}
+		switch {
+		case v < 6 && (unknown.ErrorCode != 0 || unknown.ErrorMessage != nil):
+			t.Fatalf("v%d unknown group %+v: Dead without an error below v6", v, unknown)
+		case v >= 6 && (unknown.ErrorCode != kerr.GroupIDNotFound.Code || unknown.ErrorMessage == nil || *unknown.ErrorMessage != "Group nobody not found."):
+			t.Fatalf("v%d unknown group %+v: GROUP_ID_NOT_FOUND with a message", v, unknown)
+		}
+	}
+}
+
 func TestOverlongEscapedGroupNeverReachesTheStore(t *testing.T) {
 	h := newHarness(t, nil)
 	id := strings.Repeat("ü", 200) // 200 characters, 1200 escaped bytes

@@ -32,8 +32,8 @@ var apiTable = []apiRow{
 		"Kafka's ceiling: v3 several members per request, each answered its own code, by member id or by instance id alone; v4 the flexible encoding; v5 a reason per member (logged)."},
 	{kmsg.SyncGroup.Int16(), 0, 5, handle((*Node).handleSyncGroup), // 14
 		"Kafka's ceiling: v3 `group_instance_id`, v4 the flexible encoding, v5 the protocol type and name, checked against the group's and answered."},
-	{kmsg.DescribeGroups.Int16(), 0, 5, handle((*Node).handleDescribeGroups), // 15
-		"Ceiling: v6 (KIP-1043) answers an unknown group GROUP_ID_NOT_FOUND with a message. v4 names each member's `group_instance_id`, v5 is the flexible encoding; v3's `include_authorized_operations` is answered with Kafka's omitted sentinel: there is no ACL model."},
+	{kmsg.DescribeGroups.Int16(), 0, 6, handle((*Node).handleDescribeGroups), // 15
+		"Kafka's ceiling: v4 names each member's `group_instance_id`, v5 is the flexible encoding, v6 (KIP-1043) answers a group that does not exist GROUP_ID_NOT_FOUND with a message where older versions describe it Dead; v3's `include_authorized_operations` is answered with Kafka's omitted sentinel: there is no ACL model."},
 	{kmsg.ListGroups.Int16(), 0, 5, handle((*Node).handleListGroups), // 16
 		"The whole schema: every group is `classic` (v5's `group_type`), the only protocol served; v4's `states_filter` and v5's `types_filter` are honoured."},
 	{kmsg.SASLHandshake.Int16(), 0, 1, handle((*Node).handleSaslHandshake), // 17
