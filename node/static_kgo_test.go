@@ -27,7 +27,7 @@ var staticSteps = []struct {
 	{"protocol-type", 7, 5, 4, 4, 8, 8, 5},
 	{"reason", 8, 5, 4, 5, 8, 8, 5},
 	{"skip-assignment", 9, 5, 4, 5, 9, 9, 5},
-	{"topic-ids", 9, 5, 4, 5, 10, 10, 5},
+	{"topic-ids", 9, 5, 4, 5, 10, 10, 6}, // DescribeGroups v6: KIP-1043
 }
 
 // TestKgoStaticMembership runs staticgroup's scenario (three franz-go
