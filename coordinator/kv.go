@@ -32,5 +32,4 @@ const (
 	maxOpsPerCall   = 256
 	readKeysPerCall = 128 // getMany keys and getPrefix page size for offsets
 	indexPageLimit  = 1000
-	maxReadStalls   = 3 // rereads in a row that read nothing before giving up
 )

@@ -221,49 +221,11 @@ func (c *Coordinator) readFence(ctx context.Context, kv KV, group string) (int64
 }
 
 // errUnread is a read the store's budget kept cutting short.
-var errUnread = &queen.Error{Kind: queen.KindTransient, Route: "POST /api/v1/kv", Message: "keys left unread by the read budget after repeated reads"}
+var errUnread = queen.ErrUnread
 
-// readKeys reads keys with getMany, at most readKeysPerCall per call. A key
-// in neither rows nor missing was cut by the read budget: it is read again,
-// never taken as absent. The result holds the live rows only.
+// readKeys reads keys with getMany, readKeysPerCall a call (queen.ReadKeys).
 func (c *Coordinator) readKeys(ctx context.Context, kv KV, keys []string) (map[string]queen.KVRow, error) {
-	out := make(map[string]queen.KVRow, len(keys))
-	todo := keys
-	for stalls := 0; len(todo) > 0; {
-		var unread []string
-		for start := 0; start < len(todo); start += readKeysPerCall {
-			chunk := todo[start:min(start+readKeysPerCall, len(todo))]
-			res, err := kv.KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: chunk}})
-			if err != nil {
-				return nil, fmt.Errorf("kv getMany: %w", err)
-			}
-			seen := make(map[string]bool, len(chunk))
-			for _, r := range res[0].Rows {
-				out[r.Key] = r
-				seen[r.Key] = true
-			}
-			for _, k := range res[0].Missing {
-				seen[k] = true
-			}
-			for _, k := range chunk {
-				if !seen[k] {
-					unread = append(unread, k)
-				}
-			}
-		}
-		// Rereading is bounded by progress, not by rounds: a budget that
-		// lets a few rows through per call is slow, one that lets none
-		// through is a failure the client retries.
-		if len(unread) == len(todo) {
-			if stalls++; stalls == maxReadStalls {
-				return nil, errUnread
-			}
-		} else {
-			stalls = 0
-		}
-		todo = unread
-	}
-	return out, nil
+	return queen.ReadKeys(ctx, kv, keys, readKeysPerCall)
 }
 
 // readPrefix pages through every row under prefix, following nextAfter.

@@ -52,8 +52,8 @@ type Shared struct {
 
 	mu       sync.Mutex
 	rows     map[Key]marker
-	portions map[portionKey]*portion
-	staged   int64 // record bytes of every portion
+	portions map[Key]map[Ref]*portion // by id, so a row read touches only its own
+	staged   int64                    // record bytes of every portion
 }
 
 // SharedConfig is how a Shared is built; the fields mean what Config's do.
@@ -91,7 +91,7 @@ func NewShared(cfg SharedConfig) *Shared {
 	}
 	return &Shared{q: cfg.Queen, groups: cfg.Groups, lim: cfg.Limits.withDefaults(), clock: cfg.Clock, log: cfg.Log,
 		fault: func(err error) int16 { return faultCode(cfg.Fault, err) }, node: cfg.NodeID,
-		rows: make(map[Key]marker), portions: make(map[portionKey]*portion)}
+		rows: make(map[Key]marker), portions: make(map[Key]map[Ref]*portion)}
 }
 
 func (s *Shared) kv(cl Client) Queen {
@@ -118,10 +118,9 @@ func (s *Shared) remember(k Key, r queen.KVResult) (marker, bool) {
 	// What this node staged of k's transactions other than the open one
 	// (decided, of a fenced epoch, or of a row gone) no longer counts
 	// against its caps.
-	for pk, p := range s.portions {
-		if pk.key == k && (!ok || pk.ref.PID != mk.PID || pk.ref.Epoch != mk.Epoch || pk.ref.Txn != mk.Seq+1 || mk.State != rowOngoing) {
-			s.staged -= p.bytes
-			delete(s.portions, pk)
+	for ref, p := range s.portions[k] {
+		if !ok || ref.PID != mk.PID || ref.Epoch != mk.Epoch || ref.Txn != mk.Seq+1 || mk.State != rowOngoing {
+			s.dropPortion(k, ref, p)
 		}
 	}
 	if !ok {
@@ -150,45 +149,33 @@ const collectKeysPerCall = 1024
 // next refusal, or expire.
 func (s *Shared) collect(ctx context.Context, cl Client) {
 	s.mu.Lock()
-	seen := make(map[string]bool)
-	var ids []string
-	for pk := range s.portions {
-		if pk.key.Identity == cl.Identity && !seen[pk.key.ID] {
-			seen[pk.key.ID] = true
-			ids = append(ids, pk.key.ID)
+	var ids, keys []string
+	for k := range s.portions {
+		if k.Identity == cl.Identity {
+			ids, keys = append(ids, k.ID), append(keys, queen.TxnKey(k.ID))
 		}
 	}
 	s.mu.Unlock()
-	for len(ids) > 0 {
-		chunk := ids[:min(len(ids), collectKeysPerCall)]
-		ids = ids[len(chunk):]
-		keys := make([]string, len(chunk))
-		for i, id := range chunk {
-			keys[i] = queen.TxnKey(id)
+	rows, err := queen.ReadKeys(ctx, s.kv(cl), keys, collectKeysPerCall)
+	if err != nil {
+		s.log.Warn("re-reading transactional ids' rows to free staged bytes failed", "ids", len(ids), "err", err)
+		return
+	}
+	for i, id := range ids {
+		var r queen.KVResult // a key not read back is no row
+		if row, ok := rows[keys[i]]; ok {
+			r.Rows = []queen.KVRow{row}
 		}
-		res, err := s.kv(cl).KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: keys}})
-		if err != nil || len(res) != 1 {
-			s.log.Warn("re-reading transactional ids' rows to free staged bytes failed", "ids", len(chunk), "err", err)
-			return
-		}
-		rows := make(map[string]queen.KVRow, len(res[0].Rows))
-		for _, r := range res[0].Rows {
-			rows[r.Key] = r
-		}
-		missing := make(map[string]bool, len(res[0].Missing))
-		for _, k := range res[0].Missing {
-			missing[k] = true
-		}
-		for i, id := range chunk {
-			// A key neither found nor missing was cut by truncation: unread.
-			var r queen.KVResult
-			if row, ok := rows[keys[i]]; ok {
-				r.Rows = []queen.KVRow{row}
-			} else if !missing[keys[i]] {
-				continue
-			}
-			s.remember(Key{Identity: cl.Identity, ID: id}, r)
-		}
+		s.remember(Key{Identity: cl.Identity, ID: id}, r)
+	}
+}
+
+// dropPortion forgets one portion and its bytes; s.mu is held.
+func (s *Shared) dropPortion(k Key, ref Ref, p *portion) {
+	s.staged -= p.bytes
+	delete(s.portions[k], ref)
+	if len(s.portions[k]) == 0 {
+		delete(s.portions, k)
 	}
 }
 
@@ -335,17 +322,21 @@ func (s *Shared) reserve(pk portionKey, mk marker, records int, bytes int64) str
 	now := s.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k, p := range s.portions {
-		if now.After(p.until) {
-			s.staged -= p.bytes
-			delete(s.portions, k)
+	for k, refs := range s.portions {
+		for ref, p := range refs {
+			if now.After(p.until) {
+				s.dropPortion(k, ref, p)
+			}
 		}
 	}
-	p := s.portions[pk]
+	p := s.portions[pk.key][pk.ref]
 	if p == nil {
 		timeout := time.Duration(mk.TimeoutMs) * time.Millisecond
 		p = &portion{until: time.UnixMilli(mk.Begin).Add(timeout + stageMargin)}
-		s.portions[pk] = p
+		if s.portions[pk.key] == nil {
+			s.portions[pk.key] = make(map[Ref]*portion)
+		}
+		s.portions[pk.key][pk.ref] = p
 	}
 	switch {
 	case p.records+records > s.lim.MaxRecords:
@@ -364,7 +355,7 @@ func (s *Shared) reserve(pk portionKey, mk marker, records int, bytes int64) str
 func (s *Shared) unreserve(pk portionKey, records int, bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p := s.portions[pk]; p != nil {
+	if p := s.portions[pk.key][pk.ref]; p != nil {
 		p.records -= records
 		p.bytes -= bytes
 		s.staged -= bytes
