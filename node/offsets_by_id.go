@@ -62,19 +62,19 @@ func (n *Node) offsetCommitByID(ctx context.Context, c *Conn, req *kmsg.OffsetCo
 // topics that have an id in the catalogue; one without (a queue deleted
 // natively, or not yet listed) cannot be named in a v10 answer.
 func (n *Node) offsetFetchByID(ctx context.Context, c *Conn, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
-	type at struct{ g, t int }
-	ids := map[at][16]byte{}
-	codes := map[at]int16{}
+	// The request keeps its ids (only names are filled in), so the answer
+	// is named from them; only the codes of unresolved ids are kept.
+	codes := make([][]int16, len(req.Groups))
 	for gi := range req.Groups {
 		g := &req.Groups[gi]
 		gids := make([][16]byte, len(g.Topics))
 		for ti, t := range g.Topics {
 			gids[ti] = t.TopicID
 		}
-		names, gcodes := n.idTopics(ctx, c, gids)
+		var names []string
+		names, codes[gi] = n.idTopics(ctx, c, gids)
 		for ti := range g.Topics {
 			g.Topics[ti].Topic = names[ti]
-			ids[at{gi, ti}], codes[at{gi, ti}] = gids[ti], gcodes[ti]
 		}
 	}
 	resp := n.coord.OffsetFetch(ctx, c.groupClient(), req)
@@ -96,8 +96,8 @@ func (n *Node) offsetFetchByID(ctx context.Context, c *Conn, req *kmsg.OffsetFet
 			continue
 		}
 		for ti := range g.Topics {
-			g.Topics[ti].TopicID, g.Topics[ti].Topic = ids[at{gi, ti}], ""
-			if code := codes[at{gi, ti}]; code != 0 {
+			g.Topics[ti].TopicID, g.Topics[ti].Topic = req.Groups[gi].Topics[ti].TopicID, ""
+			if code := codes[gi][ti]; code != 0 {
 				for pi := range g.Topics[ti].Partitions {
 					p := &g.Topics[ti].Partitions[pi]
 					p.ErrorCode, p.Offset = code, -1
