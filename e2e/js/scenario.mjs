@@ -113,19 +113,7 @@ async function main () {
   step = 'consumer.commit'
   await commitAndVerify(consumer, admin, last, endOffsets)
 
-  step = 'admin.describeGroups'
-  let described = (await admin.describeGroups({ groups: [groupId] })).get(groupId)
-  check(described && described.state === 'STABLE' && described.members.size === 1, `group ${groupId}: ${described?.state} with ${described?.members.size} members, want STABLE with 1`)
-  log(`group ${groupId} is ${described.state}, protocol ${described.protocol}, 1 member`)
-
-  step = 'consumer heartbeat'
-  await heartbeat(consumer)
-  log('a heartbeat answered')
-
-  step = 'consumer.close'
-  await stream.close()
-  await consumer.close()
-  log('consumer 1 left the group')
+  await describeHeartbeatLeave(admin, consumer, stream, '', 'consumer 1')
 
   // The same group again, now as a static member (group.instance.id,
   // KIP-345: JoinGroup v5+ with the instance id). A first process joins and
@@ -159,21 +147,7 @@ async function main () {
   step = 'static consumer.commit'
   await commitAndVerify(staticConsumer, admin, last, endOffsets)
 
-  step = 'static admin.describeGroups'
-  described = (await admin.describeGroups({ groups: [groupId] })).get(groupId)
-  const member = described?.members.get(staticConsumer.memberId)
-  check(described?.state === 'STABLE' && described.members.size === 1 && member, `group ${groupId}: ${described?.state} with members ${[...(described?.members.keys() ?? [])]}, want STABLE with ${staticConsumer.memberId}`)
-  check(member.groupInstanceId === instanceId, `member ${member.id} has instance id ${member.groupInstanceId}, want ${instanceId}`)
-  log(`group ${groupId} is ${described.state}, its member has instance id ${member.groupInstanceId}`)
-
-  step = 'static consumer heartbeat'
-  await heartbeat(staticConsumer)
-  log('a heartbeat answered')
-
-  step = 'static consumer.close'
-  await stream.close()
-  await staticConsumer.close()
-  log('static consumer left the group')
+  await describeHeartbeatLeave(admin, staticConsumer, stream, instanceId, 'static consumer')
 
   step = 'admin.deleteTopics'
   await admin.deleteTopics({ topics: [topic] })
@@ -181,6 +155,34 @@ async function main () {
   check(!after.includes(topic), `${topic} is still listed after DeleteTopics`)
   log(`${topic} deleted`)
   await admin.close()
+}
+
+// describeHeartbeatLeave checks that the group is STABLE with consumer as
+// its one member (with instanceId, when given, as its group.instance.id),
+// heartbeats, and leaves: the steps both the dynamic and the static member
+// end with.
+async function describeHeartbeatLeave (admin, consumer, stream, instanceId, name) {
+  const tag = instanceId ? 'static ' : ''
+  step = `${tag}admin.describeGroups`
+  const described = (await admin.describeGroups({ groups: [groupId] })).get(groupId)
+  if (instanceId) {
+    const member = described?.members.get(consumer.memberId)
+    check(described?.state === 'STABLE' && described.members.size === 1 && member, `group ${groupId}: ${described?.state} with members ${[...(described?.members.keys() ?? [])]}, want STABLE with ${consumer.memberId}`)
+    check(member.groupInstanceId === instanceId, `member ${member.id} has instance id ${member.groupInstanceId}, want ${instanceId}`)
+    log(`group ${groupId} is ${described.state}, its member has instance id ${member.groupInstanceId}`)
+  } else {
+    check(described && described.state === 'STABLE' && described.members.size === 1, `group ${groupId}: ${described?.state} with ${described?.members.size} members, want STABLE with 1`)
+    log(`group ${groupId} is ${described.state}, protocol ${described.protocol}, 1 member`)
+  }
+
+  step = `${tag}consumer heartbeat`
+  await heartbeat(consumer)
+  log('a heartbeat answered')
+
+  step = `${tag}consumer.close`
+  await stream.close()
+  await consumer.close()
+  log(`${name} left the group`)
 }
 
 function sum (xs) { return xs.reduce((a, b) => a + b, 0n) }
