@@ -47,14 +47,14 @@ type fetchRequest struct {
 }
 
 // decodeFetch validates the whole batch; any bad entry refuses all of it.
+// The body is the caller's own (the entries may alias it).
 func decodeFetch(body []byte) (*fetchRequest, error) {
-	var raw struct {
-		Entries   *[]rawFetchEntry `json:"entries"`
-		MaxWaitMs *int64           `json:"maxWaitMs"`
-		MinBytes  *int64           `json:"minBytes"`
-	}
-	if err := json.Unmarshal(body, &raw); err != nil {
-		return nil, err
+	raw, ok := scanFetchBody(body)
+	if !ok {
+		raw = rawFetchBody{}
+		if err := json.Unmarshal(body, &raw); err != nil {
+			return nil, err
+		}
 	}
 	if raw.Entries == nil {
 		return nil, fmt.Errorf("entries is required")
@@ -158,7 +158,12 @@ func (b *Broker) evalFetch(tenantName string, req *fetchRequest, w *waiter) *fet
 		p := q.parts[e.part]
 		if p == nil {
 			if w != nil {
-				q.waiters[w] = struct{}{}
+				ws := q.waiters[e.part]
+				if ws == nil {
+					ws = map[*waiter]struct{}{}
+					q.waiters[e.part] = ws
+				}
+				ws[w] = struct{}{}
 			}
 			if e.offset > 0 {
 				s.err = queen.FetchErrOutOfRange
@@ -262,7 +267,12 @@ func (b *Broker) unpark(tenantName string, req *fetchRequest, w *waiter) {
 	t := b.st.tenant(tenantName)
 	for i := range req.entries {
 		if q := t.queues[req.entries[i].queue]; q != nil {
-			delete(q.waiters, w)
+			if ws := q.waiters[req.entries[i].part]; ws != nil {
+				delete(ws, w)
+				if len(ws) == 0 {
+					delete(q.waiters, req.entries[i].part)
+				}
+			}
 			if p := q.parts[req.entries[i].part]; p != nil {
 				delete(p.waiters, w)
 			}

@@ -384,3 +384,78 @@ func TestFetchMinBytesAccumulates(t *testing.T) {
 		t.Fatal("not answered once minBytes was reached")
 	}
 }
+
+// TestScanFetchBody: the fast fetch decoder takes the facade's plain shape
+// and agrees with encoding/json on it; anything unusual is left to
+// encoding/json (ok false), which stays the authority for errors.
+func TestScanFetchBody(t *testing.T) {
+	for _, body := range []string{
+		`{"entries":[{"queue":"orders","partition":"3","offset":41,"maxBytes":1048576},{"queue":"orders","partition":"9","offset":0,"maxBytes":1048576}],"maxWaitMs":500,"minBytes":1}`,
+		`{"entries":[]}`,
+		` { "entries" : [ { "queue" : "q" , "partition" : 7 , "offset" : 0 } ] , "other" : {"a":[1,2,{"b":null}]} } `,
+		`{"entries":[{"queue":"q","partition":null,"offset":-0,"maxBytes":null}],"maxWaitMs":null}`,
+		`{"minBytes":0,"entries":[{"offset":9223372036854775807,"queue":"q"}]}`,
+		`{"entries":[{"queue":"q\u0041\n","offset":1}]}`, // escapes, decoded as encoding/json does
+	} {
+		if raw, ok := scanFetchBody([]byte(body)); !ok || raw.Entries == nil {
+			t.Fatalf("the fast decoder refused %s", body)
+		}
+		checkFetchScan(t, []byte(body))
+	}
+	for _, body := range []string{
+		`{"Entries":[]}`,                                            // case-folded key: encoding/json's matching
+		`{"entries":[],"entries":[]}`,                               // a repeat decodes into the first's elements
+		`{"entries":null}`,                                          // null array
+		`{"entries":[null]}`,                                        // null element
+		`{"entries":[{"queue":"q","offset":1.0}]}`,                  // a fraction
+		`{"entries":[{"queue":"q","offset":1e3}]}`,                  // an exponent
+		`{"entries":[{"queue":"q","offset":01}]}`,                   // a leading zero
+		`{"entries":[{"queue":"q","offset":99999999999999999999}]}`, // past int64
+		`{"entries":[{"queue":7,"offset":1}]}`,                      // a queue not a string
+		`{"entries":[]} x`,                                          // trailing bytes
+		`{"entries":[{"qUeue":"q","offset":1}]}`,                    // case-folded field
+	} {
+		if _, ok := scanFetchBody([]byte(body)); ok {
+			t.Fatalf("the fast decoder took %s, which is encoding/json's", body)
+		}
+	}
+}
+
+// TestFirstWriteWakesOnlyItsWaiters: a fetch parked on a partition not
+// written yet is woken when that partition is created, not by the first
+// write to another partition of the queue (a consumer of 10,000 mostly
+// unwritten partitions would otherwise re-read them all at every one).
+func TestFirstWriteWakesOnlyItsWaiters(t *testing.T) {
+	s := newState()
+	if err := (&opQueueSet{tenant: DefaultTenant, name: "q", id: "id"}).apply(s); err != nil {
+		t.Fatal(err)
+	}
+	b := &Broker{st: s}
+	w := newWaiter()
+	b.evalFetch(DefaultTenant, &fetchRequest{entries: []fetchEntry{{queue: "q", part: "5", maxBytes: 1}}}, w)
+	write := func(part string) {
+		t.Helper()
+		if err := (&opRecords{tenant: DefaultTenant, queue: "q", part: part, recs: []record{{payload: []byte("1")}}}).apply(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	woken := func() bool {
+		select {
+		case <-w.ch:
+			return true
+		default:
+			return false
+		}
+	}
+	write("7")
+	if woken() {
+		t.Fatal("the first write to partition 7 woke a fetch parked on partition 5 only")
+	}
+	write("5")
+	if !woken() {
+		t.Fatal("the first write to partition 5 did not wake the fetch parked on it")
+	}
+	if len(s.tenant(DefaultTenant).queues["q"].waiters) != 0 {
+		t.Fatal("the woken fetch is still filed under the queue")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 )
 
@@ -44,8 +45,11 @@ func FuzzRequestDecoding(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
 		path := fuzzRoutes[int(route)%len(fuzzRoutes)]
-		if path == "/api/v1/push" {
+		switch path {
+		case "/api/v1/push":
 			checkPushScan(t, body)
+		case "/api/v1/fetch":
+			checkFetchScan(t, body)
 		}
 		before := b.Mutations()
 		rec := httptest.NewRecorder()
@@ -106,6 +110,47 @@ func checkPushScan(t *testing.T, body []byte) {
 			!bytes.Equal(f.Partition, s.Partition) || !bytes.Equal(f.Payload, s.Payload) || (f.Payload == nil) != (s.Payload == nil) ||
 			(f.Partition == nil) != (s.Partition == nil) {
 			t.Fatalf("item %d differs: fast %+v slow %+v in %q", i, f, s, body)
+		}
+	}
+}
+
+// checkFetchScan: whenever the fast fetch decoder accepts a body,
+// encoding/json accepts it too and decodes the same fields.
+func checkFetchScan(t *testing.T, body []byte) {
+	fast, ok := scanFetchBody(append([]byte(nil), body...))
+	if !ok {
+		return
+	}
+	var slow rawFetchBody
+	if err := json.Unmarshal(body, &slow); err != nil {
+		t.Fatalf("fast fetch decoder accepted %q, encoding/json: %v", body, err)
+	}
+	i64 := func(p *int64) string {
+		if p == nil {
+			return "<nil>"
+		}
+		return "=" + strconv.FormatInt(*p, 10)
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return "<nil>"
+		}
+		return "=" + *p
+	}
+	if i64(fast.MaxWaitMs) != i64(slow.MaxWaitMs) || i64(fast.MinBytes) != i64(slow.MinBytes) || (fast.Entries == nil) != (slow.Entries == nil) {
+		t.Fatalf("fast %+v slow %+v in %q", fast, slow, body)
+	}
+	if fast.Entries == nil {
+		return
+	}
+	if len(*fast.Entries) != len(*slow.Entries) {
+		t.Fatalf("%d entries fast, %d slow: %q", len(*fast.Entries), len(*slow.Entries), body)
+	}
+	for i, f := range *fast.Entries {
+		s := (*slow.Entries)[i]
+		if str(f.Queue) != str(s.Queue) || i64(f.Offset) != i64(s.Offset) || i64(f.MaxBytes) != i64(s.MaxBytes) ||
+			!bytes.Equal(f.Partition, s.Partition) || (f.Partition == nil) != (s.Partition == nil) {
+			t.Fatalf("entry %d differs: fast %+v slow %+v in %q", i, f, s, body)
 		}
 	}
 }

@@ -38,7 +38,7 @@ func (o *opQueueSet) apply(s *state) error {
 		if q != nil {
 			dropQueueWaiters(q)
 		}
-		q = &queue{name: o.name, id: o.id, created: o.created, parts: map[string]*partition{}, waiters: map[*waiter]struct{}{}}
+		q = &queue{name: o.name, id: o.id, created: o.created, parts: map[string]*partition{}, waiters: map[string]map[*waiter]struct{}{}}
 		t.queues[o.name] = q
 	}
 	q.opts = o.opts
@@ -61,7 +61,9 @@ func (o *opQueueDelete) apply(s *state) error {
 // dropQueueWaiters wakes every fetch parked on q so that it re-reads and
 // finds the queue gone.
 func dropQueueWaiters(q *queue) {
-	wakeAll(q.waiters)
+	for _, ws := range q.waiters {
+		wakeAll(ws)
+	}
 	for _, p := range q.parts {
 		wakeAll(p.waiters)
 	}
@@ -85,7 +87,8 @@ func (o *opRecords) apply(s *state) error {
 	if p == nil {
 		p = &partition{name: o.part, base: o.base, lso: o.base, waiters: map[*waiter]struct{}{}}
 		q.parts[o.part] = p
-		wakeAll(q.waiters)
+		wakeAll(q.waiters[o.part])
+		delete(q.waiters, o.part) // they register on p when they read again
 	}
 	if p.hwm() != o.base {
 		return fmt.Errorf("records for %s/%s at %d, log ends at %d", o.queue, o.part, o.base, p.hwm())

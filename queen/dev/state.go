@@ -49,8 +49,13 @@ type queue struct {
 	opts    queueOptions
 	parts   map[string]*partition
 	// waiters are parked fetches naming a partition of this queue that does
-	// not exist yet; they are woken when any partition is created.
-	waiters map[*waiter]struct{}
+	// not exist yet, by the partition's name: they are woken when it is
+	// created (or the queue is replaced or deleted). Keyed by name, a write
+	// that creates one partition wakes the fetches that named it, not every
+	// fetch parked on a partition of the queue not written yet: a consumer
+	// of 10,000 mostly unwritten partitions would otherwise re-read all of
+	// them at every first write to any.
+	waiters map[string]map[*waiter]struct{}
 }
 
 type tenant struct {
