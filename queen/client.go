@@ -449,10 +449,16 @@ func (r *pooledReader) Close() error {
 	return nil
 }
 
+// jsonAppender is a body that renders itself, without reflection.
+type jsonAppender interface{ appendJSON([]byte) []byte }
+
 // encodeBody renders a request body without HTML escaping: json.Marshal would
 // rewrite '<', '>' and '&' inside payloads (header names of the envelope) as
 // \u003c…, and a push payload must reach Queen as the bytes the caller built.
 func encodeBody(in any) ([]byte, error) {
+	if a, ok := in.(jsonAppender); ok {
+		return a.appendJSON(nil), nil
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
