@@ -168,7 +168,7 @@ func (c *Cache) Begin(r Request) *Fetch {
 	s.epoch = NextEpoch(s.epoch)
 	c.stats.Incremental++
 	c.touch(s, now)
-	return &Fetch{Kind: Incremental, ID: s.id, Partitions: s.snapshot(), s: s}
+	return &Fetch{Kind: Incremental, ID: s.id, Partitions: s.snapshot(), s: s, buf: true}
 }
 
 // newID draws a positive session id not in use (Kafka's are random too, so
@@ -196,6 +196,7 @@ func (c *Cache) remove(s *session) {
 	}
 	delete(c.sessions, s.id)
 	c.partitions -= s.cachedSize
+	s.close()
 }
 
 // tryEvict makes room for a new session of size partitions, by Kafka's

@@ -30,6 +30,16 @@ func parts(topic string, n int) []Partition {
 	return ps
 }
 
+// unslotted is ps without their slots (which TestSlots checks).
+func unslotted(ps []Partition) []Partition {
+	out := make([]Partition, len(ps))
+	for i, p := range ps {
+		p.Slot = 0
+		out[i] = p
+	}
+	return out
+}
+
 func keys(ps []Partition) []Key {
 	ks := make([]Key, len(ps))
 	for i := range ps {
@@ -82,7 +92,7 @@ func TestIncrementalEpochsAndForgotten(t *testing.T) {
 	require.Equal(t, Incremental, f.Kind)
 	require.Zero(t, f.Error)
 	require.Equal(t, id, f.ID)
-	require.Equal(t, []Partition{part("t", 0, 0), part("t", 1, 7), part("u", 0, 0)}, f.Partitions)
+	require.Equal(t, []Partition{part("t", 0, 0), part("t", 1, 7), part("u", 0, 0)}, unslotted(f.Partitions))
 	require.Equal(t, 3, c.Stats().Partitions)
 
 	// The same epoch again (a duplicate request) is refused, as is a skipped one.

@@ -19,15 +19,24 @@
 //   - the bound: at most Config.Slots sessions (Kafka's
 //     max.incremental.fetch.session.cache.slots, 1,000) evicted by Kafka's
 //     FetchSessionCache rules, and at most Config.MaxPartitions partitions
-//     cached across them, plus the counters the metrics read (Stats).
+//     cached across them, plus the counters the metrics read (Stats);
+//   - a session's life as others see it: each partition's Slot (a small
+//     number the node's watch indexes by), and the Attachment the node
+//     keeps with a session, closed whatever ends the session (its client,
+//     its id reopened, eviction, outgrowing the bound);
+//   - the cost of a wide session's fetch: its partitions are copied into
+//     one buffer the session reuses, and an incremental fetch that read
+//     only some of them reports just those (Fetch.AnswerSome).
 //
 // It does not own, and must not reach for:
 //   - the wire: package node decodes the request into a Request and lays
 //     the answer out; nothing here sees a kmsg type;
-//   - the data: a session holds no records and no offsets of its own. Every
-//     fetch reads every partition it serves from Queen, so a session never
-//     answers from stale state, in cluster mode included, where every node
-//     reads the same store whichever node Metadata names the leader;
+//   - the data: a session holds no records and no offsets of its own, and
+//     answers nothing from memory. What a fetch reads of Queen is the
+//     node's: every partition is read from Queen, or watched there by a
+//     long poll parked for the session (package fetchwatch, the session's
+//     Attachment), in cluster mode too, where every node reads the same
+//     store whichever node Metadata names the leader;
 //   - which topics and partitions exist, or who may read them: the node
 //     checks every partition of every fetch, cached ones included;
 //   - durability: sessions live in this process only. A restarted node has

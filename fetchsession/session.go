@@ -18,6 +18,12 @@ type Partition struct {
 	Key
 	FetchOffset int64
 	MaxBytes    int32
+	// Slot names the partition in its session, in an incremental fetch's
+	// Partitions: a small number, unique among the session's partitions
+	// and kept while the partition stays; a forgotten partition's is given
+	// to the next one added. The node's watch indexes by it (a slice, not a
+	// map keyed by topic name, on every fetch of every partition).
+	Slot int32
 }
 
 // Request is the session side of one fetch request.
@@ -57,9 +63,55 @@ type Fetch struct {
 	// Partitions are what this fetch reads, in the order the response
 	// budget is spent on them: the request's for a sessionless or full
 	// fetch, the session's for an incremental one.
+	// An incremental fetch's Partitions are the session's reusable buffer:
+	// the caller must not keep them past Answer or AnswerSome.
 	Partitions []Partition
 
-	s *session // nil without a session
+	s   *session // nil without a session
+	buf bool     // Partitions is a buffer the session may reuse
+}
+
+// Attachment is what the node keeps with a session beside its partitions
+// (package fetchwatch's parked reads): the cache closes it when the
+// session goes, closed by its client, replaced, evicted or outgrown. Close
+// must not block.
+type Attachment interface{ Close() }
+
+// Attachment is the session's attachment, nil when it has none (or the
+// fetch has no session).
+func (f *Fetch) Attachment() Attachment {
+	if f.s == nil {
+		return nil
+	}
+	f.s.attMu.Lock()
+	defer f.s.attMu.Unlock()
+	return f.s.att
+}
+
+// Attach replaces the session's attachment with a, closing the one it
+// had; a fetch without a session closes a at once. A session the cache has
+// already dropped closes a too, so nothing attached outlives its session.
+func (f *Fetch) Attach(a Attachment) {
+	if f.s == nil {
+		if a != nil {
+			a.Close()
+		}
+		return
+	}
+	f.s.attMu.Lock()
+	old := f.s.att
+	f.s.att = a
+	gone := f.s.gone
+	if gone {
+		f.s.att = nil
+	}
+	f.s.attMu.Unlock()
+	if old != nil && old != a {
+		old.Close()
+	}
+	if gone && a != nil {
+		a.Close()
+	}
 }
 
 // Result is what reading one partition of a fetch found.
@@ -97,29 +149,79 @@ func (f *Fetch) Answer(rs []Result) (carry []bool) {
 		if i >= len(rs) {
 			break
 		}
-		r := &rs[i]
-		cp := s.parts[f.Partitions[i].Key]
-		if f.Kind != Incremental {
-			carry[i] = true
-		}
-		if cp == nil || r.Unread {
-			continue
-		}
-		must := r.Records || r.Error != 0 || r.HighWatermark != cp.highWatermark || r.LogStartOffset != cp.logStart
-		cp.highWatermark, cp.logStart = r.HighWatermark, r.LogStartOffset
-		if r.Error != 0 {
-			cp.highWatermark = -1
-		}
-		if f.Kind == Incremental && must {
-			carry[i] = true
-			cp.answered = true
-			moved = true
-		}
+		c, m := f.record(s, i, &rs[i])
+		carry[i], moved = c || f.Kind != Incremental, moved || m
 	}
+	f.finish(s, moved)
+	return carry
+}
+
+// AnswerSome is Answer for an incremental fetch that read only some of its
+// partitions: rs[j] is what was read of f.Partitions[idx[j]], and every
+// partition not named is Unread. carry[j] says whether idx[j] is carried.
+// A fetch of another kind carries every partition named.
+func (f *Fetch) AnswerSome(idx []int, rs []Result) (carry []bool) {
+	carry = make([]bool, len(idx))
+	s := f.s
+	if s == nil || f.Kind != Incremental {
+		for j := range carry {
+			carry[j] = true
+		}
+		if s != nil {
+			s.mu.Lock()
+			for j, i := range idx {
+				f.record(s, i, &rs[j])
+			}
+			f.finish(s, false)
+			s.mu.Unlock()
+		}
+		return carry
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	moved := false
+	for j, i := range idx {
+		c, m := f.record(s, i, &rs[j])
+		carry[j], moved = c, moved || m
+	}
+	f.finish(s, moved)
+	return carry
+}
+
+// record applies r, what was read of f.Partitions[i], to the session (s.mu
+// held) and says whether an incremental answer carries it (and so moves it
+// back).
+func (f *Fetch) record(s *session, i int, r *Result) (carry, moved bool) {
+	if i < 0 || i >= len(f.Partitions) {
+		return false, false
+	}
+	cp := s.parts[f.Partitions[i].Key]
+	if cp == nil || r.Unread {
+		return false, false
+	}
+	must := r.Records || r.Error != 0 || r.HighWatermark != cp.highWatermark || r.LogStartOffset != cp.logStart
+	cp.highWatermark, cp.logStart = r.HighWatermark, r.LogStartOffset
+	if r.Error != 0 {
+		cp.highWatermark = -1
+	}
+	if f.Kind == Incremental && must {
+		cp.answered = true
+		return true, true
+	}
+	return false, false
+}
+
+// finish moves the answered partitions back and gives the fetch's buffer
+// back to the session for its next fetch (s.mu held).
+func (f *Fetch) finish(s *session, moved bool) {
 	if moved {
 		s.moveAnsweredBack()
 	}
-	return carry
+	if f.buf && s.scratch == nil {
+		s.scratch = f.Partitions[:0]
+	}
+	f.buf = false
+	f.Partitions = nil
 }
 
 // session is one cached fetch session.
@@ -137,6 +239,19 @@ type session struct {
 	epoch int32 // the epoch its next fetch must carry
 	parts map[Key]*cached
 	order []*cached // every entry of parts, in the order fetches fill them
+	// scratch is the buffer an incremental fetch's Partitions are copied
+	// into, and moved the one moveAnsweredBack reorders into: a session of
+	// 10,000 partitions fetched hundreds of times a second would otherwise
+	// allocate both anew for every fetch. nil while a fetch holds it.
+	scratch []Partition
+	moved   []*cached
+	free    []int32 // the slots of forgotten partitions, for the next added
+
+	// attMu guards att and gone alone, so the cache can close a session's
+	// attachment whatever other lock its caller holds.
+	attMu sync.Mutex
+	att   Attachment // closed with the session
+	gone  bool       // dropped from the cache
 }
 
 // cached is one partition of a session.
@@ -162,7 +277,13 @@ func (s *session) update(ps []Partition, forgotten []Key) {
 			cp.FetchOffset, cp.MaxBytes = p.FetchOffset, p.MaxBytes
 			continue
 		}
+		p.Slot = 0
 		cp := &cached{Partition: p, highWatermark: -1, logStart: -1}
+		if n := len(s.free); n > 0 {
+			cp.Slot, s.free = s.free[n-1], s.free[:n-1]
+		} else {
+			cp.Slot = int32(len(s.parts))
+		}
 		s.parts[p.Key] = cp
 		s.order = append(s.order, cp)
 	}
@@ -171,6 +292,7 @@ func (s *session) update(ps []Partition, forgotten []Key) {
 		if cp := s.parts[k]; cp != nil {
 			cp.forgotten = true
 			delete(s.parts, k)
+			s.free = append(s.free, cp.Slot)
 			dropped = true
 		}
 	}
@@ -186,19 +308,36 @@ func (s *session) update(ps []Partition, forgotten []Key) {
 	}
 }
 
-// snapshot is the session's partitions as one fetch reads them.
+// snapshot is the session's partitions as one fetch reads them, in the
+// session's buffer unless another fetch holds it.
 func (s *session) snapshot() []Partition {
-	ps := make([]Partition, len(s.order))
+	ps := s.scratch
+	s.scratch = nil
+	if cap(ps) < len(s.order) {
+		ps = make([]Partition, 0, len(s.order))
+	}
+	ps = ps[:len(s.order)]
 	for i, cp := range s.order {
 		ps[i] = cp.Partition
 	}
 	return ps
 }
 
+// close closes the session's attachment: the cache dropped it.
+func (s *session) close() {
+	s.attMu.Lock()
+	att := s.att
+	s.att, s.gone = nil, true
+	s.attMu.Unlock()
+	if att != nil {
+		att.Close()
+	}
+}
+
 // moveAnsweredBack moves the partitions marked answered behind the others,
 // each group in its order, and clears the marks.
 func (s *session) moveAnsweredBack() {
-	order := make([]*cached, 0, len(s.order))
+	order := s.moved[:0]
 	for _, cp := range s.order {
 		if !cp.answered {
 			order = append(order, cp)
@@ -210,5 +349,5 @@ func (s *session) moveAnsweredBack() {
 			order = append(order, cp)
 		}
 	}
-	s.order = order
+	s.order, s.moved = order, s.order[:0]
 }
