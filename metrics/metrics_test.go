@@ -90,7 +90,7 @@ func TestSnapshotAtScrape(t *testing.T) {
 		Groups:          []GroupState{{State: "Stable", Groups: 2, Members: 5}, {State: "Empty", Groups: 1}},
 		Rebalances:      4, Producers: 6, SequenceWindows: 9, ProducerEvictions: 1, WindowEvictions: 2, ProducerIDsHeld: 1500,
 		TxnOpen: 1, TxnCommitted: 7, TxnAborted: 2, DecodeBudgetInUse: 100, DecodeBudgetSize: 1000, FrameBudgetInUse: 10, FrameBudgetSize: 50,
-		FetchSessions: FetchSessions{Sessions: 2, Partitions: 30, Evictions: 5, Full: 3, Incremental: 40, Sessionless: 8, NotFound: 1, InvalidEpoch: 2, TopicIDError: 4},
+		FetchSessions: FetchSessions{Sessions: 2, Partitions: 30, Evictions: 5, Full: 3, Incremental: 40, Sessionless: 8, NotFound: 1, InvalidEpoch: 2, TopicIDError: 4, Parked: 6, ParkedLimit: 1024},
 	}
 	m := New("dev", func() Snapshot { return snap })
 	s := scrape(t, m)
@@ -125,6 +125,8 @@ func TestSnapshotAtScrape(t *testing.T) {
 		{"queen_kafka_fetch_session_errors_total", []string{"error", "FETCH_SESSION_ID_NOT_FOUND"}, 1},
 		{"queen_kafka_fetch_session_errors_total", []string{"error", "INVALID_FETCH_SESSION_EPOCH"}, 2},
 		{"queen_kafka_fetch_session_errors_total", []string{"error", "FETCH_SESSION_TOPIC_ID_ERROR"}, 4},
+		{"queen_kafka_fetch_parked_reads", nil, 6},
+		{"queen_kafka_fetch_parked_reads_limit", nil, 1024},
 	} {
 		require.Equal(t, c.want, value(t, s, c.name, c.labels...), "%s%v", c.name, c.labels)
 	}
@@ -188,7 +190,7 @@ func TestNamingConventions(t *testing.T) {
 	}
 	// Every family New registers, the state collector's cluster ones
 	// included: a family missing here was never linted.
-	require.Equal(t, 42, ours, "families of ours in the scrape (17 event families, 25 of the state collector)")
+	require.Equal(t, 44, ours, "families of ours in the scrape (17 event families, 27 of the state collector)")
 
 	problems, err := promlint.NewWithMetricFamilies(fams).Lint()
 	require.NoError(t, err)

@@ -46,6 +46,9 @@ type FetchSessions struct {
 	Full, Incremental, Sessionless uint64
 	// Fetches refused at the request level, by error.
 	NotFound, InvalidEpoch, TopicIDError uint64
+	// Parked are the Queen reads wide sessions keep parked now (package
+	// fetchwatch), and ParkedLimit the node's bound on them.
+	Parked, ParkedLimit int
 }
 
 // GroupState is how many groups are in one state, and their members.
@@ -78,7 +81,7 @@ type stateCollector struct {
 	budgetUsed, budgetSize, framesUsed, framesSize     *prometheus.Desc
 	joined, healthy, live, hbAge, heartbeats, lostDesc *prometheus.Desc
 	sessions, sessionParts, sessionEvicts              *prometheus.Desc
-	sessionFetches, sessionErrors                      *prometheus.Desc
+	sessionFetches, sessionErrors, parked, parkedLimit *prometheus.Desc
 }
 
 func newStateCollector(snapshot func() Snapshot) *stateCollector {
@@ -113,13 +116,15 @@ func newStateCollector(snapshot func() Snapshot) *stateCollector {
 		sessionEvicts:  d("fetch_session_evictions_total", "Fetch sessions evicted to make room for a new one (Kafka's IncrementalFetchSessionEvictionsPerSec)."),
 		sessionFetches: d("fetch_session_fetches_total", "Fetch requests by session kind: full (opens a session), incremental, sessionless (epoch -1, or below v7).", "kind"),
 		sessionErrors:  d("fetch_session_errors_total", "Fetch requests refused by the session protocol, by error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR).", "error"),
+		parked:         d("fetch_parked_reads", "Queen fetch calls parked now for wide fetch sessions, waiting for a write to their partitions between fetches."),
+		parkedLimit:    d("fetch_parked_reads_limit", "The node's bound on parked Queen fetch calls; past it a wide fetch waits without them."),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.conns, c.groups, c.members, c.rebalances, c.producers, c.windows, c.evictions, c.idsHeld,
 		c.txnOpen, c.txns, c.budgetUsed, c.budgetSize, c.framesUsed, c.framesSize, c.joined, c.healthy, c.live, c.hbAge, c.heartbeats, c.lostDesc,
-		c.sessions, c.sessionParts, c.sessionEvicts, c.sessionFetches, c.sessionErrors} {
+		c.sessions, c.sessionParts, c.sessionEvicts, c.sessionFetches, c.sessionErrors, c.parked, c.parkedLimit} {
 		ch <- d
 	}
 }
@@ -160,6 +165,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.sessionErrors, fs.NotFound, "FETCH_SESSION_ID_NOT_FOUND")
 	counter(c.sessionErrors, fs.InvalidEpoch, "INVALID_FETCH_SESSION_EPOCH")
 	counter(c.sessionErrors, fs.TopicIDError, "FETCH_SESSION_TOPIC_ID_ERROR")
+	gauge(c.parked, float64(fs.Parked))
+	gauge(c.parkedLimit, float64(fs.ParkedLimit))
 	if cl := s.Cluster; cl != nil {
 		gauge(c.joined, bool01(cl.Joined))
 		gauge(c.healthy, bool01(cl.Healthy))

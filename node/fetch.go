@@ -28,11 +28,14 @@ import (
 //
 // Version notes:
 //   - v7: fetch sessions (KIP-227), package fetchsession. An incremental
-//     fetch reads every partition of its session from Queen, in the
-//     session's order (answered partitions move to its back), and its
-//     answer carries only the partitions with records, an error, or bounds
-//     other than last answered. The session protocol's refusals are the
-//     top-level error_code, answered alone.
+//     fetch reads every partition of its session, in the session's order
+//     (answered partitions move to its back), and its answer carries only
+//     the partitions with records, an error, or bounds other than last
+//     answered. A session wider than one Queen call is read through the
+//     long polls it keeps parked at Queen between fetches
+//     (fetch_watched.go, package fetchwatch), one narrower is read here.
+//     The session protocol's refusals are the top-level error_code,
+//     answered alone.
 //   - v8: no change (throttling after the response, which this facade's
 //     throttle_time_ms already is).
 //   - v9: current_leader_epoch (KIP-320). Every leader epoch this facade
@@ -76,10 +79,12 @@ const (
 
 // fetchSlot is one partition of a fetch request on its way through.
 type fetchSlot struct {
-	resp  *kmsg.FetchResponseTopicPartition
-	max   int // partition_max_bytes
-	taken int // records in resp.RecordBatches
-	codec int // its batch's compression (recordbatch.Codec*)
+	resp   *kmsg.FetchResponseTopicPartition
+	max    int   // partition_max_bytes
+	taken  int   // records in resp.RecordBatches
+	codec  int   // its batch's compression (recordbatch.Codec*)
+	offset int64 // fetch_offset
+	next   int64 // the offset after the last record taken (offset when none)
 }
 
 func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
@@ -90,6 +95,11 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 		return resp, nil
 	}
 	resp.SessionID = fs.ID
+	wait := time.Duration(min(max(req.MaxWaitMillis, 0), queen.MaxFetchWaitMs)) * time.Millisecond
+	if round := n.watchRound(c, fs, wait); round != nil {
+		defer round.End()
+		return n.fetchWatched(ctx, c, req, resp, fs, round, wait)
+	}
 	var (
 		slots   []fetchSlot        // the partitions Queen is asked about...
 		entries []queen.FetchEntry // ...and their entries, one for one
@@ -100,15 +110,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 	for i := range fs.Partitions {
 		rp := &fs.Partitions[i]
 		sp := answers[i]
-		// Empty, never null: librdkafka and sarama refuse a null record set
-		// ("invalid MessageSetSize -1"), which is what a real broker never sends.
-		sp.RecordBatches = []byte{}
-		if req.IsolationLevel == 1 {
-			// read_committed gets an empty aborted list, as from Kafka:
-			// nothing aborted is ever in this log.
-			sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
-		}
-		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+		unreadAnswer(sp, req)
 		topic, tv, err := fetchTopic(ctx, topics, req.Version >= 13, rp.Key)
 		if err != nil {
 			return nil, err
@@ -124,7 +126,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 			refused = true
 			continue
 		}
-		slots = append(slots, fetchSlot{resp: sp, max: max(int(rp.MaxBytes), 1), codec: tv.cfg.fetchCodec(n.cfg.FetchCompression, req.Version)})
+		slots = append(slots, fetchSlot{resp: sp, max: max(int(rp.MaxBytes), 1), codec: tv.cfg.fetchCodec(n.cfg.FetchCompression, req.Version), offset: rp.FetchOffset})
 		entries = append(entries, queen.FetchEntry{
 			Queue:     topic,
 			Partition: strconv.FormatInt(int64(rp.Partition), 10),
@@ -134,38 +136,69 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 	if len(entries) == 0 {
 		return answerFetch(resp, fs, answers), nil
 	}
-
-	wait := time.Duration(min(max(req.MaxWaitMillis, 0), queen.MaxFetchWaitMs)) * time.Millisecond
 	if refused {
 		// An error is an answer: like Kafka (and Queen's own long poll,
 		// which returns at once on an erroring entry), do not park on it.
 		wait = 0
 	}
+	f := n.newFetchFill(req)
+	fctx, cancel := n.untilStop(ctx)
+	err := f.chunked(fctx, c, slots, entries, wait, int(max(req.MinBytes, 0)))
+	cancel()
+	if err := n.failedRead(ctx, c, resp, f, slots, err); err != nil {
+		return nil, err
+	}
+	return answerFetch(resp, fs, answers), nil
+}
+
+// newFetchFill is the fill of one response to req: the 32 MiB ceiling, or
+// the request's max_bytes below it.
+func (n *Node) newFetchFill(req *kmsg.FetchRequest) *fetchFill {
 	f := &fetchFill{budget: maxFetchResponse, enc: n.batches}
 	if req.Version >= 3 && req.MaxBytes >= 0 {
 		f.budget = min(f.budget, int(req.MaxBytes))
 	}
-	fctx, cancel := n.untilStop(ctx)
-	err := f.chunked(fctx, c, slots, entries, wait, int(max(req.MinBytes, 0)))
-	cancel()
-	if err != nil && n.stopped() && ctx.Err() == nil {
+	return f
+}
+
+// failedRead answers err, the failure of reading slots from Queen (nil when
+// the read did not fail): each slot the mapped code with no records, the
+// throttle raised; a fatal mapping, or a long poll cut by the node's stop,
+// is returned to close the connection.
+func (n *Node) failedRead(ctx context.Context, c *Conn, resp *kmsg.FetchResponse, f *fetchFill, slots []fetchSlot, err error) error {
+	if err == nil {
+		return nil
+	}
+	if n.stopped() && ctx.Err() == nil {
 		// A long poll cut by the stop: nothing was read, and a stopping
 		// node's connection is closed, which the consumer retries elsewhere.
-		return nil, errStopping
+		return errStopping
 	}
-	if err != nil {
-		logQueenFault(c, "fetch", err)
-		code, throttle, _, fatal := fetchFault(err)
-		if fatal != nil {
-			return nil, fatal
-		}
-		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
-		for i := range slots {
-			f.unfill(&slots[i])
-			slots[i].resp.ErrorCode = code // watermarks -1, no records
-		}
+	logQueenFault(c, "fetch", err)
+	code, throttle, _, fatal := fetchFault(err)
+	if fatal != nil {
+		return fatal
 	}
-	return answerFetch(resp, fs, answers), nil
+	resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
+	for i := range slots {
+		f.unfill(&slots[i])
+		slots[i].resp.ErrorCode = code // watermarks -1, no records
+	}
+	return nil
+}
+
+// unreadAnswer readies sp, a partition's answer to req, as not read yet:
+// no records, no error, watermarks unknown.
+func unreadAnswer(sp *kmsg.FetchResponseTopicPartition, req *kmsg.FetchRequest) {
+	// Empty, never null: librdkafka and sarama refuse a null record set
+	// ("invalid MessageSetSize -1"), which is what a real broker never sends.
+	sp.RecordBatches = []byte{}
+	if req.IsolationLevel == 1 {
+		// read_committed gets an empty aborted list, as from Kafka:
+		// nothing aborted is ever in this log.
+		sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	}
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 }
 
 // fetchSessionRequest is the session side of req; below v7, a sessionless
@@ -304,7 +337,7 @@ func (f *fetchFill) unfill(s *fetchSlot) {
 	f.budget += len(s.resp.RecordBatches)
 	f.taken -= s.taken
 	f.full = f.full && s.taken == 0 // what it held is free again
-	s.taken = 0
+	s.taken, s.next = 0, s.offset
 	s.resp.RecordBatches = []byte{}
 	s.resp.ErrorCode = 0
 	s.resp.HighWatermark, s.resp.LastStableOffset, s.resp.LogStartOffset = -1, -1, -1
@@ -350,6 +383,7 @@ func (f *fetchFill) fill(s *fetchSlot, r *queen.FetchResult) {
 		f.budget -= len(s.resp.RecordBatches)
 		f.taken += len(recs)
 		s.taken = len(recs)
+		s.next = recs[len(recs)-1].Offset + 1
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/fetchsession"
+	"github.com/queen-mq/queen-kafka/fetchwatch"
 	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/internal/ratelog"
 	"github.com/queen-mq/queen-kafka/internal/version"
@@ -62,6 +63,7 @@ type Node struct {
 	txns        *txn.Manager             // transactional ids and their stages
 	txnShared   *txn.Shared              // cluster mode: staging in Queen at any node; nil in single mode
 	sessions    *fetchsession.Cache      // KIP-227 fetch sessions (fetch.go), this process's only
+	parked      *fetchwatch.Calls        // the bound on wide sessions' parked Queen reads (fetch_watched.go)
 	// connIDs numbers the connections (what a transaction's binding names
 	// its owner by).
 	connIDs atomic.Uint64
@@ -158,6 +160,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	n.producerIDs = producer.NewIDs()
 	n.sequencer = producer.NewSequencer(maxSeqWindows)
 	n.sessions = fetchsession.New(fetchsession.Config{})
+	n.parked = fetchwatch.NewCalls(0)
 	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation())
 	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, clock.Wall{})
 	if cfg.Clustered() {

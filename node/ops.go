@@ -215,7 +215,8 @@ func (n *Node) snapshot() metrics.Snapshot {
 	fs := n.sessions.Stats()
 	s.FetchSessions = metrics.FetchSessions{Sessions: fs.Sessions, Partitions: fs.Partitions, Evictions: fs.Evictions,
 		Full: fs.Full, Incremental: fs.Incremental, Sessionless: fs.Sessionless,
-		NotFound: fs.NotFound, InvalidEpoch: fs.InvalidEpoch, TopicIDError: fs.TopicIDError}
+		NotFound: fs.NotFound, InvalidEpoch: fs.InvalidEpoch, TopicIDError: fs.TopicIDError,
+		Parked: n.parked.Parked(), ParkedLimit: n.parked.Limit()}
 	for _, st := range cs.States {
 		s.Groups = append(s.Groups, metrics.GroupState{State: st.State, Groups: st.Groups, Members: st.Members})
 	}

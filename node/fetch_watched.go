@@ -1,0 +1,290 @@
+package node
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/fetchsession"
+	"github.com/queen-mq/queen-kafka/fetchwatch"
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// The watched fetch: an incremental fetch of a session wider than one Queen
+// call (1,024 partitions) that may wait. Its partitions stay watched
+// between fetches by the long polls package fetchwatch keeps parked at
+// Queen, so the fetch reads at once only what the watch does not know (new
+// partitions, those it just answered records of, those the client moved),
+// takes what the parked calls read, and otherwise waits on them: a trickle
+// costs one parked call per record, not a call per 1,024 partitions per
+// fetch. The budgets, the answer and the session's carry rules are the
+// plain fetch's (fetch.go); only the partitions the fetch touched are laid
+// out, so its cost follows what moved rather than the session's width.
+
+// watchRound is the watch round of fetch fs, nil when fs is not watched:
+// not incremental, not wider than one call, not waiting, or its watch busy
+// with another fetch of the session. The watch is kept with the session
+// (and closed with it); one parked through another credential is replaced.
+func (n *Node) watchRound(c *Conn, fs *fetchsession.Fetch, wait time.Duration) *fetchwatch.Round {
+	if fs.Kind != fetchsession.Incremental || len(fs.Partitions) <= queen.MaxFetchEntries || wait <= 0 || c == nil {
+		return nil
+	}
+	q := c.Queen()
+	w, _ := fs.Attachment().(*fetchwatch.Watch)
+	if w == nil || w.Reader() != fetchwatch.Reader(q) {
+		w = fetchwatch.New(n.stopping, q, fetchwatch.Config{Calls: n.parked})
+		fs.Attach(w)
+	}
+	return w.Begin()
+}
+
+// touchedPart is a partition a watched fetch answers (or may): its place
+// in the fetch, its key, and its slot.
+type touchedPart struct {
+	idx     int
+	key     fetchsession.Partition
+	slot    fetchSlot
+	read    bool // the slot was filled from Queen, not left unread
+	learned bool // the watch has been told of this fill
+}
+
+// watchedFetch is one watched fetch on its way through.
+type watchedFetch struct {
+	n       *Node
+	req     *kmsg.FetchRequest
+	fs      *fetchsession.Fetch
+	topics  *topicVerdicts
+	round   *fetchwatch.Round
+	f       *fetchFill
+	touched map[int]*touchedPart
+	refused bool // a partition carries an error: answer at once
+}
+
+func (n *Node) fetchWatched(ctx context.Context, c *Conn, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, fs *fetchsession.Fetch, round *fetchwatch.Round, wait time.Duration) (kmsg.Response, error) {
+	deadline := time.Now().Add(wait)
+	wf := &watchedFetch{n: n, req: req, fs: fs, round: round, f: n.newFetchFill(req),
+		topics: n.topicVerdicts(c, fetchFault, &resp.ThrottleMillis), touched: make(map[int]*touchedPart)}
+	var ready, hot []*touchedPart
+	var hotEntries []queen.FetchEntry
+	var results []*queen.FetchResult
+	var (
+		topic string
+		tv    topicVerdict
+		last  *fetchsession.Partition // whose topic topic and tv are
+	)
+	for i := range fs.Partitions {
+		rp := &fs.Partitions[i]
+		if last == nil || rp.Topic != last.Topic || rp.ID != last.ID {
+			// A session lists a topic's partitions together: one verdict
+			// lookup per run of them, not per partition.
+			var err error
+			if topic, tv, err = fetchTopic(ctx, wf.topics, req.Version >= 13, rp.Key); err != nil {
+				return nil, err
+			}
+			last = rp
+		}
+		if code, ok := wf.topics.refusal(ctx, topic, &tv, rp.Partition); ok {
+			if code != 0 {
+				wf.refuse(i, code)
+			}
+			continue
+		}
+		if rp.FetchOffset < 0 {
+			wf.refuse(i, kerr.OffsetOutOfRange.Code) // Queen refuses a negative offset for the whole call
+			continue
+		}
+		part := round.Match(rp, i, topic)
+		switch part.State {
+		case fetchwatch.Ready:
+			ready = append(ready, wf.touch(i, &tv))
+			results = append(results, part.Result)
+		case fetchwatch.Read:
+			hot = append(hot, wf.touch(i, &tv))
+			hotEntries = append(hotEntries, part.Entry)
+		}
+	}
+	minBytes := int(max(req.MinBytes, 0))
+	fctx, cancel := n.untilStop(ctx)
+	defer cancel()
+
+	// What the parked calls read, then what the watch does not know.
+	for j, tp := range ready {
+		wf.fill(tp, results[j])
+	}
+	if len(hot) > 0 && !wf.f.spent() {
+		slots := make([]fetchSlot, len(hot))
+		for j, tp := range hot {
+			slots[j] = tp.slot
+		}
+		err := wf.f.chunked(fctx, c, slots, hotEntries, 0, minBytes)
+		if err := n.failedRead(ctx, c, resp, wf.f, slots, err); err != nil {
+			return nil, err
+		}
+		for j, tp := range hot {
+			tp.slot, tp.read, tp.learned = slots[j], true, false
+		}
+		wf.refused = wf.refused || slices.ContainsFunc(slots, func(s fetchSlot) bool { return s.resp.ErrorCode != 0 })
+	}
+	wf.learn()
+
+	// Then wait on the parked calls until there is enough to answer.
+	for !wf.refused && !wf.f.spent() && wf.gathered() < max(minBytes, 1) && time.Now().Before(deadline) {
+		if !round.Park() {
+			// The node's bound on parked calls refused one: the partitions
+			// left unwatched are waited on the plain way, in slices.
+			return wf.answer(resp, wf.waitUnparked(fctx, c, resp, deadline, minBytes))
+		}
+		hits, failed := round.Wait(fctx, deadline)
+		if len(hits) == 0 {
+			if failed || !time.Now().Before(deadline) || fctx.Err() != nil {
+				break
+			}
+			// Nothing is parked (nothing was cold): read the rest plainly.
+			return wf.answer(resp, wf.waitUnparked(fctx, c, resp, deadline, minBytes))
+		}
+		for _, h := range hits {
+			// The topic's verdict is this request's, already taken.
+			_, tv, err := fetchTopic(ctx, wf.topics, req.Version >= 13, fs.Partitions[h.Idx].Key)
+			if err != nil {
+				return nil, err
+			}
+			wf.fill(wf.touch(h.Idx, &tv), h.Result)
+		}
+		wf.learn()
+	}
+	if n.stopped() && ctx.Err() == nil && wf.gathered() == 0 {
+		return nil, errStopping
+	}
+	round.Park() // what is cold now stays watched until the next fetch
+	return wf.answer(resp, nil)
+}
+
+// touch is the idx-th partition's entry among those the fetch answers,
+// made (unread) on first touch.
+func (wf *watchedFetch) touch(idx int, tv *topicVerdict) *touchedPart {
+	if tp := wf.touched[idx]; tp != nil {
+		return tp
+	}
+	rp := &wf.fs.Partitions[idx]
+	tp := &touchedPart{idx: idx, key: *rp}
+	tp.slot = fetchSlot{resp: &kmsg.FetchResponseTopicPartition{}, max: max(int(rp.MaxBytes), 1), offset: rp.FetchOffset, next: rp.FetchOffset}
+	*tp.slot.resp = kmsg.NewFetchResponseTopicPartition()
+	tp.slot.resp.Partition = rp.Partition
+	unreadAnswer(tp.slot.resp, wf.req)
+	if tv != nil {
+		tp.slot.codec = tv.cfg.fetchCodec(wf.n.cfg.FetchCompression, wf.req.Version)
+	}
+	wf.touched[idx] = tp
+	return tp
+}
+
+// refuse answers the idx-th partition code, unread.
+func (wf *watchedFetch) refuse(idx int, code int16) {
+	tp := wf.touch(idx, nil)
+	tp.slot.resp.ErrorCode = code
+	wf.refused = true
+}
+
+// fill answers tp from r, what Queen read of it from the fetch's offset.
+func (wf *watchedFetch) fill(tp *touchedPart, r *queen.FetchResult) {
+	wf.f.fill(&tp.slot, r)
+	tp.read, tp.learned = true, false
+	wf.refused = wf.refused || tp.slot.resp.ErrorCode != 0
+}
+
+// learn tells the watch what the fetch answered of each partition it read:
+// a partition answered up to its high watermark is cold there and parked;
+// one answered an error, or not read at all, is read again.
+func (wf *watchedFetch) learn() {
+	for _, tp := range wf.touched {
+		if !tp.read || tp.learned {
+			continue
+		}
+		tp.learned = true
+		sp := tp.slot.resp
+		if sp.ErrorCode == 0 && sp.HighWatermark < 0 {
+			continue // the budget was spent before it was read
+		}
+		wf.round.Learn(&tp.key, fetchwatch.Outcome{Next: tp.slot.next, HighWatermark: sp.HighWatermark, Err: sp.ErrorCode != 0})
+	}
+}
+
+// gathered is the record bytes the response holds (min_bytes' measure).
+func (wf *watchedFetch) gathered() int {
+	n := 0
+	for _, tp := range wf.touched {
+		n += len(tp.slot.resp.RecordBatches)
+	}
+	return n
+}
+
+// waitUnparked waits the plain way (fetchFill.chunked, in slices) on the
+// cold partitions no call is parked on, and returns the read's failure.
+func (wf *watchedFetch) waitUnparked(ctx context.Context, c *Conn, resp *kmsg.FetchResponse, deadline time.Time, minBytes int) error {
+	rest := wf.round.Unparked()
+	if len(rest) == 0 {
+		return nil
+	}
+	slots := make([]fetchSlot, len(rest))
+	entries := make([]queen.FetchEntry, len(rest))
+	idx := make([]int, len(rest))
+	for j, h := range rest {
+		rp := &wf.fs.Partitions[h.Idx]
+		_, tv, err := fetchTopic(ctx, wf.topics, wf.req.Version >= 13, rp.Key)
+		if err != nil {
+			return err
+		}
+		tp := wf.touch(h.Idx, &tv)
+		slots[j], entries[j], idx[j] = tp.slot, h.Entry, h.Idx
+	}
+	err := wf.f.chunked(ctx, c, slots, entries, time.Until(deadline), minBytes)
+	if err := wf.n.failedRead(ctx, c, resp, wf.f, slots, err); err != nil {
+		return err
+	}
+	for j, k := range idx {
+		tp := wf.touched[k]
+		tp.slot, tp.read, tp.learned = slots[j], true, false
+	}
+	wf.learn()
+	return nil
+}
+
+// answer lays out the touched partitions the session carries, in the
+// fetch's order, or returns err.
+func (wf *watchedFetch) answer(resp *kmsg.FetchResponse, err error) (kmsg.Response, error) {
+	if err != nil {
+		return nil, err
+	}
+	tps := make([]*touchedPart, 0, len(wf.touched))
+	for _, tp := range wf.touched {
+		tps = append(tps, tp)
+	}
+	slices.SortFunc(tps, func(a, b *touchedPart) int { return a.idx - b.idx })
+	idx := make([]int, len(tps))
+	rs := make([]fetchsession.Result, len(tps))
+	for j, tp := range tps {
+		a := tp.slot.resp
+		idx[j] = tp.idx
+		rs[j] = fetchsession.Result{HighWatermark: a.HighWatermark, LogStartOffset: a.LogStartOffset, Error: a.ErrorCode,
+			Records: len(a.RecordBatches) > 0, Unread: a.ErrorCode == 0 && a.HighWatermark < 0}
+	}
+	carry := wf.fs.AnswerSome(idx, rs)
+	resp.Topics = resp.Topics[:0]
+	for j, tp := range tps {
+		if !carry[j] {
+			continue
+		}
+		k := tp.key
+		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != k.Topic || resp.Topics[n-1].TopicID != k.ID {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic, st.TopicID = k.Topic, k.ID
+			resp.Topics = append(resp.Topics, st)
+		}
+		t := &resp.Topics[len(resp.Topics)-1]
+		t.Partitions = append(t.Partitions, *tp.slot.resp)
+	}
+	return resp, nil
+}
