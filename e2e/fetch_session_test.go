@@ -164,3 +164,76 @@ func TestClusterFetchSessions(t *testing.T) {
 		t.Fatal("node 3 stopped")
 	}
 }
+
+// TestClusterWideFetchSessions: the watched path (package fetchwatch) on 3
+// nodes. A franz-go consumer of 3,600 partitions holds a session on each
+// node of the partitions it leads, about 1,200 each: wider than one Queen
+// call, so each node keeps the session's partitions parked at Queen
+// between fetches. Records written to partitions led by every node are
+// each consumed once; when node 3 stops, nodes 1 and 2 take its partitions
+// into their sessions (and parked reads), and when it is back it takes
+// them again; the records written across both moves are each consumed
+// once.
+func TestClusterWideFetchSessions(t *testing.T) {
+	t.Parallel()
+	ops := map[int]string{}
+	for id := 1; id <= 3; id++ {
+		ops[id] = "127.0.0.1:" + strconv.Itoa(freePort(t))
+	}
+	c := newTestCluster(t, clusterOpts{nodes: 3, nodeEnv: func(id int) map[string]string {
+		return map[string]string{"QUEEN_KAFKA_HTTP_ADDR": ops[id]}
+	}})
+	const parts = 3600
+	topic := uniq("fwide")
+	c.createTopic(t, topic, parts)
+	cons := startPartConsumer(t, c.addrs(), topic, parts, kgo.MetadataMaxAge(time.Second), kgo.FetchMaxWait(5*time.Second),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+
+	// round writes one record to every 45th partition (80 of them, led by
+	// every node), at offset off.
+	var all []rec
+	round := func(tg target, name string, off int64) {
+		t.Helper()
+		var rs []rec
+		for p := int32(0); p < parts; p += 45 {
+			rs = append(rs, rec{partition: p, offset: off, key: []byte(strconv.Itoa(int(p))), value: []byte(fmt.Sprintf("%s-%d", name, p))})
+		}
+		produceKgo(t, tg.bootstrap, topic, kgo.NoCompression(), rs)
+		all = append(all, rs...)
+		exactlyOnce(t, name, all, cons.waitFor(t, len(all), 60*time.Second))
+	}
+	// parkedOn waits until each node named keeps parked reads for its wide
+	// session.
+	parkedOn := func(what string, ids ...int) {
+		t.Helper()
+		eventually(t, 60*time.Second, what, func() (bool, string) {
+			ok, msg := true, ""
+			for _, id := range ids {
+				s := scrape(t, "http://"+ops[id])
+				n := metric(t, s, "queen_kafka_fetch_parked_reads")
+				msg += fmt.Sprintf(" node %d: %v parked, %v partitions in sessions;", id, n, metric(t, s, "queen_kafka_fetch_session_partitions"))
+				ok = ok && n > 0
+			}
+			return ok, msg
+		})
+	}
+
+	parkedOn("every node parks its session's partitions", 1, 2, 3)
+	round(c.target(), "r1", 0)
+
+	sigtermDrop(t, c, 3)
+	round(c.target(1, 2), "r2", 1)
+	parkedOn("nodes 1 and 2 park node 3's partitions too", 1, 2)
+
+	n3 := c.node(3)
+	off := n3.Out.Len()
+	if err := n3.restart(); err != nil {
+		t.Fatalf("restart node 3: %v", err)
+	}
+	logLine(t, n3, off, 10*time.Second, "node id claimed")
+	for id := 1; id <= 3; id++ {
+		c.waitBrokers(t, id, []int32{1, 2, 3}, 10*time.Second)
+	}
+	parkedOn("node 3 parks its partitions again", 3)
+	round(c.target(), "r3", 2)
+}

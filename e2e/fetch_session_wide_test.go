@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -87,20 +89,71 @@ func pushTrickle(ctx context.Context, q *queen.Client, topic string, rate, total
 	})
 }
 
-// consumeWide runs a franz-go consumer of every partition of topic
-// (sessions unless sessionless) through one trickle of total records at
-// rate, and returns what its fetches cost. before, when not nil, runs
+// wideBroker is what a wide consumer runs against: its seed, how a trickle
+// reaches it, and the CPU-seconds its broker process has used (nil when it
+// runs in this process).
+type wideBroker struct {
+	seed  string
+	topic string
+	push  func(ctx context.Context, rate, total int)
+	cpu   func() float64
+}
+
+// facadeWide is the facade fac in front of Queen q, the trickle pushed
+// natively to Queen.
+func facadeWide(fac *facade, q *queen.Client, topic string) wideBroker {
+	return wideBroker{seed: fac.addr, topic: topic,
+		push: func(ctx context.Context, rate, total int) { pushTrickle(ctx, q, topic, rate, total) },
+		cpu:  func() float64 { return cpuSeconds(fac.pid()) }}
+}
+
+// kfakeWide is franz-go's in-memory Kafka (kfake, fetch sessions
+// included) with a topic of wideParts partitions, the trickle produced by
+// a franz-go producer in this process: the same consumer against a broker
+// that answers from memory, for what the consumer itself costs.
+func kfakeWide(tb testing.TB) wideBroker {
+	tb.Helper()
+	topic := uniq("wide")
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(wideParts, topic))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(kf.Close)
+	seed := kf.ListenAddrs()[0]
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(prod.Close)
+	return wideBroker{seed: seed, topic: topic, push: func(ctx context.Context, rate, total int) {
+		pace(rate, total, func() {
+			r := &kgo.Record{Topic: topic, Partition: rand.Int32N(wideParts), Key: []byte(strconv.FormatInt(time.Now().UnixNano(), 10)), Value: []byte("trickle")}
+			prod.Produce(ctx, r, nil)
+		})
+	}}
+}
+
+// consumeWide runs a franz-go consumer of every partition of the broker's
+// topic (sessions unless sessionless) through one trickle of total records
+// at rate, and returns what its fetches cost. before, when not nil, runs
 // after the trickle and before the consumer closes (which ends its
 // session).
-func consumeWide(tb testing.TB, fac *facade, q *queen.Client, topic string, sessionless bool, rate, total int, before func()) wideRun {
+func consumeWide(tb testing.TB, br wideBroker, sessionless bool, rate, total int, before func()) wideRun {
 	tb.Helper()
+	topic := br.topic
+	cpuNow := func() float64 {
+		if br.cpu == nil {
+			return 0
+		}
+		return br.cpu()
+	}
 	ctx := ctxT(tb, 2*time.Minute)
 	offsets := make(map[int32]kgo.Offset, wideParts)
 	for p := int32(0); p < wideParts; p++ {
 		offsets[p] = kgo.NewOffset().AtEnd()
 	}
 	hook := &fetchBytes{}
-	opts := []kgo.Opt{kgo.SeedBrokers(fac.addr), kgo.WithHooks(hook), kgo.FetchMaxWait(5 * time.Second),
+	opts := []kgo.Opt{kgo.SeedBrokers(br.seed), kgo.WithHooks(hook), kgo.FetchMaxWait(5 * time.Second),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets})}
 	if sessionless {
 		opts = append(opts, kgo.DisableFetchSessions())
@@ -130,7 +183,7 @@ func consumeWide(tb testing.TB, fac *facade, q *queen.Client, topic string, sess
 		})
 	}
 	req0, resp0 := hook.sizes()
-	c0 := cpuSeconds(fac.pid())
+	c0 := cpuNow()
 	start := time.Now()
 	lat := make([]float64, 0, total)
 	done := make(chan struct{})
@@ -146,10 +199,10 @@ func consumeWide(tb testing.TB, fac *facade, q *queen.Client, topic string, sess
 			})
 		}
 	}()
-	pushTrickle(ctx, q, topic, rate, total)
+	br.push(ctx, rate, total)
 	<-done
 	took := time.Since(start).Seconds()
-	cpu := cpuSeconds(fac.pid()) - c0
+	cpu := cpuNow() - c0
 	if before != nil {
 		before()
 	}
@@ -197,7 +250,8 @@ func TestFetchSessionWideConsumer(t *testing.T) {
 	topic := createWide(t, []string{fac.addr})
 	const rate, total = 20, 40
 
-	with := consumeWide(t, fac, q, topic, false, rate, total, func() {
+	br := facadeWide(fac, q, topic)
+	with := consumeWide(t, br, false, rate, total, func() {
 		if st := sessionsAt(t, ops); st.partitions != wideParts || st.sessions != 1 {
 			t.Errorf("the node holds %v sessions of %v partitions, want 1 of %d", st.sessions, st.partitions, wideParts)
 		}
@@ -206,7 +260,7 @@ func TestFetchSessionWideConsumer(t *testing.T) {
 		st := sessionsAt(t, ops)
 		return st.sessions == 0, fmt.Sprintf("%v sessions", st.sessions)
 	})
-	without := consumeWide(t, fac, q, topic, true, rate, total, nil)
+	without := consumeWide(t, br, true, rate, total, nil)
 	t.Logf("sessions: median request %.0f B, response %.0f B over %d fetches; sessionless: median request %.0f B, response %.0f B over %d fetches",
 		medianInt(with.req), medianInt(with.resp), with.fetches, medianInt(without.req), medianInt(without.resp), without.fetches)
 
@@ -297,12 +351,19 @@ func longPollWide(tb testing.TB, q *queen.Client, topic string, rate, total int)
 // 10,000 partitions under a 200 records/s trickle, with fetch sessions and
 // without (kgo.DisableFetchSessions), side by side in one run and
 // alternating, against a native Queen long poll of the same partitions
-// (one long poll per 1,024). Per round: Fetch request and response bytes
-// (median per fetch), fetches/s, produce-to-delivery p50/p99, and the
-// facade's CPU per fetch; reported as min/median/max over the rounds, with
-// sessions ÷ sessionless and sessions ÷ native.
+// (one long poll per 1,024), and the same consumer against franz-go's
+// in-memory kfake (sessions included), which shows what the consumer of
+// 10,000 partitions costs whatever the broker. Per round: Fetch request and
+// response bytes (median per fetch), fetches/s, produce-to-delivery
+// p50/p99, and the facade's CPU per fetch; reported as min/median/max over
+// the rounds, with sessions ÷ sessionless, sessions ÷ native and sessions ÷
+// kfake. QK_WIDE_ROUNDS overrides the 3 rounds.
 func BenchmarkFetchSessionsWide(b *testing.B) {
-	const rate, dur, rounds = 200, 5 * time.Second, 3
+	const rate, dur = 200, 5 * time.Second
+	rounds := 3
+	if n, err := strconv.Atoi(os.Getenv("QK_WIDE_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
 	total := int(rate * dur.Seconds())
 	for range b.N {
 		dev := startQueenDev(b, devOptions{})
@@ -312,9 +373,11 @@ func BenchmarkFetchSessionsWide(b *testing.B) {
 			b.Fatal(err)
 		}
 		topic := createWide(b, []string{fac.addr})
+		br := facadeWide(fac, q, topic)
+		kf := kfakeWide(b)
 		type side struct{ req, resp, fps, p50, p99, cpu []float64 }
-		var with, without side
-		var native50, native99, reqRatio, respRatio, p50Ratio, p50Native []float64
+		var with, without, fake side
+		var native50, native99, reqRatio, respRatio, p50Ratio, p50Native, p50Fake []float64
 		add := func(s *side, r wideRun) {
 			s.req = append(s.req, medianInt(r.req))
 			s.resp = append(s.resp, medianInt(r.resp))
@@ -324,16 +387,19 @@ func BenchmarkFetchSessionsWide(b *testing.B) {
 			s.cpu = append(s.cpu, r.cpu/float64(max(r.fetches, 1))*1e3)
 		}
 		for r := 0; r < rounds; r++ {
-			w := consumeWide(b, fac, q, topic, false, rate, total, nil)
-			wo := consumeWide(b, fac, q, topic, true, rate, total, nil)
+			w := consumeWide(b, br, false, rate, total, nil)
+			wo := consumeWide(b, br, true, rate, total, nil)
 			nl := longPollWide(b, q, topic, rate, total)
+			kw := consumeWide(b, kf, false, rate, total, nil)
 			add(&with, w)
 			add(&without, wo)
+			add(&fake, kw)
 			native50, native99 = append(native50, percentile(nl, .5)), append(native99, percentile(nl, .99))
 			reqRatio = append(reqRatio, medianInt(w.req)/medianInt(wo.req))
 			respRatio = append(respRatio, medianInt(w.resp)/medianInt(wo.resp))
 			p50Ratio = append(p50Ratio, percentile(w.lat, .5)/percentile(wo.lat, .5))
 			p50Native = append(p50Native, percentile(w.lat, .5)/percentile(nl, .5))
+			p50Fake = append(p50Fake, percentile(w.lat, .5)/percentile(kw.lat, .5))
 		}
 		f := func(xs []float64) string {
 			s := spreadOf(xs)
@@ -349,13 +415,16 @@ func BenchmarkFetchSessionsWide(b *testing.B) {
 		b.Logf("  sessionless: request B/fetch %s, response B/fetch %s, fetches/s %s, p50 ms %s, p99 ms %s, facade CPU ms/fetch %s",
 			f(without.req), f(without.resp), f(without.fps), f(without.p50), f(without.p99), f(without.cpu))
 		b.Logf("  native Queen long poll (10 x 1,024): p50 ms %s, p99 ms %s", f(native50), f(native99))
-		b.Logf("  sessions / sessionless: request %s, response %s, p50 %s; sessions p50 / native p50 %s",
-			g(reqRatio), g(respRatio), g(p50Ratio), g(p50Native))
+		b.Logf("  kfake (sessions, in memory): request B/fetch %s, response B/fetch %s, fetches/s %s, p50 ms %s, p99 ms %s",
+			f(fake.req), f(fake.resp), f(fake.fps), f(fake.p50), f(fake.p99))
+		b.Logf("  sessions / sessionless: request %s, response %s, p50 %s; sessions p50 / native p50 %s; sessions p50 / kfake p50 %s",
+			g(reqRatio), g(respRatio), g(p50Ratio), g(p50Native), g(p50Fake))
 		b.ReportMetric(spreadOf(with.req).med, "sess-req-B/fetch")
 		b.ReportMetric(spreadOf(without.req).med, "nosess-req-B/fetch")
 		b.ReportMetric(spreadOf(reqRatio).med, "req-ratio")
 		b.ReportMetric(spreadOf(with.p50).med, "sess-p50-ms")
 		b.ReportMetric(spreadOf(native50).med, "native-p50-ms")
 		b.ReportMetric(spreadOf(p50Native).med, "p50-vs-native")
+		b.ReportMetric(spreadOf(p50Fake).med, "p50-vs-kfake")
 	}
 }
