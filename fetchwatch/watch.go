@@ -112,6 +112,7 @@ type Watch struct {
 	done    []*group  // groups whose call ended since a round last looked
 	changed chan struct{}
 	loose   []*member // members in no group yet
+	queues  []string  // Round.Queues' buffer
 	named   int       // members the current round has named
 	swept   uint64    // the last round sweep ran in
 }
@@ -242,15 +243,57 @@ func (r *Round) End() {
 // set), the idx-th it reads, from queue: what the watch knows of it at
 // p.FetchOffset.
 func (r *Round) Match(p *fetchsession.Partition, idx int, queue string) Part {
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	return r.match(p, idx, queue)
+}
+
+// Matched is a partition MatchAll did not find quiet.
+type Matched struct {
+	Idx int // its place in the fetch
+	Part
+}
+
+// Queues is a buffer of n names the round's fetch fills for MatchAll,
+// reused from round to round (a wide session is fetched hundreds of times a
+// second).
+func (r *Round) Queues(n int) []string {
 	w := r.w
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	if cap(w.queues) < n {
+		w.queues = make([]string, n)
+	}
+	w.queues = w.queues[:n]
+	return w.queues
+}
+
+// MatchAll is Match for every partition of the fetch at once, under one
+// lock: ps[i] read from queues[i], or not read at all ("": refused) and so
+// not named to the round. It returns the partitions that are not Quiet,
+// in the fetch's order.
+func (r *Round) MatchAll(ps []fetchsession.Partition, queues []string) []Matched {
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	var out []Matched
+	for i := range ps {
+		if queues[i] == "" {
+			continue
+		}
+		if part := r.match(&ps[i], i, queues[i]); part.State != Quiet {
+			out = append(out, Matched{Idx: i, Part: part})
+		}
+	}
+	return out
+}
+
+// match is Match with w.mu held.
+func (r *Round) match(p *fetchsession.Partition, idx int, queue string) Part {
+	w := r.w
 	off := p.FetchOffset
 	var m *member
 	if int(p.Slot) < len(w.members) {
 		m = w.members[p.Slot]
 	}
-	if m == nil || m.key != p.Key || m.entry.Queue != queue {
+	if m == nil || m.key.Partition != p.Partition || m.key.ID != p.ID || m.key.Topic != p.Topic || m.entry.Queue != queue {
 		if m != nil {
 			w.drop([]*member{m})
 		}

@@ -458,3 +458,39 @@ func TestConcurrentRounds(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestMatchAll: the whole fetch matched under one lock: what is not quiet,
+// in the fetch's order; a partition with no queue is not named to the
+// round, and leaves the watch.
+func TestMatchAll(t *testing.T) {
+	rd := newReader()
+	w, _ := newWatch(t, rd, Config{Group: 8})
+	ps := session(6, 4)
+	r := w.Begin()
+	qs := r.Queues(len(ps))
+	for i := range qs {
+		qs[i] = "t"
+	}
+	qs[2] = "" // refused
+	ms := r.MatchAll(ps, qs)
+	require.Len(t, ms, 5)
+	for j, want := range []int{0, 1, 3, 4, 5} {
+		require.Equal(t, want, ms[j].Idx)
+		require.Equal(t, Read, ms[j].State)
+	}
+	for _, m := range ms {
+		r.Learn(&ps[m.Idx], Outcome{Next: 4, HighWatermark: 4})
+	}
+	require.True(t, r.Park())
+	require.Len(t, rd.next(t).req.Entries, 5, "the refused partition is not watched")
+	r.End()
+
+	r = w.Begin()
+	qs = r.Queues(len(ps))
+	for i := range qs {
+		qs[i] = "t"
+	}
+	qs[2] = ""
+	require.Empty(t, r.MatchAll(ps, qs), "every partition named is parked: nothing to do")
+	r.End()
+}

@@ -67,9 +67,10 @@ func (n *Node) fetchWatched(ctx context.Context, c *Conn, req *kmsg.FetchRequest
 	deadline := time.Now().Add(wait)
 	wf := &watchedFetch{n: n, req: req, fs: fs, round: round, f: n.newFetchFill(req),
 		topics: n.topicVerdicts(c, fetchFault, &resp.ThrottleMillis), touched: make(map[int]*touchedPart)}
-	var ready, hot []*touchedPart
-	var hotEntries []queen.FetchEntry
-	var results []*queen.FetchResult
+	// The verdicts first, then the watch's view of every partition the
+	// fetch may read, under one lock: a wide session is matched whole on
+	// every fetch.
+	queues := round.Queues(len(fs.Partitions))
 	var (
 		topic string
 		tv    topicVerdict
@@ -77,6 +78,7 @@ func (n *Node) fetchWatched(ctx context.Context, c *Conn, req *kmsg.FetchRequest
 	)
 	for i := range fs.Partitions {
 		rp := &fs.Partitions[i]
+		queues[i] = ""
 		if last == nil || rp.Topic != last.Topic || rp.ID != last.ID {
 			// A session lists a topic's partitions together: one verdict
 			// lookup per run of them, not per partition.
@@ -96,14 +98,23 @@ func (n *Node) fetchWatched(ctx context.Context, c *Conn, req *kmsg.FetchRequest
 			wf.refuse(i, kerr.OffsetOutOfRange.Code) // Queen refuses a negative offset for the whole call
 			continue
 		}
-		part := round.Match(rp, i, topic)
-		switch part.State {
+		queues[i] = topic
+	}
+	var ready, hot []*touchedPart
+	var hotEntries []queen.FetchEntry
+	var results []*queen.FetchResult
+	for _, m := range round.MatchAll(fs.Partitions, queues) {
+		tp, err := wf.touchRead(ctx, m.Idx)
+		if err != nil {
+			return nil, err
+		}
+		switch m.State {
 		case fetchwatch.Ready:
-			ready = append(ready, wf.touch(i, &tv))
-			results = append(results, part.Result)
+			ready = append(ready, tp)
+			results = append(results, m.Result)
 		case fetchwatch.Read:
-			hot = append(hot, wf.touch(i, &tv))
-			hotEntries = append(hotEntries, part.Entry)
+			hot = append(hot, tp)
+			hotEntries = append(hotEntries, m.Entry)
 		}
 	}
 	minBytes := int(max(req.MinBytes, 0))
@@ -146,12 +157,11 @@ func (n *Node) fetchWatched(ctx context.Context, c *Conn, req *kmsg.FetchRequest
 			return wf.answer(resp, wf.waitUnparked(fctx, c, resp, deadline, minBytes))
 		}
 		for _, h := range hits {
-			// The topic's verdict is this request's, already taken.
-			_, tv, err := fetchTopic(ctx, wf.topics, req.Version >= 13, fs.Partitions[h.Idx].Key)
+			tp, err := wf.touchRead(ctx, h.Idx)
 			if err != nil {
 				return nil, err
 			}
-			wf.fill(wf.touch(h.Idx, &tv), h.Result)
+			wf.fill(tp, h.Result)
 		}
 		wf.learn()
 	}
@@ -179,6 +189,19 @@ func (wf *watchedFetch) touch(idx int, tv *topicVerdict) *touchedPart {
 	}
 	wf.touched[idx] = tp
 	return tp
+}
+
+// touchRead is touch for a partition the fetch reads, whose topic's verdict
+// (and so its codec) this request has already taken.
+func (wf *watchedFetch) touchRead(ctx context.Context, idx int) (*touchedPart, error) {
+	if tp := wf.touched[idx]; tp != nil {
+		return tp, nil
+	}
+	_, tv, err := fetchTopic(ctx, wf.topics, wf.req.Version >= 13, wf.fs.Partitions[idx].Key)
+	if err != nil {
+		return nil, err
+	}
+	return wf.touch(idx, &tv), nil
 }
 
 // refuse answers the idx-th partition code, unread.
@@ -232,12 +255,10 @@ func (wf *watchedFetch) waitUnparked(ctx context.Context, c *Conn, resp *kmsg.Fe
 	entries := make([]queen.FetchEntry, len(rest))
 	idx := make([]int, len(rest))
 	for j, h := range rest {
-		rp := &wf.fs.Partitions[h.Idx]
-		_, tv, err := fetchTopic(ctx, wf.topics, wf.req.Version >= 13, rp.Key)
+		tp, err := wf.touchRead(ctx, h.Idx)
 		if err != nil {
 			return err
 		}
-		tp := wf.touch(h.Idx, &tv)
 		slots[j], entries[j], idx[j] = tp.slot, h.Entry, h.Idx
 	}
 	err := wf.f.chunked(ctx, c, slots, entries, time.Until(deadline), minBytes)
