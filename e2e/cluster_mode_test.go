@@ -173,6 +173,21 @@ func TestClusterStopRestartAndConflict(t *testing.T) {
 	}
 }
 
+// rejoin restarts node id (stopped) and waits until it has claimed its id
+// and every node lists all three.
+func rejoin(t testing.TB, c *testCluster, id int) {
+	t.Helper()
+	n := c.node(id)
+	off := n.Out.Len()
+	if err := n.restart(); err != nil {
+		t.Fatalf("restart node %d: %v", id, err)
+	}
+	logLine(t, n, off, 10*time.Second, "node id claimed")
+	for i := 1; i <= len(c.nodes); i++ {
+		c.waitBrokers(t, i, []int32{1, 2, 3}, 10*time.Second)
+	}
+}
+
 // sigtermDrop stops node id with SIGTERM and returns how long it took until
 // every other node stopped listing it.
 func sigtermDrop(t testing.TB, c *testCluster, id int) time.Duration {

@@ -62,6 +62,20 @@ func (c *partConsumer) waitFor(t testing.TB, n int, limit time.Duration) []rec {
 	return c.records()
 }
 
+// opsCluster is a 3-node cluster whose nodes serve their operator listener
+// (metrics) at ops[id].
+func opsCluster(t *testing.T) (*testCluster, map[int]string) {
+	t.Helper()
+	ops := map[int]string{}
+	for id := 1; id <= 3; id++ {
+		ops[id] = "127.0.0.1:" + strconv.Itoa(freePort(t))
+	}
+	c := newTestCluster(t, clusterOpts{nodes: 3, nodeEnv: func(id int) map[string]string {
+		return map[string]string{"QUEEN_KAFKA_HTTP_ADDR": ops[id]}
+	}})
+	return c, ops
+}
+
 // sessionState is one node's fetch session metrics.
 type sessionState struct {
 	sessions, partitions, incremental float64
@@ -91,13 +105,7 @@ func sessionsAt(t testing.TB, ops string) sessionState {
 // a stale client fetching from a former leader is answered correctly.
 func TestClusterFetchSessions(t *testing.T) {
 	t.Parallel()
-	ops := map[int]string{}
-	for id := 1; id <= 3; id++ {
-		ops[id] = "127.0.0.1:" + strconv.Itoa(freePort(t))
-	}
-	c := newTestCluster(t, clusterOpts{nodes: 3, nodeEnv: func(id int) map[string]string {
-		return map[string]string{"QUEEN_KAFKA_HTTP_ADDR": ops[id]}
-	}})
+	c, ops := opsCluster(t)
 	const parts = 12
 	topic := uniq("fsess")
 	c.createTopic(t, topic, parts)
@@ -147,20 +155,12 @@ func TestClusterFetchSessions(t *testing.T) {
 	exactlyOnce(t, "node 3 stopped", append(append([]rec{}, r1...), r2...), cons.waitFor(t, len(r1)+len(r2), 30*time.Second))
 	sessionsFollow("nodes 1 and 2 took node 3's partitions into their sessions", 1, 2)
 
-	n3 := c.node(3)
-	off := n3.Out.Len()
-	if err := n3.restart(); err != nil {
-		t.Fatalf("restart node 3: %v", err)
-	}
-	logLine(t, n3, off, 10*time.Second, "node id claimed")
-	for id := 1; id <= 3; id++ {
-		c.waitBrokers(t, id, []int32{1, 2, 3}, 10*time.Second)
-	}
+	rejoin(t, c, 3)
 	r3 := produceRound(t, c.target(), topic, parts, 2, "r3", 5)
 	all := append(append(append([]rec{}, r1...), r2...), r3...)
 	exactlyOnce(t, "node 3 back", all, cons.waitFor(t, len(all), 30*time.Second))
 	sessionsFollow("node 3 leads its partitions again; 1 and 2 forgot them", 1, 2, 3)
-	if !n3.running() {
+	if !c.node(3).running() {
 		t.Fatal("node 3 stopped")
 	}
 }
@@ -176,13 +176,7 @@ func TestClusterFetchSessions(t *testing.T) {
 // once.
 func TestClusterWideFetchSessions(t *testing.T) {
 	t.Parallel()
-	ops := map[int]string{}
-	for id := 1; id <= 3; id++ {
-		ops[id] = "127.0.0.1:" + strconv.Itoa(freePort(t))
-	}
-	c := newTestCluster(t, clusterOpts{nodes: 3, nodeEnv: func(id int) map[string]string {
-		return map[string]string{"QUEEN_KAFKA_HTTP_ADDR": ops[id]}
-	}})
+	c, ops := opsCluster(t)
 	const parts = 3600
 	topic := uniq("fwide")
 	c.createTopic(t, topic, parts)
@@ -225,15 +219,7 @@ func TestClusterWideFetchSessions(t *testing.T) {
 	round(c.target(1, 2), "r2", 1)
 	parkedOn("nodes 1 and 2 park node 3's partitions too", 1, 2)
 
-	n3 := c.node(3)
-	off := n3.Out.Len()
-	if err := n3.restart(); err != nil {
-		t.Fatalf("restart node 3: %v", err)
-	}
-	logLine(t, n3, off, 10*time.Second, "node id claimed")
-	for id := 1; id <= 3; id++ {
-		c.waitBrokers(t, id, []int32{1, 2, 3}, 10*time.Second)
-	}
+	rejoin(t, c, 3)
 	parkedOn("node 3 parks its partitions again", 3)
 	round(c.target(), "r3", 2)
 }

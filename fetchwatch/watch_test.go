@@ -111,6 +111,16 @@ func roundOf(t *testing.T, w *Watch, ps []fetchsession.Partition) (*Round, []Par
 	return r, parts
 }
 
+// parked runs a round that finds every partition of ps caught up at its
+// offset and parks them all; the round is left open.
+func parked(t *testing.T, w *Watch, ps []fetchsession.Partition) *Round {
+	t.Helper()
+	r, _ := roundOf(t, w, ps)
+	coldAll(r, ps)
+	require.True(t, r.Park())
+	return r
+}
+
 // coldAll learns every partition of ps caught up at its offset.
 func coldAll(r *Round, ps []fetchsession.Partition) {
 	for i := range ps {
@@ -185,9 +195,7 @@ func TestWaitHandsOverWhatAParkedCallRead(t *testing.T) {
 	rd := newReader()
 	w, _ := newWatch(t, rd, Config{Group: 4})
 	ps := session(8, 0)
-	r, _ := roundOf(t, w, ps)
-	coldAll(r, ps)
-	require.True(t, r.Park())
+	r := parked(t, w, ps)
 	c := rd.next(t)
 	if other := rd.next(t); other.req.Entries[0].Partition == "4" {
 		c = other // the group of partitions 4-7
@@ -234,9 +242,7 @@ func TestReadyBetweenFetches(t *testing.T) {
 	rd := newReader()
 	w, _ := newWatch(t, rd, Config{Group: 4, Fresh: time.Second})
 	ps := session(4, 10)
-	r, _ := roundOf(t, w, ps)
-	coldAll(r, ps)
-	require.True(t, r.Park())
+	r := parked(t, w, ps)
 	r.End()
 	c := rd.next(t)
 	c.answer(map[string]int{"1": 1})
@@ -257,9 +263,7 @@ func TestReadyBetweenFetches(t *testing.T) {
 
 	// Kept too long: read again.
 	w2, clk2 := newWatch(t, rd, Config{Group: 4, Fresh: time.Second})
-	r, _ = roundOf(t, w2, ps)
-	coldAll(r, ps)
-	require.True(t, r.Park())
+	r = parked(t, w2, ps)
 	r.End()
 	rd.next(t).answer(map[string]int{"2": 1})
 	rd.next(t)
@@ -276,9 +280,7 @@ func TestClientMovedAPartition(t *testing.T) {
 	rd := newReader()
 	w, _ := newWatch(t, rd, Config{Group: 4})
 	ps := session(4, 3)
-	r, _ := roundOf(t, w, ps)
-	coldAll(r, ps)
-	require.True(t, r.Park())
+	r := parked(t, w, ps)
 	r.End()
 	c := rd.next(t)
 
@@ -301,9 +303,7 @@ func TestFailedCallIsReadNext(t *testing.T) {
 	rd := newReader()
 	w, _ := newWatch(t, rd, Config{Group: 4})
 	ps := session(4, 0)
-	r, _ := roundOf(t, w, ps)
-	coldAll(r, ps)
-	require.True(t, r.Park())
+	r := parked(t, w, ps)
 	rd.next(t).ans <- answer{err: errors.New("queen: 503")}
 	hits, failed := r.Wait(context.Background(), time.Now().Add(5*time.Second))
 	require.Empty(t, hits)
@@ -327,9 +327,7 @@ func TestDroppedPartitionsAndClose(t *testing.T) {
 	calls := NewCalls(10)
 	w, _ := newWatch(t, rd, Config{Group: 4, Calls: calls})
 	ps := session(8, 0)
-	r, _ := roundOf(t, w, ps)
-	coldAll(r, ps)
-	require.True(t, r.Park())
+	r := parked(t, w, ps)
 	a, b := rd.next(t), rd.next(t)
 	if a.req.Entries[0].Partition != "0" {
 		a, b = b, a
@@ -374,9 +372,7 @@ func TestIdleWatchStopsAsking(t *testing.T) {
 	rd := newReader()
 	w, clk := newWatch(t, rd, Config{Group: 4, Wait: 10 * time.Second})
 	ps := session(4, 0)
-	r, _ := roundOf(t, w, ps)
-	coldAll(r, ps)
-	require.True(t, r.Park())
+	r := parked(t, w, ps)
 	r.End()
 	rd.next(t).answer(nil) // the wait ran out
 	third := rd.next(t)    // asked again: the session was fetched just now
@@ -427,9 +423,7 @@ func TestConcurrentRounds(t *testing.T) {
 	rd := newReader()
 	w, _ := newWatch(t, rd, Config{Group: 8})
 	ps := session(64, 0)
-	r, _ := roundOf(t, w, ps)
-	coldAll(r, ps)
-	require.True(t, r.Park())
+	r := parked(t, w, ps)
 	require.Nil(t, w.Begin(), "one round at a time")
 	var wg sync.WaitGroup
 	stop := make(chan struct{})

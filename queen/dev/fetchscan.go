@@ -45,12 +45,7 @@ func scanFetchBody(body []byte) (raw rawFetchBody, ok bool) {
 			raw.MinBytes, ok = s.int64OrNull()
 			return ok
 		}
-		for _, known := range [...]string{"entries", "maxWaitMs", "minBytes"} {
-			if foldsTo(key, known) {
-				return false
-			}
-		}
-		return s.skip(0)
+		return !foldsToAny(key, "entries", "maxWaitMs", "minBytes") && s.skip(0)
 	})
 	if !fields {
 		return raw, false
@@ -105,12 +100,7 @@ func (s *scanner) fetchField(e *rawFetchEntry) bool {
 		e.MaxBytes, ok = s.int64OrNull()
 		return ok
 	}
-	for _, known := range [...]string{"queue", "partition", "offset", "maxBytes"} {
-		if foldsTo(key, known) {
-			return false
-		}
-	}
-	return s.skip(0)
+	return !foldsToAny(key, "queue", "partition", "offset", "maxBytes") && s.skip(0)
 }
 
 // int64OrNull reads a plain integer that fits int64 (nil for null); any

@@ -142,11 +142,7 @@ func (s *scanner) field(it *rawItem) bool {
 	case "payload":
 		it.Payload = val[:len(val):len(val)]
 	default:
-		for _, known := range [...]string{"queue", "transactionId", "partition", "payload", "data"} {
-			if foldsTo(key, known) {
-				return false
-			}
-		}
+		return !foldsToAny(key, "queue", "transactionId", "partition", "payload", "data")
 	}
 	return true
 }
@@ -198,6 +194,18 @@ func (c *tokenCache) decode(tok []byte) (*string, bool) {
 // field names (case-insensitively) without being equal to it.
 func foldsTo(key []byte, name string) bool {
 	return string(key) != name && bytes.EqualFold(key, []byte(name))
+}
+
+// foldsToAny reports whether key folds to one of names (foldsTo): a key
+// encoding/json would take for a field the fast decoders read by its exact
+// name, which they leave to it.
+func foldsToAny(key []byte, names ...string) bool {
+	for _, name := range names {
+		if foldsTo(key, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxScanDepth bounds nesting; deeper documents go to encoding/json.
