@@ -175,7 +175,7 @@ func BenchmarkProduceTargets(b *testing.B) {
 		sides := []func(){
 			func() {
 				if profiles != "" {
-					defer profileFacade(b, opsAddr, profiles, len(cpu))()
+					defer profileFacade(b, opsAddr, profiles, strconv.Itoa(len(cpu)), targetWindow-time.Second)()
 				}
 				c0 := cpuSeconds(fac.pid())
 				fw = produceWindow(b, []string{fac.addr}, uniq("bench-targets"))
@@ -227,13 +227,12 @@ func BenchmarkProduceTargets(b *testing.B) {
 }
 
 // profileFacade starts taking a CPU and an allocation profile of the facade
-// (its /debug/pprof over QUEEN_KAFKA_HTTP_ADDR) for most of a window, and
-// returns a func that waits for both and writes them to dir as
-// cpu-<round>.pprof and allocs-<round>.pprof. QK_BENCH_PROFILE_DIR turns it
-// on; the profiles cost the facade some CPU, so figures from such a run are
-// not the targets'.
-func profileFacade(b *testing.B, opsAddr, dir string, round int) func() {
-	secs := strconv.Itoa(int(targetWindow/time.Second) - 1)
+// (its /debug/pprof over QUEEN_KAFKA_HTTP_ADDR) for d, and returns a func
+// that waits for both and writes them to dir as cpu-<name>.pprof and
+// allocs-<name>.pprof. QK_BENCH_PROFILE_DIR turns it on; the profiles cost
+// the facade some CPU, so figures from such a run are not the targets'.
+func profileFacade(b *testing.B, opsAddr, dir, name string, d time.Duration) func() {
+	secs := strconv.Itoa(max(int(d/time.Second), 1))
 	var wg sync.WaitGroup
 	for _, kind := range []string{"profile", "allocs"} {
 		wg.Go(func() {
@@ -243,8 +242,8 @@ func profileFacade(b *testing.B, opsAddr, dir string, round int) func() {
 				return
 			}
 			defer resp.Body.Close()
-			name := map[string]string{"profile": "cpu", "allocs": "allocs"}[kind]
-			out, err := os.Create(filepath.Join(dir, name+"-"+strconv.Itoa(round)+".pprof"))
+			kindName := map[string]string{"profile": "cpu", "allocs": "allocs"}[kind]
+			out, err := os.Create(filepath.Join(dir, kindName+"-"+name+".pprof"))
 			if err == nil {
 				_, err = io.Copy(out, resp.Body)
 				err = errors.Join(err, out.Close())

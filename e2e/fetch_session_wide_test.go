@@ -357,7 +357,9 @@ func longPollWide(tb testing.TB, q *queen.Client, topic string, rate, total int)
 // response bytes (median per fetch), fetches/s, produce-to-delivery
 // p50/p99, and the facade's CPU per fetch; reported as min/median/max over
 // the rounds, with sessions ÷ sessionless, sessions ÷ native and sessions ÷
-// kfake. QK_WIDE_ROUNDS overrides the 3 rounds.
+// kfake. QK_WIDE_ROUNDS overrides the 3 rounds; QK_BENCH_PROFILE_DIR
+// writes a CPU and an allocation profile of the facade over each round's
+// sessions side (cpu-wide-<round>.pprof), which costs it some CPU.
 func BenchmarkFetchSessionsWide(b *testing.B) {
 	const rate, dur = 200, 5 * time.Second
 	rounds := 3
@@ -365,9 +367,15 @@ func BenchmarkFetchSessionsWide(b *testing.B) {
 		rounds = n
 	}
 	total := int(rate * dur.Seconds())
+	profiles := os.Getenv("QK_BENCH_PROFILE_DIR")
 	for range b.N {
 		dev := startQueenDev(b, devOptions{})
-		fac := startFacade(b, dev, map[string]string{"LOG_LEVEL": "warn"})
+		env := map[string]string{"LOG_LEVEL": "warn"}
+		opsAddr := "127.0.0.1:" + strconv.Itoa(freePort(b))
+		if profiles != "" {
+			env["QUEEN_KAFKA_HTTP_ADDR"] = opsAddr
+		}
+		fac := startFacade(b, dev, env)
 		q, err := queen.New(queen.Config{URL: dev.url})
 		if err != nil {
 			b.Fatal(err)
@@ -387,7 +395,16 @@ func BenchmarkFetchSessionsWide(b *testing.B) {
 			s.cpu = append(s.cpu, r.cpu/float64(max(r.fetches, 1))*1e3)
 		}
 		for r := 0; r < rounds; r++ {
+			var profiled func()
+			if profiles != "" {
+				// The sessions side, its warm-up included (a full fetch and the
+				// first incremental one, which reads every partition).
+				profiled = profileFacade(b, opsAddr, profiles, "wide-"+strconv.Itoa(r), dur)
+			}
 			w := consumeWide(b, br, false, rate, total, nil)
+			if profiled != nil {
+				profiled()
+			}
 			wo := consumeWide(b, br, true, rate, total, nil)
 			nl := longPollWide(b, q, topic, rate, total)
 			kw := consumeWide(b, kf, false, rate, total, nil)
