@@ -97,6 +97,9 @@ type wideBroker struct {
 	topic string
 	push  func(ctx context.Context, rate, total int)
 	cpu   func() float64
+	// around, when set, is called as the trickle starts, and what it
+	// returns when the trickle is consumed (a profile of the trickle).
+	around func() (end func())
 }
 
 // facadeWide is the facade fac in front of Queen q, the trickle pushed
@@ -183,6 +186,9 @@ func consumeWide(tb testing.TB, br wideBroker, sessionless bool, rate, total int
 		})
 	}
 	req0, resp0 := hook.sizes()
+	if br.around != nil {
+		defer br.around()()
+	}
 	c0 := cpuNow()
 	start := time.Now()
 	lat := make([]float64, 0, total)
@@ -359,7 +365,8 @@ func longPollWide(tb testing.TB, q *queen.Client, topic string, rate, total int)
 // the rounds, with sessions ÷ sessionless, sessions ÷ native and sessions ÷
 // kfake. QK_WIDE_ROUNDS overrides the 3 rounds; QK_BENCH_PROFILE_DIR
 // writes a CPU and an allocation profile of the facade over each round's
-// sessions side (cpu-wide-<round>.pprof), which costs it some CPU.
+// sessions side's trickle (cpu-wide-<round>.pprof), which costs it some
+// CPU.
 func BenchmarkFetchSessionsWide(b *testing.B) {
 	const rate, dur = 200, 5 * time.Second
 	rounds := 3
@@ -395,16 +402,12 @@ func BenchmarkFetchSessionsWide(b *testing.B) {
 			s.cpu = append(s.cpu, r.cpu/float64(max(r.fetches, 1))*1e3)
 		}
 		for r := 0; r < rounds; r++ {
-			var profiled func()
+			sess := br
 			if profiles != "" {
-				// The sessions side, its warm-up included (a full fetch and the
-				// first incremental one, which reads every partition).
-				profiled = profileFacade(b, opsAddr, profiles, "wide-"+strconv.Itoa(r), dur)
+				// The sessions side's trickle.
+				sess.around = func() func() { return profileFacade(b, opsAddr, profiles, "wide-"+strconv.Itoa(r), dur) }
 			}
-			w := consumeWide(b, br, false, rate, total, nil)
-			if profiled != nil {
-				profiled()
-			}
+			w := consumeWide(b, sess, false, rate, total, nil)
 			wo := consumeWide(b, br, true, rate, total, nil)
 			nl := longPollWide(b, q, topic, rate, total)
 			kw := consumeWide(b, kf, false, rate, total, nil)
@@ -417,6 +420,8 @@ func BenchmarkFetchSessionsWide(b *testing.B) {
 			p50Ratio = append(p50Ratio, percentile(w.lat, .5)/percentile(wo.lat, .5))
 			p50Native = append(p50Native, percentile(w.lat, .5)/percentile(nl, .5))
 			p50Fake = append(p50Fake, percentile(w.lat, .5)/percentile(kw.lat, .5))
+			b.Logf("  round %d: p50 ms sessions %.1f, sessionless %.1f, native %.1f, kfake %.1f", r+1,
+				percentile(w.lat, .5), percentile(wo.lat, .5), percentile(nl, .5), percentile(kw.lat, .5))
 		}
 		f := func(xs []float64) string {
 			s := spreadOf(xs)

@@ -34,7 +34,7 @@ func parts(topic string, n int) []Partition {
 func unslotted(ps []Partition) []Partition {
 	out := make([]Partition, len(ps))
 	for i, p := range ps {
-		p.Slot = 0
+		p.Slot, p.SlotGen = 0, 0
 		out[i] = p
 	}
 	return out

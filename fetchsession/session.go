@@ -24,6 +24,10 @@ type Partition struct {
 	// to the next one added. The node's watch indexes by it (a slice, not a
 	// map keyed by topic name, on every fetch of every partition).
 	Slot int32
+	// SlotGen tells the slot's partitions apart over time: it changes each
+	// time the slot is given to a partition, so a watch that knew the
+	// slot's last partition sees it is another one.
+	SlotGen uint32
 }
 
 // Request is the session side of one fetch request.
@@ -245,7 +249,8 @@ type session struct {
 	// allocate both anew for every fetch. nil while a fetch holds it.
 	scratch []Partition
 	moved   []*cached
-	free    []int32 // the slots of forgotten partitions, for the next added
+	free    []int32  // the slots of forgotten partitions, for the next added
+	gens    []uint32 // by slot, the generation its partition was given
 
 	// attMu guards att and gone alone, so the cache can close a session's
 	// attachment whatever other lock its caller holds.
@@ -277,13 +282,16 @@ func (s *session) update(ps []Partition, forgotten []Key) {
 			cp.FetchOffset, cp.MaxBytes = p.FetchOffset, p.MaxBytes
 			continue
 		}
-		p.Slot = 0
+		p.Slot, p.SlotGen = 0, 0
 		cp := &cached{Partition: p, highWatermark: -1, logStart: -1}
 		if n := len(s.free); n > 0 {
 			cp.Slot, s.free = s.free[n-1], s.free[:n-1]
 		} else {
 			cp.Slot = int32(len(s.parts))
+			s.gens = append(s.gens, 0)
 		}
+		s.gens[cp.Slot]++
+		cp.SlotGen = s.gens[cp.Slot]
 		s.parts[p.Key] = cp
 		s.order = append(s.order, cp)
 	}

@@ -150,6 +150,14 @@ func TestSlots(t *testing.T) {
 	inc = c.Begin(Request{ID: f.ID, Epoch: 4, Partitions: []Partition{part("u", 1, 0)}})
 	got := slots(inc)
 	require.Equal(t, before[Key{Topic: "t", Partition: 2}], got[Key{Topic: "u", Partition: 1}], "the forgotten partition's slot is reused")
+	for _, p := range inc.Partitions {
+		if p.Key == (Key{Topic: "u", Partition: 1}) {
+			require.Equal(t, uint32(2), p.SlotGen, "its second partition: another generation")
+		}
+		if p.Key == (Key{Topic: "t", Partition: 0}) {
+			require.Equal(t, uint32(1), p.SlotGen)
+		}
+	}
 	for _, s := range got {
 		require.Less(t, s, int32(5), "at most 5 were held at once: u-0 came before t-1 went")
 	}

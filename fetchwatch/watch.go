@@ -115,6 +115,19 @@ type Watch struct {
 	queues  []string  // Round.Queues' buffer
 	named   int       // members the current round has named
 	swept   uint64    // the last round sweep ran in
+
+	// By slot, what a round reads and writes for every partition of every
+	// fetch, kept out of the members so a wide session's pass runs through
+	// memory in order rather than chasing one pointer a partition: the
+	// slot's generation (fetchsession.Partition.SlotGen) its member is of,
+	// the offset it is quiet at (cold, nothing unread; -1 when it is not),
+	// the last round that named it, its place in that round's fetch and the
+	// offset that round asked.
+	gens  []uint32
+	quiet []int64
+	seen  []uint64
+	idxs  []int32
+	wants []int64
 }
 
 // member is one watched partition.
@@ -128,9 +141,6 @@ type member struct {
 	// fetch that will answer them: the client asks there next.
 	cold bool
 	g    *group
-	seen uint64 // the last round that named it
-	idx  int    // its place in that round's fetch
-	want int64  // the offset that round asked
 	// res is a parked call's answer for it (records, an error or moved
 	// bounds) read from resFrom, that no fetch has taken yet; at is when it
 	// came.
@@ -273,12 +283,22 @@ func (r *Round) Queues(n int) []string {
 func (r *Round) MatchAll(ps []fetchsession.Partition, queues []string) []Matched {
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
+	w := r.w
 	var out []Matched
 	for i := range ps {
 		if queues[i] == "" {
 			continue
 		}
-		if part := r.match(&ps[i], i, queues[i]); part.State != Quiet {
+		p := &ps[i]
+		if s := p.Slot; int(s) < len(w.quiet) && w.gens[s] == p.SlotGen && w.quiet[s] == p.FetchOffset && w.members[s] != nil {
+			// Quiet where the fetch asks: named, nothing else to do.
+			if w.seen[s] != r.n {
+				w.named++
+			}
+			w.seen[s], w.idxs[s], w.wants[s] = r.n, int32(i), p.FetchOffset
+			continue
+		}
+		if part := r.match(p, i, queues[i]); part.State != Quiet {
 			out = append(out, Matched{Idx: i, Part: part})
 		}
 	}
@@ -293,24 +313,28 @@ func (r *Round) match(p *fetchsession.Partition, idx int, queue string) Part {
 	if int(p.Slot) < len(w.members) {
 		m = w.members[p.Slot]
 	}
-	if m == nil || m.key.Partition != p.Partition || m.key.ID != p.ID || m.key.Topic != p.Topic || m.entry.Queue != queue {
+	if m == nil || w.gens[p.Slot] != p.SlotGen || m.key != p.Key || m.entry.Queue != queue {
 		if m != nil {
 			w.drop([]*member{m})
 		}
 		m = &member{key: p.Key, slot: p.Slot, entry: queen.FetchEntry{Queue: queue, Partition: strconv.FormatInt(int64(p.Partition), 10), Offset: off}}
-		if int(p.Slot) >= len(w.members) {
-			w.members = slices.Grow(w.members, int(p.Slot)+1-len(w.members))[:p.Slot+1]
+		if n := int(p.Slot) + 1; n > len(w.members) {
+			w.members = grow(w.members, n)
+			w.gens, w.quiet, w.seen = grow(w.gens, n), grow(w.quiet, n), grow(w.seen, n)
+			w.idxs, w.wants = grow(w.idxs, n), grow(w.wants, n)
 		}
-		w.members[p.Slot] = m
+		w.members[p.Slot], w.gens[p.Slot], w.quiet[p.Slot] = m, p.SlotGen, -1
 		w.live++
 		w.loose = append(w.loose, m)
 	}
-	if m.seen != r.n {
+	s := p.Slot
+	if w.seen[s] != r.n {
 		w.named++
 	}
-	m.seen, m.idx, m.want = r.n, idx, off
+	w.seen[s], w.idxs[s], w.wants[s] = r.n, int32(idx), off
 	if res := m.res; res != nil {
 		m.res = nil
+		w.sync(m)
 		if m.resFrom == off && w.cfg.Now().Sub(m.at) <= w.cfg.Fresh {
 			e := m.entry
 			e.Offset = off
@@ -336,6 +360,25 @@ func (w *Watch) move(m *member, off int64, cold bool) {
 		w.stop(m.g)
 	}
 	m.entry.Offset, m.cold = off, cold
+	w.sync(m)
+}
+
+// sync records in the slot arrays whether m is quiet, and where (w.mu
+// held): cold, with nothing unread, at its offset.
+func (w *Watch) sync(m *member) {
+	if !w.holds(m) {
+		return
+	}
+	if m.cold && m.res == nil {
+		w.quiet[m.slot] = m.entry.Offset
+	} else {
+		w.quiet[m.slot] = -1
+	}
+}
+
+// grow is xs grown to n, zero beyond its length.
+func grow[T any](xs []T, n int) []T {
+	return slices.Grow(xs, n-len(xs))[:n]
 }
 
 // Learn is what the fetch answered of partition p, read or taken Ready:
@@ -350,7 +393,7 @@ func (r *Round) Learn(p *fetchsession.Partition, o Outcome) {
 		return
 	}
 	m := w.members[p.Slot]
-	if m == nil || m.key != p.Key || m.seen != r.n {
+	if m == nil || m.key != p.Key || w.seen[p.Slot] != r.n {
 		return
 	}
 	w.move(m, o.Next, !o.Err && o.HighWatermark >= 0 && o.Next == o.HighWatermark)
@@ -393,15 +436,15 @@ func (r *Round) Unparked() []Hit {
 			continue
 		}
 		for _, m := range g.members {
-			if m.seen == r.n && m.cold && m.res == nil && m.entry.Offset == m.want {
+			if w.seen[m.slot] == r.n && m.cold && m.res == nil && m.entry.Offset == w.wants[m.slot] {
 				ms = append(ms, m)
 			}
 		}
 	}
-	slices.SortFunc(ms, func(a, b *member) int { return cmp.Compare(a.idx, b.idx) })
+	w.byIdx(ms)
 	hs := make([]Hit, len(ms))
 	for i, m := range ms {
-		hs[i] = Hit{Idx: m.idx, Entry: m.entry}
+		hs[i] = Hit{Idx: int(w.idxs[m.slot]), Entry: m.entry}
 	}
 	return hs
 }
@@ -448,11 +491,12 @@ func (w *Watch) collect(n uint64) (hits []Hit, failed bool) {
 	for _, g := range w.done {
 		failed = failed || g.failed == n
 		for _, m := range g.members {
-			if m.res != nil && m.seen == n && m.resFrom == m.want {
+			if m.res != nil && w.seen[m.slot] == n && m.resFrom == w.wants[m.slot] {
 				e := m.entry
 				e.Offset = m.resFrom
-				hits = append(hits, Hit{Idx: m.idx, Entry: e, Result: m.res})
+				hits = append(hits, Hit{Idx: int(w.idxs[m.slot]), Entry: e, Result: m.res})
 				m.res = nil
+				w.sync(m)
 			}
 		}
 	}
@@ -473,7 +517,7 @@ func (w *Watch) sweep(n uint64) {
 	if w.live != w.named {
 		var gone []*member
 		for _, m := range w.members {
-			if m != nil && m.seen != n {
+			if m != nil && w.seen[m.slot] != n {
 				gone = append(gone, m)
 			}
 		}
@@ -500,7 +544,7 @@ func (w *Watch) sweep(n uint64) {
 	if len(loose) == 0 {
 		return
 	}
-	slices.SortFunc(loose, func(a, b *member) int { return cmp.Compare(a.idx, b.idx) })
+	w.byIdx(loose)
 	var last *group
 	if len(w.groups) > 0 {
 		last = w.groups[len(w.groups)-1]
@@ -522,7 +566,7 @@ func (w *Watch) drop(ms []*member) {
 	var touched []*group
 	for _, m := range ms {
 		if w.holds(m) {
-			w.members[m.slot] = nil
+			w.members[m.slot], w.quiet[m.slot] = nil, -1
 			w.live--
 		}
 		if m.g != nil && !slices.Contains(touched, m.g) {
@@ -537,6 +581,11 @@ func (w *Watch) drop(ms []*member) {
 			w.groups = slices.DeleteFunc(w.groups, func(o *group) bool { return o == g })
 		}
 	}
+}
+
+// byIdx sorts ms in the order of the last fetch that named them.
+func (w *Watch) byIdx(ms []*member) {
+	slices.SortFunc(ms, func(a, b *member) int { return cmp.Compare(w.idxs[a.slot], w.idxs[b.slot]) })
 }
 
 // holds reports that m is the watch's member in its slot (w.mu held).
@@ -558,7 +607,7 @@ func (w *Watch) park(g *group) bool {
 		return false
 	}
 	ms := slices.Clone(g.members)
-	slices.SortFunc(ms, func(a, b *member) int { return cmp.Compare(a.idx, b.idx) })
+	w.byIdx(ms)
 	per := max(w.cfg.CallBytes/len(ms), 1)
 	es := make([]queen.FetchEntry, len(ms))
 	for i, m := range ms {
@@ -597,6 +646,7 @@ func (w *Watch) run(ctx context.Context, g *group, c *call) {
 			g.call, g.failed = nil, w.round
 			for _, m := range g.members {
 				m.cold = false
+				w.sync(m)
 			}
 			w.ended(g)
 			w.mu.Unlock()
@@ -620,6 +670,7 @@ func (w *Watch) run(ctx context.Context, g *group, c *call) {
 			} else {
 				m.cold = false
 			}
+			w.sync(m)
 		}
 		if news {
 			w.ended(g)
