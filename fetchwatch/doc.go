@@ -25,8 +25,8 @@
 //     whether a read there found nothing (cold) or it must be read again
 //     (a partition is only parked cold: a call parked where records wait
 //     would answer at once, and again, for nothing);
-//   - the node-wide bound on parked calls (Calls), past which a fetch is
-//     told to wait some other way;
+//   - the node-wide bound on parked calls (Calls), and each identity's share
+//     of it (a quarter), past which a fetch is told to wait some other way;
 //   - a watch's end: Close cancels every call, and the fetch session it is
 //     attached to (fetchsession.Attachment) closes it with the session. A
 //     call stays parked only while its session is fetched: a call that

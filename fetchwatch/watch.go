@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/queen-mq/queen-kafka/fetchsession"
@@ -30,36 +29,57 @@ type Reader interface {
 	Fetch(ctx context.Context, req queen.FetchRequest) ([]queen.FetchResult, error)
 }
 
-// Calls bounds the parked calls of every watch of a node. It is safe for
-// concurrent use.
+// Calls bounds the parked calls of every watch of a node, and each
+// owner's (a session's identity, its SASL tenant) share of them: a quarter,
+// so one tenant's wide sessions cannot take every call and leave the
+// others' to wait the plain way. It is safe for concurrent use.
 type Calls struct {
-	max int64
-	n   atomic.Int64
+	max, perOwner int
+	mu            sync.Mutex
+	n             int
+	owners        map[string]int
 }
 
-// NewCalls returns a bound of max parked calls (DefaultMaxCalls when max <= 0).
-func NewCalls(max int) *Calls {
-	if max <= 0 {
-		max = DefaultMaxCalls
+// NewCalls returns a bound of limit parked calls (DefaultMaxCalls when
+// limit <= 0).
+func NewCalls(limit int) *Calls {
+	if limit <= 0 {
+		limit = DefaultMaxCalls
 	}
-	return &Calls{max: int64(max)}
+	return &Calls{max: limit, perOwner: max(limit/4, 1), owners: map[string]int{}}
 }
 
 // Parked is the number of calls parked now.
-func (c *Calls) Parked() int { return int(c.n.Load()) }
+func (c *Calls) Parked() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
 
 // Limit is the bound.
-func (c *Calls) Limit() int { return int(c.max) }
+func (c *Calls) Limit() int { return c.max }
 
-func (c *Calls) take() bool {
-	if c.n.Add(1) > c.max {
-		c.n.Add(-1)
+// take holds one call for owner, unless the node's bound or the owner's
+// share is reached.
+func (c *Calls) take(owner string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n >= c.max || c.owners[owner] >= c.perOwner {
 		return false
 	}
+	c.n++
+	c.owners[owner]++
 	return true
 }
 
-func (c *Calls) give() { c.n.Add(-1) }
+func (c *Calls) give(owner string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n--
+	if c.owners[owner]--; c.owners[owner] <= 0 {
+		delete(c.owners, owner)
+	}
+}
 
 // Config shapes a Watch. A zero field takes its default.
 type Config struct {
@@ -68,6 +88,7 @@ type Config struct {
 	Fresh     time.Duration
 	Group     int    // partitions one call parks on, at most queen.MaxFetchEntries
 	Calls     *Calls // shared by a node's watches; a private bound when nil
+	Owner     string // the session's identity, whose share of Calls it draws on
 	Now       func() time.Time
 }
 
@@ -603,7 +624,7 @@ func (w *Watch) stop(g *group) {
 
 // park starts g's call (w.mu held); false when the node's bound refused it.
 func (w *Watch) park(g *group) bool {
-	if !w.cfg.Calls.take() {
+	if !w.cfg.Calls.take(w.cfg.Owner) {
 		return false
 	}
 	ms := slices.Clone(g.members)
@@ -627,7 +648,7 @@ func (w *Watch) park(g *group) bool {
 // next fetch: the group's other partitions are never left unwatched
 // between fetches.
 func (w *Watch) run(ctx context.Context, g *group, c *call) {
-	defer w.cfg.Calls.give()
+	defer w.cfg.Calls.give(w.cfg.Owner)
 	defer c.cancel()
 	req := queen.FetchRequest{Entries: c.entries, MaxWaitMs: int(w.cfg.Wait / time.Millisecond), MinBytes: 1}
 	for {

@@ -346,12 +346,12 @@ func TestDroppedPartitionsAndClose(t *testing.T) {
 	require.Nil(t, w.Begin(), "a closed watch runs no round")
 }
 
-// TestNodeBoundRefusesAPark: past the node's bound a group is not parked:
-// Park says so and Unparked names its partitions, for the fetch to wait on
-// another way.
+// TestNodeBoundRefusesAPark: past its owner's share of the node's bound (a
+// quarter) a group is not parked: Park says so and Unparked names its
+// partitions, for the fetch to wait on another way.
 func TestNodeBoundRefusesAPark(t *testing.T) {
 	rd := newReader()
-	w, _ := newWatch(t, rd, Config{Group: 4, Calls: NewCalls(2)})
+	w, _ := newWatch(t, rd, Config{Group: 4, Calls: NewCalls(8)})
 	ps := session(12, 0)
 	r, _ := roundOf(t, w, ps)
 	coldAll(r, ps)
@@ -364,6 +364,24 @@ func TestNodeBoundRefusesAPark(t *testing.T) {
 	require.Equal(t, 8, un[0].Idx)
 	require.Equal(t, "8", un[0].Entry.Partition)
 	r.End()
+}
+
+// TestOwnersShareTheBound: each owner holds at most a quarter of the
+// node's parked calls, and the node's bound holds across owners; a call
+// given back is another's to take.
+func TestOwnersShareTheBound(t *testing.T) {
+	c := NewCalls(8)
+	for _, owner := range []string{"a", "b", "c", "d"} {
+		require.True(t, c.take(owner))
+		require.True(t, c.take(owner))
+		require.False(t, c.take(owner), "%s past its quarter", owner)
+	}
+	require.Equal(t, 8, c.Parked())
+	require.False(t, c.take("e"), "the node's bound")
+	c.give("a")
+	require.True(t, c.take("e"))
+	require.Equal(t, 8, c.Parked())
+	require.Equal(t, 8, c.Limit())
 }
 
 // TestIdleWatchStopsAsking: a call that answers nothing is parked again

@@ -35,7 +35,7 @@ func (n *Node) watchRound(c *Conn, fs *fetchsession.Fetch, wait time.Duration) *
 	q := c.Queen()
 	w, _ := fs.Attachment().(*fetchwatch.Watch)
 	if w == nil || w.Reader() != fetchwatch.Reader(q) {
-		w = fetchwatch.New(n.stopping, q, fetchwatch.Config{Calls: n.parked})
+		w = fetchwatch.New(n.stopping, q, fetchwatch.Config{Calls: n.parked, Owner: c.Identity()})
 		fs.Attach(w)
 	}
 	return w.Begin()
