@@ -18,7 +18,7 @@ import (
 // stays usable; MaxCalls the node-wide bound on parked calls.
 const (
 	DefaultWait      = 20 * time.Second
-	DefaultCallBytes = 1 << 20
+	DefaultCallBytes = 256 << 10
 	DefaultFresh     = time.Second
 	DefaultMaxCalls  = 1024
 	DefaultGroup     = 256
