@@ -368,7 +368,7 @@ func (r *Round) match(p *fetchsession.Partition, idx int, queue string) Part {
 		w.move(m, off, false)
 		return Part{State: Read, Entry: m.entry}
 	}
-	if !m.cold {
+	if !m.quietAt() {
 		return Part{State: Read, Entry: m.entry}
 	}
 	return Part{State: Quiet, Entry: m.entry}
@@ -385,15 +385,32 @@ func (w *Watch) move(m *member, off int64, cold bool) {
 }
 
 // sync records in the slot arrays whether m is quiet, and where (w.mu
-// held): cold, with nothing unread, at its offset.
+// held): cold, with nothing unread, at its offset, and watched there by
+// its group's parked call. A cold partition no call watches is read again
+// by the next fetch: its group could not be parked (another of its
+// partitions is not cold, or the node's bound refused), and nothing would
+// notice a write to it otherwise.
 func (w *Watch) sync(m *member) {
 	if !w.holds(m) {
 		return
 	}
-	if m.cold && m.res == nil {
+	if m.quietAt() {
 		w.quiet[m.slot] = m.entry.Offset
 	} else {
 		w.quiet[m.slot] = -1
+	}
+}
+
+// quietAt reports that m is quiet at its offset (see sync).
+func (m *member) quietAt() bool {
+	return m.cold && m.res == nil && m.g != nil && m.g.call != nil
+}
+
+// setCall makes c g's call (nil: none) and syncs its members (w.mu held).
+func (w *Watch) setCall(g *group, c *call) {
+	g.call = c
+	for _, m := range g.members {
+		w.sync(m)
 	}
 }
 
@@ -618,7 +635,7 @@ func (w *Watch) holds(m *member) bool {
 func (w *Watch) stop(g *group) {
 	if g.call != nil {
 		g.call.cancel()
-		g.call = nil
+		w.setCall(g, nil)
 	}
 }
 
@@ -637,7 +654,7 @@ func (w *Watch) park(g *group) bool {
 	}
 	ctx, cancel := context.WithCancel(w.ctx)
 	c := &call{cancel: cancel, members: ms, entries: es}
-	g.call = c
+	w.setCall(g, c)
 	go w.run(ctx, g, c)
 	return true
 }
@@ -664,11 +681,11 @@ func (w *Watch) run(ctx context.Context, g *group, c *call) {
 		if err != nil {
 			// Its partitions are read by the next fetch, which meets the
 			// failure as an answer with its Kafka code.
-			g.call, g.failed = nil, w.round
+			g.failed = w.round
 			for _, m := range g.members {
 				m.cold = false
-				w.sync(m)
 			}
+			w.setCall(g, nil)
 			w.ended(g)
 			w.mu.Unlock()
 			return
@@ -701,7 +718,7 @@ func (w *Watch) run(ctx context.Context, g *group, c *call) {
 			w.mu.Unlock()
 			continue // the wait ran out: park again
 		}
-		g.call = nil
+		w.setCall(g, nil)
 		if inUse && !slices.ContainsFunc(g.members, func(m *member) bool { return !m.cold }) {
 			w.park(g) // a refused park leaves it to the next fetch
 		}

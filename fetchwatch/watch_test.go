@@ -398,11 +398,40 @@ func TestIdleWatchStopsAsking(t *testing.T) {
 	third.answer(nil)
 	rd.none(t)
 
-	// The next fetch parks it again.
+	// The next fetch reads it again (nothing watched it meanwhile) and
+	// parks it again.
 	r, parts := roundOf(t, w, ps)
-	require.Equal(t, Quiet, parts[0].State)
+	require.Equal(t, Read, parts[0].State)
+	coldAll(r, ps)
 	require.True(t, r.Park())
 	rd.next(t)
+	r.End()
+}
+
+// TestUnwatchedColdPartitionsAreRead: a group that cannot be parked (one
+// of its partitions is not cold) leaves its cold partitions unwatched, so
+// each fetch reads them: a write to one of them is not missed while its
+// neighbour stays busy.
+func TestUnwatchedColdPartitionsAreRead(t *testing.T) {
+	rd := newReader()
+	w, _ := newWatch(t, rd, Config{Group: 4})
+	ps := session(4, 0)
+	r, _ := roundOf(t, w, ps)
+	for i := range ps {
+		if i == 0 {
+			r.Learn(&ps[i], Outcome{Next: 0, HighWatermark: 9}) // records waiting past the budget
+			continue
+		}
+		r.Learn(&ps[i], Outcome{Next: 0, HighWatermark: 0})
+	}
+	require.True(t, r.Park())
+	rd.none(t)
+	r.End()
+
+	r, parts := roundOf(t, w, ps)
+	for i, p := range parts {
+		require.Equal(t, Read, p.State, "partition %d is watched by no call", i)
+	}
 	r.End()
 }
 

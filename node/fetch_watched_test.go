@@ -249,3 +249,44 @@ func TestWatchedFetchCancelledByStop(t *testing.T) {
 	require.NoError(t, e.n.Shutdown(ctx))
 	require.Eventually(t, func() bool { return e.n.parked.Parked() == 0 }, 5*time.Second, time.Millisecond)
 }
+
+// TestWatchedFetchDoesNotStarveAQuietNeighbour: a partition with more
+// records than a response holds stays busy fetch after fetch, so its
+// group's call cannot be parked; its quiet neighbour in the group is then
+// read by every fetch, and a record written to it is answered within a
+// couple of fetches, not once the busy one is drained.
+func TestWatchedFetchDoesNotStarveAQuietNeighbour(t *testing.T) {
+	const parts = 1100
+	e, _ := watchEnv(t, parts)
+	big := string(bytes.Repeat([]byte("v"), 3000))
+	for range 20 {
+		e.produce("wide", 5, oneRecord(t, big))
+	}
+	ps := wideParts(parts)
+	ps[5].offset = 20
+	id := e.fetch(sessionReq(12, 0, 0, ps...)).SessionID
+	require.Empty(t, e.fetch(waitingReq(id, 1, 50)).Topics)
+
+	// The client goes back to partition 5's start: 20 records of 3 KB to
+	// drain, one or two a fetch.
+	next := int64(0)
+	epoch := int32(2)
+	fetch := func() map[string]int {
+		req := waitingReq(id, epoch, 5000, fetchPart{"wide", 5, next, 1 << 20})
+		req.MaxBytes = 8 << 10
+		epoch++
+		inc := e.fetch(req)
+		got := answered(t, inc)
+		next += int64(got["wide/5"])
+		return got
+	}
+	require.Positive(t, fetch()["wide/5"])
+	e.produce("wide", 7, oneRecord(t, "quiet neighbour"))
+	for i := 0; i < 3; i++ {
+		if got := fetch(); got["wide/7"] == 1 {
+			require.Less(t, next, int64(20), "answered before partition 5 was drained")
+			return
+		}
+	}
+	t.Fatalf("partition 7's record not answered in 3 fetches (partition 5 at %d of 20)", next)
+}
