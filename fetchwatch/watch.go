@@ -149,6 +149,14 @@ type Watch struct {
 	seen  []uint64
 	idxs  []int32
 	wants []int64
+	lsos  []int64 // and its log start offset as last read (-1: unknown)
+
+	// keys gives the partitions of a client that names every partition in
+	// every fetch (a sessionless one) the slots a session would (Assign).
+	keys     map[fetchsession.Key]int32
+	keyGens  []uint32 // by slot, its generation
+	keyFree  []int32  // slots of keys no longer named
+	keyNamed []uint64 // by slot, the last round that named its key
 }
 
 // member is one watched partition.
@@ -230,13 +238,14 @@ type Hit struct {
 }
 
 // Outcome is what a fetch answered of one partition: Next is the offset
-// after the last record answered (the offset asked, when none was), and
-// HighWatermark the partition's, -1 when unknown; Err that it was
-// answered an error.
+// after the last record answered (the offset asked, when none was),
+// HighWatermark and LogStartOffset the partition's, -1 when unknown; Err
+// that it was answered an error.
 type Outcome struct {
-	Next          int64
-	HighWatermark int64
-	Err           bool
+	Next           int64
+	HighWatermark  int64
+	LogStartOffset int64
+	Err            bool
 }
 
 // Round is one fetch's use of a watch: Match every partition the fetch
@@ -342,9 +351,9 @@ func (r *Round) match(p *fetchsession.Partition, idx int, queue string) Part {
 		if n := int(p.Slot) + 1; n > len(w.members) {
 			w.members = grow(w.members, n)
 			w.gens, w.quiet, w.seen = grow(w.gens, n), grow(w.quiet, n), grow(w.seen, n)
-			w.idxs, w.wants = grow(w.idxs, n), grow(w.wants, n)
+			w.idxs, w.wants, w.lsos = grow(w.idxs, n), grow(w.wants, n), grow(w.lsos, n)
 		}
-		w.members[p.Slot], w.gens[p.Slot], w.quiet[p.Slot] = m, p.SlotGen, -1
+		w.members[p.Slot], w.gens[p.Slot], w.quiet[p.Slot], w.lsos[p.Slot] = m, p.SlotGen, -1, -1
 		w.live++
 		w.loose = append(w.loose, m)
 	}
@@ -434,7 +443,72 @@ func (r *Round) Learn(p *fetchsession.Partition, o Outcome) {
 	if m == nil || m.key != p.Key || w.seen[p.Slot] != r.n {
 		return
 	}
+	if !o.Err && o.LogStartOffset >= 0 {
+		w.lsos[p.Slot] = o.LogStartOffset
+	}
 	w.move(m, o.Next, !o.Err && o.HighWatermark >= 0 && o.Next == o.HighWatermark)
+}
+
+// LogStarts sets out[i] to the log start offset of ps[i] as last read, for
+// every partition queues names (see MatchAll), -1 where unknown: what a
+// sessionless answer reports of a quiet partition, whose high watermark is
+// the offset it is watched at.
+func (r *Round) LogStarts(ps []fetchsession.Partition, queues []string, out []int64) {
+	w := r.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := range ps {
+		out[i] = -1
+		if s := ps[i].Slot; queues[i] != "" && int(s) < len(w.lsos) && w.gens[s] == ps[i].SlotGen && w.members[s] != nil {
+			out[i] = w.lsos[s]
+		}
+	}
+}
+
+// Assign gives ps, the partitions of a fetch from a client that names
+// every partition it reads in every fetch (a sessionless client), the slots
+// a session would (fetchsession.Partition.Slot, SlotGen): a partition
+// keeps its slot while the client names it; one no longer named is
+// forgotten and its slot, with a new generation, goes to the next new one.
+// ok is false when ps names a partition twice: the fetch then reads
+// without the watch.
+func (r *Round) Assign(ps []fetchsession.Partition) (ok bool) {
+	w := r.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.keys == nil {
+		w.keys = make(map[fetchsession.Key]int32, len(ps))
+	}
+	named := 0
+	for i := range ps {
+		p := &ps[i]
+		s, known := w.keys[p.Key]
+		if !known {
+			if n := len(w.keyFree); n > 0 {
+				s, w.keyFree = w.keyFree[n-1], w.keyFree[:n-1]
+			} else {
+				s = int32(len(w.keyGens))
+				w.keyGens, w.keyNamed = append(w.keyGens, 0), append(w.keyNamed, 0)
+			}
+			w.keyGens[s]++
+			w.keys[p.Key] = s
+		}
+		if w.keyNamed[s] == r.n {
+			return false
+		}
+		w.keyNamed[s] = r.n
+		named++
+		p.Slot, p.SlotGen = s, w.keyGens[s]
+	}
+	if named != len(w.keys) {
+		for k, s := range w.keys {
+			if w.keyNamed[s] != r.n {
+				delete(w.keys, k)
+				w.keyFree = append(w.keyFree, s)
+			}
+		}
+	}
+	return true
 }
 
 // Park parks a call for every group whose partitions are all cold and not
@@ -702,6 +776,9 @@ func (w *Watch) run(ctx context.Context, g *group, c *call) {
 				continue
 			}
 			news = true
+			if res.Error == "" {
+				w.lsos[m.slot] = res.LogStartOffset
+			}
 			m.res, m.resFrom, m.at = res, asked, now
 			if n := len(res.Records); n > 0 && res.Error == "" && res.Records[n-1].Offset+1 == res.HighWatermark {
 				m.entry.Offset = res.HighWatermark // cold where the client asks next

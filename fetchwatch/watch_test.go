@@ -535,3 +535,37 @@ func TestMatchAll(t *testing.T) {
 	require.Empty(t, r.MatchAll(ps, qs), "every partition named is parked: nothing to do")
 	r.End()
 }
+
+// TestAssignGivesSessionSlots: a sessionless client's partitions get slots
+// by key: kept while named, a forgotten one's slot reused with a new
+// generation, and a fetch naming a partition twice refused.
+func TestAssignGivesSessionSlots(t *testing.T) {
+	w, _ := newWatch(t, newReader(), Config{})
+	key := func(p int32) fetchsession.Partition {
+		return fetchsession.Partition{Key: fetchsession.Key{Topic: "t", Partition: p}}
+	}
+	assign := func(ps ...fetchsession.Partition) []fetchsession.Partition {
+		t.Helper()
+		r := w.Begin()
+		require.True(t, r.Assign(ps))
+		r.End()
+		return ps
+	}
+	first := assign(key(0), key(1), key(2))
+	again := assign(key(2), key(0), key(1))
+	require.Equal(t, first[0].Slot, again[1].Slot)
+	require.Equal(t, first[2].Slot, again[0].Slot)
+	require.Equal(t, first[2].SlotGen, again[0].SlotGen)
+
+	// 1 is no longer named (its slot is freed after the new ones are
+	// placed, as a session adds before it forgets): the next new one, 4,
+	// takes its slot, another generation.
+	assign(key(0), key(2), key(3))
+	fourth := assign(key(0), key(2), key(3), key(4))
+	require.Equal(t, first[1].Slot, fourth[3].Slot)
+	require.NotEqual(t, first[1].SlotGen, fourth[3].SlotGen)
+
+	r := w.Begin()
+	require.False(t, r.Assign([]fetchsession.Partition{key(0), key(0)}), "a partition named twice")
+	r.End()
+}

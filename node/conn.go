@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/fetchwatch"
 	"github.com/queen-mq/queen-kafka/internal/bufpool"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
@@ -56,6 +57,7 @@ type Conn struct {
 
 	authenticated atomic.Bool
 	stopping      atomic.Bool
+	closed        atomic.Bool
 	closeOnce     sync.Once
 
 	// sasl is the connection's SASL step (sasl_handshake.go): after a v0
@@ -68,6 +70,23 @@ type Conn struct {
 	// authenticated: no read-ahead then, so that how the next frame is
 	// read, and under which ceiling, follows the answer before it.
 	turn chan struct{}
+
+	// fetchWatch is the watch of this connection's wide sessionless fetches
+	// (fetch_watched.go), closed with the connection.
+	fetchWatch atomic.Pointer[fetchwatch.Watch]
+}
+
+// keepFetchWatch makes w the connection's sessionless fetch watch, closing
+// the one it replaces; a closed connection closes w at once.
+func (c *Conn) keepFetchWatch(w *fetchwatch.Watch) {
+	if old := c.fetchWatch.Swap(w); old != nil {
+		old.Close()
+	}
+	if c.closed.Load() {
+		if w := c.fetchWatch.Swap(nil); w != nil {
+			w.Close()
+		}
+	}
 }
 
 // queued is one decoded request waiting for its turn. preset is an answer
@@ -184,6 +203,10 @@ var preAuthKeys = map[int16]bool{
 func (c *Conn) close() {
 	c.closeOnce.Do(func() {
 		_ = c.nc.Close()
+		c.closed.Store(true)
+		if w := c.fetchWatch.Swap(nil); w != nil {
+			w.Close()
+		}
 	})
 }
 

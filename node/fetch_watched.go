@@ -23,22 +23,47 @@ import (
 // fetch. The budgets, the answer and the session's carry rules are the
 // plain fetch's (fetch.go); only the partitions the fetch touched are laid
 // out, so its cost follows what moved rather than the session's width.
+//
+// A sessionless fetch as wide (epoch -1, or below v7: librdkafka's, and any
+// client without KIP-227) is watched the same way, its watch kept with the
+// connection, which names every partition in every fetch: the partitions
+// get a session's slots by key (fetchwatch.Round.Assign), and since its
+// answer carries every partition, a quiet one is answered its high
+// watermark from the watch (the offset its parked call waits at: no write
+// has landed there, or the call would have answered) and its log start
+// offset as last read.
 
-// watchRound is the watch round of fetch fs, nil when fs is not watched:
-// not incremental, not wider than one call, not waiting, or its watch busy
-// with another fetch of the session. The watch is kept with the session
-// (and closed with it); one parked through another credential is replaced.
+// watchRound is the watch round of fetch fs, nil when fs is not watched: a
+// full fetch (opening a session), not wider than one call, not waiting, or
+// its watch busy with another fetch. An incremental fetch's watch is kept
+// with its session (and closed with it), a sessionless fetch's with its
+// connection (closed with it); one parked through another credential is
+// replaced.
 func (n *Node) watchRound(c *Conn, fs *fetchsession.Fetch, wait time.Duration) *fetchwatch.Round {
-	if fs.Kind != fetchsession.Incremental || len(fs.Partitions) <= queen.MaxFetchEntries || wait <= 0 || c == nil {
+	if fs.Kind == fetchsession.Full || len(fs.Partitions) <= queen.MaxFetchEntries || wait <= 0 || c == nil {
 		return nil
 	}
 	q := c.Queen()
-	w, _ := fs.Attachment().(*fetchwatch.Watch)
+	var w *fetchwatch.Watch
+	if fs.Kind == fetchsession.Sessionless {
+		w = c.fetchWatch.Load()
+	} else {
+		w, _ = fs.Attachment().(*fetchwatch.Watch)
+	}
 	if w == nil || w.Reader() != fetchwatch.Reader(q) {
 		w = fetchwatch.New(n.stopping, q, fetchwatch.Config{Calls: n.parked, Owner: c.Identity()})
-		fs.Attach(w)
+		if fs.Kind == fetchsession.Sessionless {
+			c.keepFetchWatch(w)
+		} else {
+			fs.Attach(w)
+		}
 	}
-	return w.Begin()
+	r := w.Begin()
+	if r != nil && fs.Kind == fetchsession.Sessionless && !r.Assign(fs.Partitions) {
+		r.End() // a partition named twice: read the plain way
+		return nil
+	}
+	return r
 }
 
 // touchedPart is a partition a watched fetch answers (or may): its place
@@ -60,7 +85,8 @@ type watchedFetch struct {
 	round   *fetchwatch.Round
 	f       *fetchFill
 	touched map[int]*touchedPart
-	refused bool // a partition carries an error: answer at once
+	queues  []string // by partition, its queue; "" where the fetch does not read it
+	refused bool     // a partition carries an error: answer at once
 }
 
 func (n *Node) fetchWatched(ctx context.Context, c *Conn, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, fs *fetchsession.Fetch, round *fetchwatch.Round, wait time.Duration) (kmsg.Response, error) {
@@ -71,6 +97,7 @@ func (n *Node) fetchWatched(ctx context.Context, c *Conn, req *kmsg.FetchRequest
 	// fetch may read, under one lock: a wide session is matched whole on
 	// every fetch.
 	queues := round.Queues(len(fs.Partitions))
+	wf.queues = queues
 	var (
 		topic string
 		tv    topicVerdict
@@ -231,7 +258,7 @@ func (wf *watchedFetch) learn() {
 		if sp.ErrorCode == 0 && sp.HighWatermark < 0 {
 			continue // the budget was spent before it was read
 		}
-		wf.round.Learn(&tp.key, fetchwatch.Outcome{Next: tp.slot.next, HighWatermark: sp.HighWatermark, Err: sp.ErrorCode != 0})
+		wf.round.Learn(&tp.key, fetchwatch.Outcome{Next: tp.slot.next, HighWatermark: sp.HighWatermark, LogStartOffset: sp.LogStartOffset, Err: sp.ErrorCode != 0})
 	}
 }
 
@@ -274,10 +301,13 @@ func (wf *watchedFetch) waitUnparked(ctx context.Context, c *Conn, resp *kmsg.Fe
 }
 
 // answer lays out the touched partitions the session carries, in the
-// fetch's order, or returns err.
+// fetch's order (every partition of a sessionless fetch), or returns err.
 func (wf *watchedFetch) answer(resp *kmsg.FetchResponse, err error) (kmsg.Response, error) {
 	if err != nil {
 		return nil, err
+	}
+	if wf.fs.Kind == fetchsession.Sessionless {
+		return wf.answerAll(resp), nil
 	}
 	tps := make([]*touchedPart, 0, len(wf.touched))
 	for _, tp := range wf.touched {
@@ -308,4 +338,29 @@ func (wf *watchedFetch) answer(resp *kmsg.FetchResponse, err error) (kmsg.Respon
 		t.Partitions = append(t.Partitions, *tp.slot.resp)
 	}
 	return resp, nil
+}
+
+// answerAll answers every partition of a sessionless fetch: those it
+// touched as it read them; a quiet one (watched, nothing new) its high
+// watermark from the watch, the offset its parked call waits at, and its
+// log start offset as last read; one refused without a code (a bare
+// throttle) unread.
+func (wf *watchedFetch) answerAll(resp *kmsg.FetchResponse) *kmsg.FetchResponse {
+	ps := wf.fs.Partitions
+	answers := layoutFetch(resp, ps)
+	lsos := make([]int64, len(ps))
+	wf.round.LogStarts(ps, wf.queues, lsos)
+	for i, sp := range answers {
+		if tp := wf.touched[i]; tp != nil {
+			p := sp.Partition
+			*sp = *tp.slot.resp
+			sp.Partition = p
+			continue
+		}
+		unreadAnswer(sp, wf.req)
+		if wf.queues[i] != "" && lsos[i] >= 0 {
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = ps[i].FetchOffset, ps[i].FetchOffset, lsos[i]
+		}
+	}
+	return answerFetch(resp, wf.fs, answers)
 }

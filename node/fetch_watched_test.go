@@ -290,3 +290,71 @@ func TestWatchedFetchDoesNotStarveAQuietNeighbour(t *testing.T) {
 	}
 	t.Fatalf("partition 7's record not answered in 3 fetches (partition 5 at %d of 20)", next)
 }
+
+// TestWatchedSessionlessFetch: a sessionless client (epoch -1, as
+// librdkafka fetches) naming 2,000 partitions in every fetch is watched
+// through its connection: its first fetch reads them all and parks them;
+// a fetch that finds nothing new asks Queen nothing and still answers every
+// partition, each with its high watermark and log start offset; a record
+// written while a fetch waits is answered at once beside them; a moved
+// offset is read from there; closing the connection cancels the calls.
+func TestWatchedSessionlessFetch(t *testing.T) {
+	const parts = 2000
+	e, calls := watchEnv(t, parts)
+	for range 2 {
+		e.produce("wide", 42, oneRecord(t, "old"))
+	}
+	ps := wideParts(parts)
+	ps[42].offset = 2
+	sessionless := func(waitMs int32) *kmsg.FetchResponse {
+		req := sessionReq(12, 0, -1, ps...)
+		req.MaxWaitMillis, req.MinBytes = waitMs, 1
+		return e.fetch(req)
+	}
+	everyPartition := func(resp *kmsg.FetchResponse) map[int32]kmsg.FetchResponseTopicPartition {
+		t.Helper()
+		got := map[int32]kmsg.FetchResponseTopicPartition{}
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				got[rp.Partition] = rp
+			}
+		}
+		require.Len(t, got, parts, "a sessionless answer carries every partition")
+		return got
+	}
+
+	first := everyPartition(sessionless(50))
+	require.Equal(t, int64(2), first[42].HighWatermark)
+	require.Positive(t, e.n.parked.Parked(), "parked after the first fetch")
+
+	n := calls.count()
+	quiet := everyPartition(sessionless(50))
+	require.Equal(t, n, calls.count(), "nothing new: Queen is not asked")
+	for p, rp := range quiet {
+		require.Zero(t, rp.ErrorCode)
+		require.Empty(t, rp.RecordBatches)
+		require.Equal(t, ps[p].offset, rp.HighWatermark, "partition %d", p)
+		require.Equal(t, int64(0), rp.LogStartOffset, "partition %d", p)
+	}
+
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		e.produce("wide", 1999, oneRecord(t, "late"))
+	}()
+	start := time.Now()
+	woken := everyPartition(sessionless(20_000))
+	require.Less(t, time.Since(start), 15*time.Second)
+	n1999, _ := batchRecords(woken[1999].RecordBatches)
+	require.Equal(t, 1, n1999)
+	require.Equal(t, int64(1), woken[1999].HighWatermark)
+	require.Equal(t, int64(2), woken[42].HighWatermark)
+
+	ps[1999].offset = 1
+	ps[42].offset = 0 // a seek back
+	moved := everyPartition(sessionless(5000))
+	n42, _ := batchRecords(moved[42].RecordBatches)
+	require.Equal(t, 2, n42, "read again from offset 0")
+
+	e.c.close()
+	require.Eventually(t, func() bool { return e.n.parked.Parked() == 0 }, 5*time.Second, time.Millisecond)
+}
