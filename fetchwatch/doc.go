@@ -1,7 +1,11 @@
 // Package fetchwatch keeps the partitions of a wide fetch session watched at
 // Queen between fetches, the way a native Queen consumer of many
-// partitions does: one long poll per group of at most 1,024 partitions
-// (Queen's fetch route's limit), parked until a write lands on one of them.
+// partitions does: one long poll per group of partitions (256 by default;
+// Queen's fetch route takes at most 1,024), parked until a write lands on
+// one of them. A client without sessions, which names every partition in
+// every fetch, is watched the same way once its partitions are given a
+// session's slots by key (Round.Assign); the node keeps that watch with
+// the connection.
 //
 // Why: Queen's fetch route takes 1,024 partitions a call. A consumer of
 // 10,000 partitions asks for all of them in every Fetch, so answering each
@@ -28,7 +32,8 @@
 //   - the node-wide bound on parked calls (Calls), and each identity's share
 //     of it (a quarter), past which a fetch is told to wait some other way;
 //   - a watch's end: Close cancels every call, and the fetch session it is
-//     attached to (fetchsession.Attachment) closes it with the session. A
+//     attached to (fetchsession.Attachment) closes it with the session (the
+//     node closes a sessionless client's with its connection). A
 //     call stays parked only while its session is fetched: a call that
 //     answers nothing, past Config.Wait after the session's last fetch, is
 //     not parked again until its next.
