@@ -15,13 +15,17 @@ import (
 // Defaults. Wait is how long a parked call waits at Queen before it is
 // asked again (while its session is fetched); CallBytes what one parked call
 // asks over all its entries; Fresh how long an answer no fetch has taken
-// stays usable; MaxCalls the node-wide bound on parked calls.
+// stays usable; MaxCalls the node-wide bound on parked calls; Keep how long
+// a partition no fetch names stays watched (a client leaves out a partition
+// for a while, a full local queue in librdkafka's case, and takes it back:
+// dropping it at once would regroup, and cancel, parked calls each time).
 const (
 	DefaultWait      = 20 * time.Second
 	DefaultCallBytes = 256 << 10
 	DefaultFresh     = time.Second
 	DefaultMaxCalls  = 1024
 	DefaultGroup     = 256
+	DefaultKeep      = 10 * time.Second
 )
 
 // Reader is Queen's fetch route (queen.Client.Fetch).
@@ -87,6 +91,7 @@ type Config struct {
 	CallBytes int
 	Fresh     time.Duration
 	Group     int    // partitions one call parks on, at most queen.MaxFetchEntries
+	Keep      time.Duration
 	Calls     *Calls // shared by a node's watches; a private bound when nil
 	Owner     string // the session's identity, whose share of Calls it draws on
 	Now       func() time.Time
@@ -105,6 +110,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Fresh <= 0 {
 		c.Fresh = DefaultFresh
+	}
+	if c.Keep <= 0 {
+		c.Keep = DefaultKeep
 	}
 	if c.Calls == nil {
 		c.Calls = NewCalls(0)
@@ -150,6 +158,7 @@ type Watch struct {
 	idxs  []int32
 	wants []int64
 	lsos  []int64 // and its log start offset as last read (-1: unknown)
+	at    []int64 // and when a round last named it (unix ns)
 
 	// keys gives the partitions of a client that names every partition in
 	// every fetch (a sessionless one) the slots a session would (Assign).
@@ -157,6 +166,7 @@ type Watch struct {
 	keyGens  []uint32 // by slot, its generation
 	keyFree  []int32  // slots of keys no longer named
 	keyNamed []uint64 // by slot, the last round that named its key
+	keyAt    []int64  // and when (unix ns)
 }
 
 // member is one watched partition.
@@ -170,6 +180,7 @@ type member struct {
 	// fetch that will answer them: the client asks there next.
 	cold bool
 	g    *group
+	call *call // the last call that watched it
 	// res is a parked call's answer for it (records, an error or moved
 	// bounds) read from resFrom, that no fetch has taken yet; at is when it
 	// came.
@@ -253,8 +264,9 @@ type Outcome struct {
 // read or took; Park; Wait, Learn and Park again while the fetch waits;
 // End.
 type Round struct {
-	w *Watch
-	n uint64
+	w  *Watch
+	n  uint64
+	at int64 // when it began (unix ns)
 }
 
 // Begin starts a round, or returns nil when another round is running or
@@ -269,7 +281,7 @@ func (w *Watch) Begin() *Round {
 	w.round++
 	w.named = 0
 	w.used = w.cfg.Now()
-	return &Round{w: w, n: w.round}
+	return &Round{w: w, n: w.round, at: w.used.UnixNano()}
 }
 
 // End ends the round.
@@ -325,7 +337,7 @@ func (r *Round) MatchAll(ps []fetchsession.Partition, queues []string) []Matched
 			if w.seen[s] != r.n {
 				w.named++
 			}
-			w.seen[s], w.idxs[s], w.wants[s] = r.n, int32(i), p.FetchOffset
+			w.seen[s], w.idxs[s], w.wants[s], w.at[s] = r.n, int32(i), p.FetchOffset, r.at
 			continue
 		}
 		if part := r.match(p, i, queues[i]); part.State != Quiet {
@@ -351,7 +363,7 @@ func (r *Round) match(p *fetchsession.Partition, idx int, queue string) Part {
 		if n := int(p.Slot) + 1; n > len(w.members) {
 			w.members = grow(w.members, n)
 			w.gens, w.quiet, w.seen = grow(w.gens, n), grow(w.quiet, n), grow(w.seen, n)
-			w.idxs, w.wants, w.lsos = grow(w.idxs, n), grow(w.wants, n), grow(w.lsos, n)
+			w.idxs, w.wants, w.lsos, w.at = grow(w.idxs, n), grow(w.wants, n), grow(w.lsos, n), grow(w.at, n)
 		}
 		w.members[p.Slot], w.gens[p.Slot], w.quiet[p.Slot], w.lsos[p.Slot] = m, p.SlotGen, -1, -1
 		w.live++
@@ -361,7 +373,7 @@ func (r *Round) match(p *fetchsession.Partition, idx int, queue string) Part {
 	if w.seen[s] != r.n {
 		w.named++
 	}
-	w.seen[s], w.idxs[s], w.wants[s] = r.n, int32(idx), off
+	w.seen[s], w.idxs[s], w.wants[s], w.at[s] = r.n, int32(idx), off, r.at
 	if res := m.res; res != nil {
 		m.res = nil
 		w.sync(m)
@@ -410,9 +422,10 @@ func (w *Watch) sync(m *member) {
 	}
 }
 
-// quietAt reports that m is quiet at its offset (see sync).
+// quietAt reports that m is quiet at its offset (see sync): its group's
+// call watches it.
 func (m *member) quietAt() bool {
-	return m.cold && m.res == nil && m.g != nil && m.g.call != nil
+	return m.cold && m.res == nil && m.g != nil && m.g.call != nil && m.call == m.g.call
 }
 
 // setCall makes c g's call (nil: none) and syncs its members (w.mu held).
@@ -468,8 +481,9 @@ func (r *Round) LogStarts(ps []fetchsession.Partition, queues []string, out []in
 // Assign gives ps, the partitions of a fetch from a client that names
 // every partition it reads in every fetch (a sessionless client), the slots
 // a session would (fetchsession.Partition.Slot, SlotGen): a partition
-// keeps its slot while the client names it; one no longer named is
-// forgotten and its slot, with a new generation, goes to the next new one.
+// keeps its slot while the client names it, and for Config.Keep after; one
+// not named for longer is forgotten and its slot, with a new generation,
+// goes to the next new one.
 // ok is false when ps names a partition twice: the fetch then reads
 // without the watch.
 func (r *Round) Assign(ps []fetchsession.Partition) (ok bool) {
@@ -488,7 +502,7 @@ func (r *Round) Assign(ps []fetchsession.Partition) (ok bool) {
 				s, w.keyFree = w.keyFree[n-1], w.keyFree[:n-1]
 			} else {
 				s = int32(len(w.keyGens))
-				w.keyGens, w.keyNamed = append(w.keyGens, 0), append(w.keyNamed, 0)
+				w.keyGens, w.keyNamed, w.keyAt = append(w.keyGens, 0), append(w.keyNamed, 0), append(w.keyAt, 0)
 			}
 			w.keyGens[s]++
 			w.keys[p.Key] = s
@@ -496,13 +510,13 @@ func (r *Round) Assign(ps []fetchsession.Partition) (ok bool) {
 		if w.keyNamed[s] == r.n {
 			return false
 		}
-		w.keyNamed[s] = r.n
+		w.keyNamed[s], w.keyAt[s] = r.n, r.at
 		named++
 		p.Slot, p.SlotGen = s, w.keyGens[s]
 	}
 	if named != len(w.keys) {
 		for k, s := range w.keys {
-			if w.keyNamed[s] != r.n {
+			if w.keyNamed[s] != r.n && time.Duration(r.at-w.keyAt[s]) > w.cfg.Keep {
 				delete(w.keys, k)
 				w.keyFree = append(w.keyFree, s)
 			}
@@ -522,13 +536,13 @@ func (r *Round) Park() (ok bool) {
 	if w.closed() {
 		return false
 	}
-	w.sweep(r.n)
+	w.sweep(r)
 	ok = true
 	for _, g := range w.groups {
 		if g.call != nil || g.failed == r.n || len(g.members) == 0 {
 			continue
 		}
-		if !slices.ContainsFunc(g.members, func(m *member) bool { return !m.cold }) {
+		if w.parkable(g) {
 			ok = w.park(g) && ok
 		}
 	}
@@ -618,10 +632,11 @@ func (w *Watch) collect(n uint64) (hits []Hit, failed bool) {
 	return hits, failed
 }
 
-// sweep drops the members round n did not name, places the new ones, and
-// regroups every member when groups have fragmented (w.mu held). It runs
-// once a round.
-func (w *Watch) sweep(n uint64) {
+// sweep drops the members no round has named for Config.Keep, places the
+// new ones, and regroups every member when groups have fragmented (w.mu
+// held). It runs once a round.
+func (w *Watch) sweep(r *Round) {
+	n := r.n
 	if w.swept == n {
 		return
 	}
@@ -629,7 +644,7 @@ func (w *Watch) sweep(n uint64) {
 	if w.live != w.named {
 		var gone []*member
 		for _, m := range w.members {
-			if m != nil && w.seen[m.slot] != n {
+			if m != nil && w.seen[m.slot] != n && time.Duration(r.at-w.at[m.slot]) > w.cfg.Keep {
 				gone = append(gone, m)
 			}
 		}
@@ -715,10 +730,10 @@ func (w *Watch) stop(g *group) {
 
 // park starts g's call (w.mu held); false when the node's bound refused it.
 func (w *Watch) park(g *group) bool {
-	if !w.cfg.Calls.take(w.cfg.Owner) {
+	ms := slices.DeleteFunc(slices.Clone(g.members), func(m *member) bool { return !m.cold })
+	if len(ms) == 0 || !w.cfg.Calls.take(w.cfg.Owner) {
 		return false
 	}
-	ms := slices.Clone(g.members)
 	w.byIdx(ms)
 	per := max(w.cfg.CallBytes/len(ms), 1)
 	es := make([]queen.FetchEntry, len(ms))
@@ -728,9 +743,20 @@ func (w *Watch) park(g *group) bool {
 	}
 	ctx, cancel := context.WithCancel(w.ctx)
 	c := &call{cancel: cancel, members: ms, entries: es}
+	for _, m := range ms {
+		m.call = c
+	}
 	w.setCall(g, c)
 	go w.run(ctx, g, c)
 	return true
+}
+
+// parkable reports that g can be parked (w.mu held): one of its partitions
+// is cold, and every one the last round named is. One no round names now (kept for Config.Keep)
+// does not hold the others back; the call leaves it out unless it is cold.
+func (w *Watch) parkable(g *group) bool {
+	return slices.ContainsFunc(g.members, func(m *member) bool { return m.cold }) &&
+		!slices.ContainsFunc(g.members, func(m *member) bool { return !m.cold && w.seen[m.slot] == w.round })
 }
 
 // run is one parked call, asked again while it answers nothing and the
@@ -796,7 +822,7 @@ func (w *Watch) run(ctx context.Context, g *group, c *call) {
 			continue // the wait ran out: park again
 		}
 		w.setCall(g, nil)
-		if inUse && !slices.ContainsFunc(g.members, func(m *member) bool { return !m.cold }) {
+		if inUse && w.parkable(g) {
 			w.park(g) // a refused park leaves it to the next fetch
 		}
 		w.mu.Unlock()

@@ -319,13 +319,15 @@ func TestFailedCallIsReadNext(t *testing.T) {
 	r.End()
 }
 
-// TestDroppedPartitionsAndClose: partitions a fetch no longer names leave
-// the watch (a call of only such partitions is cancelled); Close cancels
-// every call and gives back its place in the node's bound.
+// TestDroppedPartitionsAndClose: partitions no fetch names stay watched
+// for Config.Keep (a client may leave one out for a while and take it
+// back), then leave the watch (a call of only such partitions is
+// cancelled); Close cancels every call and gives back its place in the
+// node's bound.
 func TestDroppedPartitionsAndClose(t *testing.T) {
 	rd := newReader()
 	calls := NewCalls(10)
-	w, _ := newWatch(t, rd, Config{Group: 4, Calls: calls})
+	w, clk := newWatch(t, rd, Config{Group: 4, Calls: calls, Keep: 10 * time.Second})
 	ps := session(8, 0)
 	r := parked(t, w, ps)
 	a, b := rd.next(t), rd.next(t)
@@ -334,7 +336,22 @@ func TestDroppedPartitionsAndClose(t *testing.T) {
 	}
 	r.End()
 
-	r, _ = roundOf(t, w, ps[:4]) // partitions 4-7 forgotten
+	r, _ = roundOf(t, w, ps[:4]) // partitions 4-7 left out
+	require.True(t, r.Park())
+	r.End()
+	select {
+	case <-b.ctx.Done():
+		t.Fatal("a partition left out a moment was dropped")
+	default:
+	}
+	r, parts := roundOf(t, w, ps) // and back: still watched
+	for _, p := range parts {
+		require.Equal(t, Quiet, p.State)
+	}
+	r.End()
+
+	clk.Advance(11 * time.Second)
+	r, _ = roundOf(t, w, ps[:4]) // left out past Keep: forgotten
 	require.True(t, r.Park())
 	b.cancelled(t)
 	r.End()
@@ -540,7 +557,7 @@ func TestMatchAll(t *testing.T) {
 // by key: kept while named, a forgotten one's slot reused with a new
 // generation, and a fetch naming a partition twice refused.
 func TestAssignGivesSessionSlots(t *testing.T) {
-	w, _ := newWatch(t, newReader(), Config{})
+	w, clk := newWatch(t, newReader(), Config{Keep: 10 * time.Second})
 	key := func(p int32) fetchsession.Partition {
 		return fetchsession.Partition{Key: fetchsession.Key{Topic: "t", Partition: p}}
 	}
@@ -557,9 +574,13 @@ func TestAssignGivesSessionSlots(t *testing.T) {
 	require.Equal(t, first[2].Slot, again[0].Slot)
 	require.Equal(t, first[2].SlotGen, again[0].SlotGen)
 
-	// 1 is no longer named (its slot is freed after the new ones are
-	// placed, as a session adds before it forgets): the next new one, 4,
-	// takes its slot, another generation.
+	// 1 is no longer named: kept for Keep, then freed (after the new ones
+	// are placed, as a session adds before it forgets), and the next new
+	// one, 4, takes its slot, another generation.
+	assign(key(0), key(2))
+	require.Equal(t, first[1].Slot, assign(key(0), key(1), key(2))[1].Slot, "left out a moment: kept")
+	assign(key(0), key(2))
+	clk.Advance(11 * time.Second)
 	assign(key(0), key(2), key(3))
 	fourth := assign(key(0), key(2), key(3), key(4))
 	require.Equal(t, first[1].Slot, fourth[3].Slot)
@@ -567,5 +588,44 @@ func TestAssignGivesSessionSlots(t *testing.T) {
 
 	r := w.Begin()
 	require.False(t, r.Assign([]fetchsession.Partition{key(0), key(0)}), "a partition named twice")
+	r.End()
+}
+
+// TestKeptPartitionDoesNotHoldItsGroup: a partition no fetch names any
+// more (kept for Config.Keep) whose read failed does not keep its group
+// from being parked: the call leaves it out, and the others stay watched.
+func TestKeptPartitionDoesNotHoldItsGroup(t *testing.T) {
+	rd := newReader()
+	w, _ := newWatch(t, rd, Config{Group: 4})
+	ps := session(4, 0)
+	r := parked(t, w, ps)
+	r.End()
+	c := rd.next(t)
+	rs := make([]queen.FetchResult, len(c.req.Entries))
+	for i, e := range c.req.Entries {
+		rs[i] = queen.FetchResult{Queue: e.Queue, Partition: e.Partition, HighWatermark: e.Offset}
+	}
+	rs[3].Error = queen.FetchErrUnknownTopic // its topic went away
+	c.ans <- answer{rs: rs}
+	require.Eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.members[3].res != nil
+	}, 5*time.Second, time.Millisecond)
+
+	r, parts := roundOf(t, w, ps[:3]) // the refused partition is no longer named
+	for i, p := range parts {
+		require.Equal(t, Read, p.State, "partition %d: its group's call ended", i)
+	}
+	coldAll(r, ps[:3])
+	require.True(t, r.Park())
+	again := rd.next(t)
+	require.Equal(t, []string{"0", "1", "2"}, partitionsOf(again), "parked without the failed one")
+	r.End()
+
+	r, parts = roundOf(t, w, ps[:3])
+	for _, p := range parts {
+		require.Equal(t, Quiet, p.State)
+	}
 	r.End()
 }
