@@ -90,7 +90,7 @@ type Config struct {
 	Wait      time.Duration
 	CallBytes int
 	Fresh     time.Duration
-	Group     int    // partitions one call parks on, at most queen.MaxFetchEntries
+	Group     int // partitions one call parks on, at most queen.MaxFetchEntries
 	Keep      time.Duration
 	Calls     *Calls // shared by a node's watches; a private bound when nil
 	Owner     string // the session's identity, whose share of Calls it draws on
