@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -139,6 +140,23 @@ func (p *polls) covers(ids map[string]bool) (bool, int) {
 // (at least once) are reported.
 func TestChaos(t *testing.T) {
 	cfg := chaosEnv(t)
+	// CI shows a failed run's tail, which the processes' logs fill: the
+	// verdict is said again after them (this cleanup runs last).
+	var verdict []string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("chaos verdict (seed %d):\n%s", cfg.seed, strings.Join(verdict, "\n"))
+		}
+	})
+	say := func(fail bool, f string, args ...any) {
+		s := fmt.Sprintf(f, args...)
+		verdict = append(verdict, s)
+		if fail {
+			t.Error(s)
+		} else {
+			t.Log(s)
+		}
+	}
 	t.Logf("chaos: seed %d (CHAOS_SEED=%d repeats the nemesis), %d facade kills, %d queen-dev restarts over %v",
 		cfg.seed, cfg.seed, cfg.kills, cfg.queenRestarts, cfg.phase)
 	rng := rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15))
@@ -183,6 +201,7 @@ func TestChaos(t *testing.T) {
 			c.dev.kill()
 			time.Sleep(down)
 			if err := c.dev.restart(); err != nil {
+				verdict = append(verdict, "restart queen-dev: "+err.Error())
 				t.Fatalf("restart queen-dev: %v\n%s", err, c.dev.Out.From(0))
 			}
 			continue
@@ -192,6 +211,7 @@ func TestChaos(t *testing.T) {
 		c.node(id).kill()
 		time.Sleep(down)
 		if err := c.node(id).restart(); err != nil {
+			verdict = append(verdict, fmt.Sprintf("restart node %d: %v", id, err))
 			t.Fatalf("restart node %d: %v\n%s", id, err, c.node(id).Out.From(0))
 		}
 	}
@@ -220,28 +240,28 @@ func TestChaos(t *testing.T) {
 
 	rep := checkChaos(a.recs, stored, ps.recs)
 	a.mu.Lock()
-	t.Logf("chaos %.1fs: %d acknowledged (%d stored), client errors %v, %d consumer fetch errors, %d failed commits",
+	say(false, "chaos %.1fs: %d acknowledged (%d stored), client errors %v, %d consumer fetch errors, %d failed commits",
 		time.Since(start).Seconds(), len(a.recs), len(stored), a.errs, ps.errs, ps.commits)
-	t.Logf("chaos: lost %d, stored duplicates %d, acknowledged offset mismatches %d, committed-offset regressions %d, poll skips %d, group never given %d, redelivered to the group %d (at least once), non-monotonic polls %d",
+	say(false, "chaos: lost %d, stored duplicates %d, acknowledged offset mismatches %d, committed-offset regressions %d, poll skips %d, group never given %d, redelivered to the group %d (at least once), non-monotonic polls %d",
 		rep.lost, rep.storedDups, rep.mismatched, regressions.Load(), rep.skips, missing, rep.redelivered, rep.backwards)
 	if len(a.fatals) > 0 {
-		t.Errorf("fatal producer errors: %v", a.fatals)
+		say(true, "fatal producer errors: %v", a.fatals)
 	}
 	a.mu.Unlock()
 	for _, d := range rep.details {
-		t.Error(d)
+		say(true, "%s", d)
 	}
 	if rep.lost > 0 || rep.storedDups > 0 || rep.mismatched > 0 || rep.skips > 0 {
-		t.Errorf("seed %d: %d lost, %d stored duplicates, %d acknowledged offset mismatches, %d poll skips", cfg.seed, rep.lost, rep.storedDups, rep.mismatched, rep.skips)
+		say(true, "seed %d: %d lost, %d stored duplicates, %d acknowledged offset mismatches, %d poll skips", cfg.seed, rep.lost, rep.storedDups, rep.mismatched, rep.skips)
 	}
 	if n := regressions.Load(); n > 0 {
-		t.Errorf("seed %d: %d committed-offset regressions", cfg.seed, n)
+		say(true, "seed %d: %d committed-offset regressions", cfg.seed, n)
 	}
 	if !covered {
-		t.Errorf("seed %d: the group was never given %d of %d stored records", cfg.seed, missing, len(storedIDs))
+		say(true, "seed %d: the group was never given %d of %d stored records", cfg.seed, missing, len(storedIDs))
 	}
 	if len(a.recs) == 0 {
-		t.Errorf("seed %d: nothing acknowledged", cfg.seed)
+		say(true, "seed %d: nothing acknowledged", cfg.seed)
 	}
 }
 
