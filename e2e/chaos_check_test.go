@@ -13,12 +13,20 @@ import (
 // polls. It is untagged so that its own test runs in make test.
 
 // ack is one acknowledged record: its unique id and where the broker said
-// it is.
+// it is, or offsetUnknown.
 type ack struct {
 	id        string
 	partition int32
 	offset    int64
 }
+
+// offsetUnknown is the offset of a record librdkafka acknowledged without
+// a broker's answer for it (RD_KAFKA_OFFSET_INVALID): an idempotent
+// producer whose request went unanswered (a node killed, a timeout) and
+// whose later sequence the broker then took knows the earlier records are
+// stored, and reports them delivered at no offset (rd_kafka_dr_implicit_ack).
+// Such an acknowledgement is checked for being stored, not for where.
+const offsetUnknown = -1001
 
 // poll is one record a group member was given, in the member's assignment
 // generation gen (bumped on every assignment, revocation and loss).
@@ -32,6 +40,7 @@ type poll struct {
 // chaosReport is what the checker found.
 type chaosReport struct {
 	lost, storedDups, mismatched, skips, backwards, redelivered int
+	unplaced                                                    int // acknowledged at offsetUnknown
 	details                                                     []string // the first few of each kind
 }
 
@@ -75,6 +84,8 @@ func checkChaos(acked []ack, stored []*kgo.Record, given []poll) chaosReport {
 		switch v, ok := at[pos{k.partition, k.offset}]; {
 		case count[k.id] == 0:
 			note(&r.lost, "%s acknowledged at %d@%d, not stored", k.id, k.partition, k.offset)
+		case k.offset == offsetUnknown:
+			r.unplaced++
 		case !ok || v != k.id:
 			note(&r.mismatched, "%s acknowledged at %d@%d, which holds %q", k.id, k.partition, k.offset, v)
 		}
@@ -124,17 +135,19 @@ func TestChaosChecker(t *testing.T) {
 		return rs
 	}
 	clean := checkChaos(
-		[]ack{{"a", 0, 0}, {"b", 0, 1}, {"c", 0, 7}},
+		[]ack{{"a", 0, 0}, {"b", 0, offsetUnknown}, {"c", 0, 7}},
 		log("a", "b", "c"),
 		[]poll{{1, 1, 0, 0, "a"}, {1, 1, 0, 1, "b"}, {1, 1, 0, 7, "c"}, {2, 2, 0, 1, "b"}})
-	if clean.lost+clean.storedDups+clean.mismatched+clean.skips+clean.backwards != 0 || clean.redelivered != 1 {
+	if clean.lost+clean.storedDups+clean.mismatched+clean.skips+clean.backwards != 0 || clean.redelivered != 1 || clean.unplaced != 1 {
 		t.Errorf("clean history: %+v", clean)
 	}
 	bad := checkChaos(
-		[]ack{{"a", 0, 0}, {"x", 0, 9}, {"b", 0, 3}},
+		[]ack{{"a", 0, 0}, {"x", 0, 9}, {"b", 0, 3}, {"y", 0, offsetUnknown}, {"c", 0, -1}},
 		log("a", "b", "b", "c"),
 		[]poll{{1, 1, 0, 0, "a"}, {1, 1, 0, 2, "b"}, {1, 1, 0, 1, "b"}})
-	want := chaosReport{lost: 1, storedDups: 1, mismatched: 1, skips: 1, backwards: 1, redelivered: 1}
+	// y, acknowledged at no offset, was never stored: lost; c at -1 is a
+	// position, and a wrong one.
+	want := chaosReport{lost: 2, storedDups: 1, mismatched: 2, skips: 1, backwards: 1, redelivered: 1}
 	bad.details = nil
 	if bad.lost != want.lost || bad.storedDups != want.storedDups || bad.mismatched != want.mismatched ||
 		bad.skips != want.skips || bad.backwards != want.backwards || bad.redelivered != want.redelivered {
