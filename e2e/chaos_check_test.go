@@ -40,7 +40,7 @@ type poll struct {
 // chaosReport is what the checker found.
 type chaosReport struct {
 	lost, storedDups, mismatched, skips, backwards, redelivered int
-	unplaced                                                    int // acknowledged at offsetUnknown
+	unplaced                                                    int      // acknowledged at offsetUnknown
 	details                                                     []string // the first few of each kind
 }
 
