@@ -246,7 +246,9 @@ func newFacade(queenURL string, port int, overrides map[string]string) *facade {
 	listen := env["QUEEN_KAFKA_ADDR"]
 	p := &testsupport.Proc{Name: "queen-kafka@" + listen, Bin: queenKafkBin, Env: testsupport.EnvList(env), Out: &testsupport.LogBuffer{}}
 	if listen != "" {
-		p.Ready = testsupport.WaitTCP(listen, 15*time.Second)
+		// Generous: under a chaos run's load a restarted node has taken
+		// 16 s to print its first line; one that never listens still fails.
+		p.Ready = testsupport.WaitTCP(listen, 45*time.Second)
 	}
 	return &facade{proc: &proc{p}, addr: listen}
 }
