@@ -25,6 +25,8 @@ func (o *movableOwnership) Owner(string) (Broker, error) {
 	return o.owner, o.err
 }
 
+func (o *movableOwnership) Redirect(string) (Broker, bool) { return Broker{}, false }
+
 func (o *movableOwnership) Self() Broker { return o.self }
 
 func (o *movableOwnership) set(b Broker, err error) {

@@ -22,7 +22,9 @@ import (
 // Single mode names this node for every key, group or transaction. In a
 // cluster either key is its owner on the rendezvous ring over the live set,
 // whichever node is asked (issue 9: a transactional id and a group of the
-// same name share an owner, which is harmless).
+// same name share an owner, which is harmless). A node that cannot name
+// owners (its registry heartbeat fails) names the owner among its peers
+// (Ownership.Redirect), which drop it once its row expires.
 func (c *Coordinator) FindCoordinator(_ context.Context, _ Client, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if req.Version <= 3 {
@@ -60,7 +62,10 @@ func (c *Coordinator) coordinatorFor(typ int8, key string) kmsg.FindCoordinatorR
 	}
 	o, err := c.own.Owner(key)
 	if err != nil {
-		return fail(kerr.CoordinatorNotAvailable.Code, "the node registry is unavailable")
+		var ok bool
+		if o, ok = c.own.Redirect(key); !ok {
+			return fail(kerr.CoordinatorNotAvailable.Code, "the node registry is unavailable")
+		}
 	}
 	a.NodeID, a.Host, a.Port = o.NodeID, o.Host, o.Port
 	return a

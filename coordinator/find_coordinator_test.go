@@ -26,6 +26,15 @@ func (keyedOwnership) Owner(key string) (Broker, error) {
 	return threeBrokers[h.Sum32()%3], nil
 }
 
+// Redirect names node 3 for a key "down-aside…" (a node set aside that
+// knows its peers), nothing for any other.
+func (keyedOwnership) Redirect(key string) (Broker, bool) {
+	if strings.HasPrefix(key, "down-aside") {
+		return threeBrokers[2], true
+	}
+	return Broker{}, false
+}
+
 func (o keyedOwnership) Self() Broker { return o.self }
 
 func findReq(version int16, typ int8, keys ...string) *kmsg.FindCoordinatorRequest {
@@ -89,6 +98,31 @@ func TestFindCoordinatorBatched(t *testing.T) {
 		resp = h.c.FindCoordinator(ctx, h.cl, findReq(v, 0, "down-2"))
 		if resp.ErrorCode != kerr.CoordinatorNotAvailable.Code || resp.NodeID != -1 {
 			t.Fatalf("v%d unplaceable: %+v", v, resp)
+		}
+	}
+}
+
+// TestFindCoordinatorRedirectsWhileOwnersAreUnknown: a key whose owner this
+// node cannot name is answered the Ownership's redirect when it has one (a
+// peer, for a node whose registry heartbeat fails), at every version and
+// for either key type, and COORDINATOR_NOT_AVAILABLE when it has none.
+func TestFindCoordinatorRedirectsWhileOwnersAreUnknown(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Ownership = keyedOwnership{self: threeBrokers[0]} })
+	ctx := context.Background()
+	want := threeBrokers[2]
+	for v := int16(0); v <= 6; v++ {
+		for _, typ := range []int8{0, 1} {
+			resp := h.c.FindCoordinator(ctx, h.cl, findReq(v, typ, "down-aside-1", "down-3"))
+			got, none := kmsg.FindCoordinatorResponseCoordinator{ErrorCode: resp.ErrorCode, NodeID: resp.NodeID, Host: resp.Host, Port: resp.Port}, resp.ErrorCode
+			if v >= 4 {
+				got, none = resp.Coordinators[0], resp.Coordinators[1].ErrorCode
+			}
+			if got.ErrorCode != 0 || got.NodeID != want.NodeID || got.Host != want.Host || got.Port != want.Port {
+				t.Fatalf("v%d type %d: redirect answered %+v, want %+v", v, typ, got, want)
+			}
+			if v >= 4 && none != kerr.CoordinatorNotAvailable.Code {
+				t.Fatalf("v%d type %d: a key with no redirect answered %d", v, typ, none)
+			}
 		}
 	}
 }

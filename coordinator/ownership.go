@@ -18,6 +18,14 @@ type Broker struct {
 // registry itself.
 type Ownership interface {
 	Owner(key string) (Broker, error)
+	// Redirect is where a client should look for key's coordinator while
+	// Owner cannot answer, false when nothing better than "not available"
+	// is known. FindCoordinator is only a pointer (the node it names
+	// checks its own authority at every group RPC), so a node that cannot
+	// vouch for itself names a peer rather than leaving a client that
+	// keeps asking it (librdkafka does) without a coordinator until the
+	// registry heals.
+	Redirect(key string) (Broker, bool)
 	// Self is this node.
 	Self() Broker
 }
@@ -27,6 +35,9 @@ type Single struct{ Node Broker }
 
 // Owner is always the node itself.
 func (s Single) Owner(string) (Broker, error) { return s.Node, nil }
+
+// Redirect is never needed: Owner always answers.
+func (s Single) Redirect(string) (Broker, bool) { return Broker{}, false }
 
 // Self is the node.
 func (s Single) Self() Broker { return s.Node }

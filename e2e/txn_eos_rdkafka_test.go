@@ -121,9 +121,15 @@ func runRdkafkaEOSWorker(w eosWorker, say func(string, ...any)) int {
 			say("FATAL abort: %v", err)
 			return 1
 		}
-		if err := rewind(); err != nil {
-			say("FATAL rewind: %v", err)
-			return 1
+		// Committed asks the group's coordinator, which may be moving
+		// (the fault that aborted the transaction): a timeout is retried.
+		for err := rewind(); err != nil; err = rewind() {
+			if ke, ok := err.(kafka.Error); !ok || (ke.Code() != kafka.ErrTimedOut && !ke.IsRetriable()) {
+				say("FATAL rewind: %v", err)
+				return 1
+			}
+			say("rewind: retriable %v", err)
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 }

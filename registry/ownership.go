@@ -2,9 +2,11 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/hashring"
 )
 
 // Ownership is coordinator.Ownership in cluster mode. A key (a group id;
@@ -40,6 +42,31 @@ func (o *Ownership) Owner(key string) (coordinator.Broker, error) {
 		return coordinator.Broker{}, fmt.Errorf("%w: %w", coordinator.ErrNoOwner, err)
 	}
 	return broker(n), nil
+}
+
+// Redirect is the owner of key among the other nodes of the session's last
+// view, while Owner cannot answer. This node cannot vouch for its own
+// membership then, and its peers drop it once its row expires (the same
+// rule Metadata follows for partition leaders): a client pointed at the
+// survivor's owner finds the key there, or is told NOT_COORDINATOR until
+// that peer's view catches up. False before the join or when the view
+// holds no other node.
+func (o *Ownership) Redirect(key string) (coordinator.Broker, bool) {
+	s := o.Session()
+	if s == nil {
+		return coordinator.Broker{}, false
+	}
+	v := s.View()
+	if v.Ring == nil {
+		return coordinator.Broker{}, false
+	}
+	others := slices.DeleteFunc(v.Ring.Nodes(), func(id int32) bool { return id == o.self.ID })
+	id, ok := hashring.New(others).Owner(key)
+	if !ok {
+		return coordinator.Broker{}, false
+	}
+	n, ok := v.Node(id)
+	return broker(n), ok
 }
 
 // Self is this node as FindCoordinator names it.

@@ -24,6 +24,9 @@ func TestOwnershipAnswersTheCoordinator(t *testing.T) {
 	if _, err := own.Owner("g"); !errors.Is(err, coordinator.ErrNoOwner) {
 		t.Fatalf("Owner before Bind = %v, want ErrNoOwner", err)
 	}
+	if b, ok := own.Redirect("g"); ok {
+		t.Fatalf("Redirect before Bind = %+v", b)
+	}
 	own.Bind(a)
 	if own.Session() != a {
 		t.Fatal("Session is not the bound one")
@@ -44,5 +47,27 @@ func TestOwnershipAnswersTheCoordinator(t *testing.T) {
 	h.tick(2)
 	if _, err := own.Owner("g"); !errors.Is(err, coordinator.ErrNoOwner) || !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Owner with the registry down = %v, want ErrNoOwner wrapping ErrUnavailable", err)
+	}
+	// Set aside, the node sends clients to its peer, the owner of every key
+	// once the peer drops it.
+	for i := range 50 {
+		key := fmt.Sprintf("group-%d", i)
+		if got, ok := own.Redirect(key); !ok || got != (coordinator.Broker{NodeID: 2, Host: "node2.test", Port: 9092}) {
+			t.Fatalf("Redirect(%s) with the registry down = %+v, %v; want node 2", key, got, ok)
+		}
+	}
+
+	// A node alone in its view has nobody to send a client to.
+	h1, f1, a1 := startFaulty(t)
+	h1.tick(1)
+	f1.mode.Store(faultFail)
+	h1.tick(1)
+	alone := NewOwnership(self)
+	alone.Bind(a1)
+	if _, err := alone.Owner("g"); err == nil {
+		t.Fatal("Owner with the registry down answered")
+	}
+	if got, ok := alone.Redirect("g"); ok {
+		t.Fatalf("Redirect of a node alone = %+v", got)
 	}
 }
