@@ -48,14 +48,16 @@ func runRdkafkaEOSWorker(w eosWorker, say func(string, ...any)) int {
 	}()
 	bg := context.Background()
 	// retry runs call until it succeeds or fails with an error that is not
-	// retriable, which it returns.
+	// retriable, which it returns. A local timeout is retried too: a call
+	// that asks the group's coordinator (Committed) times out while the
+	// coordinator moves, the fault that made the transaction abort.
 	retry := func(what string, call func(context.Context) error) error {
 		for {
 			ctx, cancel := context.WithTimeout(bg, 30*time.Second)
 			err := call(ctx)
 			cancel()
 			ke, ok := err.(kafka.Error)
-			if err == nil || !ok || !ke.IsRetriable() {
+			if err == nil || !ok || !(ke.IsRetriable() || ke.Code() == kafka.ErrTimedOut) {
 				return err
 			}
 			say("%s: retriable %v", what, err)
@@ -121,15 +123,9 @@ func runRdkafkaEOSWorker(w eosWorker, say func(string, ...any)) int {
 			say("FATAL abort: %v", err)
 			return 1
 		}
-		// Committed asks the group's coordinator, which may be moving
-		// (the fault that aborted the transaction): a timeout is retried.
-		for err := rewind(); err != nil; err = rewind() {
-			if ke, ok := err.(kafka.Error); !ok || (ke.Code() != kafka.ErrTimedOut && !ke.IsRetriable()) {
-				say("FATAL rewind: %v", err)
-				return 1
-			}
-			say("rewind: retriable %v", err)
-			time.Sleep(100 * time.Millisecond)
+		if err := retry("rewind", func(context.Context) error { return rewind() }); err != nil {
+			say("FATAL rewind: %v", err)
+			return 1
 		}
 	}
 }

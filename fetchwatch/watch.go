@@ -142,6 +142,7 @@ type Watch struct {
 	changed chan struct{}
 	loose   []*member // members in no group yet
 	queues  []string  // Round.Queues' buffer
+	starts  []int64   // Round.LogStarts' buffer
 	named   int       // members the current round has named
 	swept   uint64    // the last round sweep ran in
 
@@ -333,11 +334,7 @@ func (r *Round) MatchAll(ps []fetchsession.Partition, queues []string) []Matched
 		}
 		p := &ps[i]
 		if s := p.Slot; int(s) < len(w.quiet) && w.gens[s] == p.SlotGen && w.quiet[s] == p.FetchOffset && w.members[s] != nil {
-			// Quiet where the fetch asks: named, nothing else to do.
-			if w.seen[s] != r.n {
-				w.named++
-			}
-			w.seen[s], w.idxs[s], w.wants[s], w.at[s] = r.n, int32(i), p.FetchOffset, r.at
+			r.name(s, i, p.FetchOffset) // quiet where the fetch asks: nothing else to do
 			continue
 		}
 		if part := r.match(p, i, queues[i]); part.State != Quiet {
@@ -369,11 +366,7 @@ func (r *Round) match(p *fetchsession.Partition, idx int, queue string) Part {
 		w.live++
 		w.loose = append(w.loose, m)
 	}
-	s := p.Slot
-	if w.seen[s] != r.n {
-		w.named++
-	}
-	w.seen[s], w.idxs[s], w.wants[s], w.at[s] = r.n, int32(idx), off, r.at
+	r.name(p.Slot, idx, off)
 	if res := m.res; res != nil {
 		m.res = nil
 		w.sync(m)
@@ -393,6 +386,16 @@ func (r *Round) match(p *fetchsession.Partition, idx int, queue string) Part {
 		return Part{State: Read, Entry: m.entry}
 	}
 	return Part{State: Quiet, Entry: m.entry}
+}
+
+// name records that this round names slot s, at its place idx in the
+// fetch, asking offset off (w.mu held).
+func (r *Round) name(s int32, idx int, off int64) {
+	w := r.w
+	if w.seen[s] != r.n {
+		w.named++
+	}
+	w.seen[s], w.idxs[s], w.wants[s], w.at[s] = r.n, int32(idx), off, r.at
 }
 
 // move watches m at off from now on, cold or not, stopping a call parked
@@ -462,20 +465,24 @@ func (r *Round) Learn(p *fetchsession.Partition, o Outcome) {
 	w.move(m, o.Next, !o.Err && o.HighWatermark >= 0 && o.Next == o.HighWatermark)
 }
 
-// LogStarts sets out[i] to the log start offset of ps[i] as last read, for
-// every partition queues names (see MatchAll), -1 where unknown: what a
+// LogStarts is, for each partition of ps, its log start offset as last
+// read when queues names it (see MatchAll), -1 where unknown: what a
 // sessionless answer reports of a quiet partition, whose high watermark is
-// the offset it is watched at.
-func (r *Round) LogStarts(ps []fetchsession.Partition, queues []string, out []int64) {
+// the offset it is watched at. The slice is the watch's, valid until the
+// round's next call.
+func (r *Round) LogStarts(ps []fetchsession.Partition, queues []string) []int64 {
 	w := r.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.starts = grow(w.starts[:0], len(ps))
+	out := w.starts
 	for i := range ps {
 		out[i] = -1
 		if s := ps[i].Slot; queues[i] != "" && int(s) < len(w.lsos) && w.gens[s] == ps[i].SlotGen && w.members[s] != nil {
 			out[i] = w.lsos[s]
 		}
 	}
+	return out
 }
 
 // Assign gives ps, the partitions of a fetch from a client that names

@@ -65,9 +65,12 @@ func (r *reader) none(t *testing.T) {
 	}
 }
 
-// quiet answers p: nothing anywhere (each entry caught up at its offset),
+// answer answers p: nothing anywhere (each entry caught up at its offset),
 // except the records given by partition name.
-func (p *pending) answer(recs map[string]int) {
+func (p *pending) answer(recs map[string]int) { p.ans <- answer{rs: p.results(recs)} }
+
+// results is answer's results, for a test to alter before sending them.
+func (p *pending) results(recs map[string]int) []queen.FetchResult {
 	rs := make([]queen.FetchResult, len(p.req.Entries))
 	for i, e := range p.req.Entries {
 		rs[i] = queen.FetchResult{Queue: e.Queue, Partition: e.Partition, HighWatermark: e.Offset}
@@ -76,7 +79,7 @@ func (p *pending) answer(recs map[string]int) {
 		}
 		rs[i].HighWatermark += int64(recs[e.Partition])
 	}
-	p.ans <- answer{rs: rs}
+	return rs
 }
 
 func (p *pending) cancelled(t *testing.T) {
@@ -601,10 +604,7 @@ func TestKeptPartitionDoesNotHoldItsGroup(t *testing.T) {
 	r := parked(t, w, ps)
 	r.End()
 	c := rd.next(t)
-	rs := make([]queen.FetchResult, len(c.req.Entries))
-	for i, e := range c.req.Entries {
-		rs[i] = queen.FetchResult{Queue: e.Queue, Partition: e.Partition, HighWatermark: e.Offset}
-	}
+	rs := c.results(nil)
 	rs[3].Error = queen.FetchErrUnknownTopic // its topic went away
 	c.ans <- answer{rs: rs}
 	require.Eventually(t, func() bool {

@@ -42,6 +42,17 @@ func (r *Ring) Contains(id int32) bool {
 	return found
 }
 
+// Without is the ring of the other live nodes: the owners a node that
+// cannot vouch for its own membership points clients to, since its peers
+// drop it once its row expires (Metadata's leaders, FindCoordinator's
+// redirect). It is r itself when id is not live.
+func (r *Ring) Without(id int32) *Ring {
+	if !r.Contains(id) {
+		return r
+	}
+	return New(slices.DeleteFunc(slices.Clone(r.ids), func(n int32) bool { return n == id }))
+}
+
 // Owner returns the node that owns key (a consumer group id), and false when
 // no node is live.
 func (r *Ring) Owner(key string) (int32, bool) {

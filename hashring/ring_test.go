@@ -196,3 +196,25 @@ func BenchmarkOwner(b *testing.B) {
 		r.Owner("group-benchmark")
 	}
 }
+
+// TestWithoutIsTheRingOfTheOthers: a ring without a node owns every key
+// as a ring built from the others does; without a node it lacks, it is the
+// same ring; without its only node, it owns nothing.
+func TestWithoutIsTheRingOfTheOthers(t *testing.T) {
+	r := New([]int32{1, 2, 3})
+	w, others := r.Without(2), New([]int32{1, 3})
+	for i := range 200 {
+		key := fmt.Sprintf("g-%d", i)
+		got, _ := w.Owner(key)
+		want, _ := others.Owner(key)
+		if got != want || got == 2 {
+			t.Fatalf("Without(2).Owner(%s) = %d, want %d", key, got, want)
+		}
+	}
+	if r.Without(9) != r {
+		t.Fatal("Without a node the ring lacks is not the ring")
+	}
+	if _, ok := New([]int32{4}).Without(4).Owner("g"); ok {
+		t.Fatal("a ring without its only node owns a key")
+	}
+}

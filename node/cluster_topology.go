@@ -76,8 +76,8 @@ func buildSnapshot(self registry.Node, v registry.View, aside bool) *topoSnapsho
 		s.brokers[i] = b
 	}
 	s.ring = v.Ring
-	if aside && s.ring != nil && s.ring.Contains(self.ID) && s.ring.Len() > 1 {
-		s.ring = hashring.New(slices.DeleteFunc(s.ring.Nodes(), func(id int32) bool { return id == self.ID }))
+	if aside && s.ring != nil && s.ring.Len() > 1 {
+		s.ring = s.ring.Without(self.ID)
 	}
 	if s.ring == nil || s.ring.Len() == 0 {
 		s.ring = hashring.New([]int32{self.ID})

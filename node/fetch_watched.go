@@ -348,8 +348,7 @@ func (wf *watchedFetch) answer(resp *kmsg.FetchResponse, err error) (kmsg.Respon
 func (wf *watchedFetch) answerAll(resp *kmsg.FetchResponse) *kmsg.FetchResponse {
 	ps := wf.fs.Partitions
 	answers := layoutFetch(resp, ps)
-	lsos := make([]int64, len(ps))
-	wf.round.LogStarts(ps, wf.queues, lsos)
+	lsos := wf.round.LogStarts(ps, wf.queues)
 	for i, sp := range answers {
 		if tp := wf.touched[i]; tp != nil {
 			p := sp.Partition

@@ -2,11 +2,9 @@ package registry
 
 import (
 	"fmt"
-	"slices"
 	"sync/atomic"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
-	"github.com/queen-mq/queen-kafka/hashring"
 )
 
 // Ownership is coordinator.Ownership in cluster mode. A key (a group id;
@@ -60,8 +58,7 @@ func (o *Ownership) Redirect(key string) (coordinator.Broker, bool) {
 	if v.Ring == nil {
 		return coordinator.Broker{}, false
 	}
-	others := slices.DeleteFunc(v.Ring.Nodes(), func(id int32) bool { return id == o.self.ID })
-	id, ok := hashring.New(others).Owner(key)
+	id, ok := v.Ring.Without(o.self.ID).Owner(key)
 	if !ok {
 		return coordinator.Broker{}, false
 	}
