@@ -249,8 +249,7 @@ type session struct {
 	// allocate both anew for every fetch. nil while a fetch holds it.
 	scratch []Partition
 	moved   []*cached
-	free    []int32  // the slots of forgotten partitions, for the next added
-	gens    []uint32 // by slot, the generation its partition was given
+	slots   Slots // the partitions' Slot and SlotGen
 
 	// attMu guards att and gone alone, so the cache can close a session's
 	// attachment whatever other lock its caller holds.
@@ -282,16 +281,8 @@ func (s *session) update(ps []Partition, forgotten []Key) {
 			cp.FetchOffset, cp.MaxBytes = p.FetchOffset, p.MaxBytes
 			continue
 		}
-		p.Slot, p.SlotGen = 0, 0
+		p.Slot, p.SlotGen = s.slots.Take()
 		cp := &cached{Partition: p, highWatermark: -1, logStart: -1}
-		if n := len(s.free); n > 0 {
-			cp.Slot, s.free = s.free[n-1], s.free[:n-1]
-		} else {
-			cp.Slot = int32(len(s.parts))
-			s.gens = append(s.gens, 0)
-		}
-		s.gens[cp.Slot]++
-		cp.SlotGen = s.gens[cp.Slot]
 		s.parts[p.Key] = cp
 		s.order = append(s.order, cp)
 	}
@@ -300,7 +291,7 @@ func (s *session) update(ps []Partition, forgotten []Key) {
 		if cp := s.parts[k]; cp != nil {
 			cp.forgotten = true
 			delete(s.parts, k)
-			s.free = append(s.free, cp.Slot)
+			s.slots.Release(cp.Slot)
 			dropped = true
 		}
 	}

@@ -164,8 +164,7 @@ type Watch struct {
 	// keys gives the partitions of a client that names every partition in
 	// every fetch (a sessionless one) the slots a session would (Assign).
 	keys     map[fetchsession.Key]int32
-	keyGens  []uint32 // by slot, its generation
-	keyFree  []int32  // slots of keys no longer named
+	keySlots fetchsession.Slots
 	keyNamed []uint64 // by slot, the last round that named its key
 	keyAt    []int64  // and when (unix ns)
 }
@@ -505,13 +504,10 @@ func (r *Round) Assign(ps []fetchsession.Partition) (ok bool) {
 		p := &ps[i]
 		s, known := w.keys[p.Key]
 		if !known {
-			if n := len(w.keyFree); n > 0 {
-				s, w.keyFree = w.keyFree[n-1], w.keyFree[:n-1]
-			} else {
-				s = int32(len(w.keyGens))
-				w.keyGens, w.keyNamed, w.keyAt = append(w.keyGens, 0), append(w.keyNamed, 0), append(w.keyAt, 0)
+			s, _ = w.keySlots.Take()
+			if n := w.keySlots.Len(); n > len(w.keyNamed) {
+				w.keyNamed, w.keyAt = grow(w.keyNamed, n), grow(w.keyAt, n)
 			}
-			w.keyGens[s]++
 			w.keys[p.Key] = s
 		}
 		if w.keyNamed[s] == r.n {
@@ -519,13 +515,13 @@ func (r *Round) Assign(ps []fetchsession.Partition) (ok bool) {
 		}
 		w.keyNamed[s], w.keyAt[s] = r.n, r.at
 		named++
-		p.Slot, p.SlotGen = s, w.keyGens[s]
+		p.Slot, p.SlotGen = s, w.keySlots.Gen(s)
 	}
 	if named != len(w.keys) {
 		for k, s := range w.keys {
 			if w.keyNamed[s] != r.n && time.Duration(r.at-w.keyAt[s]) > w.cfg.Keep {
 				delete(w.keys, k)
-				w.keyFree = append(w.keyFree, s)
+				w.keySlots.Release(s)
 			}
 		}
 	}
