@@ -98,10 +98,13 @@ func NextEpoch(e int32) int32 {
 
 // Begin decides what one fetch request is, from its session id and epoch
 // (KIP-227), and applies it to the cache:
-//   - epoch -1: a sessionless fetch; a named session is closed first;
+//   - epoch -1: a sessionless fetch; a named session is closed first. Its
+//     Partitions are the request's as named: a reader that does not prove
+//     them distinct another way (the node's watch does) takes Distinct;
 //   - epoch 0: a full fetch opening a new session (a named one is closed
 //     first), if the cache has or can evict room for it; if not, the fetch
-//     is answered in full with session id 0, as Kafka does;
+//     is answered in full with session id 0, as Kafka does. Its Partitions
+//     are Distinct;
 //   - epoch > 0: the next fetch of the session named: its partitions are
 //     the session's, updated with the request's and less the forgotten
 //     ones. An unknown session, or one created by another owner, is
@@ -128,12 +131,13 @@ func (c *Cache) Begin(r Request) *Fetch {
 			return &Fetch{Kind: Sessionless, Partitions: r.Partitions}
 		}
 		c.stats.Full++
-		f := &Fetch{Kind: Full, Partitions: r.Partitions}
-		size := distinct(r.Partitions)
+		f := &Fetch{Kind: Full, Partitions: Distinct(r.Partitions)}
+		size := len(f.Partitions)
 		full := func() bool { return len(c.sessions) >= c.cfg.Slots || c.partitions+size > c.cfg.MaxPartitions }
 		if full() && (!c.tryEvict(size, now) || full()) {
 			return f // no room: answered in full, without a session
 		}
+		r.Partitions = f.Partitions
 		s := newSession(c.newID(), r, now)
 		c.sessions[s.id] = s
 		c.partitions += len(s.parts)
@@ -233,11 +237,60 @@ func (c *Cache) tryEvict(size int, now time.Time) bool {
 	return true
 }
 
-// distinct counts the distinct partitions of ps.
-func distinct(ps []Partition) int {
-	seen := make(map[Key]struct{}, len(ps))
-	for i := range ps {
-		seen[ps[i].Key] = struct{}{}
+// Distinct is ps with each partition once, where the request first named
+// it and with what it asked last, as Kafka reads a fetch's partitions into
+// a map: a request naming one partition a million times is one read, not a
+// million. ps itself, unchanged, when no partition repeats.
+func Distinct(ps []Partition) []Partition {
+	if !repeats(ps) {
+		return ps
 	}
-	return len(seen)
+	at := make(map[Key]int, len(ps))
+	out := make([]Partition, 0, len(ps))
+	for _, p := range ps {
+		if i, ok := at[p.Key]; ok {
+			out[i] = p
+			continue
+		}
+		at[p.Key] = len(out)
+		out = append(out, p)
+	}
+	return out
+}
+
+// repeats tells whether a partition of ps may repeat, without a map for
+// the usual request: each topic in one run of partitions in ascending
+// order, or in ascending order rotated (librdkafka starts each fetch at
+// the next partition, for fairness). Anything else (a topic in two runs,
+// partitions in another order) is "may" and left to Distinct's map.
+func repeats(ps []Partition) bool {
+	var topics map[Key]struct{} // a run's topic, partition zero
+	for i := 0; i < len(ps); {
+		j, wrapped := i+1, false
+		for ; j < len(ps) && ps[j].Topic == ps[i].Topic && ps[j].ID == ps[i].ID; j++ {
+			p := ps[j].Partition
+			if p <= ps[j-1].Partition {
+				if wrapped {
+					return true
+				}
+				wrapped = true
+			}
+			if wrapped && p >= ps[i].Partition {
+				return true
+			}
+		}
+		if i == 0 && j == len(ps) {
+			return false
+		}
+		if topics == nil {
+			topics = make(map[Key]struct{})
+		}
+		t := Key{Topic: ps[i].Topic, ID: ps[i].ID}
+		if _, seen := topics[t]; seen {
+			return true
+		}
+		topics[t] = struct{}{}
+		i = j
+	}
+	return false
 }

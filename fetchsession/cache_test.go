@@ -312,3 +312,54 @@ func TestConcurrentSessions(t *testing.T) {
 	require.Positive(t, st.Evictions)
 	require.Positive(t, st.Incremental)
 }
+
+// TestDistinct: a partition named more than once is read once, at the
+// place it was first named with what it asked last (Kafka's map of a
+// fetch's partitions); a request naming each once is returned as it is,
+// in the usual orders (ascending, or rotated as librdkafka sends) without
+// building a map.
+func TestDistinct(t *testing.T) {
+	p := func(topic string, part int32, offset int64) Partition {
+		return Partition{Key: Key{Topic: topic, Partition: part}, FetchOffset: offset}
+	}
+	byID := func(id byte, part int32) Partition { return Partition{Key: Key{ID: [16]byte{id}, Partition: part}} }
+	for _, tc := range []struct {
+		name    string
+		in, out []Partition
+		same    bool // no repeat proved without a map: in itself
+	}{
+		{name: "empty", same: true},
+		{name: "ascending", in: []Partition{p("a", 0, 0), p("a", 1, 0), p("b", 0, 0)}, same: true},
+		{name: "rotated", in: []Partition{p("a", 2, 0), p("a", 3, 0), p("a", 0, 0), p("a", 1, 0)}, same: true},
+		{name: "by id", in: []Partition{byID(1, 0), byID(2, 0), byID(1, 1)}, out: []Partition{byID(1, 0), byID(2, 0), byID(1, 1)}},
+		{name: "a topic in two runs", in: []Partition{p("a", 1, 0), p("b", 0, 0), p("a", 0, 0)}, out: []Partition{p("a", 1, 0), p("b", 0, 0), p("a", 0, 0)}},
+		{name: "one partition over and over", in: []Partition{p("a", 0, 1), p("a", 0, 2), p("a", 0, 3)}, out: []Partition{p("a", 0, 3)}},
+		{name: "rotated past its start", in: []Partition{p("a", 2, 0), p("a", 3, 0), p("a", 0, 0), p("a", 2, 7)}, out: []Partition{p("a", 2, 7), p("a", 3, 0), p("a", 0, 0)}},
+		{name: "wrapped twice", in: []Partition{p("a", 1, 0), p("a", 0, 0), p("a", 1, 5), p("a", 0, 6)}, out: []Partition{p("a", 1, 5), p("a", 0, 6)}},
+		{name: "repeated across runs", in: []Partition{p("a", 0, 1), p("b", 0, 0), p("a", 0, 9), p("b", 1, 0)}, out: []Partition{p("a", 0, 9), p("b", 0, 0), p("b", 1, 0)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Distinct(tc.in)
+			if tc.same {
+				require.Equal(t, tc.in, got)
+				if len(tc.in) > 0 {
+					require.Same(t, &tc.in[0], &got[0], "no copy when nothing repeats")
+				}
+				return
+			}
+			require.Equal(t, tc.out, got)
+		})
+	}
+}
+
+// TestFullFetchNamesEachPartitionOnce: a full fetch naming a partition
+// twice opens a session of one partition and is answered once for it.
+func TestFullFetchNamesEachPartitionOnce(t *testing.T) {
+	c := New(Config{})
+	f := c.Begin(Request{Epoch: InitialEpoch, Partitions: []Partition{
+		{Key: Key{Topic: "a"}, FetchOffset: 1}, {Key: Key{Topic: "a", Partition: 1}}, {Key: Key{Topic: "a"}, FetchOffset: 4},
+	}})
+	require.Len(t, f.Partitions, 2)
+	require.Equal(t, int64(4), f.Partitions[0].FetchOffset, "what it asked last")
+	require.Equal(t, 2, c.Stats().Partitions)
+}

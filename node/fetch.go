@@ -100,6 +100,11 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 		defer round.End()
 		return n.fetchWatched(ctx, c, req, resp, fs, round, wait)
 	}
+	if fs.Kind == fetchsession.Sessionless {
+		// A watched fetch's Assign proved its partitions distinct; one
+		// read the plain way reads each once, however often it is named.
+		fs.Partitions = fetchsession.Distinct(fs.Partitions)
+	}
 	var (
 		slots   []fetchSlot        // the partitions Queen is asked about...
 		entries []queen.FetchEntry // ...and their entries, one for one

@@ -365,3 +365,32 @@ func TestWatchedSessionlessFetch(t *testing.T) {
 	e.c.close()
 	require.Eventually(t, func() bool { return e.n.parked.Parked() == 0 }, 5*time.Second, time.Millisecond)
 }
+
+// TestSessionlessFetchReadsARepeatedPartitionOnce: a sessionless fetch
+// naming one partition 5,000 times, waiting or not, is one read of one
+// entry at Queen and one answer, as Kafka reads a fetch's partitions into
+// a map; without that, 5,000 entries cost five Queen calls, and a 100 MiB
+// frame of them 6,400.
+func TestSessionlessFetchReadsARepeatedPartitionOnce(t *testing.T) {
+	e, calls := watchEnv(t, 4)
+	e.produce("wide", 2, oneRecord(t, "only"))
+	ps := make([]fetchPart, 5000)
+	for i := range ps {
+		ps[i] = fetchPart{"wide", 2, 0, 1 << 20}
+	}
+	for _, waitMs := range []int32{0, 50} {
+		n := calls.count()
+		req := sessionReq(12, 0, -1, ps...)
+		req.MaxWaitMillis, req.MinBytes = waitMs, 1
+		resp := e.fetch(req)
+		require.Equal(t, 1, len(resp.Topics))
+		require.Equal(t, 1, len(resp.Topics[0].Partitions), "one answer for the partition")
+		got, _ := batchRecords(resp.Topics[0].Partitions[0].RecordBatches)
+		require.Equal(t, 1, got)
+		entries := 0
+		for _, c := range calls.since(n) {
+			entries += c.entries
+		}
+		require.Equal(t, 1, entries, "wait %d ms: Queen asked about the partition once", waitMs)
+	}
+}
