@@ -34,9 +34,10 @@ type Config struct {
 	MaxSessionTimeout time.Duration // QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS
 	MaxGroups         int           // 0 is DefaultMaxGroups
 	// MaxGroupsPerIdentity is one identity's share of MaxGroups (0 is a
-	// quarter of it, at least 1), so that one tenant or credential
-	// creating groups without end cannot take the room every other one
-	// needs.
+	// quarter of it, at least 1; more is all of it), so that one tenant or
+	// credential creating groups without end cannot take the room every
+	// other one needs. Where every client is one identity (no SASL), the
+	// share is the whole ceiling.
 	MaxGroupsPerIdentity int
 	MaxGroupSize         int // 0 is DefaultMaxGroupSize
 	MaxPendingMembers    int // 0 is DefaultMaxPendingMembers
@@ -309,6 +310,11 @@ func (c *Coordinator) Stats() Stats {
 		st.States = append(st.States, StateCount{State: s.String(), Groups: groups[s], Members: members[s]})
 	}
 	return st
+}
+
+// Ceiling is the most groups held in memory, and one identity's share.
+func (c *Coordinator) Ceiling() (groups, perIdentity int) {
+	return c.cfg.MaxGroups, c.cfg.MaxGroupsPerIdentity
 }
 
 // Groups is how many groups are held in memory.

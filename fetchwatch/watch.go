@@ -45,12 +45,16 @@ type Calls struct {
 }
 
 // NewCalls returns a bound of limit parked calls (DefaultMaxCalls when
-// limit <= 0).
-func NewCalls(limit int) *Calls {
+// limit <= 0), of which one owner holds at most share (a quarter when
+// share <= 0; all of them when share is more).
+func NewCalls(limit, share int) *Calls {
 	if limit <= 0 {
 		limit = DefaultMaxCalls
 	}
-	return &Calls{max: limit, perOwner: max(limit/4, 1), owners: map[string]int{}}
+	if share <= 0 {
+		share = max(limit/4, 1)
+	}
+	return &Calls{max: limit, perOwner: min(share, limit), owners: map[string]int{}}
 }
 
 // Parked is the number of calls parked now.
@@ -62,6 +66,9 @@ func (c *Calls) Parked() int {
 
 // Limit is the bound.
 func (c *Calls) Limit() int { return c.max }
+
+// Share is what one owner may hold of it.
+func (c *Calls) Share() int { return c.perOwner }
 
 // take holds one call for owner, unless the node's bound or the owner's
 // share is reached.
@@ -115,7 +122,7 @@ func (c Config) withDefaults() Config {
 		c.Keep = DefaultKeep
 	}
 	if c.Calls == nil {
-		c.Calls = NewCalls(0)
+		c.Calls = NewCalls(0, 0)
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -135,7 +135,7 @@ func newWatch(t *testing.T, r Reader, cfg Config) (*Watch, *testsupport.FakeCloc
 	clk := testsupport.NewFakeClock(time.Unix(1_800_000_000, 0))
 	cfg.Now = clk.Now
 	if cfg.Calls == nil {
-		cfg.Calls = NewCalls(0)
+		cfg.Calls = NewCalls(0, 0)
 	}
 	w := New(context.Background(), r, cfg)
 	t.Cleanup(w.Close)
@@ -329,7 +329,7 @@ func TestFailedCallIsReadNext(t *testing.T) {
 // node's bound.
 func TestDroppedPartitionsAndClose(t *testing.T) {
 	rd := newReader()
-	calls := NewCalls(10)
+	calls := NewCalls(10, 0)
 	w, clk := newWatch(t, rd, Config{Group: 4, Calls: calls, Keep: 10 * time.Second})
 	ps := session(8, 0)
 	r := parked(t, w, ps)
@@ -371,7 +371,7 @@ func TestDroppedPartitionsAndClose(t *testing.T) {
 // partitions, for the fetch to wait on another way.
 func TestNodeBoundRefusesAPark(t *testing.T) {
 	rd := newReader()
-	w, _ := newWatch(t, rd, Config{Group: 4, Calls: NewCalls(8)})
+	w, _ := newWatch(t, rd, Config{Group: 4, Calls: NewCalls(8, 0)})
 	ps := session(12, 0)
 	r, _ := roundOf(t, w, ps)
 	coldAll(r, ps)
@@ -390,7 +390,7 @@ func TestNodeBoundRefusesAPark(t *testing.T) {
 // node's parked calls, and the node's bound holds across owners; a call
 // given back is another's to take.
 func TestOwnersShareTheBound(t *testing.T) {
-	c := NewCalls(8)
+	c := NewCalls(8, 0)
 	for _, owner := range []string{"a", "b", "c", "d"} {
 		require.True(t, c.take(owner))
 		require.True(t, c.take(owner))
@@ -402,6 +402,14 @@ func TestOwnersShareTheBound(t *testing.T) {
 	require.True(t, c.take("e"))
 	require.Equal(t, 8, c.Parked())
 	require.Equal(t, 8, c.Limit())
+
+	// A share past the bound (every client one owner) is the whole bound.
+	one := NewCalls(8, 1<<30)
+	for range 8 {
+		require.True(t, one.take(""))
+	}
+	require.False(t, one.take(""), "the node's bound")
+	require.Equal(t, 8, one.Share())
 }
 
 // TestIdleWatchStopsAsking: a call that answers nothing is parked again

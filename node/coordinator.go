@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"log/slog"
+	"math"
 	"net"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
@@ -22,10 +23,25 @@ func newCoordinator(cfg Config, kv coordinator.KV, log *slog.Logger, own coordin
 		JoinDelay:         cfg.GroupJoinDelay,
 		MinSessionTimeout: cfg.GroupMinSessionTimeout,
 		MaxSessionTimeout: cfg.GroupMaxSessionTimeout,
-		Fenced:            cfg.Clustered(),
-		NodeID:            int32(cfg.NodeID),
-		Incarnation:       incarnation, // the registry row's: one per process
+		// One identity's share of the group ceiling.
+		MaxGroupsPerIdentity: identityShare(cfg),
+		Fenced:               cfg.Clustered(),
+		NodeID:               int32(cfg.NodeID),
+		Incarnation:          incarnation, // the registry row's: one per process
 	})
+}
+
+// identityShare is what one identity may hold of a node-wide bound shared
+// per identity (the group ceiling, the parked fetch calls): the bound's own
+// share (0) when SASL gives each credential an identity, and all of it
+// without SASL, where every client reaches Queen as the facade's one
+// credential and is filed under the one identity "": a share would cap a
+// whole deployment at a quarter of the bound.
+func identityShare(cfg Config) int {
+	if cfg.SASL != "" {
+		return 0
+	}
+	return math.MaxInt
 }
 
 // selfBroker is this node as FindCoordinator names it in single mode.

@@ -230,7 +230,7 @@ func TestWatchedFetchFollowsTheClient(t *testing.T) {
 func TestWatchedFetchPastTheNodeBound(t *testing.T) {
 	const parts = 1100
 	e, _ := watchEnv(t, parts)
-	e.n.parked = fetchwatch.NewCalls(1)
+	e.n.parked = fetchwatch.NewCalls(1, 0)
 	id := e.fetch(sessionReq(12, 0, 0, wideParts(parts)...)).SessionID
 	require.Empty(t, e.fetch(waitingReq(id, 1, 50)).Topics)
 	go func() {

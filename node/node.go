@@ -160,7 +160,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	n.producerIDs = producer.NewIDs()
 	n.sequencer = producer.NewSequencer(maxSeqWindows)
 	n.sessions = fetchsession.New(fetchsession.Config{})
-	n.parked = fetchwatch.NewCalls(0)
+	n.parked = fetchwatch.NewCalls(0, identityShare(cfg))
 	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation())
 	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, clock.Wall{})
 	if cfg.Clustered() {
