@@ -86,7 +86,7 @@ func (c Config) LogValue() slog.Value {
 	}
 	return slog.GroupValue(
 		slog.String("version", version.String()),
-		slog.String("queen_url", redactURL(c.QueenURL)),
+		slog.String("queen_url", queen.RedactURL(c.QueenURL)),
 		slog.Bool("authenticated", c.QueenToken != ""),
 		slog.String("listen", c.Addr),
 		slog.String("advertised", c.AdvertisedAddr),
@@ -102,27 +102,6 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("node_id", c.NodeID),
 		slog.String("cluster", c.Cluster),
 	)
-}
-
-// redactURL is raw with the password of its user info, if any, replaced by
-// xxxxx; text that does not parse as a URL loses all of its user info.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err == nil {
-		if _, has := u.User.Password(); !has {
-			return raw
-		}
-		return u.Redacted()
-	}
-	at := strings.LastIndexByte(raw, '@')
-	if at < 0 {
-		return raw
-	}
-	scheme := ""
-	if i := strings.Index(raw, "://"); i >= 0 && i < at {
-		scheme = raw[:i+3]
-	}
-	return scheme + "xxxxx" + raw[at:]
 }
 
 // Clustered reports whether QUEEN_KAFKA_NODE_ID was set.
@@ -201,7 +180,7 @@ func LoadConfig(ctx context.Context, l envconfig.Lookuper) (Config, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // its message repeats the URL, password included
 		}
-		return Config{}, fmt.Errorf("QUEEN_URL=%q is not an http or https URL: %w", redactURL(raw.QueenURL), err)
+		return Config{}, fmt.Errorf("QUEEN_URL=%q is not an http or https URL: %w", queen.RedactURL(raw.QueenURL), err)
 	}
 	c.QueenToken = raw.QueenToken
 

@@ -123,6 +123,33 @@ func ParseURL(raw string) (string, error) {
 	return strings.TrimRight(raw, "/"), nil
 }
 
+// RedactURL is raw as a log line may show it: the password of its user
+// info replaced by xxxxx, or a user info without one (a token put where
+// the user goes) replaced whole; text that does not parse as a URL loses
+// all of its user info.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err == nil {
+		switch _, has := u.User.Password(); {
+		case u.User == nil:
+			return raw
+		case has:
+			return u.Redacted()
+		}
+		u.User = url.User("xxxxx")
+		return u.String()
+	}
+	at := strings.LastIndexByte(raw, '@')
+	if at < 0 {
+		return raw
+	}
+	scheme := ""
+	if i := strings.Index(raw, "://"); i >= 0 && i < at {
+		scheme = raw[:i+3]
+	}
+	return scheme + "xxxxx" + raw[at:]
+}
+
 // As returns a client sharing c's pool whose calls carry token (when not
 // empty, replacing the configured one) and, when host is not empty, that
 // Host header (SNI forwarding).

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/queen-kafka/internal/clock"
+	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // Backoff is the restart policy: the first restart waits Initial, each
@@ -174,7 +175,7 @@ func (s *Supervisor) loop(env []string, url, from string) {
 			s.log.Error("queen-kafka facade did not start (embedded)", "bin", s.cfg.Bin, "err", err)
 		} else {
 			s.log.Info("queen-kafka facade started (embedded)", "pid", c.pid, "bin", s.cfg.Bin,
-				"queen_url", url, "queen_url_from", from, "restarts", s.Status().Restarts)
+				"queen_url", queen.RedactURL(url), "queen_url_from", from, "restarts", s.Status().Restarts)
 			select {
 			case <-c.exited:
 			case <-s.stop:

@@ -267,3 +267,18 @@ func TestStopBeforeStart(t *testing.T) {
 	assert.Equal(t, PhaseStopped, st.Phase)
 	assert.Nil(t, st.PID)
 }
+
+// TestStartLineRedactsQueenURL: an explicit QUEEN_URL carrying a
+// credential reaches the child whole but the start line without it.
+func TestStartLineRedactsQueenURL(t *testing.T) {
+	h := newHarness(t, "sleep", "QUEEN_URL=https://svc:hunter2@queen.example.com:6632")
+	h.running(t, 0)
+	var starts []map[string]any
+	eventually(t, "the start line", func() bool {
+		starts = h.logs.records("queen-kafka facade started (embedded)")
+		return len(starts) > 0
+	})
+	assert.Equal(t, "https://svc:xxxxx@queen.example.com:6632", starts[0]["queen_url"])
+	assert.Equal(t, FromExplicit, starts[0]["queen_url_from"])
+	assert.NotContains(t, h.logs.String(), "hunter2")
+}
