@@ -14,9 +14,9 @@ import (
 
 // The codec targets feed arbitrary bytes to one decompressor each, as a
 // produce batch's records would reach it, under a small allowance: never a
-// panic, never more output than the allowance, and every byte of buffer
-// and of zstd history asked of the budget first and within its ceiling, so
-// that a bomb is a refusal and not memory.
+// panic, never more output than the allowance, and every byte of buffer,
+// of zstd history and of lz4 block buffers asked of the budget first and
+// within its ceiling, so that a bomb is a refusal and not memory.
 func FuzzDecompressGzip(f *testing.F)   { fuzzCodec(f, recordbatch.CodecGzip) }
 func FuzzDecompressSnappy(f *testing.F) { fuzzCodec(f, recordbatch.CodecSnappy) }
 func FuzzDecompressLz4(f *testing.F)    { fuzzCodec(f, recordbatch.CodecLz4) }
@@ -42,9 +42,15 @@ func fuzzCodec(f *testing.F, codec int) {
 			paid = max(paid, capacity)
 			return nil
 		}
+		// A zstd history is bounded by the pool's window; an lz4
+		// Reader's buffers by the largest block size a frame may declare.
+		ceiling := 2*codecFrame + len(src)
+		if codec == recordbatch.CodecLz4 {
+			ceiling = recordbatch.Lz4MaxHold
+		}
 		window := func(n int) error {
-			if n > 2*codecFrame+len(src) {
-				t.Fatalf("asked for a %d-byte zstd history past the %d window", n, codecFrame)
+			if n > ceiling {
+				t.Fatalf("asked for a %d-byte decoder hold past its %d ceiling", n, ceiling)
 			}
 			return nil
 		}

@@ -77,6 +77,14 @@ func (ds *decompressors) putZstd(z *zstdDecoder, hold int) {
 	ds.zstd.Put(z)
 }
 
+// putLz4 pools r once it has given back its buffers: a decode refused or
+// failed mid-frame leaves them taken, and they were paid for that decode
+// only.
+func (ds *decompressors) putLz4(r *lz4.Reader) {
+	r.Reset(nil)
+	ds.lz4.Put(r)
+}
+
 // payFunc is asked before dst grows to a capacity; an error refuses the
 // growth and ends the decode with it.
 type payFunc func(capacity int) error
@@ -87,8 +95,8 @@ func freeGrowth(int) error { return nil }
 // returns it. Output is streamed through a limit, so a declared size is
 // never trusted and never more than limit bytes are produced (the caller
 // passes what is left of one frame's worth for the whole request); every
-// growth of dst is paid for first, and payWindow for the history a zstd
-// decoder holds meanwhile.
+// growth of dst is paid for first, and payWindow for what the decoder holds
+// meanwhile (a zstd history, an lz4 Reader's block buffers).
 func (ds *decompressors) decompress(dst, src []byte, c int, limit int, pay, payWindow payFunc) ([]byte, error) {
 	switch c {
 	case CodecGzip:
@@ -105,11 +113,17 @@ func (ds *decompressors) decompress(dst, src []byte, c int, limit int, pay, payW
 	case CodecSnappy:
 		return decodeSnappy(dst, src, limit, pay)
 	case CodecLz4:
+		// The Reader's buffers are sized by each frame's declared block
+		// size, whatever the frame holds: paid before it takes any
+		// (lz4_frames.go).
+		if err := payWindow(planLz4(src).hold); err != nil {
+			return dst, err
+		}
 		r, _ := ds.lz4.Get().(*lz4.Reader)
 		if r == nil {
 			r = lz4.NewReader(nil)
 		}
-		defer ds.lz4.Put(r)
+		defer ds.putLz4(r)
 		r.Reset(bytes.NewReader(src))
 		return readLimited(dst, r, limit, pay)
 	case CodecZstd:

@@ -95,8 +95,8 @@ type decodeClaim struct {
 	held    int64
 	scratch int64
 	records int64
-	// window is the history the batch being decoded holds in its
-	// decompressor (a zstd window), for that batch only.
+	// window is what the batch being decoded holds in its decompressor
+	// (a zstd window, lz4 block buffers), for that batch only.
 	window int64
 	// reached is the most the claim has asked to cover, refused or not:
 	// a refused batch takes its record cost back, and a restart sized by
@@ -136,7 +136,7 @@ func (c *decodeClaim) payScratch(n int) error {
 }
 
 // payWindow records the decompressor of the batch being decoded holding n
-// bytes of history; the next batch's payWindow replaces it.
+// bytes (history, block buffers); the next batch's payWindow replaces it.
 func (c *decodeClaim) payWindow(n int) error {
 	c.window = int64(n)
 	return c.cover()

@@ -13,6 +13,9 @@ var (
 	ErrDecompressedTooLarge = errDecompressedTooLarge
 )
 
+// Lz4MaxHold is the most an lz4 batch is charged for its Reader's buffers.
+const Lz4MaxHold = lz4MaxHold
+
 // Decompress runs p's decompressors with limit, paying nothing.
 func (p *Pool) Decompress(dst, src []byte, codec, limit int) ([]byte, error) {
 	return p.codecs.decompress(dst, src, codec, limit, freeGrowth, freeGrowth)
@@ -33,7 +36,8 @@ func (d *Decoder) EnvelopesWithin(rb *kmsg.RecordBatch, buf []byte, ends []int, 
 }
 
 // DecompressPaying runs p's decompressors with limit, asking pay before
-// the output grows to a capacity and payWindow for a zstd history.
+// the output grows to a capacity and payWindow for what the decompressor
+// holds (a zstd history, lz4 block buffers).
 func (p *Pool) DecompressPaying(dst, src []byte, codec, limit int, pay, payWindow func(int) error) ([]byte, error) {
 	return p.codecs.decompress(dst, src, codec, limit, pay, payWindow)
 }
