@@ -137,6 +137,9 @@ func (s *Sequencer) Sequence(scope string, reqs [][]*Batch) (unlock func()) {
 			epoch := b.Epoch
 			b.epochBefore = pe
 			v, at := decideSeq(&pe, &pw.w, epoch, b.FirstSeq, b.lastSeq)
+			if b.Fault != nil && !v.dup {
+				pe = b.epochBefore // refused for its own fault: nothing moves
+			}
 			proj.epochs[pk] = pe
 			switch {
 			case v.code != 0:
@@ -154,9 +157,9 @@ func (s *Sequencer) Sequence(scope string, reqs [][]*Batch) (unlock func()) {
 			}
 		}
 	}
-	// A producer's epoch moves with every batch it checks, written or
-	// not, and the same whatever the windows say: the projection's is the
-	// one the group leaves.
+	// A producer's epoch moves with every batch the group takes (to write,
+	// or a duplicate), whether its write then lands or not, never with one
+	// refused: the projection's is the one the group leaves.
 	for pk, e := range proj.epochs {
 		held[pk].epoch = e
 	}

@@ -121,3 +121,39 @@ func TestGroupEpochs(t *testing.T) {
 	_, known = s.Epoch(Key{ID: 8})
 	require.False(t, known, "scopes are apart")
 }
+
+// TestGroupRefusedBatchDoesNotMoveTheEpoch: a batch of a newer epoch that
+// is refused, for a gap or for its own fault, leaves the producer at the
+// epoch it writes at (Kafka moves it only with an append), so it cannot
+// fence that producer; a newer-epoch batch that is taken does.
+func TestGroupRefusedBatchDoesNotMoveTheEpoch(t *testing.T) {
+	s := NewSequencer(10)
+	s.Grant(Key{ID: 7}, 2)
+	run := func(reqs ...[]*Batch) {
+		t.Helper()
+		unlock := s.Sequence("", reqs)
+		write(t, reqs, 0, 0)
+		s.Settle(reqs)
+		unlock()
+	}
+	first := idem(2, 0, 1)
+	run([]*Batch{first})
+	require.Zero(t, first.Answer.Code)
+
+	gap := idem(3, 5, 1)
+	corrupt := idem(3, 0, 1)
+	corrupt.Fault = &recordbatch.Fault{Code: kerr.CorruptMessage.Code, Msg: "crc"}
+	next := idem(2, 1, 1)
+	run([]*Batch{gap}, []*Batch{corrupt}, []*Batch{next})
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, gap.Answer.Code)
+	require.Equal(t, kerr.CorruptMessage.Code, corrupt.Answer.Code)
+	require.Zero(t, next.Answer.Code, "epoch 2 still writes")
+	epoch, _ := s.Epoch(Key{ID: 7})
+	require.Equal(t, int16(2), epoch)
+
+	bumped := idem(3, 0, 1)
+	stale := idem(2, 2, 1)
+	run([]*Batch{bumped}, []*Batch{stale})
+	require.Zero(t, bumped.Answer.Code)
+	require.Equal(t, kerr.InvalidProducerEpoch.Code, stale.Answer.Code, "fenced by the epoch taken")
+}

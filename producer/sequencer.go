@@ -252,9 +252,19 @@ func decideSeq(producerEpoch *int16, w *seqWindow, epoch int16, first, last int3
 	if epoch < *producerEpoch {
 		return seqVerdict{code: kerr.InvalidProducerEpoch.Code}, -1
 	}
-	if epoch > *producerEpoch {
-		*producerEpoch = epoch
+	v, at := decideWindow(w, epoch, first, last)
+	if v.code == 0 {
+		// Taken (to write, or a duplicate): the producer is at epoch now.
+		// A refused batch moves nothing, as Kafka moves a producer's epoch
+		// only with an append, so a batch of a newer epoch that is a gap
+		// cannot fence the epoch the producer still writes at.
+		*producerEpoch = max(*producerEpoch, epoch)
 	}
+	return v, at
+}
+
+// decideWindow is decideSeq's verdict from the window alone.
+func decideWindow(w *seqWindow, epoch int16, first, last int32) (seqVerdict, int) {
 	switch {
 	case !w.known():
 		return seqVerdict{}, -1
@@ -318,8 +328,9 @@ func (s *Sequencer) window(k windowKey, create bool) *seqWindow {
 	}
 	w := &seqWindow{key: k, epoch: -1}
 	// A window is guarded by its producer's mu, which a caller holding an
-	// evicted one still holds: the next caller finds no window and
-	// refuses anything but sequence 0, never writes beside it.
+	// evicted one still holds: the next caller, behind that mu, finds no
+	// window and decides as for a producer it holds nothing of; it never
+	// writes beside the holder.
 	w.elem = lruPut(s.windows, &s.wlru, s.max, k, w, &s.evictedWindows, func(*seqWindow) bool { return true })
 	return w
 }
