@@ -79,10 +79,15 @@ func (ds *decompressors) putZstd(z *zstdDecoder, hold int) {
 
 // putLz4 pools r once it has given back its buffers: a decode refused or
 // failed mid-frame leaves them taken, and they were paid for that decode
-// only.
-func (ds *decompressors) putLz4(r *lz4.Reader) {
+// only. A Reader that decoded linked blocks is dropped instead: it keeps
+// their last bytes as the dictionary of whatever it decodes next (Reset
+// does not clear it), and a crafted block of another request, another
+// tenant's, would copy them into its records.
+func (ds *decompressors) putLz4(r *lz4.Reader, linked bool) {
 	r.Reset(nil)
-	ds.lz4.Put(r)
+	if !linked {
+		ds.lz4.Put(r)
+	}
 }
 
 // payFunc is asked before dst grows to a capacity; an error refuses the
@@ -116,14 +121,15 @@ func (ds *decompressors) decompress(dst, src []byte, c int, limit int, pay, payW
 		// The Reader's buffers are sized by each frame's declared block
 		// size, whatever the frame holds: paid before it takes any
 		// (lz4_frames.go).
-		if err := payWindow(planLz4(src).hold); err != nil {
+		plan := planLz4(src)
+		if err := payWindow(plan.hold); err != nil {
 			return dst, err
 		}
 		r, _ := ds.lz4.Get().(*lz4.Reader)
 		if r == nil {
 			r = lz4.NewReader(nil)
 		}
-		defer ds.putLz4(r)
+		defer ds.putLz4(r, plan.linked)
 		r.Reset(bytes.NewReader(src))
 		return readLimited(dst, r, limit, pay)
 	case CodecZstd:

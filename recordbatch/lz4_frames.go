@@ -35,6 +35,9 @@ type lz4Plan struct {
 	// hold is the most it holds at once: it gives a frame's buffers back
 	// before it takes the next frame's.
 	hold int
+	// linked: a frame of linked blocks (or a legacy frame) leaves its
+	// last bytes in the Reader's dictionary, which a Reset does not clear.
+	linked bool
 }
 
 // lz4BlockMax is the block maximum of a descriptor's BD byte, 0 for an
@@ -62,34 +65,35 @@ func planLz4(src []byte) lz4Plan {
 		case magic == lz4LegacyMagic:
 			// A legacy frame runs to the end of the source, its blocks
 			// linked.
-			p.hold = max(p.hold, lz4MaxHold)
+			p.hold, p.linked = max(p.hold, lz4MaxHold), true
 			return p
 		case magic>>8 == lz4SkipMagic>>8:
 			if len(src)-off < 4 {
-				return p
+				return p.cut()
 			}
 			skip := uint64(binary.LittleEndian.Uint32(src[off:]))
 			if skip > uint64(len(src)-off-4) {
-				return p
+				return p.cut()
 			}
 			off += 4 + int(skip)
 			continue
 		case magic != lz4Magic:
-			return p
+			return p.cut()
 		}
 		// Descriptor: FLG, BD, then a content size and a dictionary ID
 		// if FLG says so, then the header checksum.
 		if len(src)-off < 3 {
-			return p
+			return p.cut()
 		}
 		flg, bd := src[off], src[off+1]
 		block := lz4BlockMax(bd)
 		if block == 0 {
-			return p
+			return p.cut()
 		}
 		hold := 2 * block
 		if flg&0x20 == 0 {
 			hold += block + lz4DictSlack
+			p.linked = true
 		}
 		p.hold = max(p.hold, hold)
 		off += 3
@@ -102,7 +106,7 @@ func planLz4(src []byte) lz4Plan {
 		// Data blocks up to the end mark, then the content checksum.
 		for {
 			if len(src)-off < 4 {
-				return p
+				return p.cut()
 			}
 			x := binary.LittleEndian.Uint32(src[off:])
 			off += 4
@@ -111,7 +115,7 @@ func planLz4(src []byte) lz4Plan {
 			}
 			n := int(x & 0x7FFFFFFF)
 			if n > block || n > len(src)-off {
-				return p
+				return p.cut()
 			}
 			off += n
 			if flg&0x10 != 0 {
@@ -122,5 +126,16 @@ func planLz4(src []byte) lz4Plan {
 			off += 4
 		}
 	}
+	if off != len(src) {
+		return p.cut()
+	}
+	return p
+}
+
+// cut is the plan of a walk stopped short, where the Reader fails too:
+// counted as linked, so that whatever the Reader did decode is not
+// trusted to have left its dictionary empty.
+func (p lz4Plan) cut() lz4Plan {
+	p.linked = true
 	return p
 }

@@ -151,3 +151,31 @@ func TestLz4BlockBuffersCostWhatTheyHold(t *testing.T) {
 	require.Nil(t, f)
 	require.Len(t, got, len(batchtest.SampleRecords()))
 }
+
+// TestLz4HistoryStaysWithItsBatch: the lz4 Reader keeps the last bytes of
+// a frame of linked blocks as its dictionary and a Reset does not clear
+// it, so a pooled Reader handed a frame whose first block copies from
+// before its start filled that block with the previous batch's bytes,
+// another request's, another tenant's. Such a block is now refused as the
+// corrupt input it is, whatever was decoded before it.
+func TestLz4HistoryStaysWithItsBatch(t *testing.T) {
+	p := recordbatch.NewPool(recordbatch.Limits{Frame: 1 << 20})
+	secret := []byte("another tenant's record, not to be read")
+	victim := append(lz4Header(t, 0x40, 0x40), byte(len(secret)), 0, 0, 0x80)
+	victim = append(append(victim, secret...), 0, 0, 0, 0)
+	// One block: a 19-byte match reaching len(secret) back from the start
+	// of the output, then the five literals a block ends with.
+	reach := []byte{0x0F, byte(len(secret)), 0, 0x00, 0x50, 'x', 'x', 'x', 'x', 'x'}
+	for _, flg := range []byte{0x60, 0x40} { // independent, linked
+		thief := append(lz4Header(t, flg, 0x40), byte(len(reach)), 0, 0, 0)
+		thief = append(append(thief, reach...), 0, 0, 0, 0)
+		for range 3 {
+			out, err := p.Decompress(nil, victim, recordbatch.CodecLz4, 1<<20)
+			require.NoError(t, err)
+			require.Equal(t, secret, out)
+			out, err = p.Decompress(nil, thief, recordbatch.CodecLz4, 1<<20)
+			require.Error(t, err, "FLG %#x decoded %q", flg, out)
+			require.NotContains(t, string(out), "tenant")
+		}
+	}
+}
