@@ -145,15 +145,15 @@ func (c *cluster) join(ctx context.Context, changed func()) error {
 	return nil
 }
 
-// leave closes the session. It gets its own budget (registry.CloseBudget)
-// even when a slow drain used up the shutdown's, because a late delete is
-// still earlier than the TTL.
+// leave closes the session, within ctx (Shutdown keeps a release budget
+// of its own for it, even after a drain that used up its share) and
+// registry.CloseBudget.
 func (c *cluster) leave(ctx context.Context) error {
 	s := c.session()
 	if s == nil {
 		return nil
 	}
-	return s.Close(context.WithoutCancel(ctx))
+	return s.Close(ctx)
 }
 
 // follow reacts to every change the session reports: changed drops each

@@ -236,19 +236,27 @@ func (n *Node) Serve(ctx context.Context) error {
 // cut at once: a JoinGroup or SyncGroup parked in the coordinator is
 // answered NOT_COORDINATOR, and a Fetch's long poll ends its connection
 // (untilStop), so a parked consumer never holds a stop for its max wait. If
-// ctx ends first, every request still being handled is cancelled and its
-// connection closed; the release steps still run, on budgets of their own,
-// since a late release is only slower.
+// the drain's share of ctx ends first (all of it but drainAfterCancel and
+// releaseBudget), every request still being handled is cancelled and its
+// connection closed; the release steps still run, on what is left and at
+// least releaseBudget, since a late release is only slower.
 func (n *Node) Shutdown(ctx context.Context) error {
 	n.closeListener()
 	n.stop()
 	n.coord.Close()
-	drainErr := n.drain(ctx)
+	drainCtx, cancelDrain := ctx, context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); ok {
+		drainCtx, cancelDrain = context.WithDeadline(ctx, dl.Add(-drainAfterCancel-releaseBudget))
+	}
+	drainErr := n.drain(drainCtx)
+	cancelDrain()
 	n.mu.Lock()
 	n.cancelServed()
 	n.mu.Unlock()
 	n.txns.Close()
-	releaseErr := n.release(ctx)
+	releaseCtx, cancelRelease := releaseContext(ctx)
+	releaseErr := n.release(releaseCtx)
+	cancelRelease()
 	// The operator listener goes last: /metrics and a failing /readyz
 	// stay up for the whole drain.
 	return errors.Join(drainErr, releaseErr, n.closeHTTP(ctx))
@@ -269,10 +277,32 @@ func (n *Node) untilStop(ctx context.Context) (context.Context, context.CancelFu
 // stopped reports whether the node has begun to stop.
 func (n *Node) stopped() bool { return n.stopping.Err() != nil }
 
-// drainAfterCancel is how long a drain cut short still waits for the
-// handlers it cancelled (each returns as soon as its Queen call sees the
-// cancellation) before the release steps run regardless.
-const drainAfterCancel = time.Second
+// A shutdown's deadline is shared out so that its last step still fits:
+// the drain ends drainAfterCancel+releaseBudget before it, and waits at most
+// drainAfterCancel for the handlers it cancelled (each returns as soon as
+// its Queen call sees the cancellation); the release steps (the fenced
+// delete of the registry row) get what is left, at least releaseBudget. So
+// the 4 s the process gives its stop is the whole stop, inside the embedded
+// supervisor's 5 s grace before SIGKILL.
+const (
+	drainAfterCancel = 500 * time.Millisecond
+	releaseBudget    = time.Second
+)
+
+// releaseContext is the release steps' context: ctx's deadline, but never
+// less than releaseBudget from now, and not cancelled with ctx (a late
+// release is only slower, a skipped one leaves the row to its TTL).
+func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	free := context.WithoutCancel(ctx)
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(free)
+	}
+	if least := time.Now().Add(releaseBudget); dl.Before(least) {
+		dl = least
+	}
+	return context.WithDeadline(free, dl)
+}
 
 func (n *Node) closeListener() {
 	n.mu.Lock()

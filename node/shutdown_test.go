@@ -84,3 +84,50 @@ func TestShutdownCancelsRequestsAtItsDeadline(t *testing.T) {
 		t.Fatalf("shutdown with a held push: %v, want the drain cut short and its handler cancelled", err)
 	}
 }
+
+// A drain cut short leaves the release steps their budget inside the
+// shutdown's time: with a push held at Queen for good, the release step
+// gets a live context at least releaseBudget long and the whole stop ends
+// within its context, as the process's 4 s stop must inside the embedded
+// supervisor's 5 s grace before SIGKILL.
+func TestShutdownKeepsTheReleaseBudget(t *testing.T) {
+	n, dq := newTestNode(t, nil)
+	dq.addQueue("slow", 1)
+	dq.setFault(func(r *http.Request) (int, string, string) {
+		if r.URL.Path == "/api/v1/push" {
+			<-r.Context().Done()
+		}
+		return 0, "", ""
+	})
+	addr, served := serveForShutdown(t, n)
+	k := dial(t, addr)
+	k.send(produceReq(9, -1, "slow", 0, batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t)))
+	testsupport.WaitFor(t, 10*time.Second, "the push at Queen", func() bool { return dq.count("POST /api/v1/push") == 2 })
+
+	var left time.Duration
+	var live bool
+	n.OnRelease(func(ctx context.Context) error {
+		dl, ok := ctx.Deadline()
+		left, live = time.Until(dl), ok && ctx.Err() == nil
+		return nil
+	})
+	const limit = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	start := time.Now()
+	err := n.Shutdown(ctx)
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "drain cut short") {
+		t.Fatalf("shutdown with a held push: %v, want the drain cut short", err)
+	}
+	if !live || left < releaseBudget*9/10 {
+		t.Fatalf("the release step got %v left (live %v), want a live context of about %v", left, live, releaseBudget)
+	}
+	if took > limit+releaseBudget/2 {
+		t.Fatalf("the stop took %v, past its %v", took, limit)
+	}
+	k.expectClosed()
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+}

@@ -19,8 +19,9 @@ import (
 	"github.com/queen-mq/queen-kafka/node"
 )
 
-// shutdownGrace bounds the drain after SIGTERM; it sits inside the
-// supervisor's default 5 s grace so a stop finishes before a SIGKILL.
+// shutdownGrace bounds the whole stop after SIGTERM (node.Shutdown keeps
+// the release's share of it); it sits inside the supervisor's default 5 s
+// grace so a stop finishes before a SIGKILL.
 const shutdownGrace = 4 * time.Second
 
 func main() {
@@ -98,11 +99,14 @@ func run() int {
 	code := 0
 	select {
 	case err := <-served:
-		if err != nil {
-			log.Error("listener failed", "err", err)
-			return 1
+		if err == nil {
+			return 0
 		}
-		return 0
+		// Still drained and released: the registry row goes now rather
+		// than at its TTL, and the connections served finish.
+		log.Error("listener failed", "err", err)
+		code = 1
+		served = nil
 	case sig := <-sigs:
 		log.Info("shutting down", "signal", sig.String())
 	case err := <-n.Lost():
@@ -116,7 +120,9 @@ func run() int {
 	if err := n.Shutdown(ctx); err != nil {
 		log.Warn("shutdown incomplete", "err", err)
 	}
-	<-served
+	if served != nil {
+		<-served
+	}
 	log.Info("stopped")
 	return code
 }
