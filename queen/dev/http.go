@@ -85,7 +85,40 @@ func (b *Broker) guard(name string, h http.HandlerFunc) http.Handler {
 	})
 }
 
-var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// bodyPool holds the pooled routes' body buffers.
+var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// bodyStart is the most a body's buffer grows to before any of the body
+// has arrived: Content-Length is only the client's word.
+const bodyStart = 64 << 10
+
+// readBody appends what body yields up to its end to dst. The buffer grows
+// with what has arrived, doubling, never with what the client declared: a
+// peer declaring the whole maxBody and sending nothing holds 64 KiB, not
+// 64 MiB. declared (the Content-Length, -1 if unknown) only caps each
+// growth, so that a truthful body ends in a buffer of its size (and
+// MinRead, room to read its end), as one sized up front did.
+func readBody(dst []byte, body io.Reader, declared int64) ([]byte, error) {
+	start := len(dst)
+	for {
+		if len(dst) == cap(dst) {
+			got := len(dst) - start
+			grow := max(got, bodyStart)
+			if rest := declared - int64(got); rest >= 0 {
+				grow = int(min(int64(grow), rest+bytes.MinRead))
+			}
+			dst = append(make([]byte, 0, len(dst)+grow), dst...)
+		}
+		n, err := body.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+}
 
 // bodyUse is how a route's handler holds its request body.
 type bodyUse int
@@ -117,22 +150,18 @@ func (b *Broker) route(name string, need Role, use bodyUse, h routeFunc) http.Ha
 			writeError(w, http.StatusRequestEntityTooLarge, "payload too large")
 			return
 		}
-		var buf *bytes.Buffer
-		if use == ownedBody {
-			buf = bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+bytes.MinRead))
-		} else {
-			buf = bodyPool.Get().(*bytes.Buffer)
-			buf.Reset()
+		var body []byte
+		if use == pooledBody {
+			p := bodyPool.Get().(*[]byte)
+			body = (*p)[:0]
 			defer func() {
-				if buf.Cap() <= 8<<20 {
-					bodyPool.Put(buf)
+				if cap(body) <= 8<<20 {
+					*p = body[:0]
+					bodyPool.Put(p)
 				}
 			}()
-			if r.ContentLength > 0 {
-				buf.Grow(int(r.ContentLength) + bytes.MinRead)
-			}
 		}
-		_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, b.maxBody))
+		body, err := readBody(body, http.MaxBytesReader(w, r.Body, b.maxBody), r.ContentLength)
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
@@ -144,7 +173,7 @@ func (b *Broker) route(name string, need Role, use bodyUse, h routeFunc) http.Ha
 		}
 		// A pooled body's handler copies what it keeps (json.RawMessage
 		// decoding copies), so the buffer can be reused after h returns.
-		c.body = buf.Bytes()
+		c.body = body
 		h(w, r, c)
 	})
 }
