@@ -493,6 +493,11 @@ func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
 	if resp == nil {
 		return true // acks=0: nothing is owed
 	}
+	if buf == nil {
+		if p, _ := writeBuffers.Get().(*[]byte); p != nil {
+			buf = *p
+		}
+	}
 	if q.raw {
 		var ok bool
 		if buf, ok = appendRawToken(buf[:0], resp); !ok {
@@ -513,8 +518,24 @@ func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
 		return false
 	}
 	c.n.obs.Sent(len(buf))
-	if cap(buf) > 1<<20 {
-		buf = nil // do not pin a large response's buffer for the connection's life
+	switch {
+	case cap(buf) > maxPooledWriteBuffer:
+		buf = nil // left to the collector
+	case cap(buf) > keptWriteBuffer:
+		writeBuffers.Put(&buf)
+		buf = nil
 	}
 	return !c.closeAfterAnswer.Load()
 }
+
+// A connection keeps a response buffer of at most keptWriteBuffer between
+// answers; a larger one (up to maxPooledWriteBuffer) waits in writeBuffers
+// for the next answer of any connection, and the collector frees what none
+// is using. Kept per connection, the last large answer's buffer would stay
+// pinned by each of thousands of idle connections: 4 GiB at 4,096 of 1 MiB.
+const (
+	keptWriteBuffer      = 64 << 10
+	maxPooledWriteBuffer = 1 << 20
+)
+
+var writeBuffers sync.Pool // *[]byte

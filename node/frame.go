@@ -39,6 +39,11 @@ type requestHeader struct {
 // peer declaring 100 MiB and sending ten bytes costs what it sent.
 const frameChunk = 64 << 10
 
+// pooledWholeFrame: a free pooled buffer for the whole frame is taken once
+// the bytes charged are at least 1/pooledWholeFrame of it, so what a frame
+// holds stays within that multiple of what it was charged.
+const pooledWholeFrame = 4
+
 // readFrame reads one size-prefixed frame, refusing a size outside
 // [0, limit] before allocating anything.
 func readFrame(r io.Reader, limit int32) ([]byte, error) {
@@ -84,12 +89,17 @@ func readBody(r io.Reader, n int32, charge func(int64) error) (frame []byte, cha
 				charged += int64(grown - limit)
 			}
 			if grown > cap(buf) {
-				// A free pooled buffer for the whole frame is taken at
-				// once (it is no new memory), sparing the copies of
-				// doubling; otherwise the buffer doubles. Either may hold
-				// more than was charged; only what was charged is read
-				// into it.
-				next := bufpool.Pooled(int(n))
+				// A free pooled buffer for the whole frame is taken once
+				// a quarter of the frame is charged (it is no new memory,
+				// and spares the last copies of doubling); otherwise the
+				// buffer doubles. Either may hold more than was charged;
+				// only what was charged is read into it. Taken earlier, a
+				// pooled buffer the collector would free could be pinned
+				// by a size prefix alone.
+				var next []byte
+				if int(n) <= pooledWholeFrame*grown {
+					next = bufpool.Pooled(int(n))
+				}
 				if next == nil {
 					next = bufpool.Get(grown)
 				}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/internal/bufpool"
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 )
@@ -52,6 +53,38 @@ func TestReadBodyGrowsWithWhatArrived(t *testing.T) {
 	}
 	if got, _, err := readBody(bytes.NewReader(nil), 0, nil); err != nil || got == nil || len(got) != 0 {
 		t.Fatalf("empty body: %v %v", got, err)
+	}
+}
+
+// capReader hands out want bytes, noting the most room it was offered to
+// read into (the buffer readBody holds), then ends.
+type capReader struct {
+	want, room int
+}
+
+func (r *capReader) Read(p []byte) (int, error) {
+	r.room = max(r.room, cap(p))
+	if r.want == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), r.want)
+	r.want -= n
+	return n, nil
+}
+
+// TestReadBodyLeavesPooledFramesToTheCollector: a free pooled buffer for a
+// whole 64 MiB frame is not taken on the strength of its size prefix (it
+// would pin 64 MiB the collector frees, for 10 bytes sent), only once a
+// quarter of the frame has been charged.
+func TestReadBodyLeavesPooledFramesToTheCollector(t *testing.T) {
+	const size = 64 << 20
+	bufpool.Put(bufpool.Get(size))
+	r := &capReader{want: 10}
+	if _, _, err := readBody(r, size, nil); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a body cut short: %v", err)
+	}
+	if r.room > frameChunk {
+		t.Fatalf("10 bytes of a declared %d read into %d bytes of buffer, want at most %d", size, r.room, frameChunk)
 	}
 }
 
