@@ -336,16 +336,33 @@ func (s *queenStage) Contents(ctx context.Context) ([]queen.PushItem, []queen.KV
 	return items, ops, nil
 }
 
+// stageCleanups bounds the committed stages being cleaned up at once, in
+// the process (one facade, one transaction manager): each holds a goroutine
+// and its keys for up to 30 s against a Queen that does not answer.
+var stageCleanups = make(chan struct{}, maxStageCleanups)
+
+const maxStageCleanups = 64
+
 // Drop forgets the stage; the rows of a commit that landed are deleted
 // best effort (their key names a decided transaction, so none is read
-// again whether or not this lands, and each expires with its ttl).
+// again whether or not this lands, and each expires with its ttl), in the
+// background, maxStageCleanups at once at most.
 func (s *queenStage) Drop() {
 	keys, q, landed, log := s.keys, s.q, s.landed, s.log
 	*s = queenStage{}
 	if !landed || len(keys) == 0 || q == nil {
 		return
 	}
+	select {
+	case stageCleanups <- struct{}{}:
+	default:
+		// As many cleanups as the bound are on their way (Queen is slow or
+		// hung): this one is left to the rows' ttl rather than piling up
+		// a goroutine per commit.
+		return
+	}
 	go func() {
+		defer func() { <-stageCleanups }()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		for len(keys) > 0 {
