@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,6 +81,8 @@ type catalog struct {
 	// the change does not undo it when it lands.
 	local map[string]localChange
 	seq   uint64
+
+	used time.Time // its last use (catalogs.mu)
 }
 
 // queueKey names one queue: a name, and the id of the queue that holds it.
@@ -122,27 +125,42 @@ type catalogQueen interface {
 // catalogs files catalogues by connection identity, so that two tenants on
 // one SASL listener never see each other's topics.
 type catalogs struct {
-	deps *catalogDeps
-	mu   sync.Mutex
-	m    map[string]*catalog
+	deps  *catalogDeps
+	mu    sync.Mutex
+	m     map[string]*catalog
+	sweep idleSweep
 }
 
 func newCatalogs(deps catalogDeps) *catalogs {
 	return &catalogs{deps: &deps, m: make(map[string]*catalog)}
 }
 
+// idleCredentialCatalog is how long the catalogue of an identity that is a
+// credential standing for itself ("cred:", a token naming no tenant) is
+// kept unused: such identities come and go with their tokens (a JWT
+// broker rotates them), and each would otherwise keep a whole topic list
+// for the life of the process. A tenant's, or the one of a listener
+// without SASL, is kept: there are as many as tenants, and its widest
+// widths must outlive a quiet spell.
+const idleCredentialCatalog = 30 * time.Minute
+
 func (cs *catalogs) forConn(c *Conn) *catalog {
 	id := ""
 	if c != nil {
 		id = c.Identity()
 	}
+	now := cs.deps.now()
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cat := cs.m[id]
 	if cat == nil {
+		sweepIdle(&cs.sweep, now, cs.m, func(id string, cat *catalog) bool {
+			return strings.HasPrefix(id, credentialIdentity) && now.Sub(cat.used) > idleCredentialCatalog
+		})
 		cat = &catalog{deps: cs.deps, widest: make(map[queueKey]int32)}
 		cs.m[id] = cat
 	}
+	cat.used = now
 	return cat
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -24,21 +25,29 @@ import (
 // of the connection, make its consumer group a second group beside the
 // tenant's, both assigned every partition.
 type identities struct {
-	mu sync.Mutex
-	m  map[[sha256.Size]byte]*identityAsk
+	mu    sync.Mutex
+	m     map[[sha256.Size]byte]*identityAsk
+	sweep idleSweep
+	now   func() time.Time
 }
+
+// idleIdentity is how long a credential's answer is kept unused: tokens
+// come and go (a JWT broker rotates them), and a credential back after
+// that is asked again, once.
+const idleIdentity = 30 * time.Minute
 
 // identityAsk is one question to GET /auth/me, shared by every connection
 // of the credential that arrives while it is asked; done is closed with
 // the outcome.
 type identityAsk struct {
 	done   chan struct{}
-	tenant string // "" when no tenant was named
-	err    error  // a failure to ask: no answer
+	tenant string    // "" when no tenant was named
+	err    error     // a failure to ask: no answer
+	used   time.Time // its last use (identities.mu)
 }
 
 func newIdentities() *identities {
-	return &identities{m: make(map[[sha256.Size]byte]*identityAsk)}
+	return &identities{m: make(map[[sha256.Size]byte]*identityAsk), now: time.Now}
 }
 
 // credentialKey hashes a credential with the Host its calls carry: behind
@@ -54,12 +63,17 @@ func credentialKey(host, token string) [sha256.Size]byte {
 // failure to ask is returned, to every caller that waited on it, and
 // forgotten.
 func (ids *identities) identity(ctx context.Context, q *queen.Client, key [sha256.Size]byte, log *slog.Logger) (string, error) {
+	now := ids.now()
 	ids.mu.Lock()
 	a, known := ids.m[key]
 	if !known {
+		sweepIdle(&ids.sweep, now, ids.m, func(_ [sha256.Size]byte, a *identityAsk) bool {
+			return now.Sub(a.used) > idleIdentity && isDone(a.done)
+		})
 		a = &identityAsk{done: make(chan struct{})}
 		ids.m[key] = a
 	}
+	a.used = now
 	ids.mu.Unlock()
 	if known {
 		select {
@@ -86,6 +100,10 @@ func (ids *identities) identity(ctx context.Context, q *queen.Client, key [sha25
 	return a.name(key), a.err
 }
 
+// credentialIdentity prefixes the identity of a credential that stands for
+// itself (Queen names no tenant for it).
+const credentialIdentity = "cred:"
+
 // name is the identity an answer files the credential under.
 func (a *identityAsk) name(key [sha256.Size]byte) string {
 	if a.err != nil {
@@ -94,7 +112,7 @@ func (a *identityAsk) name(key [sha256.Size]byte) string {
 	if a.tenant != "" {
 		return "tenant:" + a.tenant
 	}
-	return "cred:" + hex.EncodeToString(key[:16])
+	return credentialIdentity + hex.EncodeToString(key[:16])
 }
 
 // transientIdentityFailure is a failure to ask that asking again may not
