@@ -179,3 +179,21 @@ func TestAuthenticationDeadline(t *testing.T) {
 		t.Fatalf("authenticated connection after the deadline: %d", resp.ErrorCode)
 	}
 }
+
+// TestAuthenticationDeadlineBoundsTheCheck: a SaslAuthenticate whose
+// token check Queen holds is cut at the authentication deadline and its
+// connection closed, instead of holding the slot for Queen's 10 s budget
+// (twice: the check, then GET /auth/me).
+func TestAuthenticationDeadlineBoundsTheCheck(t *testing.T) {
+	dq, url := newDevQueenTokens(t, saslTokens)
+	dq.setFault(func(r *http.Request) (int, string, string) {
+		if r.URL.Path == "/api/v1/resources/queues" {
+			<-r.Context().Done() // held until the facade gives up on it
+		}
+		return 0, "", ""
+	})
+	n := newNodeOn(t, url, map[string]string{"QUEEN_KAFKA_SASL": "plain"})
+	n.authTimeout = 300 * time.Millisecond
+	addr := serveTestNode(t, n)
+	saslClosedUnanswered(t, addr, "tok-a")
+}

@@ -51,6 +51,10 @@ func (n *Node) handleSaslAuthenticate(ctx context.Context, c *Conn, req *kmsg.SA
 		host = c.ServerName()
 	}
 	q := n.queen.As(token, host)
+	// The asks to Queen end with the authentication deadline: a slow Queen
+	// must not let an unauthenticated connection hold its slot past it.
+	ctx, cancel := context.WithDeadline(ctx, c.authBy)
+	defer cancel()
 	if _, err := q.Queues(ctx); err != nil {
 		if code, msg, ok := saslFault(err); ok {
 			c.log.Info("SASL authentication refused by Queen, closing connection", "user", user, "status", queen.KindOf(err).String())
