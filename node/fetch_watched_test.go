@@ -43,6 +43,23 @@ func (f *fetchCalls) count() int {
 	return len(f.calls)
 }
 
+// waitParked waits until the broker has received as many parked calls
+// (those waiting the watch's DefaultWait) since call n as the node holds
+// parked: a watch sends each from its own goroutine, so a fetch can return
+// before they arrive, and a later count would take them for its own.
+func (f *fetchCalls) waitParked(t *testing.T, node *Node, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		parked := 0
+		for _, c := range f.since(n) {
+			if c.maxWaitMs == int(fetchwatch.DefaultWait/time.Millisecond) {
+				parked++
+			}
+		}
+		return parked >= node.parked.Parked()
+	}, 10*time.Second, time.Millisecond, "the parked calls at the broker")
+}
+
 // watchEnv is a node over a dev broker that records its fetch calls, with
 // topic "wide" of parts partitions.
 func watchEnv(t *testing.T, parts int) (*dataEnv, *fetchCalls) {
@@ -126,6 +143,7 @@ func TestWatchedFetchWaitsOnParkedCalls(t *testing.T) {
 	n := calls.count()
 	inc := e.fetch(waitingReq(id, 1, 200))
 	require.Empty(t, inc.Topics, "nothing was written")
+	calls.waitParked(t, e.n, n)
 	var read, parked int
 	for _, c := range calls.since(n) {
 		switch {
@@ -333,6 +351,7 @@ func TestWatchedSessionlessFetch(t *testing.T) {
 	first := everyPartition(sessionless(50))
 	require.Equal(t, int64(2), first[42].HighWatermark)
 	require.Positive(t, e.n.parked.Parked(), "parked after the first fetch")
+	calls.waitParked(t, e.n, 0)
 
 	n := calls.count()
 	quiet := everyPartition(sessionless(50))
