@@ -29,6 +29,8 @@ type Snapshot struct {
 	DecodeBudgetSize  int64
 	FrameBudgetInUse  int64 // bytes of request frames being read or awaiting their answer
 	FrameBudgetSize   int64
+	FetchBudgetInUse  int64 // bytes of fetch response batches built and not yet written
+	FetchBudgetSize   int64
 
 	FetchSessions FetchSessions
 
@@ -79,6 +81,7 @@ type stateCollector struct {
 	producers, windows, evictions, idsHeld             *prometheus.Desc
 	txnOpen, txns                                      *prometheus.Desc
 	budgetUsed, budgetSize, framesUsed, framesSize     *prometheus.Desc
+	fetchUsed, fetchSize                               *prometheus.Desc
 	joined, healthy, live, hbAge, heartbeats, lostDesc *prometheus.Desc
 	sessions, sessionParts, sessionEvicts              *prometheus.Desc
 	sessionFetches, sessionErrors, parked, parkedLimit *prometheus.Desc
@@ -104,6 +107,8 @@ func newStateCollector(snapshot func() Snapshot) *stateCollector {
 		budgetSize: d("decode_budget_limit_bytes", "Size of the process-wide produce decode budget."),
 		framesUsed: d("frame_budget_bytes", "Bytes of request frames being read or awaiting their answer, held against the node's frame budget."),
 		framesSize: d("frame_budget_limit_bytes", "Size of the node's frame budget."),
+		fetchUsed:  d("fetch_budget_bytes", "Bytes of fetch response record batches built and not yet written, held against the node's fetch response budget."),
+		fetchSize:  d("fetch_budget_limit_bytes", "Size of the node's fetch response budget; past it a response takes no further partition's records but its first record."),
 		joined:     d("cluster_joined", "1 once this node's id is claimed in the registry (cluster mode only)."),
 		healthy:    d("cluster_healthy", "1 while the last heartbeat succeeded and is recent enough to act on (cluster mode only)."),
 		live:       d("cluster_live_nodes", "Live nodes in the last registry read (cluster mode only)."),
@@ -123,7 +128,7 @@ func newStateCollector(snapshot func() Snapshot) *stateCollector {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.conns, c.groups, c.members, c.rebalances, c.producers, c.windows, c.evictions, c.idsHeld,
-		c.txnOpen, c.txns, c.budgetUsed, c.budgetSize, c.framesUsed, c.framesSize, c.joined, c.healthy, c.live, c.hbAge, c.heartbeats, c.lostDesc,
+		c.txnOpen, c.txns, c.budgetUsed, c.budgetSize, c.framesUsed, c.framesSize, c.fetchUsed, c.fetchSize, c.joined, c.healthy, c.live, c.hbAge, c.heartbeats, c.lostDesc,
 		c.sessions, c.sessionParts, c.sessionEvicts, c.sessionFetches, c.sessionErrors, c.parked, c.parkedLimit} {
 		ch <- d
 	}
@@ -155,6 +160,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.budgetSize, float64(s.DecodeBudgetSize))
 	gauge(c.framesUsed, float64(s.FrameBudgetInUse))
 	gauge(c.framesSize, float64(s.FrameBudgetSize))
+	gauge(c.fetchUsed, float64(s.FetchBudgetInUse))
+	gauge(c.fetchSize, float64(s.FetchBudgetSize))
 	fs := &s.FetchSessions
 	gauge(c.sessions, float64(fs.Sessions))
 	gauge(c.sessionParts, float64(fs.Partitions))

@@ -54,6 +54,12 @@ type Conn struct {
 	// (Node.frames): the buffers of its frames being read and of those read
 	// and not yet answered.
 	framesHeld atomic.Int64
+	// answerHeld is what the answers being written hold of the node's
+	// fetch response budget (fetchFill.handOver). A connection writes its
+	// answers in order, so one written gives back all of it: a second
+	// fetch handled before the first is written is counted short only
+	// that long.
+	answerHeld atomic.Int64
 
 	authenticated atomic.Bool
 	stopping      atomic.Bool
@@ -243,8 +249,17 @@ func (c *Conn) serve(parent context.Context) {
 		// Requests read and never answered give back the node's frame
 		// budget here, as the reader's last partial frame already did.
 		c.n.frames.Release(c.framesHeld.Swap(0))
+		c.releaseAnswer()
 	}()
 	c.answerLoop(ctx, queue)
+}
+
+// releaseAnswer gives back what the answers written held of the node's
+// fetch response budget.
+func (c *Conn) releaseAnswer() {
+	if held := c.answerHeld.Swap(0); held > 0 {
+		c.n.fetchMem.Release(held)
+	}
 }
 
 // handshake completes a TLS connection's handshake up front, inside the
@@ -518,6 +533,7 @@ func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
 		return false
 	}
 	c.n.obs.Sent(len(buf))
+	c.releaseAnswer()
 	switch {
 	case cap(buf) > maxPooledWriteBuffer:
 		buf = nil // left to the collector

@@ -71,6 +71,12 @@ import (
 // is asked: its partitions are empty reads with unknown (-1) watermarks, as
 // Kafka answers a partition past the response budget with nothing.
 const (
+	// fetchMemory bounds the record batches of fetch responses built and
+	// not yet written, across the node's connections: eight full 32 MiB
+	// responses. Past it a response takes no further partition's records
+	// (as past its own budget), except the first record of a response,
+	// so that every consumer makes progress however many read at once.
+	fetchMemory      = 256 << 20
 	maxFetchResponse = 32 << 20
 	// minChunkWait is the shortest long-poll slice a chunked fetch gives one
 	// chunk, so that more than 1,024 partitions still wait rather than spin.
@@ -79,12 +85,13 @@ const (
 
 // fetchSlot is one partition of a fetch request on its way through.
 type fetchSlot struct {
-	resp   *kmsg.FetchResponseTopicPartition
-	max    int   // partition_max_bytes
-	taken  int   // records in resp.RecordBatches
-	codec  int   // its batch's compression (recordbatch.Codec*)
-	offset int64 // fetch_offset
-	next   int64 // the offset after the last record taken (offset when none)
+	resp    *kmsg.FetchResponseTopicPartition
+	max     int   // partition_max_bytes
+	taken   int   // records in resp.RecordBatches
+	charged int   // bytes of resp.RecordBatches paid on the node's fetchMem
+	codec   int   // its batch's compression (recordbatch.Codec*)
+	offset  int64 // fetch_offset
+	next    int64 // the offset after the last record taken (offset when none)
 }
 
 func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
@@ -147,6 +154,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 		wait = 0
 	}
 	f := n.newFetchFill(req)
+	defer f.handOver(c)
 	fctx, cancel := n.untilStop(ctx)
 	err := f.chunked(fctx, c, slots, entries, wait, int(max(req.MinBytes, 0)))
 	cancel()
@@ -159,7 +167,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 // newFetchFill is the fill of one response to req: the 32 MiB ceiling, or
 // the request's max_bytes below it.
 func (n *Node) newFetchFill(req *kmsg.FetchRequest) *fetchFill {
-	f := &fetchFill{budget: maxFetchResponse, enc: n.batches}
+	f := &fetchFill{budget: maxFetchResponse, enc: n.batches, mem: n.fetchMem}
 	if req.Version >= 3 && req.MaxBytes >= 0 {
 		f.budget = min(f.budget, int(req.MaxBytes))
 	}
@@ -323,9 +331,26 @@ func answerFetch(resp *kmsg.FetchResponse, fs *fetchsession.Fetch, answers []*km
 // not fit is an empty read with its real watermarks.
 type fetchFill struct {
 	enc    *recordbatch.Encoder
-	budget int  // bytes the response has left (negative past an oversized first record)
-	taken  int  // records in the response
-	full   bool // a record did not fit what the response had left
+	mem    *recordbatch.Budget // the node's fetch response bytes (fetchMemory); nil: unbounded
+	held   int64               // what the response's batches hold of mem
+	budget int                 // bytes the response has left (negative past an oversized first record)
+	taken  int                 // records in the response
+	full   bool                // a record did not fit what the response had left
+}
+
+// handOver gives what the response holds of the node's budget to c, which
+// gives it back once the response is written (or the connection closes):
+// the batches live until then. Without a connection it is given back now.
+func (f *fetchFill) handOver(c *Conn) {
+	held := f.held
+	f.held = 0
+	switch {
+	case held == 0:
+	case c == nil:
+		f.mem.Release(held)
+	default:
+		c.answerHeld.Add(held)
+	}
 }
 
 // spent reports that the response takes no further chunk: its first record
@@ -339,6 +364,11 @@ func (f *fetchFill) spent() bool {
 // unfill takes a partition's answer back out of the response (before it
 // is read again, or failed): no records, no error, watermarks unknown.
 func (f *fetchFill) unfill(s *fetchSlot) {
+	if s.charged > 0 {
+		f.mem.Release(int64(s.charged))
+		f.held -= int64(s.charged)
+		s.charged = 0
+	}
 	f.budget += len(s.resp.RecordBatches)
 	f.taken -= s.taken
 	f.full = f.full && s.taken == 0 // what it held is free again
@@ -384,12 +414,39 @@ func (f *fetchFill) fill(s *fetchSlot, r *queen.FetchResult) {
 	if len(recs) > 0 {
 		// Compressed or not, the batch is never larger than the plain one
 		// the budgets above were counted against.
-		s.resp.RecordBatches = f.enc.AppendFetchBatch(nil, recs, s.codec)
+		b := f.enc.AppendFetchBatch(nil, recs, s.codec)
+		switch {
+		case f.charge(len(b)):
+			s.charged = len(b)
+		case f.taken > 0:
+			// The node holds its fetch memory: as past the response's
+			// budget, an empty read with real watermarks.
+			f.full = true
+			return
+		case len(recs) > 1:
+			// The response's first record is taken whatever the node
+			// holds, as whatever its own budget: the consumer progresses.
+			recs = recs[:1]
+			b = f.enc.AppendFetchBatch(nil, recs, s.codec)
+		}
+		s.resp.RecordBatches = b
 		f.budget -= len(s.resp.RecordBatches)
 		f.taken += len(recs)
 		s.taken = len(recs)
 		s.next = recs[len(recs)-1].Offset + 1
 	}
+}
+
+// charge pays n bytes of batches on the node's budget, if it has them.
+func (f *fetchFill) charge(n int) bool {
+	if f.mem == nil {
+		return true
+	}
+	if !f.mem.TryAcquire(int64(n)) {
+		return false
+	}
+	f.held += int64(n)
+	return true
 }
 
 // ask sets the maxBytes of es, the entries of one call for slots ss: each

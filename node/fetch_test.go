@@ -169,6 +169,44 @@ func TestFetchByteBudgets(t *testing.T) {
 	require.LessOrEqual(t, len(ps[0].RecordBatches), 100_150)
 }
 
+// TestFetchResponsesShareTheNodeBudget: the batches of fetch responses
+// built and not yet written are paid on the node's budget, given back once
+// the connection writes them. A response finding the node's budget spent
+// takes no further partition (an empty read with real watermarks), but its
+// first record always: every consumer progresses.
+func TestFetchResponsesShareTheNodeBudget(t *testing.T) {
+	e := newDataEnv(t, dev.Options{}, nil)
+	e.createTopic("t")
+	big := make([]byte, 50_000)
+	for p := int32(0); p < 2; p++ {
+		recs := []kmsg.Record{{Value: big}, {Value: big}}
+		e.produce("t", p, batchtest.Batch{FirstTS: 1, Records: recs}.Encode(t))
+	}
+	e.n.fetchMem = recordbatch.NewBudget(150_000)
+	both := func() []kmsg.FetchResponseTopicPartition {
+		return e.fetch(fetchReq(6, 0, 1, 1<<20, fetchPart{"t", 0, 0, 1 << 20}, fetchPart{"t", 1, 0, 1 << 20})).Topics[0].Partitions
+	}
+
+	ps := both()
+	_, recs := readBatch(t, ps[0].RecordBatches)
+	require.Equal(t, 2, len(recs), "the first partition fits the node's budget")
+	require.Empty(t, ps[1].RecordBatches, "the second does not")
+	require.Equal(t, int64(2), ps[1].HighWatermark, "real watermarks with the empty read")
+	held := int64(len(ps[0].RecordBatches))
+	require.Equal(t, 150_000-held, e.n.fetchMem.Free(), "held until written")
+
+	// Another consumer's fetch meanwhile: the budget is spent, so its
+	// response takes its first record only, unpaid.
+	ps = both()
+	_, recs = readBatch(t, ps[0].RecordBatches)
+	require.Equal(t, 1, len(recs))
+	require.Empty(t, ps[1].RecordBatches)
+	require.Equal(t, 150_000-held, e.n.fetchMem.Free())
+
+	e.c.releaseAnswer() // the connection wrote its answers
+	require.Equal(t, int64(150_000), e.n.fetchMem.Free())
+}
+
 // TestFetchLongPollWokenByProduce: a fetch parked at the high watermark
 // answers as soon as a produce lands, not at max_wait_ms.
 func TestFetchLongPollWokenByProduce(t *testing.T) {

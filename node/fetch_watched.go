@@ -93,6 +93,7 @@ func (n *Node) fetchWatched(ctx context.Context, c *Conn, req *kmsg.FetchRequest
 	deadline := time.Now().Add(wait)
 	wf := &watchedFetch{n: n, req: req, fs: fs, round: round, f: n.newFetchFill(req),
 		topics: n.topicVerdicts(c, fetchFault, &resp.ThrottleMillis), touched: make(map[int]*touchedPart)}
+	defer wf.f.handOver(c)
 	// The verdicts first, then the watch's view of every partition the
 	// fetch may read, under one lock: a wide session is matched whole on
 	// every fetch.

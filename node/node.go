@@ -70,6 +70,9 @@ type Node struct {
 	// frames is the node's budget of request frame bytes being read or
 	// read and not yet answered, across every connection (frameBudget).
 	frames *recordbatch.Budget
+	// fetchMem is the node's budget of fetch response batches built and
+	// not yet written, across every connection (fetchMemory).
+	fetchMem *recordbatch.Budget
 	// batches encodes fetch answers, compressed as each topic's
 	// compression.type asks.
 	batches *recordbatch.Encoder
@@ -133,6 +136,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		frameTimeout: frameTimeout,
 		authTimeout:  authTimeout,
 		frames:       recordbatch.NewBudget(frameBudget(cfg.MaxConnections)),
+		fetchMem:     recordbatch.NewBudget(fetchMemory),
 		batches:      recordbatch.NewEncoder(),
 		cancelServed: func() {},
 		conns:        make(map[*Conn]struct{}),

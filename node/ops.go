@@ -211,6 +211,8 @@ func (n *Node) snapshot() metrics.Snapshot {
 		DecodeBudgetSize:  budget.Size(),
 		FrameBudgetInUse:  n.frames.Size() - n.frames.Free(),
 		FrameBudgetSize:   n.frames.Size(),
+		FetchBudgetInUse:  n.fetchMem.Size() - n.fetchMem.Free(),
+		FetchBudgetSize:   n.fetchMem.Size(),
 	}
 	fs := n.sessions.Stats()
 	s.FetchSessions = metrics.FetchSessions{Sessions: fs.Sessions, Partitions: fs.Partitions, Evictions: fs.Evictions,
