@@ -89,7 +89,7 @@ func TestSnapshotAtScrape(t *testing.T) {
 		OpenConnections: 3,
 		Groups:          []GroupState{{State: "Stable", Groups: 2, Members: 5}, {State: "Empty", Groups: 1}},
 		Rebalances:      4, Producers: 6, SequenceWindows: 9, ProducerEvictions: 1, WindowEvictions: 2, ProducerIDsHeld: 1500,
-		TxnOpen: 1, TxnCommitted: 7, TxnAborted: 2, DecodeBudgetInUse: 100, DecodeBudgetSize: 1000, FrameBudgetInUse: 10, FrameBudgetSize: 50, FetchBudgetInUse: 20, FetchBudgetSize: 60,
+		TxnOpen: 1, TxnCommitted: 7, TxnAborted: 2, DecodeBudgetInUse: 100, DecodeBudgetSize: 1000, FrameBudgetInUse: 10, FrameBudgetSize: 50, FetchBudgetInUse: 20, FetchBudgetSize: 60, AnswerBudgetInUse: 30, AnswerBudgetSize: 70,
 		FetchSessions: FetchSessions{Sessions: 2, Partitions: 30, Evictions: 5, Full: 3, Incremental: 40, Sessionless: 8, NotFound: 1, InvalidEpoch: 2, TopicIDError: 4, Parked: 6, ParkedLimit: 1024},
 	}
 	m := New("dev", func() Snapshot { return snap })
@@ -118,6 +118,8 @@ func TestSnapshotAtScrape(t *testing.T) {
 		{"queen_kafka_frame_budget_limit_bytes", nil, 50},
 		{"queen_kafka_fetch_budget_bytes", nil, 20},
 		{"queen_kafka_fetch_budget_limit_bytes", nil, 60},
+		{"queen_kafka_queen_answer_budget_bytes", nil, 30},
+		{"queen_kafka_queen_answer_budget_limit_bytes", nil, 70},
 		{"queen_kafka_fetch_sessions", nil, 2},
 		{"queen_kafka_fetch_session_partitions", nil, 30},
 		{"queen_kafka_fetch_session_evictions_total", nil, 5},
@@ -192,7 +194,7 @@ func TestNamingConventions(t *testing.T) {
 	}
 	// Every family New registers, the state collector's cluster ones
 	// included: a family missing here was never linted.
-	require.Equal(t, 46, ours, "families of ours in the scrape (17 event families, 29 of the state collector)")
+	require.Equal(t, 48, ours, "families of ours in the scrape (17 event families, 31 of the state collector)")
 
 	problems, err := promlint.NewWithMetricFamilies(fams).Lint()
 	require.NoError(t, err)

@@ -70,6 +70,9 @@ type Node struct {
 	// frames is the node's budget of request frame bytes being read or
 	// read and not yet answered, across every connection (frameBudget).
 	frames *recordbatch.Budget
+	// answers is the node's budget of Queen answers being read and
+	// decoded (answerMemory).
+	answers *recordbatch.Budget
 	// fetchMem is the node's budget of fetch response batches built and
 	// not yet written, across every connection (fetchMemory).
 	fetchMem *recordbatch.Budget
@@ -114,6 +117,11 @@ type Node struct {
 	released []func(context.Context) error
 }
 
+// answerMemory bounds the bytes of Queen's answers being read and decoded
+// at once across the node's calls (queen.Config.Answers): a fetch call's
+// answer may hold 64 MiB, and every consumer's fetch makes such calls.
+const answerMemory = 256 << 20
+
 // frameBudget is the node's budget of request frame bytes: room for every
 // connection to have a small frame (framesPerConnection, the
 // pre-authentication ceiling) in flight at once, and never less than two
@@ -137,6 +145,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		authTimeout:  authTimeout,
 		frames:       recordbatch.NewBudget(frameBudget(cfg.MaxConnections)),
 		fetchMem:     recordbatch.NewBudget(fetchMemory),
+		answers:      recordbatch.NewBudget(answerMemory),
 		batches:      recordbatch.NewEncoder(),
 		cancelServed: func() {},
 		conns:        make(map[*Conn]struct{}),
@@ -147,7 +156,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	n.metrics = metrics.New(version.String(), n.snapshot)
 	n.obs = n.metrics
 	n.health.next = n.metrics
-	q, err := queen.New(queen.Config{URL: cfg.QueenURL, Token: cfg.QueenToken, Observer: &n.health})
+	q, err := queen.New(queen.Config{URL: cfg.QueenURL, Token: cfg.QueenToken, Observer: &n.health, Answers: n.answers})
 	if err != nil {
 		return nil, fmt.Errorf("queen client: %w", err)
 	}

@@ -213,6 +213,8 @@ func (n *Node) snapshot() metrics.Snapshot {
 		FrameBudgetSize:   n.frames.Size(),
 		FetchBudgetInUse:  n.fetchMem.Size() - n.fetchMem.Free(),
 		FetchBudgetSize:   n.fetchMem.Size(),
+		AnswerBudgetInUse: n.answers.Size() - n.answers.Free(),
+		AnswerBudgetSize:  n.answers.Size(),
 	}
 	fs := n.sessions.Stats()
 	s.FetchSessions = metrics.FetchSessions{Sessions: fs.Sessions, Partitions: fs.Partitions, Evictions: fs.Evictions,

@@ -39,7 +39,24 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Observer, when set, hears every call's route, outcome and duration.
 	Observer Observer
+	// Answers, when set, bounds the bytes of answers being read and
+	// decoded at once, across every client derived from this one (As): a
+	// 2xx answer of answerHoldMin bytes or more takes its declared length
+	// from it before its first byte is read, and gives it back once
+	// decoded. Nothing else is held while waiting, so the waits cannot
+	// deadlock; a wait ends with the call's context.
+	Answers Budget
 }
+
+// Budget is a bound on bytes held at once (recordbatch.Budget is one).
+type Budget interface {
+	Acquire(ctx context.Context, n int64) error
+	Release(n int64)
+}
+
+// answerHoldMin: answers shorter than this are read without the Answers
+// budget; they cost less than its lock would be taken.
+const answerHoldMin = 64 << 10
 
 // Observer hears every HTTP call a Client (and every client As derives from
 // it) makes to Queen: route is the route constant ("POST /api/v1/push"),
@@ -61,6 +78,7 @@ type Client struct {
 	timeout time.Duration
 	hc      *http.Client
 	obs     Observer // nil: nobody listens
+	answers Budget   // nil: unbounded
 }
 
 // New validates cfg and builds a client with its own pooled transport.
@@ -104,7 +122,7 @@ func New(cfg Config) (*Client, error) {
 		// as a server failure instead.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Client{base: u, token: cfg.Token, timeout: timeout, hc: hc, obs: cfg.Observer}, nil
+	return &Client{base: u, token: cfg.Token, timeout: timeout, hc: hc, obs: cfg.Observer, answers: cfg.Answers}, nil
 }
 
 // ParseURL checks a QUEEN_URL and returns it without a trailing slash.
@@ -235,6 +253,12 @@ func (c *Client) exchange(ctx context.Context, route, suffix string, timeout tim
 	}
 	if resp.ContentLength > limit {
 		return tooLongError(route, resp.StatusCode, limit)
+	}
+	if c.answers != nil && resp.ContentLength >= answerHoldMin {
+		if err := c.answers.Acquire(ctx, resp.ContentLength); err != nil {
+			return transportError(ctx, route, err)
+		}
+		defer c.answers.Release(resp.ContentLength)
 	}
 	var raw []byte
 	var ok bool
