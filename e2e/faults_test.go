@@ -135,7 +135,11 @@ func TestQueenFaults(t *testing.T) {
 	t.Run("metadata-429", func(t *testing.T) {
 		defer dev.clearFaults(t)
 		br := seed(t)
-		set(t, faultRule{Route: "any", Status: 429, RetryAfter: secs(3), Count: 1})
+		// The listing is refused twice: a Metadata finding its listing older
+		// than the catalogue's TTL (a slow machine) refreshes it before the
+		// forced refresh an auto-create makes, and with one refusal only
+		// that first refresh would see it, the create then going through.
+		set(t, faultRule{Route: "queues", Status: 429, RetryAfter: secs(3), Count: 2})
 		req := metadataReq(uniq("f429m"))
 		req.AllowAutoTopicCreation = true
 		raw, err := br.Request(ctx, req)
