@@ -89,7 +89,8 @@ func TestSnapshotAtScrape(t *testing.T) {
 		OpenConnections: 3,
 		Groups:          []GroupState{{State: "Stable", Groups: 2, Members: 5}, {State: "Empty", Groups: 1}},
 		Rebalances:      4, Producers: 6, SequenceWindows: 9, ProducerEvictions: 1, WindowEvictions: 2, ProducerIDsHeld: 1500,
-		TxnOpen: 1, TxnCommitted: 7, TxnAborted: 2, DecodeBudgetInUse: 100, DecodeBudgetSize: 1000, FrameBudgetInUse: 10, FrameBudgetSize: 50, FetchBudgetInUse: 20, FetchBudgetSize: 60, AnswerBudgetInUse: 30, AnswerBudgetSize: 70,
+		TxnOpen: 1, TxnCommitted: 7, TxnAborted: 2, DecodeBudget: Budget{InUse: 100, Size: 1000}, FrameBudget: Budget{InUse: 10, Size: 50},
+		FetchBudget: Budget{InUse: 20, Size: 60}, AnswerBudget: Budget{InUse: 30, Size: 70},
 		FetchSessions: FetchSessions{Sessions: 2, Partitions: 30, Evictions: 5, Full: 3, Incremental: 40, Sessionless: 8, NotFound: 1, InvalidEpoch: 2, TopicIDError: 4, Parked: 6, ParkedLimit: 1024},
 	}
 	m := New("dev", func() Snapshot { return snap })

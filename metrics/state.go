@@ -6,6 +6,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// Budget is one budget of bytes: what is held of it now, and its size.
+type Budget struct{ InUse, Size int64 }
+
 // Snapshot is a node's state as one scrape reads it.
 type Snapshot struct {
 	OpenConnections int
@@ -25,14 +28,10 @@ type Snapshot struct {
 	TxnCommitted uint64
 	TxnAborted   uint64
 
-	DecodeBudgetInUse int64 // bytes of the produce decode budget held now
-	DecodeBudgetSize  int64
-	FrameBudgetInUse  int64 // bytes of request frames being read or awaiting their answer
-	FrameBudgetSize   int64
-	FetchBudgetInUse  int64 // bytes of fetch response batches built and not yet written
-	FetchBudgetSize   int64
-	AnswerBudgetInUse int64 // bytes of Queen answers being read and decoded
-	AnswerBudgetSize  int64
+	DecodeBudget Budget // the process-wide produce decode budget
+	FrameBudget  Budget // request frames being read or awaiting their answer
+	FetchBudget  Budget // fetch response batches built and not yet written
+	AnswerBudget Budget // Queen answers being read and decoded
 
 	FetchSessions FetchSessions
 
@@ -75,6 +74,9 @@ type Cluster struct {
 	Lost             bool // another process took this node id
 }
 
+// budgetDescs are a budget's two gauges: held now, and its size.
+type budgetDescs struct{ used, size *prometheus.Desc }
+
 // stateCollector turns a Snapshot into metrics at every scrape.
 type stateCollector struct {
 	snapshot func() Snapshot
@@ -82,8 +84,7 @@ type stateCollector struct {
 	conns, groups, members, rebalances                 *prometheus.Desc
 	producers, windows, evictions, idsHeld             *prometheus.Desc
 	txnOpen, txns                                      *prometheus.Desc
-	budgetUsed, budgetSize, framesUsed, framesSize     *prometheus.Desc
-	fetchUsed, fetchSize, answersUsed, answersSize     *prometheus.Desc
+	decode, frames, fetch, answers                     budgetDescs
 	joined, healthy, live, hbAge, heartbeats, lostDesc *prometheus.Desc
 	sessions, sessionParts, sessionEvicts              *prometheus.Desc
 	sessionFetches, sessionErrors, parked, parkedLimit *prometheus.Desc
@@ -94,31 +95,31 @@ func newStateCollector(snapshot func() Snapshot) *stateCollector {
 		return prometheus.NewDesc(prometheus.BuildFQName(ns, "", name), help, labels, nil)
 	}
 	return &stateCollector{
-		snapshot:    snapshot,
-		conns:       d("open_connections", "Kafka connections open now."),
-		groups:      d("groups", "Consumer groups this node coordinates, by state.", "state"),
-		members:     d("group_members", "Members of the groups this node coordinates, by their group's state.", "state"),
-		rebalances:  d("rebalances_total", "Rebalances completed with members (a new generation handed to its members)."),
-		producers:   d("idempotent_producers", "Idempotent producers whose epochs this node tracks."),
-		windows:     d("producer_sequence_windows", "Producer-partitions whose sequence windows this node tracks."),
-		idsHeld:     d("producer_ids_reserved", "Producer ids this node has reserved in Queen and not yet handed out: InitProducerId answers from them with no KV call (a block of 1,000 is reserved ahead once the current one is half spent)."),
-		evictions:   d("producer_evictions_total", "Least recently used producer state evicted past the bound, by kind (producer, window); an evicted producer recovers through KIP-360.", "kind"),
-		txnOpen:     d("transactions_open", "Transactions open now."),
-		txns:        d("transactions_total", "Transactions ended, by outcome (committed, aborted).", "outcome"),
-		budgetUsed:  d("decode_budget_bytes", "Bytes of the process-wide produce decode budget held now."),
-		budgetSize:  d("decode_budget_limit_bytes", "Size of the process-wide produce decode budget."),
-		framesUsed:  d("frame_budget_bytes", "Bytes of request frames being read or awaiting their answer, held against the node's frame budget."),
-		framesSize:  d("frame_budget_limit_bytes", "Size of the node's frame budget."),
-		fetchUsed:   d("fetch_budget_bytes", "Bytes of fetch response record batches built and not yet written, held against the node's fetch response budget."),
-		answersUsed: d("queen_answer_budget_bytes", "Bytes of Queen answers being read and decoded, held against the node's answer budget."),
-		answersSize: d("queen_answer_budget_limit_bytes", "Size of the node's budget of Queen answers being read and decoded; past it a call waits to read its answer."),
-		fetchSize:   d("fetch_budget_limit_bytes", "Size of the node's fetch response budget; past it a response takes no further partition's records but its first record."),
-		joined:      d("cluster_joined", "1 once this node's id is claimed in the registry (cluster mode only)."),
-		healthy:     d("cluster_healthy", "1 while the last heartbeat succeeded and is recent enough to act on (cluster mode only)."),
-		live:        d("cluster_live_nodes", "Live nodes in the last registry read (cluster mode only)."),
-		hbAge:       d("cluster_heartbeat_age_seconds", "Time since the last successful heartbeat was sent (cluster mode only)."),
-		heartbeats:  d("cluster_heartbeats_total", "Registry heartbeats (the claim's included), by outcome: ok, failed (cluster mode only).", "outcome"),
-		lostDesc:    d("cluster_node_id_lost", "1 once another process took this node's id (cluster mode only)."),
+		snapshot:   snapshot,
+		conns:      d("open_connections", "Kafka connections open now."),
+		groups:     d("groups", "Consumer groups this node coordinates, by state.", "state"),
+		members:    d("group_members", "Members of the groups this node coordinates, by their group's state.", "state"),
+		rebalances: d("rebalances_total", "Rebalances completed with members (a new generation handed to its members)."),
+		producers:  d("idempotent_producers", "Idempotent producers whose epochs this node tracks."),
+		windows:    d("producer_sequence_windows", "Producer-partitions whose sequence windows this node tracks."),
+		idsHeld:    d("producer_ids_reserved", "Producer ids this node has reserved in Queen and not yet handed out: InitProducerId answers from them with no KV call (a block of 1,000 is reserved ahead once the current one is half spent)."),
+		evictions:  d("producer_evictions_total", "Least recently used producer state evicted past the bound, by kind (producer, window); an evicted producer recovers through KIP-360.", "kind"),
+		txnOpen:    d("transactions_open", "Transactions open now."),
+		txns:       d("transactions_total", "Transactions ended, by outcome (committed, aborted).", "outcome"),
+		decode: budgetDescs{d("decode_budget_bytes", "Bytes of the process-wide produce decode budget held now."),
+			d("decode_budget_limit_bytes", "Size of the process-wide produce decode budget.")},
+		frames: budgetDescs{d("frame_budget_bytes", "Bytes of request frames being read or awaiting their answer, held against the node's frame budget."),
+			d("frame_budget_limit_bytes", "Size of the node's frame budget.")},
+		fetch: budgetDescs{d("fetch_budget_bytes", "Bytes of fetch response record batches built and not yet written, held against the node's fetch response budget."),
+			d("fetch_budget_limit_bytes", "Size of the node's fetch response budget; past it a response takes no further partition's records but its first record.")},
+		answers: budgetDescs{d("queen_answer_budget_bytes", "Bytes of Queen answers being read and decoded, held against the node's answer budget."),
+			d("queen_answer_budget_limit_bytes", "Size of the node's budget of Queen answers being read and decoded; past it a call waits to read its answer.")},
+		joined:     d("cluster_joined", "1 once this node's id is claimed in the registry (cluster mode only)."),
+		healthy:    d("cluster_healthy", "1 while the last heartbeat succeeded and is recent enough to act on (cluster mode only)."),
+		live:       d("cluster_live_nodes", "Live nodes in the last registry read (cluster mode only)."),
+		hbAge:      d("cluster_heartbeat_age_seconds", "Time since the last successful heartbeat was sent (cluster mode only)."),
+		heartbeats: d("cluster_heartbeats_total", "Registry heartbeats (the claim's included), by outcome: ok, failed (cluster mode only).", "outcome"),
+		lostDesc:   d("cluster_node_id_lost", "1 once another process took this node's id (cluster mode only)."),
 
 		sessions:       d("fetch_sessions", "Incremental fetch sessions (KIP-227) cached now (Kafka's NumIncrementalFetchSessions)."),
 		sessionParts:   d("fetch_session_partitions", "Partitions cached across the fetch sessions (Kafka's NumIncrementalFetchPartitionsCached)."),
@@ -132,7 +133,7 @@ func newStateCollector(snapshot func() Snapshot) *stateCollector {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.conns, c.groups, c.members, c.rebalances, c.producers, c.windows, c.evictions, c.idsHeld,
-		c.txnOpen, c.txns, c.budgetUsed, c.budgetSize, c.framesUsed, c.framesSize, c.fetchUsed, c.fetchSize, c.answersUsed, c.answersSize, c.joined, c.healthy, c.live, c.hbAge, c.heartbeats, c.lostDesc,
+		c.txnOpen, c.txns, c.decode.used, c.decode.size, c.frames.used, c.frames.size, c.fetch.used, c.fetch.size, c.answers.used, c.answers.size, c.joined, c.healthy, c.live, c.hbAge, c.heartbeats, c.lostDesc,
 		c.sessions, c.sessionParts, c.sessionEvicts, c.sessionFetches, c.sessionErrors, c.parked, c.parkedLimit} {
 		ch <- d
 	}
@@ -160,14 +161,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.txnOpen, float64(s.TxnOpen))
 	counter(c.txns, s.TxnCommitted, "committed")
 	counter(c.txns, s.TxnAborted, "aborted")
-	gauge(c.budgetUsed, float64(s.DecodeBudgetInUse))
-	gauge(c.budgetSize, float64(s.DecodeBudgetSize))
-	gauge(c.framesUsed, float64(s.FrameBudgetInUse))
-	gauge(c.framesSize, float64(s.FrameBudgetSize))
-	gauge(c.fetchUsed, float64(s.FetchBudgetInUse))
-	gauge(c.fetchSize, float64(s.FetchBudgetSize))
-	gauge(c.answersUsed, float64(s.AnswerBudgetInUse))
-	gauge(c.answersSize, float64(s.AnswerBudgetSize))
+	for _, b := range []struct {
+		d budgetDescs
+		v Budget
+	}{{c.decode, s.DecodeBudget}, {c.frames, s.FrameBudget}, {c.fetch, s.FetchBudget}, {c.answers, s.AnswerBudget}} {
+		gauge(b.d.used, float64(b.v.InUse))
+		gauge(b.d.size, float64(b.v.Size))
+	}
 	fs := &s.FetchSessions
 	gauge(c.sessions, float64(fs.Sessions))
 	gauge(c.sessionParts, float64(fs.Partitions))

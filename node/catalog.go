@@ -82,7 +82,7 @@ type catalog struct {
 	local map[string]localChange
 	seq   uint64
 
-	used time.Time // its last use (catalogs.mu)
+	used time.Time // its last use, kept for a credential's (catalogs.mu)
 }
 
 // queueKey names one queue: a name, and the id of the queue that holds it.
@@ -149,10 +149,15 @@ func (cs *catalogs) forConn(c *Conn) *catalog {
 	if c != nil {
 		id = c.Identity()
 	}
-	now := cs.deps.now()
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cat := cs.m[id]
+	// Only a credential's catalogue is ever dropped, so only it reads the
+	// clock on this path (every produce and fetch passes here).
+	if cat != nil && !strings.HasPrefix(id, credentialIdentity) {
+		return cat
+	}
+	now := cs.deps.now()
 	if cat == nil {
 		sweepIdle(&cs.sweep, now, cs.m, func(id string, cat *catalog) bool {
 			return strings.HasPrefix(id, credentialIdentity) && now.Sub(cat.used) > idleCredentialCatalog

@@ -6,8 +6,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
-	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
-	"github.com/queen-mq/queen-kafka/queen/dev"
 )
 
 // TestIdentitySharesFollowSASL: without SASL every client is filed under
@@ -16,7 +14,7 @@ import (
 // credential's identity holds its quarter. A quarter without SASL would
 // cap a deployment at 2,500 consumer groups.
 func TestIdentitySharesFollowSASL(t *testing.T) {
-	b := devbroker.Start(t, dev.Options{}, nil)
+	_, url := newDevQueen(t)
 	for _, tc := range []struct {
 		sasl           string
 		groups, parked int
@@ -24,7 +22,7 @@ func TestIdentitySharesFollowSASL(t *testing.T) {
 		{"", coordinator.DefaultMaxGroups, 1024},
 		{"plain", coordinator.DefaultMaxGroups / 4, 256},
 	} {
-		n := newNodeOn(t, b.URL, map[string]string{"QUEEN_KAFKA_SASL": tc.sasl})
+		n := newNodeOn(t, url, map[string]string{"QUEEN_KAFKA_SASL": tc.sasl})
 		ceiling, share := n.coord.Ceiling()
 		require.Equal(t, coordinator.DefaultMaxGroups, ceiling)
 		require.Equal(t, tc.groups, share, "SASL %q: one identity's groups", tc.sasl)

@@ -9,8 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
-	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
-	"github.com/queen-mq/queen-kafka/queen/dev"
 )
 
 // TestIdleCredentialCatalogsAreDropped: the topic list of a credential
@@ -51,17 +49,17 @@ func TestIdleCredentialCatalogsAreDropped(t *testing.T) {
 // idleIdentity is forgotten when another credential is asked about, and
 // asked again if it comes back; one being asked is never dropped.
 func TestIdleIdentitiesAreForgotten(t *testing.T) {
-	b := devbroker.Start(t, dev.Options{}, nil)
+	dq, _ := newDevQueen(t)
 	clk := testsupport.NewFakeClock(time.Unix(1_800_000_000, 0))
 	ids := newIdentities()
 	ids.now = clk.Now
 	asking := &identityAsk{done: make(chan struct{})}
 	ids.m[credentialKey("", "asking")] = asking
-	_, err := ids.identity(context.Background(), b.Client, credentialKey("", "old"), testLogger())
+	_, err := ids.identity(context.Background(), dq.q, credentialKey("", "old"), testLogger())
 	require.NoError(t, err)
 
 	clk.Advance(idleIdentity + idleSweepEvery)
-	_, err = ids.identity(context.Background(), b.Client, credentialKey("", "new"), testLogger())
+	_, err = ids.identity(context.Background(), dq.q, credentialKey("", "new"), testLogger())
 	require.NoError(t, err)
 	ids.mu.Lock()
 	defer ids.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"github.com/queen-mq/queen-kafka/metrics"
 	"github.com/queen-mq/queen-kafka/operator"
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
 // The operator listener (QUEEN_KAFKA_HTTP_ADDR): /metrics over the node's
@@ -195,7 +196,6 @@ func (n *Node) snapshot() metrics.Snapshot {
 	conns := len(n.conns)
 	n.mu.Unlock()
 	cs, ps, ts := n.coord.Stats(), n.sequencer.Stats(), n.txns.Stats()
-	budget := decoding.Budget()
 	s := metrics.Snapshot{
 		OpenConnections:   conns,
 		Rebalances:        cs.Rebalances,
@@ -207,14 +207,10 @@ func (n *Node) snapshot() metrics.Snapshot {
 		TxnOpen:           ts.Open,
 		TxnCommitted:      ts.Committed,
 		TxnAborted:        ts.Aborted,
-		DecodeBudgetInUse: budget.Size() - budget.Free(),
-		DecodeBudgetSize:  budget.Size(),
-		FrameBudgetInUse:  n.frames.Size() - n.frames.Free(),
-		FrameBudgetSize:   n.frames.Size(),
-		FetchBudgetInUse:  n.fetchMem.Size() - n.fetchMem.Free(),
-		FetchBudgetSize:   n.fetchMem.Size(),
-		AnswerBudgetInUse: n.answers.Size() - n.answers.Free(),
-		AnswerBudgetSize:  n.answers.Size(),
+		DecodeBudget:      budgetUse(decoding.Budget()),
+		FrameBudget:       budgetUse(n.frames),
+		FetchBudget:       budgetUse(n.fetchMem),
+		AnswerBudget:      budgetUse(n.answers),
 	}
 	fs := n.sessions.Stats()
 	s.FetchSessions = metrics.FetchSessions{Sessions: fs.Sessions, Partitions: fs.Partitions, Evictions: fs.Evictions,
@@ -234,4 +230,9 @@ func (n *Node) snapshot() metrics.Snapshot {
 		s.Cluster = c
 	}
 	return s
+}
+
+// budgetUse is what a scrape reports of b.
+func budgetUse(b *recordbatch.Budget) metrics.Budget {
+	return metrics.Budget{InUse: b.Size() - b.Free(), Size: b.Size()}
 }

@@ -7,17 +7,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
-	"github.com/queen-mq/queen-kafka/queen/dev"
 )
 
 // TestConnectionKeepsNoLargeWriteBuffer: after a 512 KiB answer the
 // connection holds a response buffer of at most keptWriteBuffer, so
 // thousands of idle connections do not pin their last large answer's.
 func TestConnectionKeepsNoLargeWriteBuffer(t *testing.T) {
-	b := devbroker.Start(t, dev.Options{}, nil)
-	n := newNodeOn(t, b.URL, nil)
+	n, _ := newTestNode(t, nil)
 	a, peer := net.Pipe()
 	defer a.Close()
 	defer peer.Close()

@@ -1,4 +1,4 @@
-package queen
+package queen_test
 
 import (
 	"context"
@@ -7,55 +7,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/recordbatch"
 )
-
-// gate is a Budget of size bytes that records what it gave.
-type gate struct {
-	mu         sync.Mutex
-	free, size int64
-	taken      []int64
-	changed    chan struct{}
-}
-
-func newGate(size int64) *gate { return &gate{free: size, size: size, changed: make(chan struct{})} }
-
-func (g *gate) Acquire(ctx context.Context, n int64) error {
-	for {
-		g.mu.Lock()
-		if n <= g.free {
-			g.free -= n
-			g.taken = append(g.taken, n)
-			g.mu.Unlock()
-			return nil
-		}
-		ch := g.changed
-		g.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (g *gate) Release(n int64) {
-	g.mu.Lock()
-	g.free += n
-	close(g.changed)
-	g.changed = make(chan struct{})
-	g.mu.Unlock()
-}
-
-func (g *gate) held() int64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.size - g.free
-}
 
 // TestAnswersBudgetHoldsWhatIsRead: an answer of answerHoldMin bytes or
 // more takes its declared length from Config.Answers before it is read and
@@ -63,13 +22,13 @@ func (g *gate) held() int64 {
 // answer takes nothing; an answer the budget cannot hold waits, and a wait
 // ends with the call's context, as a timeout.
 func TestAnswersBudgetHoldsWhatIsRead(t *testing.T) {
-	var list QueueList
+	var list queen.QueueList
 	for i := range 2000 {
-		list.Queues = append(list.Queues, QueueInfo{Name: fmt.Sprintf("queue-%04d-%s", i, strings.Repeat("x", 40)), Partitions: 1})
+		list.Queues = append(list.Queues, queen.QueueInfo{Name: fmt.Sprintf("queue-%04d-%s", i, strings.Repeat("x", 40)), Partitions: 1})
 	}
 	big, err := json.Marshal(list)
 	require.NoError(t, err)
-	require.Greater(t, len(big), answerHoldMin)
+	require.Greater(t, len(big), queen.AnswerHoldMin)
 	small := []byte(`{"queues":[]}`)
 	answer := big
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -78,24 +37,26 @@ func TestAnswersBudgetHoldsWhatIsRead(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	g := newGate(1 << 20)
-	c, err := New(Config{URL: srv.URL, Answers: g})
+	const size = 1 << 20
+	b := recordbatch.NewBudget(size)
+	c, err := queen.New(queen.Config{URL: srv.URL, Answers: b})
 	require.NoError(t, err)
 	qs, err := c.As("tenant-token", "").Queues(context.Background())
 	require.NoError(t, err)
 	require.Len(t, qs, 2000)
-	require.Equal(t, []int64{int64(len(big))}, g.taken, "the declared length, before reading")
-	require.Zero(t, g.held(), "given back once decoded")
+	require.Equal(t, int64(len(big)), b.Peak(), "the declared length, before reading")
+	require.Equal(t, int64(size), b.Free(), "given back once decoded")
 
 	answer = small
+	b.ResetPeak()
 	_, err = c.Queues(context.Background())
 	require.NoError(t, err)
-	require.Len(t, g.taken, 1, "a short answer takes nothing")
+	require.Zero(t, b.Peak(), "a short answer takes nothing")
 
 	answer = big
-	require.NoError(t, g.Acquire(context.Background(), 1<<20-1000)) // another call holds nearly all
+	require.NoError(t, b.Acquire(context.Background(), size-1000)) // another call holds nearly all
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err = c.Queues(ctx)
-	require.Equal(t, KindTimeout, KindOf(err), "%v", err)
+	require.Equal(t, queen.KindTimeout, queen.KindOf(err), "%v", err)
 }

@@ -1,0 +1,4 @@
+package queen
+
+// AnswerHoldMin is answerHoldMin, for the external tests.
+const AnswerHoldMin = answerHoldMin
