@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/catalogue"
 )
 
 // handleIncrementalAlterConfigs is what `kafka-configs.sh --alter` sends:
@@ -14,7 +16,7 @@ import (
 func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, c *Conn, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	for _, r := range req.Resources {
-		out := n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *kafkaTopicConfig) error {
+		out := n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *catalogue.TopicConfig) error {
 			for _, cfg := range r.Configs {
 				if err := applyIncremental(k, cfg); err != nil {
 					return err
@@ -31,8 +33,8 @@ func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, c *Conn, req *
 	return resp, nil
 }
 
-func applyIncremental(k *kafkaTopicConfig, cfg kmsg.IncrementalAlterConfigsRequestResourceConfig) error {
-	if !supportedTopicConfig(cfg.Name) {
+func applyIncremental(k *catalogue.TopicConfig, cfg kmsg.IncrementalAlterConfigsRequestResourceConfig) error {
+	if !catalogue.SupportedTopicConfig(cfg.Name) {
 		return unappliedConfig(cfg.Name)
 	}
 	value := ""
@@ -44,12 +46,12 @@ func applyIncremental(k *kafkaTopicConfig, cfg kmsg.IncrementalAlterConfigsReque
 		if cfg.Value == nil {
 			return fmt.Errorf("Null value not supported for : %s", cfg.Name)
 		}
-		return k.set(cfg.Name, value)
+		return k.Set(cfg.Name, value)
 	case kmsg.IncrementalAlterConfigOpDelete:
-		k.reset(cfg.Name)
+		k.Reset(cfg.Name)
 		return nil
 	case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-		if cfg.Name != cfgCleanupPolicy {
+		if cfg.Name != catalogue.CleanupPolicy {
 			verb := "append"
 			if cfg.Op == kmsg.IncrementalAlterConfigOpSubtract {
 				verb = "subtract"
@@ -57,7 +59,7 @@ func applyIncremental(k *kafkaTopicConfig, cfg kmsg.IncrementalAlterConfigsReque
 			return fmt.Errorf("Config value %s is not allowed for config key: %s", verb, cfg.Name)
 		}
 		items := map[string]bool{}
-		for _, p := range strings.Split(k.policy, ",") {
+		for _, p := range strings.Split(k.Policy(), ",") {
 			items[p] = true
 		}
 		for _, v := range strings.Split(value, ",") {
@@ -76,7 +78,7 @@ func applyIncremental(k *kafkaTopicConfig, cfg kmsg.IncrementalAlterConfigsReque
 		if len(list) == 0 {
 			return fmt.Errorf("Invalid value for configuration cleanup.policy: removing %s would leave it empty", value)
 		}
-		return k.set(cfgCleanupPolicy, strings.Join(list, ","))
+		return k.Set(catalogue.CleanupPolicy, strings.Join(list, ","))
 	}
 	return fmt.Errorf("Unknown alter config operation %d for %s", cfg.Op, cfg.Name)
 }

@@ -92,13 +92,13 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
 	var searches []*offsetSearch
-	topics := n.topicVerdicts(c, listOffsetsFault, &resp.ThrottleMillis)
+	topics := n.cats.Verdicts(callerOf(c), listOffsetsFault, &resp.ThrottleMillis)
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := &resp.Topics[i]
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(rt.Partitions))
-		tv, err := topics.of(ctx, rt.Topic)
+		tv, err := topics.Of(ctx, rt.Topic)
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +112,7 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 				sp.ErrorCode = kerr.UnsupportedVersion.Code
 				continue
 			}
-			if code, ok := topics.refusal(ctx, rt.Topic, &tv, rp.Partition); ok {
+			if code, ok := topics.Refusal(ctx, rt.Topic, &tv, rp.Partition); ok {
 				sp.ErrorCode = code
 				continue
 			}

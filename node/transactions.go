@@ -118,13 +118,13 @@ func (c *Conn) txnClient() txn.Client {
 // retriable. Each topic is looked up once per request.
 func (n *Node) txnPartitions(c *Conn) txn.PartitionCheck {
 	var throttle int32
-	v := n.topicVerdicts(c, txnRule.apply, &throttle)
+	v := n.cats.Verdicts(callerOf(c), txnRule.apply, &throttle)
 	return func(ctx context.Context, topic string, partition int32) int16 {
-		tv, err := v.of(ctx, topic)
+		tv, err := v.Of(ctx, topic)
 		if err != nil {
 			return kerr.CoordinatorNotAvailable.Code
 		}
-		code, refused := v.refusal(ctx, topic, &tv, partition)
+		code, refused := v.Refusal(ctx, topic, &tv, partition)
 		if refused && code == 0 {
 			return kerr.CoordinatorNotAvailable.Code // a bare throttle
 		}
