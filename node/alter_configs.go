@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 )
 
 // handleAlterConfigs is the deprecated FULL-REPLACEMENT form, honoured
@@ -32,7 +33,7 @@ func (n *Node) handleAlterConfigs(ctx context.Context, c *Conn, req *kmsg.AlterC
 		})
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = out.code, errorMessage(out.code, out.msg)
+		rr.ErrorCode, rr.ErrorMessage = out.code, faults.ErrorMessage(out.code, out.msg)
 		resp.ThrottleMillis = max(resp.ThrottleMillis, out.throttle)
 		resp.Resources = append(resp.Resources, rr)
 	}

@@ -3,12 +3,14 @@ package node
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 )
 
 // alterOutcome is one resource's answer to an alter.
@@ -16,6 +18,14 @@ type alterOutcome struct {
 	code     int16
 	msg      string
 	throttle int32
+}
+
+// alterFault is one alter's answer to a refused topic write, logged on
+// log (the connection's).
+func alterFault(log *slog.Logger, name string, err error) alterOutcome {
+	code, throttle, msg := faults.TopicWrite(err)
+	log.Warn("alter topic config failed", "topic", name, "err", err)
+	return alterOutcome{code: code, msg: msg, throttle: throttle}
 }
 
 // alterTopicConfig is the path AlterConfigs and IncrementalAlterConfigs
@@ -35,7 +45,7 @@ func (n *Node) alterTopicConfig(ctx context.Context, c *Conn, resType kmsg.Confi
 	}
 	cat := n.cats.For(callerOf(c))
 	if err := cat.Ensure(ctx, callerOf(c), true); err != nil {
-		return alterFault(c, name, err)
+		return alterFault(c.Logger(), name, err)
 	}
 	info, ok := cat.Lookup(name)
 	if !ok {
@@ -44,7 +54,7 @@ func (n *Node) alterTopicConfig(ctx context.Context, c *Conn, resType kmsg.Confi
 	q := c.Queen()
 	rec, version, err := catalogue.ReadRecord(ctx, q, name)
 	if err != nil {
-		return alterFault(c, name, err)
+		return alterFault(c.Logger(), name, err)
 	}
 	owned := facadeCreated(rec, info)
 	if !owned && rec != nil && !rec.Matches(info.QueueID()) {
@@ -73,13 +83,13 @@ func (n *Node) alterTopicConfig(ctx context.Context, c *Conn, resType kmsg.Confi
 		bag := maps.Clone(rec.Set)
 		maps.Copy(bag, k.RetentionBag())
 		if _, err := q.Configure(ctx, name, bag); err != nil {
-			return alterFault(c, name, err)
+			return alterFault(c.Logger(), name, err)
 		}
 		next.Set = bag
 	}
 	applied, _, err := catalogue.WriteRecord(ctx, q, name, next, version)
 	if err != nil {
-		return alterFault(c, name, err)
+		return alterFault(c.Logger(), name, err)
 	}
 	if !applied {
 		// Another alter landed between our read and write; its bag is the

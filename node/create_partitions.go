@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 )
 
 // handleCreatePartitions widens topics. A Queen queue declares no width,
@@ -33,14 +34,14 @@ func (n *Node) handleCreatePartitions(ctx context.Context, c *Conn, req *kmsg.Cr
 			code, msg = kerr.InvalidRequest.Code, fmt.Sprintf("Duplicate topic in request: %s", t.Topic)
 		case refreshErr != nil:
 			var throttle int32
-			code, throttle, msg = topicFault(refreshErr)
+			code, throttle, msg = faults.Topic(refreshErr)
 			resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 		default:
 			var throttle int32
 			code, msg, throttle = n.widenTopic(ctx, c, cat, t, req.ValidateOnly)
 			resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 		}
-		rt.ErrorCode, rt.ErrorMessage = code, errorMessage(code, msg)
+		rt.ErrorCode, rt.ErrorMessage = code, faults.ErrorMessage(code, msg)
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
@@ -69,7 +70,7 @@ func (n *Node) widenTopic(ctx context.Context, c *Conn, cat *catalogue.Catalogue
 	}
 	rec, err := n.raiseFloor(ctx, c, info, t.Count)
 	if err != nil {
-		code, throttle, msg := topicWriteFault(err)
+		code, throttle, msg := faults.TopicWrite(err)
 		c.log.Warn("create partitions failed", "topic", t.Topic, "err", err)
 		return code, msg, throttle
 	}

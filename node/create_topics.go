@@ -2,13 +2,13 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -148,7 +148,7 @@ func (n *Node) createTopic(ctx context.Context, c *Conn, p createPlan) (int64, e
 		return 0, err
 	}
 	if !applied {
-		return 0, errTopicRace
+		return 0, faults.ErrTopicRace
 	}
 	if _, err := q.Configure(ctx, p.name, bag); err != nil {
 		return 0, fmt.Errorf("create queue %s: %w", p.name, err)
@@ -175,10 +175,6 @@ func (n *Node) queueOptions(opts map[string]any) map[string]any {
 	opts["dedupWindowSeconds"] = n.cfg.DedupWindowSeconds
 	return opts
 }
-
-// errTopicRace is a record written by a concurrent creator between our read
-// and our write: that creator owns the topic.
-var errTopicRace = errors.New("topic record written concurrently")
 
 // bindCreated stamps the new queues' ids into their records, so that a
 // record outliving its queue (deleted natively, recreated) is recognised as
@@ -214,9 +210,9 @@ func (n *Node) bindCreated(ctx context.Context, c *Conn, cat *catalogue.Catalogu
 	}
 }
 
-// failCreates answers plans with the mapped failure (createFault).
+// failCreates answers plans with the mapped failure (faults.Create).
 func failCreates(c *Conn, req *kmsg.CreateTopicsRequest, resp *kmsg.CreateTopicsResponse, plans []createPlan, err error) {
-	code, throttle, msg := createFault(err, req.Version)
+	code, throttle, msg := faults.Create(err, req.Version)
 	resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 	c.log.Warn("create topics failed", "err", err)
 	for _, p := range plans {

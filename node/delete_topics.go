@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -24,7 +25,7 @@ func (n *Node) handleDeleteTopics(ctx context.Context, c *Conn, req *kmsg.Delete
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic, rt.TopicID = name, id
 		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
-		rt.ErrorCode, rt.ErrorMessage = code, errorMessage(code, msg)
+		rt.ErrorCode, rt.ErrorMessage = code, faults.ErrorMessage(code, msg)
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if req.Version < 6 {
@@ -58,7 +59,7 @@ func (n *Node) handleDeleteTopics(ctx context.Context, c *Conn, req *kmsg.Delete
 			// Queen deletes by name: the name the id resolves to now.
 			name, _, ok, err := n.cats.ResolveID(ctx, callerOf(c), t.TopicID)
 			if err != nil {
-				code, throttle, msg := topicWriteFault(err)
+				code, throttle, msg := faults.TopicWrite(err)
 				c.log.Warn("delete topic by id: topic list unavailable", "err", err)
 				answer(nil, t.TopicID, code, msg, throttle)
 				continue
@@ -80,7 +81,7 @@ func (n *Node) deleteTopic(ctx context.Context, c *Conn, cat *catalogue.Catalogu
 	}
 	res, err := c.Queen().DeleteQueue(ctx, name)
 	if err != nil {
-		code, throttle, msg := topicWriteFault(err)
+		code, throttle, msg := faults.TopicWrite(err)
 		c.log.Warn("delete topic failed", "topic", name, "err", err)
 		return code, msg, throttle
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 )
 
 // handleDescribeConfigs answers truthfully and therefore briefly: a key is
@@ -54,7 +55,7 @@ func (n *Node) describeTopic(ctx context.Context, c *Conn, cat *catalogue.Catalo
 		return
 	}
 	if refreshErr != nil && !cat.Loaded() {
-		code, throttle, msg := topicFault(refreshErr)
+		code, throttle, msg := faults.Topic(refreshErr)
 		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 		setDescribeError(rr, code, msg)
 		return
@@ -72,7 +73,7 @@ func (n *Node) describeTopic(ctx context.Context, c *Conn, cat *catalogue.Catalo
 	// The record is read afresh: an alter on another node must show.
 	rec, _, err := catalogue.ReadRecord(ctx, c.Queen(), name)
 	if err != nil {
-		code, throttle, msg := topicFault(err)
+		code, throttle, msg := faults.Topic(err)
 		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 		setDescribeError(rr, code, msg)
 		return

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
@@ -119,7 +120,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 		refused bool               // a partition already carries an error
 	)
 	answers := layoutFetch(resp, fs.Partitions)
-	topics := n.cats.Verdicts(callerOf(c), fetchFault, &resp.ThrottleMillis)
+	topics := n.cats.Verdicts(callerOf(c), faults.Fetch, &resp.ThrottleMillis)
 	for i := range fs.Partitions {
 		rp := &fs.Partitions[i]
 		sp := answers[i]
@@ -188,8 +189,8 @@ func (n *Node) failedRead(ctx context.Context, c *Conn, resp *kmsg.FetchResponse
 		// node's connection is closed, which the consumer retries elsewhere.
 		return errStopping
 	}
-	logQueenFault(c, "fetch", err)
-	code, throttle, _, fatal := fetchFault(err)
+	faults.Log(c.Logger(), "fetch", err)
+	code, throttle, _, fatal := faults.Fetch(err)
 	if fatal != nil {
 		return fatal
 	}
@@ -545,8 +546,8 @@ func (f *fetchFill) readChunk(ctx context.Context, c *Conn, ss []*fetchSlot, es 
 		}
 		// Refused whole, and refused again if resent: this chunk's
 		// partitions fail, the others are read.
-		logQueenFault(c, "fetch", err)
-		code, _, _, _ := fetchFault(err)
+		faults.Log(c.Logger(), "fetch", err)
+		code, _, _, _ := faults.Fetch(err)
 		for _, s := range ss {
 			s.resp.ErrorCode = code
 		}

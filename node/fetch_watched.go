@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/fetchwatch"
 	"github.com/queen-mq/queen-kafka/queen"
@@ -93,7 +94,7 @@ type watchedFetch struct {
 func (n *Node) fetchWatched(ctx context.Context, c *Conn, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, fs *fetchsession.Fetch, round *fetchwatch.Round, wait time.Duration) (kmsg.Response, error) {
 	deadline := time.Now().Add(wait)
 	wf := &watchedFetch{n: n, req: req, fs: fs, round: round, f: n.newFetchFill(req),
-		topics: n.cats.Verdicts(callerOf(c), fetchFault, &resp.ThrottleMillis), touched: make(map[int]*touchedPart)}
+		topics: n.cats.Verdicts(callerOf(c), faults.Fetch, &resp.ThrottleMillis), touched: make(map[int]*touchedPart)}
 	defer wf.f.handOver(c)
 	// The verdicts first, then the watch's view of every partition the
 	// fetch may read, under one lock: a wide session is matched whole on

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 )
 
 // handleIncrementalAlterConfigs is what `kafka-configs.sh --alter` sends:
@@ -26,7 +27,7 @@ func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, c *Conn, req *
 		})
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = out.code, errorMessage(out.code, out.msg)
+		rr.ErrorCode, rr.ErrorMessage = out.code, faults.ErrorMessage(out.code, out.msg)
 		resp.ThrottleMillis = max(resp.ThrottleMillis, out.throttle)
 		resp.Resources = append(resp.Resources, rr)
 	}

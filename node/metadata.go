@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 )
 
 // maxAutoCreates bounds the topics one Metadata request may create: the
@@ -31,7 +32,7 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 	cat := n.cats.For(callerOf(c))
 	refreshErr := cat.Ensure(ctx, callerOf(c), false)
 	if refreshErr != nil && !cat.Loaded() {
-		code, throttle, _ := topicFault(refreshErr)
+		code, throttle, _ := faults.Topic(refreshErr)
 		resp.ThrottleMillis = throttle
 		c.log.Warn("metadata: topic list unavailable", "err", refreshErr)
 		for _, rt := range req.Topics {
@@ -42,7 +43,7 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 	if refreshErr != nil {
 		// The previous listing answers, and a 429 still reaches the client
 		// as throttle_time_ms so that it backs off as asked.
-		_, resp.ThrottleMillis, _ = topicFault(refreshErr)
+		_, resp.ThrottleMillis, _ = faults.Topic(refreshErr)
 		c.log.Warn("metadata: answering from the previous topic list", "err", refreshErr)
 	}
 
@@ -99,7 +100,7 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 			// moment ago elsewhere must not be configured again.
 			refreshed = true
 			if err := cat.Ensure(ctx, callerOf(c), true); err != nil {
-				code, throttle, _ := topicFault(err)
+				code, throttle, _ := faults.Topic(err)
 				resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 				resp.Topics = append(resp.Topics, n.metaTopicError(rt.Topic, code))
 				created = maxAutoCreates // no creates on a listing we could not refresh
@@ -112,7 +113,7 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 		}
 		created++
 		if _, err := c.Queen().Configure(ctx, name, n.queueOptions(nil)); err != nil {
-			code, throttle, _ := topicFault(err)
+			code, throttle, _ := faults.Topic(err)
 			resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 			c.log.Warn("metadata: auto-create failed", "topic", name, "err", err)
 			resp.Topics = append(resp.Topics, n.metaTopicError(rt.Topic, code))
@@ -147,7 +148,7 @@ func namesByIDOrNull(req *kmsg.MetadataRequest) bool {
 func (n *Node) metaTopicByID(ctx context.Context, c *Conn, id [16]byte, throttle *int32) kmsg.MetadataResponseTopic {
 	name, width, ok, err := n.cats.ResolveID(ctx, callerOf(c), id)
 	if err != nil {
-		code, th, _ := topicFault(err)
+		code, th, _ := faults.Topic(err)
 		*throttle = max(*throttle, th)
 		t := n.metaTopicError(nil, code)
 		t.TopicID = id

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/txn"
@@ -132,7 +133,7 @@ func transactionalID(req *kmsg.ProduceRequest) string {
 // bounds a produce (seed 001).
 func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *kmsg.ProduceResponse, parts []*producePart, txnID string) ([]*producePart, error) {
 	var live []*producePart
-	topics := n.cats.Verdicts(callerOf(c), pushFault, &resp.ThrottleMillis)
+	topics := n.cats.Verdicts(callerOf(c), faults.Produce, &resp.ThrottleMillis)
 	seen := make(map[topicPartition]bool, len(parts))
 	for _, p := range parts {
 		if version >= 13 {
