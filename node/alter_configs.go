@@ -4,6 +4,9 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 )
 
 // handleAlterConfigs is the deprecated FULL-REPLACEMENT form, honoured
@@ -13,16 +16,16 @@ import (
 func (n *Node) handleAlterConfigs(ctx context.Context, c *Conn, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	for _, r := range req.Resources {
-		out := n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *kafkaTopicConfig) error {
-			*k = defaultTopicConfig()
+		out := n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *catalogue.TopicConfig) error {
+			*k = catalogue.DefaultTopicConfig()
 			for _, cfg := range r.Configs {
-				if !supportedTopicConfig(cfg.Name) {
+				if !catalogue.SupportedTopicConfig(cfg.Name) {
 					return unappliedConfig(cfg.Name)
 				}
 				if cfg.Value == nil {
 					continue // already the default
 				}
-				if err := k.set(cfg.Name, *cfg.Value); err != nil {
+				if err := k.Set(cfg.Name, *cfg.Value); err != nil {
 					return err
 				}
 			}
@@ -30,7 +33,7 @@ func (n *Node) handleAlterConfigs(ctx context.Context, c *Conn, req *kmsg.AlterC
 		})
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = out.code, errorMessage(out.code, out.msg)
+		rr.ErrorCode, rr.ErrorMessage = out.code, faults.ErrorMessage(out.code, out.msg)
 		resp.ThrottleMillis = max(resp.ThrottleMillis, out.throttle)
 		resp.Resources = append(resp.Resources, rr)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/hashring"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
@@ -437,7 +438,7 @@ func TestClusterServesATopicCreatedElsewhereAtOnce(t *testing.T) {
 		t.Fatalf("Metadata for a topic created elsewhere: %v", kerr.ErrorForCode(tp.ErrorCode))
 	}
 	fq.addQueue("later", 2)
-	if _, ok, err := n.cats.topicWidth(t.Context(), c, "later"); err != nil || !ok {
+	if _, ok, err := n.cats.TopicWidth(t.Context(), callerOf(c), "later"); err != nil || !ok {
 		t.Fatalf("data path for a topic created elsewhere: exists=%v err=%v", ok, err)
 	}
 	fq.addQueue("listed", 2)
@@ -477,13 +478,13 @@ func TestClusterMissesShareRefreshes(t *testing.T) {
 	const burst = 10
 	done := make(chan bool, burst)
 	go func() {
-		_, ok, _ := n.cats.topicWidth(context.Background(), c, "never")
+		_, ok, _ := n.cats.TopicWidth(context.Background(), callerOf(c), "never")
 		done <- ok
 	}()
 	<-entered // the first miss's listing is running
 	for range burst - 1 {
 		go func() {
-			_, ok, _ := n.cats.topicWidth(context.Background(), c, "never")
+			_, ok, _ := n.cats.TopicWidth(context.Background(), callerOf(c), "never")
 			done <- ok
 		}()
 	}
@@ -529,7 +530,7 @@ func TestClusterSeesAWideningAtOnce(t *testing.T) {
 	}
 	// The data path first: a client holding node 1's Metadata addresses
 	// partition 4 at node 2 before node 2 answered any Metadata about it.
-	clk2.Advance(widenRefreshFloor)
+	clk2.Advance(catalogue.WidenRefreshFloor)
 	lo := kmsg.NewPtrListOffsetsRequest()
 	lo.Version, lo.ReplicaID = 4, -1
 	lo.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "wide", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 4, Timestamp: -1, CurrentLeaderEpoch: -1}}}}
@@ -543,13 +544,13 @@ func TestClusterSeesAWideningAtOnce(t *testing.T) {
 	if w := len(topicOf(t, metadata(t, n2, c2, 9, false, "wide"), "wide").Partitions); w != 7 {
 		t.Fatalf("node 2 right after the widening at node 1: %d partitions, want 7", w)
 	}
-	if w, ok, err := n2.cats.topicWidth(t.Context(), c2, "wide"); err != nil || !ok || w != 7 {
+	if w, ok, err := n2.cats.TopicWidth(t.Context(), callerOf(c2), "wide"); err != nil || !ok || w != 7 {
 		t.Fatalf("node 2's data path after its Metadata: width %d exists %v err %v", w, ok, err)
 	}
 }
 
 // TestClusterMetadataDoesNotStallOnAHungQueen: the cluster-mode catalogue
-// sync waits at most clusterSyncBudget; past it Metadata is answered from
+// sync waits at most catalogue.ClusterSyncBudget; past it Metadata is answered from
 // the cached catalogue rather than after the Queen client's whole budget.
 func TestClusterMetadataDoesNotStallOnAHungQueen(t *testing.T) {
 	fq, url := newDevQueen(t)
@@ -571,7 +572,7 @@ func TestClusterMetadataDoesNotStallOnAHungQueen(t *testing.T) {
 	})
 	start := time.Now()
 	all := metadata(t, n, c, 9, false)
-	if took := time.Since(start); took > 3*clusterSyncBudget {
+	if took := time.Since(start); took > 3*catalogue.ClusterSyncBudget {
 		t.Fatalf("all-topics Metadata took %v with the queue listing hung", took)
 	}
 	if !slices.ContainsFunc(all.Topics, func(tp kmsg.MetadataResponseTopic) bool { return tp.Topic != nil && *tp.Topic == "cached" }) {
@@ -581,7 +582,7 @@ func TestClusterMetadataDoesNotStallOnAHungQueen(t *testing.T) {
 	if tp := topicOf(t, metadata(t, n, c, 9, false, "nope"), "nope"); tp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("a missing topic with the listing hung: %v", kerr.ErrorForCode(tp.ErrorCode))
 	}
-	if took := time.Since(start); took > 3*clusterSyncBudget {
+	if took := time.Since(start); took > 3*catalogue.ClusterSyncBudget {
 		t.Fatalf("a Metadata miss took %v with the queue listing hung", took)
 	}
 }

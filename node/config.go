@@ -14,6 +14,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
@@ -371,7 +372,7 @@ func validClusterName(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !topicByte(s[i]) {
+		if !catalogue.TopicByte(s[i]) {
 			return false
 		}
 	}

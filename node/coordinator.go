@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"log/slog"
 	"math"
 	"net"
@@ -58,17 +57,5 @@ func (c *Conn) groupClient() coordinator.Client {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return coordinator.Client{ID: c.ClientID(), Host: "/" + host, Identity: c.Identity(), KV: c.Queen(), Topics: servedTopics{c.n.cats, c}}
-}
-
-// servedTopics is coordinator.Topics over the connection's catalogue: a
-// topic this node's Metadata would not name, or a partition past its
-// width, is not served.
-type servedTopics struct {
-	cats *catalogs
-	c    *Conn
-}
-
-func (t servedTopics) Width(ctx context.Context, topic string) (int32, bool, error) {
-	return t.cats.topicWidth(ctx, t.c, topic)
+	return coordinator.Client{ID: c.ClientID(), Host: "/" + host, Identity: c.Identity(), KV: c.Queen(), Topics: c.n.cats.Topics(callerOf(c))}
 }

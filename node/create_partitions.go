@@ -6,6 +6,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 )
 
 // handleCreatePartitions widens topics. A Queen queue declares no width,
@@ -15,8 +18,8 @@ import (
 // facade places no replicas.
 func (n *Node) handleCreatePartitions(ctx context.Context, c *Conn, req *kmsg.CreatePartitionsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
-	cat := n.cats.forConn(c)
-	refreshErr := cat.ensure(ctx, c, true)
+	cat := n.cats.For(callerOf(c))
+	refreshErr := cat.Ensure(ctx, callerOf(c), true)
 	seen := make(map[string]int, len(req.Topics))
 	for _, t := range req.Topics {
 		seen[t.Topic]++
@@ -31,35 +34,35 @@ func (n *Node) handleCreatePartitions(ctx context.Context, c *Conn, req *kmsg.Cr
 			code, msg = kerr.InvalidRequest.Code, fmt.Sprintf("Duplicate topic in request: %s", t.Topic)
 		case refreshErr != nil:
 			var throttle int32
-			code, throttle, msg = topicFault(refreshErr)
+			code, throttle, msg = faults.Topic(refreshErr)
 			resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 		default:
 			var throttle int32
 			code, msg, throttle = n.widenTopic(ctx, c, cat, t, req.ValidateOnly)
 			resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 		}
-		rt.ErrorCode, rt.ErrorMessage = code, errorMessage(code, msg)
+		rt.ErrorCode, rt.ErrorMessage = code, faults.ErrorMessage(code, msg)
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
 }
 
-func (n *Node) widenTopic(ctx context.Context, c *Conn, cat *catalog, t kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string, int32) {
-	if topicNameError(t.Topic) != "" || internalTopic(t.Topic) {
+func (n *Node) widenTopic(ctx context.Context, c *Conn, cat *catalogue.Catalogue, t kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string, int32) {
+	if catalogue.TopicNameError(t.Topic) != "" || catalogue.InternalTopic(t.Topic) {
 		return kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.", 0
 	}
-	info, ok := cat.lookup(t.Topic)
+	info, ok := cat.Lookup(t.Topic)
 	if !ok {
 		return kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.", 0
 	}
-	cur := cat.width(info)
+	cur := cat.Width(info)
 	switch {
 	case t.Count < cur:
 		return kerr.InvalidPartitions.Code, fmt.Sprintf("The topic %s currently has %d partition(s); %d would not be an increase.", t.Topic, cur, t.Count), 0
 	case t.Count == cur:
 		return kerr.InvalidPartitions.Code, fmt.Sprintf("Topic already has %d partition(s).", cur), 0
-	case t.Count > maxAdvertisedWidth:
-		return kerr.InvalidPartitions.Code, fmt.Sprintf("Number of partitions %d is above this facade's ceiling of %d per topic.", t.Count, maxAdvertisedWidth), 0
+	case t.Count > catalogue.MaxWidth:
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("Number of partitions %d is above this facade's ceiling of %d per topic.", t.Count, catalogue.MaxWidth), 0
 	case len(t.Assignment) > 0:
 		return kerr.InvalidReplicaAssignment.Code, "Manual replica assignment is not supported: this facade places no replicas, and every partition is led by the broker Metadata names.", 0
 	case validateOnly:
@@ -67,31 +70,31 @@ func (n *Node) widenTopic(ctx context.Context, c *Conn, cat *catalog, t kmsg.Cre
 	}
 	rec, err := n.raiseFloor(ctx, c, info, t.Count)
 	if err != nil {
-		code, throttle, msg := topicWriteFault(err)
+		code, throttle, msg := faults.TopicWrite(err)
 		c.log.Warn("create partitions failed", "topic", t.Topic, "err", err)
 		return code, msg, throttle
 	}
-	cat.setCfg(t.Topic, rec)
+	cat.SetRecord(t.Topic, rec)
 	c.log.Info("topic widened", "topic", t.Topic, "from", cur, "to", t.Count, "client_id", c.ClientID())
 	return 0, "", 0
 }
 
 // raiseFloor writes the topic's new width into its record, keeping the rest
 // of the record. A record written concurrently is re-read once.
-func (n *Node) raiseFloor(ctx context.Context, c *Conn, info topicInfo, width int32) (*topicCfg, error) {
+func (n *Node) raiseFloor(ctx context.Context, c *Conn, info catalogue.Topic, width int32) (*catalogue.Record, error) {
 	q := c.Queen()
 	for attempt := 0; ; attempt++ {
-		rec, version, err := readTopicCfg(ctx, q, info.queue.Name)
+		rec, version, err := catalogue.ReadRecord(ctx, q, info.Name())
 		if err != nil {
 			return nil, err
 		}
-		if rec == nil || !rec.matches(info.queue.ID) {
+		if rec == nil || !rec.Matches(info.QueueID()) {
 			// A floor-only record: no configure bag was ever posted for this
 			// queue, so it stays a topic the alter APIs refuse.
-			rec = &topicCfg{QID: info.qid()}
+			rec = &catalogue.Record{QID: info.QID()}
 		}
 		rec.Partitions, rec.At = width, n.now().UnixMilli()
-		applied, _, err := writeTopicCfg(ctx, q, info.queue.Name, rec, version)
+		applied, _, err := catalogue.WriteRecord(ctx, q, info.Name(), rec, version)
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +102,7 @@ func (n *Node) raiseFloor(ctx context.Context, c *Conn, info topicInfo, width in
 			return rec, nil
 		}
 		if attempt == 1 {
-			return nil, fmt.Errorf("topic record of %s changed twice while being widened", info.queue.Name)
+			return nil, fmt.Errorf("topic record of %s changed twice while being widened", info.Name())
 		}
 	}
 }

@@ -2,12 +2,13 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -18,7 +19,7 @@ type createPlan struct {
 	name    string
 	width   int32
 	rf      int16
-	config  kafkaTopicConfig
+	config  catalogue.TopicConfig
 }
 
 // CreateTopics v2–v7; v7 answers each created topic's id.
@@ -55,15 +56,15 @@ func (n *Node) handleCreateTopics(ctx context.Context, c *Conn, req *kmsg.Create
 		return resp, nil
 	}
 
-	cat := n.cats.forConn(c)
-	if err := cat.ensure(ctx, c, true); err != nil {
+	cat := n.cats.For(callerOf(c))
+	if err := cat.Ensure(ctx, callerOf(c), true); err != nil {
 		failCreates(c, req, resp, plans, err)
 		return resp, nil
 	}
 	var created []createPlan
 	for _, p := range plans {
 		rt := &resp.Topics[p.idx]
-		if _, exists := cat.lookup(p.name); exists {
+		if _, exists := cat.Lookup(p.name); exists {
 			setCreateError(rt, kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' already exists.", p.name))
 			continue
 		}
@@ -93,11 +94,11 @@ func (n *Node) handleCreateTopics(ctx context.Context, c *Conn, req *kmsg.Create
 
 // planCreate validates one topic of the request.
 func (n *Node) planCreate(t kmsg.CreateTopicsRequestTopic) (createPlan, int16, string) {
-	p := createPlan{name: t.Topic, config: defaultTopicConfig()}
-	if msg := topicNameError(t.Topic); msg != "" {
+	p := createPlan{name: t.Topic, config: catalogue.DefaultTopicConfig()}
+	if msg := catalogue.TopicNameError(t.Topic); msg != "" {
 		return p, kerr.InvalidTopicException.Code, msg
 	}
-	if internalTopic(t.Topic) {
+	if catalogue.InternalTopic(t.Topic) {
 		return p, kerr.InvalidTopicException.Code, fmt.Sprintf("Topic name %s is reserved: names beginning with __ are Kafka's internal topics, which this facade neither lists nor creates", t.Topic)
 	}
 	if len(t.ReplicaAssignment) > 0 {
@@ -108,8 +109,8 @@ func (n *Node) planCreate(t kmsg.CreateTopicsRequestTopic) (createPlan, int16, s
 		p.width = n.cfg.DefaultPartitions
 	case t.NumPartitions <= 0:
 		return p, kerr.InvalidPartitions.Code, "Number of partitions must be larger than 0, or -1 to use the default value."
-	case t.NumPartitions > maxAdvertisedWidth:
-		return p, kerr.InvalidPartitions.Code, fmt.Sprintf("Number of partitions %d is above this facade's ceiling of %d per topic.", t.NumPartitions, maxAdvertisedWidth)
+	case t.NumPartitions > catalogue.MaxWidth:
+		return p, kerr.InvalidPartitions.Code, fmt.Sprintf("Number of partitions %d is above this facade's ceiling of %d per topic.", t.NumPartitions, catalogue.MaxWidth)
 	default:
 		p.width = t.NumPartitions
 	}
@@ -123,10 +124,10 @@ func (n *Node) planCreate(t kmsg.CreateTopicsRequestTopic) (createPlan, int16, s
 		p.rf = t.ReplicationFactor
 	}
 	for _, cfg := range t.Configs {
-		if cfg.Value == nil || !supportedTopicConfig(cfg.Name) {
+		if cfg.Value == nil || !catalogue.SupportedTopicConfig(cfg.Name) {
 			continue // accepted, not applied
 		}
-		if err := p.config.set(cfg.Name, *cfg.Value); err != nil {
+		if err := p.config.Set(cfg.Name, *cfg.Value); err != nil {
 			return p, kerr.InvalidConfig.Code, err.Error()
 		}
 	}
@@ -137,17 +138,17 @@ func (n *Node) planCreate(t kmsg.CreateTopicsRequestTopic) (createPlan, int16, s
 // returns the record's version.
 func (n *Node) createTopic(ctx context.Context, c *Conn, p createPlan) (int64, error) {
 	q := c.Queen()
-	_, version, err := readTopicCfg(ctx, q, p.name)
+	_, version, err := catalogue.ReadRecord(ctx, q, p.name)
 	if err != nil {
 		return 0, err
 	}
-	bag := n.queueOptions(p.config.retentionBag())
-	applied, version, err := writeTopicCfg(ctx, q, p.name, n.newTopicRecord(p, nil), version)
+	bag := n.queueOptions(p.config.RetentionBag())
+	applied, version, err := catalogue.WriteRecord(ctx, q, p.name, n.newTopicRecord(p, nil), version)
 	if err != nil {
 		return 0, err
 	}
 	if !applied {
-		return 0, errTopicRace
+		return 0, faults.ErrTopicRace
 	}
 	if _, err := q.Configure(ctx, p.name, bag); err != nil {
 		return 0, fmt.Errorf("create queue %s: %w", p.name, err)
@@ -156,8 +157,8 @@ func (n *Node) createTopic(ctx context.Context, c *Conn, p createPlan) (int64, e
 	return version, nil
 }
 
-func (n *Node) newTopicRecord(p createPlan, qid *string) *topicCfg {
-	return &topicCfg{QID: qid, Set: n.queueOptions(p.config.retentionBag()), At: n.now().UnixMilli(), Partitions: p.width, Kafka: p.config.kafkaMap()}
+func (n *Node) newTopicRecord(p createPlan, qid *string) *catalogue.Record {
+	return &catalogue.Record{QID: qid, Set: n.queueOptions(p.config.RetentionBag()), At: n.now().UnixMilli(), Partitions: p.width, Kafka: p.config.KafkaMap()}
 }
 
 // queueOptions is the configure bag of a queue the facade creates: opts
@@ -175,29 +176,25 @@ func (n *Node) queueOptions(opts map[string]any) map[string]any {
 	return opts
 }
 
-// errTopicRace is a record written by a concurrent creator between our read
-// and our write: that creator owns the topic.
-var errTopicRace = errors.New("topic record written concurrently")
-
 // bindCreated stamps the new queues' ids into their records, so that a
 // record outliving its queue (deleted natively, recreated) is recognised as
 // stale. Best effort: a record without a qid still applies to its queue.
-func (n *Node) bindCreated(ctx context.Context, c *Conn, cat *catalog, created []createPlan) {
-	if err := cat.ensure(ctx, c, true); err != nil {
+func (n *Node) bindCreated(ctx context.Context, c *Conn, cat *catalogue.Catalogue, created []createPlan) {
+	if err := cat.Ensure(ctx, callerOf(c), true); err != nil {
 		c.log.Warn("created topics not re-listed", "err", err)
 	}
 	var ops []queen.KVOp
 	for _, p := range created {
-		t, ok := cat.lookup(p.name)
+		t, ok := cat.Lookup(p.name)
 		if !ok {
-			cat.added(p.name, nil)
+			cat.Added(p.name, nil)
 		}
-		rec := n.newTopicRecord(p, t.qid())
-		cat.setCfg(p.name, rec)
+		rec := n.newTopicRecord(p, t.QID())
+		cat.SetRecord(p.name, rec)
 		if rec.QID == nil {
 			continue // not listed yet: the record applies to it unbound
 		}
-		op, err := putTopicCfgOp(p.name, rec, p.version)
+		op, err := catalogue.PutRecordOp(p.name, rec, p.version)
 		if err != nil {
 			c.log.Warn("topic record not bound to its queue id", "topic", p.name, "err", err)
 			continue
@@ -213,9 +210,9 @@ func (n *Node) bindCreated(ctx context.Context, c *Conn, cat *catalog, created [
 	}
 }
 
-// failCreates answers plans with the mapped failure (createFault).
+// failCreates answers plans with the mapped failure (faults.Create).
 func failCreates(c *Conn, req *kmsg.CreateTopicsRequest, resp *kmsg.CreateTopicsResponse, plans []createPlan, err error) {
-	code, throttle, msg := createFault(err, req.Version)
+	code, throttle, msg := faults.Create(err, req.Version)
 	resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 	c.log.Warn("create topics failed", "err", err)
 	for _, p := range plans {
@@ -237,7 +234,7 @@ func setCreateError(rt *kmsg.CreateTopicsResponseTopic, code int16, msg string) 
 func fillCreated(rt *kmsg.CreateTopicsResponseTopic, p createPlan, fetchDefault int) {
 	rt.NumPartitions = p.width
 	rt.ReplicationFactor = p.rf
-	for _, e := range describeEntries(p.config, fetchDefault, topicConfigKeys, nil, false, false) {
+	for _, e := range catalogue.DescribeEntries(p.config, fetchDefault, catalogue.TopicConfigKeys, nil, false, false) {
 		cfg := kmsg.NewCreateTopicsResponseTopicConfig()
 		cfg.Name, cfg.Value, cfg.Source = e.Name, e.Value, int8(e.Source)
 		rt.Configs = append(rt.Configs, cfg)

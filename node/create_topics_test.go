@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/catalogue"
 )
 
 // The declared width is on record before the queue exists, and the
@@ -16,10 +18,10 @@ import (
 func TestCreateTopicsRecordsFloorBeforeQueue(t *testing.T) {
 	n, dq := newTestNode(t, nil)
 	c := testConn(t, n)
-	var recordAtConfigure *topicCfg
+	var recordAtConfigure *catalogue.Record
 	dq.setFault(func(r *http.Request) (int, string, string) {
 		if r.Method == http.MethodPost && r.URL.Path == "/api/v1/configure" {
-			rec, _, err := readTopicCfg(context.Background(), dq.q, "orders")
+			rec, _, err := catalogue.ReadRecord(context.Background(), dq.q, "orders")
 			if err == nil {
 				recordAtConfigure = rec
 			}
@@ -43,7 +45,7 @@ func TestCreateTopicsRecordsFloorBeforeQueue(t *testing.T) {
 	if rec == nil || rec.QID == nil || q == nil || *rec.QID != q.ID || rec.Partitions != 3 || rec.Kafka["retention.ms"] != "86400000" || rec.Kafka["segment.bytes"] != "" {
 		t.Fatalf("record %+v, queue %+v", rec, q)
 	}
-	if w, ok, err := n.cats.topicWidth(t.Context(), c, "orders"); err != nil || !ok || w != 3 {
+	if w, ok, err := n.cats.TopicWidth(t.Context(), callerOf(c), "orders"); err != nil || !ok || w != 3 {
 		t.Fatalf("width %d %v %v", w, ok, err)
 	}
 	// v5 reports the applied configs.

@@ -7,6 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -18,12 +20,12 @@ import (
 // the KV store alone).
 func (n *Node) handleDeleteTopics(ctx context.Context, c *Conn, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	cat := n.cats.forConn(c)
+	cat := n.cats.For(callerOf(c))
 	answer := func(name *string, id [16]byte, code int16, msg string, throttle int32) {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic, rt.TopicID = name, id
 		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
-		rt.ErrorCode, rt.ErrorMessage = code, errorMessage(code, msg)
+		rt.ErrorCode, rt.ErrorMessage = code, faults.ErrorMessage(code, msg)
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if req.Version < 6 {
@@ -38,7 +40,7 @@ func (n *Node) handleDeleteTopics(ctx context.Context, c *Conn, req *kmsg.Delete
 	// catalogue still gives a deleted id (which would delete its
 	// successor). It also gives the ids of topics named by name; a failure
 	// leaves those zero and answers ids from the cached listing.
-	_ = cat.ensure(ctx, c, true)
+	_ = cat.Ensure(ctx, callerOf(c), true)
 	for _, t := range req.Topics {
 		byID := t.TopicID != ([16]byte{})
 		switch {
@@ -55,15 +57,15 @@ func (n *Node) handleDeleteTopics(ctx context.Context, c *Conn, req *kmsg.Delete
 			answer(nil, [16]byte{}, kerr.InvalidRequest.Code, "Neither topic name nor id were specified.", 0)
 		default:
 			// Queen deletes by name: the name the id resolves to now.
-			name, _, ok, err := n.cats.topicByID(ctx, c, t.TopicID)
+			name, _, ok, err := n.cats.ResolveID(ctx, callerOf(c), t.TopicID)
 			if err != nil {
-				code, throttle, msg := topicWriteFault(err)
+				code, throttle, msg := faults.TopicWrite(err)
 				c.log.Warn("delete topic by id: topic list unavailable", "err", err)
 				answer(nil, t.TopicID, code, msg, throttle)
 				continue
 			}
 			if !ok {
-				answer(nil, t.TopicID, kerr.UnknownTopicID.Code, unknownTopicIDMsg, 0)
+				answer(nil, t.TopicID, kerr.UnknownTopicID.Code, catalogue.UnknownTopicIDMsg, 0)
 				continue
 			}
 			code, msg, throttle := n.deleteTopic(ctx, c, cat, name)
@@ -73,17 +75,17 @@ func (n *Node) handleDeleteTopics(ctx context.Context, c *Conn, req *kmsg.Delete
 	return resp, nil
 }
 
-func (n *Node) deleteTopic(ctx context.Context, c *Conn, cat *catalog, name string) (int16, string, int32) {
-	if !addressable(name) {
+func (n *Node) deleteTopic(ctx context.Context, c *Conn, cat *catalogue.Catalogue, name string) (int16, string, int32) {
+	if !catalogue.Addressable(name) {
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("There is no queue named %q: it is not a name a Kafka topic can have here.", name), 0
 	}
 	res, err := c.Queen().DeleteQueue(ctx, name)
 	if err != nil {
-		code, throttle, msg := topicWriteFault(err)
+		code, throttle, msg := faults.TopicWrite(err)
 		c.log.Warn("delete topic failed", "topic", name, "err", err)
 		return code, msg, throttle
 	}
-	cat.removed(name)
+	cat.Removed(name)
 	// The record goes whether or not the queue existed: a leftover record
 	// must not give a future queue of this name a floor it never declared.
 	if _, err := c.Queen().KV(ctx, []queen.KVOp{{Op: queen.OpDelete, NS: queen.Namespace, Key: queen.TopicCfgKey(name)}}); err != nil {

@@ -7,6 +7,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 )
 
 // handleDescribeConfigs answers truthfully and therefore briefly: a key is
@@ -20,7 +23,7 @@ import (
 // environment, not Kafka broker configs.
 func (n *Node) handleDescribeConfigs(ctx context.Context, c *Conn, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
-	cat := n.cats.forConn(c)
+	cat := n.cats.For(callerOf(c))
 	var refreshed bool
 	var refreshErr error
 	for _, r := range req.Resources {
@@ -30,7 +33,7 @@ func (n *Node) handleDescribeConfigs(ctx context.Context, c *Conn, req *kmsg.Des
 		switch r.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			if !refreshed {
-				refreshed, refreshErr = true, cat.ensure(ctx, c, false)
+				refreshed, refreshErr = true, cat.Ensure(ctx, callerOf(c), false)
 			}
 			n.describeTopic(ctx, c, cat, refreshErr, req, r, &rr, resp)
 		case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
@@ -45,51 +48,51 @@ func (n *Node) handleDescribeConfigs(ctx context.Context, c *Conn, req *kmsg.Des
 	return resp, nil
 }
 
-func (n *Node) describeTopic(ctx context.Context, c *Conn, cat *catalog, refreshErr error, req *kmsg.DescribeConfigsRequest, r kmsg.DescribeConfigsRequestResource, rr *kmsg.DescribeConfigsResponseResource, resp *kmsg.DescribeConfigsResponse) {
+func (n *Node) describeTopic(ctx context.Context, c *Conn, cat *catalogue.Catalogue, refreshErr error, req *kmsg.DescribeConfigsRequest, r kmsg.DescribeConfigsRequestResource, rr *kmsg.DescribeConfigsResponseResource, resp *kmsg.DescribeConfigsResponse) {
 	name := r.ResourceName
-	if topicNameError(name) != "" || internalTopic(name) {
+	if catalogue.TopicNameError(name) != "" || catalogue.InternalTopic(name) {
 		setDescribeError(rr, kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.")
 		return
 	}
-	if refreshErr != nil && !cat.loaded() {
-		code, throttle, msg := topicFault(refreshErr)
+	if refreshErr != nil && !cat.Loaded() {
+		code, throttle, msg := faults.Topic(refreshErr)
 		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 		setDescribeError(rr, code, msg)
 		return
 	}
-	info, ok := cat.lookup(name)
-	if !ok && cat.ensure(ctx, c, true) == nil {
+	info, ok := cat.Lookup(name)
+	if !ok && cat.Ensure(ctx, callerOf(c), true) == nil {
 		// An admin asking about a topic created a moment ago, natively or
 		// through another node, gets the fresh answer, not the cached one.
-		info, ok = cat.lookup(name)
+		info, ok = cat.Lookup(name)
 	}
 	if !ok {
 		setDescribeError(rr, kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.")
 		return
 	}
 	// The record is read afresh: an alter on another node must show.
-	rec, _, err := readTopicCfg(ctx, c.Queen(), name)
+	rec, _, err := catalogue.ReadRecord(ctx, c.Queen(), name)
 	if err != nil {
-		code, throttle, msg := topicFault(err)
+		code, throttle, msg := faults.Topic(err)
 		resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 		setDescribeError(rr, code, msg)
 		return
 	}
-	keys := topicConfigKeys
+	keys := catalogue.TopicConfigKeys
 	if !facadeCreated(rec, info) {
-		keys = facadeConfigKeys
-		if rec != nil && !rec.matches(info.queue.ID) {
+		keys = catalogue.FacadeConfigKeys
+		if rec != nil && !rec.Matches(info.QueueID()) {
 			rec = nil // another queue's leftover
 		}
 	}
-	rr.Configs = describeEntries(topicConfigOf(rec), n.cfg.FetchCompression, keys, r.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+	rr.Configs = catalogue.DescribeEntries(catalogue.TopicConfigOf(rec), n.cfg.FetchCompression, keys, r.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
 }
 
 // facadeCreated reports whether rec is a configure bag this facade posted
 // for the live queue of info: the only topics whose retention it can read
 // back, and so the only ones it describes or alters.
-func facadeCreated(rec *topicCfg, info topicInfo) bool {
-	return rec != nil && rec.Set != nil && rec.matches(info.queue.ID)
+func facadeCreated(rec *catalogue.Record, info catalogue.Topic) bool {
+	return rec != nil && rec.Set != nil && rec.Matches(info.QueueID())
 }
 
 func (n *Node) isBroker(name string) bool {

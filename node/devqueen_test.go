@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
@@ -160,9 +161,9 @@ func (d *devQueen) delRow(key string) {
 }
 
 // record reads a qk:topiccfg: record, nil when absent.
-func (d *devQueen) record(topic string) *topicCfg {
+func (d *devQueen) record(topic string) *catalogue.Record {
 	d.t.Helper()
-	rec, _, err := readTopicCfg(context.Background(), d.q, topic)
+	rec, _, err := catalogue.ReadRecord(context.Background(), d.q, topic)
 	if err != nil {
 		d.t.Fatalf("read record %s: %v", topic, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
@@ -23,7 +25,7 @@ import (
 // original key, value, headers and timestamp, compressed with the codec the
 // topic's compression.type (else QUEEN_KAFKA_FETCH_COMPRESSION) names, where
 // the request's version carries it (zstd from v10; below, uncompressed:
-// topic_config.go's fetchCodec says why). Both isolation levels read
+// catalogue.TopicConfig.FetchCodec says why). Both isolation levels read
 // the same log: nothing uncommitted is ever in it.
 //
 // Version notes:
@@ -49,7 +51,7 @@ import (
 //   - v12: the flexible encoding; last_fetched_epoch is -1 from every client
 //     of a facade whose epochs are -1, and diverging_epoch stays -1/-1
 //     (the log is never truncated under a consumer).
-//   - v13: topics by id (KIP-516), the catalogue's (topic_ids.go), in the
+//   - v13: topics by id (KIP-516), the catalogue's (catalogue/ids.go), in the
 //     request, the forgotten topics, the answer and the session, which is
 //     keyed by id; an id no topic has is UNKNOWN_TOPIC_ID per partition. A
 //     session opened below v13 fetched at v13 or above, or the other way
@@ -118,7 +120,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 		refused bool               // a partition already carries an error
 	)
 	answers := layoutFetch(resp, fs.Partitions)
-	topics := n.topicVerdicts(c, fetchFault, &resp.ThrottleMillis)
+	topics := n.cats.Verdicts(callerOf(c), faults.Fetch, &resp.ThrottleMillis)
 	for i := range fs.Partitions {
 		rp := &fs.Partitions[i]
 		sp := answers[i]
@@ -127,7 +129,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 		if err != nil {
 			return nil, err
 		}
-		if code, ok := topics.refusal(ctx, topic, &tv, rp.Partition); ok {
+		if code, ok := topics.Refusal(ctx, topic, &tv, rp.Partition); ok {
 			sp.ErrorCode = code
 			refused = refused || code != 0
 			continue
@@ -138,7 +140,7 @@ func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest)
 			refused = true
 			continue
 		}
-		slots = append(slots, fetchSlot{resp: sp, max: max(int(rp.MaxBytes), 1), codec: tv.cfg.fetchCodec(n.cfg.FetchCompression, req.Version), offset: rp.FetchOffset})
+		slots = append(slots, fetchSlot{resp: sp, max: max(int(rp.MaxBytes), 1), codec: tv.Config.FetchCodec(n.cfg.FetchCompression, req.Version), offset: rp.FetchOffset})
 		entries = append(entries, queen.FetchEntry{
 			Queue:     topic,
 			Partition: strconv.FormatInt(int64(rp.Partition), 10),
@@ -187,8 +189,8 @@ func (n *Node) failedRead(ctx context.Context, c *Conn, resp *kmsg.FetchResponse
 		// node's connection is closed, which the consumer retries elsewhere.
 		return errStopping
 	}
-	logQueenFault(c, "fetch", err)
-	code, throttle, _, fatal := fetchFault(err)
+	faults.Log(c.Logger(), "fetch", err)
+	code, throttle, _, fatal := faults.Fetch(err)
 	if fatal != nil {
 		return fatal
 	}
@@ -254,11 +256,11 @@ func fetchSessionRequest(c *Conn, req *kmsg.FetchRequest) fetchsession.Request {
 // v13, resolved on every fetch (a session holds the id, so a topic deleted
 // and recreated under the same name is UNKNOWN_TOPIC_ID to it, as the id
 // it holds is gone, and the client learns the new one from Metadata).
-func fetchTopic(ctx context.Context, topics *topicVerdicts, byID bool, k fetchsession.Key) (string, topicVerdict, error) {
+func fetchTopic(ctx context.Context, topics *catalogue.Verdicts, byID bool, k fetchsession.Key) (string, catalogue.Verdict, error) {
 	if byID {
-		return topics.ofID(ctx, k.ID)
+		return topics.OfID(ctx, k.ID)
 	}
-	tv, err := topics.of(ctx, k.Topic)
+	tv, err := topics.Of(ctx, k.Topic)
 	return k.Topic, tv, err
 }
 
@@ -544,8 +546,8 @@ func (f *fetchFill) readChunk(ctx context.Context, c *Conn, ss []*fetchSlot, es 
 		}
 		// Refused whole, and refused again if resent: this chunk's
 		// partitions fail, the others are read.
-		logQueenFault(c, "fetch", err)
-		code, _, _, _ := fetchFault(err)
+		faults.Log(c.Logger(), "fetch", err)
+		code, _, _, _ := faults.Fetch(err)
 		for _, s := range ss {
 			s.resp.ErrorCode = code
 		}

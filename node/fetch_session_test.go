@@ -373,8 +373,8 @@ func TestKgoPausedPartitionIsForgotten(t *testing.T) {
 // topicID is topic's id in e's catalogue, refreshed.
 func (e *dataEnv) topicID(topic string) [16]byte {
 	e.t.Helper()
-	cat := e.n.cats.forConn(e.c)
-	require.NoError(e.t, cat.ensure(context.Background(), e.c, true))
+	cat := e.n.cats.For(callerOf(e.c))
+	require.NoError(e.t, cat.Ensure(context.Background(), callerOf(e.c), true))
 	id, ok := cat.TopicID(topic)
 	require.True(e.t, ok, "%s has an id", topic)
 	return id

@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/fetchwatch"
 	"github.com/queen-mq/queen-kafka/queen"
@@ -81,7 +83,7 @@ type watchedFetch struct {
 	n       *Node
 	req     *kmsg.FetchRequest
 	fs      *fetchsession.Fetch
-	topics  *topicVerdicts
+	topics  *catalogue.Verdicts
 	round   *fetchwatch.Round
 	f       *fetchFill
 	touched map[int]*touchedPart
@@ -92,7 +94,7 @@ type watchedFetch struct {
 func (n *Node) fetchWatched(ctx context.Context, c *Conn, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, fs *fetchsession.Fetch, round *fetchwatch.Round, wait time.Duration) (kmsg.Response, error) {
 	deadline := time.Now().Add(wait)
 	wf := &watchedFetch{n: n, req: req, fs: fs, round: round, f: n.newFetchFill(req),
-		topics: n.topicVerdicts(c, fetchFault, &resp.ThrottleMillis), touched: make(map[int]*touchedPart)}
+		topics: n.cats.Verdicts(callerOf(c), faults.Fetch, &resp.ThrottleMillis), touched: make(map[int]*touchedPart)}
 	defer wf.f.handOver(c)
 	// The verdicts first, then the watch's view of every partition the
 	// fetch may read, under one lock: a wide session is matched whole on
@@ -101,7 +103,7 @@ func (n *Node) fetchWatched(ctx context.Context, c *Conn, req *kmsg.FetchRequest
 	wf.queues = queues
 	var (
 		topic string
-		tv    topicVerdict
+		tv    catalogue.Verdict
 		last  *fetchsession.Partition // whose topic topic and tv are
 	)
 	for i := range fs.Partitions {
@@ -116,7 +118,7 @@ func (n *Node) fetchWatched(ctx context.Context, c *Conn, req *kmsg.FetchRequest
 			}
 			last = rp
 		}
-		if code, ok := wf.topics.refusal(ctx, topic, &tv, rp.Partition); ok {
+		if code, ok := wf.topics.Refusal(ctx, topic, &tv, rp.Partition); ok {
 			if code != 0 {
 				wf.refuse(i, code)
 			}
@@ -202,7 +204,7 @@ func (n *Node) fetchWatched(ctx context.Context, c *Conn, req *kmsg.FetchRequest
 
 // touch is the idx-th partition's entry among those the fetch answers,
 // made (unread) on first touch.
-func (wf *watchedFetch) touch(idx int, tv *topicVerdict) *touchedPart {
+func (wf *watchedFetch) touch(idx int, tv *catalogue.Verdict) *touchedPart {
 	if tp := wf.touched[idx]; tp != nil {
 		return tp
 	}
@@ -213,7 +215,7 @@ func (wf *watchedFetch) touch(idx int, tv *topicVerdict) *touchedPart {
 	tp.slot.resp.Partition = rp.Partition
 	unreadAnswer(tp.slot.resp, wf.req)
 	if tv != nil {
-		tp.slot.codec = tv.cfg.fetchCodec(wf.n.cfg.FetchCompression, wf.req.Version)
+		tp.slot.codec = tv.Config.FetchCodec(wf.n.cfg.FetchCompression, wf.req.Version)
 	}
 	wf.touched[idx] = tp
 	return tp

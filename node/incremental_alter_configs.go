@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 )
 
 // handleIncrementalAlterConfigs is what `kafka-configs.sh --alter` sends:
@@ -14,7 +17,7 @@ import (
 func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, c *Conn, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	for _, r := range req.Resources {
-		out := n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *kafkaTopicConfig) error {
+		out := n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *catalogue.TopicConfig) error {
 			for _, cfg := range r.Configs {
 				if err := applyIncremental(k, cfg); err != nil {
 					return err
@@ -24,15 +27,15 @@ func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, c *Conn, req *
 		})
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = out.code, errorMessage(out.code, out.msg)
+		rr.ErrorCode, rr.ErrorMessage = out.code, faults.ErrorMessage(out.code, out.msg)
 		resp.ThrottleMillis = max(resp.ThrottleMillis, out.throttle)
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp, nil
 }
 
-func applyIncremental(k *kafkaTopicConfig, cfg kmsg.IncrementalAlterConfigsRequestResourceConfig) error {
-	if !supportedTopicConfig(cfg.Name) {
+func applyIncremental(k *catalogue.TopicConfig, cfg kmsg.IncrementalAlterConfigsRequestResourceConfig) error {
+	if !catalogue.SupportedTopicConfig(cfg.Name) {
 		return unappliedConfig(cfg.Name)
 	}
 	value := ""
@@ -44,12 +47,12 @@ func applyIncremental(k *kafkaTopicConfig, cfg kmsg.IncrementalAlterConfigsReque
 		if cfg.Value == nil {
 			return fmt.Errorf("Null value not supported for : %s", cfg.Name)
 		}
-		return k.set(cfg.Name, value)
+		return k.Set(cfg.Name, value)
 	case kmsg.IncrementalAlterConfigOpDelete:
-		k.reset(cfg.Name)
+		k.Reset(cfg.Name)
 		return nil
 	case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-		if cfg.Name != cfgCleanupPolicy {
+		if cfg.Name != catalogue.CleanupPolicy {
 			verb := "append"
 			if cfg.Op == kmsg.IncrementalAlterConfigOpSubtract {
 				verb = "subtract"
@@ -57,7 +60,7 @@ func applyIncremental(k *kafkaTopicConfig, cfg kmsg.IncrementalAlterConfigsReque
 			return fmt.Errorf("Config value %s is not allowed for config key: %s", verb, cfg.Name)
 		}
 		items := map[string]bool{}
-		for _, p := range strings.Split(k.policy, ",") {
+		for _, p := range strings.Split(k.Policy(), ",") {
 			items[p] = true
 		}
 		for _, v := range strings.Split(value, ",") {
@@ -76,7 +79,7 @@ func applyIncremental(k *kafkaTopicConfig, cfg kmsg.IncrementalAlterConfigsReque
 		if len(list) == 0 {
 			return fmt.Errorf("Invalid value for configuration cleanup.policy: removing %s would leave it empty", value)
 		}
-		return k.set(cfgCleanupPolicy, strings.Join(list, ","))
+		return k.Set(catalogue.CleanupPolicy, strings.Join(list, ","))
 	}
 	return fmt.Errorf("Unknown alter config operation %d for %s", cfg.Op, cfg.Name)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/producer"
 )
 
@@ -44,7 +45,7 @@ func (n *Node) handleInitProducerID(ctx context.Context, c *Conn, req *kmsg.Init
 	// another client's producer by naming its id.
 	id, err := n.producerIDs.Next(ctx, scope, c.Queen())
 	if err != nil {
-		code, throttle, fatal := producerIDFault(err)
+		code, throttle, fatal := faults.ProducerID(err)
 		if fatal != nil {
 			return nil, fatal
 		}

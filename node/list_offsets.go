@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -92,13 +93,13 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
 	var searches []*offsetSearch
-	topics := n.topicVerdicts(c, listOffsetsFault, &resp.ThrottleMillis)
+	topics := n.cats.Verdicts(callerOf(c), faults.ListOffsets, &resp.ThrottleMillis)
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := &resp.Topics[i]
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(rt.Partitions))
-		tv, err := topics.of(ctx, rt.Topic)
+		tv, err := topics.Of(ctx, rt.Topic)
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +113,7 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 				sp.ErrorCode = kerr.UnsupportedVersion.Code
 				continue
 			}
-			if code, ok := topics.refusal(ctx, rt.Topic, &tv, rp.Partition); ok {
+			if code, ok := topics.Refusal(ctx, rt.Topic, &tv, rp.Partition); ok {
 				sp.ErrorCode = code
 				continue
 			}
@@ -132,7 +133,7 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 	// Round 0: the bounds of every partition.
 	results, err := probeOffsets(ctx, q, searches, func(*offsetSearch) int64 { return 0 }, false)
 	if err != nil {
-		logQueenFault(c, "fetch", err)
+		faults.Log(c.Logger(), "fetch", err)
 		return resp, failSearches(resp, searches, err)
 	}
 	var open, newest []*offsetSearch
@@ -168,7 +169,7 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 	if len(newest) > 0 {
 		results, err := probeOffsets(ctx, q, newest, func(s *offsetSearch) int64 { return s.hi - 1 }, true)
 		if err != nil {
-			logQueenFault(c, "fetch", err)
+			faults.Log(c.Logger(), "fetch", err)
 			return resp, failSearches(resp, newest, err)
 		}
 		for i, s := range newest {
@@ -194,7 +195,7 @@ func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOff
 		}
 		results, err := probeOffsets(ctx, q, open, func(s *offsetSearch) int64 { return s.probe }, true)
 		if err != nil {
-			logQueenFault(c, "fetch", err)
+			faults.Log(c.Logger(), "fetch", err)
 			return resp, failSearches(resp, open, err)
 		}
 		still := open[:0]
@@ -278,7 +279,7 @@ func probeOffsets(ctx context.Context, q *queen.Client, searches []*offsetSearch
 // failSearches answers every partition still being looked up with the
 // mapped Queen failure (a canceled call closes the connection instead).
 func failSearches(resp *kmsg.ListOffsetsResponse, searches []*offsetSearch, err error) error {
-	code, throttle, _, fatal := listOffsetsFault(err)
+	code, throttle, _, fatal := faults.ListOffsets(err)
 	if fatal != nil {
 		return fatal
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -87,10 +88,9 @@ func TestForwardSNIHost(t *testing.T) {
 	if h := <-hosts; h != "tenant-a.kafka.test" {
 		t.Fatalf("Queen saw Host %q", h)
 	}
-	n.cats.mu.Lock()
-	_, filed := n.cats.m["host:tenant-a.kafka.test"]
-	_, shared := n.cats.m[""]
-	n.cats.mu.Unlock()
+	ids := n.cats.Filed()
+	filed := slices.Contains(ids, "host:tenant-a.kafka.test")
+	shared := slices.Contains(ids, "")
 	if !filed || shared {
 		t.Fatal("the forwarded host's topic list must be filed under that host, not the node credential")
 	}

@@ -5,6 +5,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 )
 
 // maxAutoCreates bounds the topics one Metadata request may create: the
@@ -12,7 +15,7 @@ import (
 // creates the next hundred.
 const maxAutoCreates = 100
 
-// Metadata v0–v13. v10 adds topic ids to the answer (topic_ids.go), v11
+// Metadata v0–v13. v10 adds topic ids to the answer (catalogue/ids.go), v11
 // drops the cluster's authorized operations, v12 lets a request name topics
 // by id (null names), v13 adds a top-level error code, always 0 here: the
 // facade never asks a client to rebootstrap (KIP-1102).
@@ -26,10 +29,10 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 	resp.ClusterID = &cid
 	resp.ControllerID = n.topo.controllerID()
 
-	cat := n.cats.forConn(c)
-	refreshErr := cat.ensure(ctx, c, false)
-	if refreshErr != nil && !cat.loaded() {
-		code, throttle, _ := topicFault(refreshErr)
+	cat := n.cats.For(callerOf(c))
+	refreshErr := cat.Ensure(ctx, callerOf(c), false)
+	if refreshErr != nil && !cat.Loaded() {
+		code, throttle, _ := faults.Topic(refreshErr)
 		resp.ThrottleMillis = throttle
 		c.log.Warn("metadata: topic list unavailable", "err", refreshErr)
 		for _, rt := range req.Topics {
@@ -40,11 +43,11 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 	if refreshErr != nil {
 		// The previous listing answers, and a 429 still reaches the client
 		// as throttle_time_ms so that it backs off as asked.
-		_, resp.ThrottleMillis, _ = topicFault(refreshErr)
+		_, resp.ThrottleMillis, _ = faults.Topic(refreshErr)
 		c.log.Warn("metadata: answering from the previous topic list", "err", refreshErr)
 	}
 
-	cat.syncForMetadata(ctx, c, req) // cluster mode only: another node may have created or widened a topic
+	cat.SyncForMetadata(ctx, callerOf(c), req) // cluster mode only: another node may have created or widened a topic
 	// v0 asks for every topic with an empty list; v1+ with a null one.
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		n.metaAllTopics(c, cat, resp)
@@ -73,15 +76,15 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 		}
 		name := *rt.Topic
 		switch {
-		case topicNameError(name) != "":
+		case catalogue.TopicNameError(name) != "":
 			resp.Topics = append(resp.Topics, n.metaTopicError(rt.Topic, kerr.InvalidTopicException.Code))
 			continue
-		case internalTopic(name):
+		case catalogue.InternalTopic(name):
 			resp.Topics = append(resp.Topics, n.metaTopicError(rt.Topic, kerr.UnknownTopicOrPartition.Code))
 			continue
 		}
-		if t, ok := cat.find(ctx, c, name); ok {
-			resp.Topics = append(resp.Topics, n.metaTopic(name, cat.width(t), t.id))
+		if t, ok := cat.Find(ctx, callerOf(c), name); ok {
+			resp.Topics = append(resp.Topics, n.metaTopic(name, cat.Width(t), t.ID()))
 			continue
 		}
 		if !allowCreate {
@@ -96,31 +99,31 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 			// Configure only what a fresh listing lacks: a queue created a
 			// moment ago elsewhere must not be configured again.
 			refreshed = true
-			if err := cat.ensure(ctx, c, true); err != nil {
-				code, throttle, _ := topicFault(err)
+			if err := cat.Ensure(ctx, callerOf(c), true); err != nil {
+				code, throttle, _ := faults.Topic(err)
 				resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 				resp.Topics = append(resp.Topics, n.metaTopicError(rt.Topic, code))
 				created = maxAutoCreates // no creates on a listing we could not refresh
 				continue
 			}
-			if t, ok := cat.lookup(name); ok {
-				resp.Topics = append(resp.Topics, n.metaTopic(name, cat.width(t), t.id))
+			if t, ok := cat.Lookup(name); ok {
+				resp.Topics = append(resp.Topics, n.metaTopic(name, cat.Width(t), t.ID()))
 				continue
 			}
 		}
 		created++
 		if _, err := c.Queen().Configure(ctx, name, n.queueOptions(nil)); err != nil {
-			code, throttle, _ := topicFault(err)
+			code, throttle, _ := faults.Topic(err)
 			resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 			c.log.Warn("metadata: auto-create failed", "topic", name, "err", err)
 			resp.Topics = append(resp.Topics, n.metaTopicError(rt.Topic, code))
 			continue
 		}
 		c.log.Info("topic auto-created", "topic", name, "client_id", c.ClientID())
-		cat.added(name, nil)
-		t, _ := cat.lookup(name)
+		cat.Added(name, nil)
+		t, _ := cat.Lookup(name)
 		autoCreated = append(autoCreated, len(resp.Topics))
-		resp.Topics = append(resp.Topics, n.metaTopic(name, cat.width(t), t.id))
+		resp.Topics = append(resp.Topics, n.metaTopic(name, cat.Width(t), t.ID()))
 	}
 	if len(autoCreated) > 0 && req.Version >= 10 {
 		n.idsOfCreated(ctx, c, cat, resp, autoCreated)
@@ -143,9 +146,9 @@ func namesByIDOrNull(req *kmsg.MetadataRequest) bool {
 // UNKNOWN_TOPIC_ID entry (null name, the id asked for). A failed catalogue
 // read is answered as for a name.
 func (n *Node) metaTopicByID(ctx context.Context, c *Conn, id [16]byte, throttle *int32) kmsg.MetadataResponseTopic {
-	name, width, ok, err := n.cats.topicByID(ctx, c, id)
+	name, width, ok, err := n.cats.ResolveID(ctx, callerOf(c), id)
 	if err != nil {
-		code, th, _ := topicFault(err)
+		code, th, _ := faults.Topic(err)
 		*throttle = max(*throttle, th)
 		t := n.metaTopicError(nil, code)
 		t.TopicID = id
@@ -163,8 +166,8 @@ func (n *Node) metaTopicByID(ctx context.Context, c *Conn, id [16]byte, throttle
 // queues exist now, so one listing names them. Without it the client
 // learns the ids at its next Metadata; a failed listing leaves them zero
 // (Kafka's "no id"), never a provisional id.
-func (n *Node) idsOfCreated(ctx context.Context, c *Conn, cat *catalog, resp *kmsg.MetadataResponse, idx []int) {
-	if err := cat.ensure(ctx, c, true); err != nil {
+func (n *Node) idsOfCreated(ctx context.Context, c *Conn, cat *catalogue.Catalogue, resp *kmsg.MetadataResponse, idx []int) {
+	if err := cat.Ensure(ctx, callerOf(c), true); err != nil {
 		return
 	}
 	for _, i := range idx {
@@ -177,25 +180,25 @@ func (n *Node) idsOfCreated(ctx context.Context, c *Conn, cat *catalog, resp *km
 // metaAllTopics lists every addressable topic, within the 200,000-partition
 // budget: a short listing is something a client can act on, a connection
 // reset is not.
-func (n *Node) metaAllTopics(c *Conn, cat *catalog, resp *kmsg.MetadataResponse) {
-	budget := maxListedPartitions
+func (n *Node) metaAllTopics(c *Conn, cat *catalogue.Catalogue, resp *kmsg.MetadataResponse) {
+	budget := catalogue.MaxListedPartitions
 	omitted, omittedParts := 0, 0
-	for _, t := range cat.list() {
-		name := t.queue.Name
-		if !addressable(name) {
+	for _, t := range cat.List() {
+		name := t.Name()
+		if !catalogue.Addressable(name) {
 			continue // a Kafka client cannot address it
 		}
-		w := cat.width(t)
+		w := cat.Width(t)
 		if int(w) > budget {
 			omitted++
 			omittedParts += int(w)
 			continue
 		}
 		budget -= int(w)
-		resp.Topics = append(resp.Topics, n.metaTopic(name, w, t.id))
+		resp.Topics = append(resp.Topics, n.metaTopic(name, w, t.ID()))
 	}
 	if omitted > 0 {
-		c.log.Warn("metadata: all-topics listing cut at the partition budget", "omitted_topics", omitted, "omitted_partitions", omittedParts, "budget", maxListedPartitions)
+		c.log.Warn("metadata: all-topics listing cut at the partition budget", "omitted_topics", omitted, "omitted_partitions", omittedParts, "budget", catalogue.MaxListedPartitions)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
@@ -20,7 +21,7 @@ import (
 func withClock(n *Node) *testsupport.FakeClock {
 	clk := testsupport.NewFakeClock(time.Unix(1_800_000_000, 0))
 	n.now = clk.Now
-	n.cats.deps.now = clk.Now
+	n.cats.SetClock(clk.Now)
 	return clk
 }
 
@@ -102,7 +103,7 @@ func TestMetadataWidthFloorNeverNarrowsAndClamps(t *testing.T) {
 
 	// The record disappears: the width stays where it was.
 	fq.delRow(queen.TopicCfgKey("declared"))
-	clk.Advance(catalogTTL + time.Millisecond)
+	clk.Advance(catalogue.TTL + time.Millisecond)
 	resp = metadata(t, n, c, 9, false, "declared")
 	if got := len(topicOf(t, resp, "declared").Partitions); got != 8 {
 		t.Fatalf("width narrowed to %d", got)
@@ -119,7 +120,7 @@ func TestMetadataCatalogueRefreshesAfterTTL(t *testing.T) {
 		t.Fatalf("inside the TTL the cached listing answers, got %d", resp.Topics[0].ErrorCode)
 	}
 	before := fq.count("GET /api/v1/resources/queues")
-	clk.Advance(catalogTTL)
+	clk.Advance(catalogue.TTL)
 	if resp := metadata(t, n, c, 9, false, "native"); resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("after the TTL the native queue appears, got %d", resp.Topics[0].ErrorCode)
 	}
@@ -287,11 +288,11 @@ func TestMetadataServesPreviousListingOnQueenBlip(t *testing.T) {
 	fq.addQueue("orders", 1)
 	metadata(t, n, c, 9, false, "orders")
 	fq.setFault(func(*http.Request) (int, string, string) { return 503, "", "" })
-	clk.Advance(catalogTTL)
+	clk.Advance(catalogue.TTL)
 	if resp := metadata(t, n, c, 9, false, "orders"); resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("got %d", resp.Topics[0].ErrorCode)
 	}
-	if w, ok, err := n.cats.topicWidth(t.Context(), c, "orders"); err != nil || !ok || w != 4 {
+	if w, ok, err := n.cats.TopicWidth(t.Context(), callerOf(c), "orders"); err != nil || !ok || w != 4 {
 		t.Fatalf("topicWidth %d %v %v", w, ok, err)
 	}
 	fq.setFault(func(*http.Request) (int, string, string) { return 429, "5", "" })
@@ -307,12 +308,12 @@ func TestTopicWidthIsCached(t *testing.T) {
 	fq.addQueue("orders", 6)
 	before := fq.count("GET /api/v1/resources/queues")
 	for i := 0; i < 50; i++ {
-		w, ok, err := n.cats.topicWidth(t.Context(), c, "orders")
+		w, ok, err := n.cats.TopicWidth(t.Context(), callerOf(c), "orders")
 		if err != nil || !ok || w != 6 {
 			t.Fatalf("%d %v %v", w, ok, err)
 		}
 	}
-	if _, ok, _ := n.cats.topicWidth(t.Context(), c, "absent"); ok {
+	if _, ok, _ := n.cats.TopicWidth(t.Context(), callerOf(c), "absent"); ok {
 		t.Fatal("absent topic exists")
 	}
 	if got := fq.count("GET /api/v1/resources/queues") - before; got != 1 {
@@ -333,7 +334,7 @@ func TestCatalogueRefreshIsShared(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, ok, err := n.cats.topicWidth(t.Context(), nil, "orders"); err != nil || !ok {
+			if _, ok, err := n.cats.TopicWidth(t.Context(), catalogue.Caller{}, "orders"); err != nil || !ok {
 				t.Errorf("%v %v", ok, err)
 			}
 		}()
@@ -425,14 +426,14 @@ func TestMetadataAndProducerIDsWhileKVHangs(t *testing.T) {
 		}
 		return 0, "", ""
 	})
-	clk.Advance(catalogTTL)
+	clk.Advance(catalogue.TTL)
 	promptly(t, "Metadata over a stale listing", func() {
 		if resp := metadata(t, n, c, 9, false, "orders"); len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 4 {
 			t.Errorf("metadata under the hang: %+v", resp.Topics)
 		}
 	})
 	promptly(t, "the data path's topic lookup", func() {
-		if w, ok, err := n.cats.topicWidth(t.Context(), c, "orders"); err != nil || !ok || w != 4 {
+		if w, ok, err := n.cats.TopicWidth(t.Context(), callerOf(c), "orders"); err != nil || !ok || w != 4 {
 			t.Errorf("topicWidth under the hang: %d %v %v", w, ok, err)
 		}
 	})

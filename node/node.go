@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/fetchwatch"
@@ -53,7 +54,7 @@ type Node struct {
 	log   *slog.Logger
 	queen *queen.Client
 	topo  topology
-	cats  *catalogs
+	cats  *catalogue.Catalogues
 	ids   *identities      // SASL credentials' tenants (GET /auth/me)
 	now   func() time.Time // the node's clock; tests substitute it (withClock sets the catalogue's too)
 	// producer ids (InitProducerId) and sequence windows (Produce)
@@ -168,7 +169,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		n.cluster = newCluster(registryConfig(cfg, log), q)
 		n.topo, own = n.cluster.topo, n.cluster.owners
 	}
-	n.cats = newCatalogs(catalogDeps{defaultPartitions: cfg.DefaultPartitions, now: n.now, queen: q, clustered: n.cluster != nil})
+	n.cats = catalogue.New(catalogue.Deps{DefaultPartitions: cfg.DefaultPartitions, Now: n.now, Queen: q, Clustered: n.cluster != nil, Transient: transientIdentity})
 	n.ids = newIdentities()
 	n.producerIDs = producer.NewIDs()
 	n.sequencer = producer.NewSequencer(maxSeqWindows)

@@ -10,7 +10,7 @@ import (
 // the coordinator. A partition this node cannot serve — its topic is not in
 // the connection's catalogue, or it lies past the topic's width — is
 // answered UNKNOWN_TOPIC_OR_PARTITION and never written; the coordinator
-// asks the catalogue through the client's Topics (servedTopics).
+// asks the catalogue through the client's Topics (catalogue.Catalogues.Topics).
 func (n *Node) handleOffsetCommit(ctx context.Context, c *Conn, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 	if req.Version >= 10 {
 		return n.offsetCommitByID(ctx, c, req), nil // offsets_by_id.go

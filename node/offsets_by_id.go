@@ -21,7 +21,7 @@ import (
 func (n *Node) idTopics(ctx context.Context, c *Conn, ids [][16]byte) ([]string, []int16) {
 	names, codes := make([]string, len(ids)), make([]int16, len(ids))
 	for i, id := range ids {
-		name, _, ok, err := n.cats.topicByID(ctx, c, id)
+		name, _, ok, err := n.cats.ResolveID(ctx, callerOf(c), id)
 		switch {
 		case err != nil:
 			codes[i] = coordinator.QueenCode(err)
@@ -78,12 +78,12 @@ func (n *Node) offsetFetchByID(ctx context.Context, c *Conn, req *kmsg.OffsetFet
 		}
 	}
 	resp := n.coord.OffsetFetch(ctx, c.groupClient(), req)
-	cat := n.cats.forConn(c)
+	cat := n.cats.For(callerOf(c))
 	for gi := range resp.Groups {
 		g := &resp.Groups[gi]
 		if gi < len(req.Groups) && req.Groups[gi].Topics == nil {
 			if len(g.Topics) > 0 {
-				_ = cat.ensure(ctx, c, false) // a failed read names what the catalogue holds
+				_ = cat.Ensure(ctx, callerOf(c), false) // a failed read names what the catalogue holds
 			}
 			kept := g.Topics[:0]
 			for _, t := range g.Topics {

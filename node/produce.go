@@ -7,6 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/txn"
@@ -31,7 +33,7 @@ import (
 // the finalized feature transaction.version >= 2 (KIP-890 part 2), which
 // ApiVersions never advertises, so a transaction still adds its partitions
 // with AddPartitionsToTxn (clients cap a transaction at v11 then). v13 names
-// topics by id (topicVerdicts.ofID): an unknown id is UNKNOWN_TOPIC_ID.
+// topics by id (catalogue.Verdicts.OfID): an unknown id is UNKNOWN_TOPIC_ID.
 
 // producePart is one partition of a produce request on its way through.
 type producePart struct {
@@ -131,16 +133,16 @@ func transactionalID(req *kmsg.ProduceRequest) string {
 // bounds a produce (seed 001).
 func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *kmsg.ProduceResponse, parts []*producePart, txnID string) ([]*producePart, error) {
 	var live []*producePart
-	topics := n.topicVerdicts(c, pushFault, &resp.ThrottleMillis)
+	topics := n.cats.Verdicts(callerOf(c), faults.Produce, &resp.ThrottleMillis)
 	seen := make(map[topicPartition]bool, len(parts))
 	for _, p := range parts {
 		if version >= 13 {
-			name, tv, err := topics.ofID(ctx, p.topicID)
+			name, tv, err := topics.OfID(ctx, p.topicID)
 			if err != nil {
 				return nil, err
 			}
 			if name == "" {
-				p.fail(tv.code, tv.msg)
+				p.fail(tv.Code, tv.Msg)
 				continue
 			}
 			p.topic = name
@@ -153,16 +155,16 @@ func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *k
 			continue
 		}
 		seen[k] = true
-		tv, err := topics.of(ctx, p.topic)
+		tv, err := topics.Of(ctx, p.topic)
 		if err != nil {
 			return nil, err
 		}
 		switch {
-		case tv.code != 0:
-			p.fail(tv.code, tv.msg)
+		case tv.Code != 0:
+			p.fail(tv.Code, tv.Msg)
 			continue
-		case !topics.hasPartition(ctx, p.topic, &tv, p.resp.Partition):
-			p.fail(kerr.UnknownTopicOrPartition.Code, unknownPartitionMsg)
+		case !topics.HasPartition(ctx, p.topic, &tv, p.resp.Partition):
+			p.fail(kerr.UnknownTopicOrPartition.Code, catalogue.UnknownPartitionMsg)
 			continue
 		}
 		if f := recordbatch.ParseProduce(p.raw, &p.rb); f != nil {
@@ -170,11 +172,11 @@ func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *k
 			continue
 		}
 		switch {
-		case len(p.raw) > int(tv.cfg.maxMessageBytes):
+		case len(p.raw) > int(tv.Config.MaxMessageBytes()):
 			// Kafka's rule (UnifiedLog.analyzeAndValidateRecords): the
 			// whole batch as sent, log overhead included, against the
 			// topic's max.message.bytes.
-			p.fail(kerr.MessageTooLarge.Code, fmt.Sprintf("The record batch size in the append to %s-%d is %d bytes which exceeds the maximum configured value of %d.", p.topic, p.resp.Partition, len(p.raw), tv.cfg.maxMessageBytes))
+			p.fail(kerr.MessageTooLarge.Code, fmt.Sprintf("The record batch size in the append to %s-%d is %d bytes which exceeds the maximum configured value of %d.", p.topic, p.resp.Partition, len(p.raw), tv.Config.MaxMessageBytes()))
 		case p.rb.Attributes&recordbatch.AttrCodecMask == recordbatch.CodecZstd && version < 7:
 			p.fail(kerr.UnsupportedCompressionType.Code, "produce requests below version 7 are not allowed to use ZStandard compression")
 		case txnID == "" && p.rb.Attributes&recordbatch.AttrTransactional != 0:
@@ -194,51 +196,6 @@ func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *k
 		}
 	}
 	return live, nil
-}
-
-// topicVerdict is what one request learns of one topic: its width, or the
-// code every partition of it is refused with.
-type topicVerdict struct {
-	width    int32
-	code     int16
-	throttle int32
-	msg      string
-	failed   bool // the catalogue could not be read (code may be 0 under a throttle)
-	// cfg is the topic's Kafka configs as the catalogue holds them
-	// (max.message.bytes for Produce, compression.type for Fetch).
-	cfg kafkaTopicConfig
-}
-
-const unknownPartitionMsg = "This server does not host this topic-partition."
-
-// dataTopic checks a topic named by a data-path request (Produce, Fetch,
-// ListOffsets). A topic not in the catalogue is UNKNOWN_TOPIC_OR_PARTITION:
-// a producer creates topics through Metadata, as against Apache Kafka, and
-// `__` names never exist (seed 001). fault maps a failed catalogue read the
-// way the calling API maps any Queen failure.
-func (cs *catalogs) dataTopic(ctx context.Context, c *Conn, topic string, fault queenFault) (topicVerdict, error) {
-	if internalTopic(topic) {
-		return topicVerdict{code: kerr.UnknownTopicOrPartition.Code, msg: unknownPartitionMsg}, nil
-	}
-	if why := topicNameError(topic); why != "" {
-		return topicVerdict{code: kerr.InvalidTopicException.Code, msg: why}, nil
-	}
-	width, exists, err := cs.topicWidth(ctx, c, topic)
-	if err != nil {
-		code, throttle, msg, fatal := fault(err)
-		return topicVerdict{code: code, throttle: throttle, msg: msg, failed: true}, fatal
-	}
-	if !exists {
-		return topicVerdict{code: kerr.UnknownTopicOrPartition.Code, msg: unknownPartitionMsg}, nil
-	}
-	return cs.servedTopic(c, topic, width), nil
-}
-
-// servedTopic is the verdict of an existing topic the request may use:
-// its width and its configs (every accepted verdict carries them, since
-// the zero config would refuse every batch as over max.message.bytes).
-func (cs *catalogs) servedTopic(c *Conn, topic string, width int32) topicVerdict {
-	return topicVerdict{width: width, cfg: cs.cachedTopicConfig(c, topic)}
 }
 
 func (p *producePart) fail(code int16, msg string) {

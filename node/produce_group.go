@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
@@ -403,8 +404,8 @@ func pushShard(ctx context.Context, c *Conn, parts []*producePart, ends []int) e
 		return pushByRequest(ctx, c, parts, ends)
 	}
 	if err != nil {
-		logQueenFault(c, "push", err)
-		code, throttle, msg, fatal := pushFault(err)
+		faults.Log(c.Logger(), "push", err)
+		code, throttle, msg, fatal := faults.Produce(err)
 		if fatal != nil {
 			return fatal
 		}
@@ -416,7 +417,7 @@ func pushShard(ctx context.Context, c *Conn, parts []*producePart, ends []int) e
 	}
 	for _, p := range parts {
 		rs := results[p.pushed[0]:p.pushed[1]]
-		base, code, msg := partitionOutcome(rs)
+		base, code, msg := faults.PartitionOutcome(rs)
 		p.batch.Outcome = producer.Outcome{Base: base, Code: code, Msg: msg, Duplicate: code == 0 && allDuplicate(rs)}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
@@ -277,15 +278,15 @@ func TestProduceQueenFaults(t *testing.T) {
 // TestPartitionOutcome: how one partition's push results become its answer.
 func TestPartitionOutcome(t *testing.T) {
 	off := func(o int64) *int64 { return &o }
-	base, code, _ := partitionOutcome([]queen.PushResult{{Status: queen.StatusQueued, Offset: off(7)}, {Status: queen.StatusQueued, Offset: off(8)}})
+	base, code, _ := faults.PartitionOutcome([]queen.PushResult{{Status: queen.StatusQueued, Offset: off(7)}, {Status: queen.StatusQueued, Offset: off(8)}})
 	require.Equal(t, int64(7), base)
 	require.Equal(t, int16(0), code)
-	_, code, _ = partitionOutcome([]queen.PushResult{{Status: queen.StatusQueued, Offset: off(7)}, {Status: queen.StatusQueued, Offset: off(9)}})
+	_, code, _ = faults.PartitionOutcome([]queen.PushResult{{Status: queen.StatusQueued, Offset: off(7)}, {Status: queen.StatusQueued, Offset: off(9)}})
 	require.Equal(t, kerr.UnknownServerError.Code, code, "a gap")
-	_, code, _ = partitionOutcome([]queen.PushResult{{Status: queen.StatusBuffered}})
+	_, code, _ = faults.PartitionOutcome([]queen.PushResult{{Status: queen.StatusBuffered}})
 	require.Equal(t, kerr.RequestTimedOut.Code, code)
-	_, code, _ = partitionOutcome([]queen.PushResult{{Status: queen.StatusQueued, Offset: off(1)}, {Status: queen.StatusFailed}})
+	_, code, _ = faults.PartitionOutcome([]queen.PushResult{{Status: queen.StatusQueued, Offset: off(1)}, {Status: queen.StatusFailed}})
 	require.Equal(t, kerr.KafkaStorageError.Code, code)
-	_, code, _ = partitionOutcome([]queen.PushResult{{Status: queen.StatusError}})
+	_, code, _ = faults.PartitionOutcome([]queen.PushResult{{Status: queen.StatusError}})
 	require.Equal(t, kerr.KafkaStorageError.Code, code)
 }

@@ -151,11 +151,10 @@ func TestSaslV1FlowCarriesTheConnectionsToken(t *testing.T) {
 			t.Fatalf("a call of tenant b's connection carried another credential: %q", call)
 		}
 	}
-	n.cats.mu.Lock()
-	_, filedA := n.cats.m["tenant:a"]
-	_, filedB := n.cats.m["tenant:b"]
-	_, shared := n.cats.m[""]
-	n.cats.mu.Unlock()
+	ids := n.cats.Filed()
+	filedA := slices.Contains(ids, "tenant:a")
+	filedB := slices.Contains(ids, "tenant:b")
+	shared := slices.Contains(ids, "")
 	if !filedA || !filedB || shared {
 		t.Fatal("topic lists must be filed under the tenants /auth/me names, never the node's credential")
 	}
@@ -208,13 +207,8 @@ func TestSaslIdentityFailureClosesTheConnection(t *testing.T) {
 	filed := func(token string) string {
 		k := saslLogin(t, addr, "u", token)
 		topicNames(t, k)
-		n.cats.mu.Lock()
-		defer n.cats.mu.Unlock()
-		var ids []string
-		for id := range n.cats.m {
-			ids = append(ids, id)
-		}
-		clear(n.cats.m)
+		ids := n.cats.Filed()
+		n.cats.Forget()
 		if len(ids) != 1 {
 			t.Fatalf("topic lists filed under %v", ids)
 		}

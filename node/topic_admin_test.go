@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/catalogue"
 )
 
 func deleteTopics(t *testing.T, n *Node, c *Conn, version int16, names ...string) *kmsg.DeleteTopicsResponse {
@@ -36,13 +38,13 @@ func TestDeleteTopics(t *testing.T) {
 		t.Fatal("queue or record survived the delete")
 	}
 	// The catalogue forgets it at once, not a TTL later.
-	if _, ok, _ := n.cats.topicWidth(t.Context(), c, "orders"); ok {
+	if _, ok, _ := n.cats.TopicWidth(t.Context(), callerOf(c), "orders"); ok {
 		t.Fatal("deleted topic still in the catalogue")
 	}
 	// Recreated natively, it does not inherit the old floor.
 	dq.addQueue("orders", 0)
-	withClock(n).Advance(catalogTTL)
-	if w, ok, _ := n.cats.topicWidth(t.Context(), c, "orders"); !ok || w != 4 {
+	withClock(n).Advance(catalogue.TTL)
+	if w, ok, _ := n.cats.TopicWidth(t.Context(), callerOf(c), "orders"); !ok || w != 4 {
 		t.Fatalf("recreated width %d", w)
 	}
 }
@@ -294,7 +296,7 @@ func TestAlterRefusesRecordOfAnotherQueue(t *testing.T) {
 	if rr.ErrorCode != kerr.PolicyViolation.Code || rr.ErrorMessage == nil {
 		t.Fatalf("%d %v", rr.ErrorCode, rr.ErrorMessage)
 	}
-	if w, _, _ := n.cats.topicWidth(t.Context(), c, "orders"); w != 4 {
+	if w, _, _ := n.cats.TopicWidth(t.Context(), callerOf(c), "orders"); w != 4 {
 		t.Fatalf("the stale record's floor applied: width %d", w)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 	"github.com/queen-mq/queen-kafka/recordbatch"
@@ -169,7 +170,7 @@ func TestMaxMessageBytes(t *testing.T) {
 	require.Zero(t, res.HighWatermark, "nothing written")
 
 	// Named by id (Produce v13), the same limit and message.
-	id, ok := e.n.cats.forConn(e.c).TopicID("big")
+	id, ok := e.n.cats.For(callerOf(e.c)).TopicID("big")
 	require.True(t, ok)
 	byID := produceReq(13, -1, "", 0, raw)
 	byID.Topics[0].TopicID = id
@@ -223,7 +224,7 @@ func TestTopicLimitsAcrossNodes(t *testing.T) {
 	require.Equal(t, int16(0), incrementalAlter(t, e.n, e.c, "shared", kmsg.IncrementalAlterConfigOpSet, "max.message.bytes", strp("8388608")).ErrorCode)
 	require.Equal(t, int16(0), incrementalAlter(t, e.n, e.c, "shared", kmsg.IncrementalAlterConfigOpSet, "compression.type", strp("gzip")).ErrorCode)
 	require.Equal(t, "8388608", describeValue(t, n2, c2, "shared", "max.message.bytes"))
-	clk.Advance(catalogTTL)
+	clk.Advance(catalogue.TTL)
 	_, p = e.produceOn(c2, 9, "shared", 0, raw)
 	require.Equal(t, int16(0), p.ErrorCode, "node 2 applies the alter after its refresh")
 	f := e.fetch(fetchReq(6, 0, 1, 8<<20, fetchPart{"shared", 0, 0, 8 << 20}))

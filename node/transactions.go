@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/txn"
@@ -30,7 +31,7 @@ func newTxns(cfg Config, q txn.Queen, log *slog.Logger, ids *producer.IDs, group
 		Clock:   clk,
 		Log:     log.With("component", "txn"),
 		Limits:  txnLimits(cfg),
-		Fault:   txnFault,
+		Fault:   faults.TransactionCode,
 		NodeID:  int32(cfg.NodeID),
 		Stages:  stages,
 		Cluster: cfg.Clustered(),
@@ -40,7 +41,7 @@ func newTxns(cfg Config, q txn.Queen, log *slog.Logger, ids *producer.IDs, group
 // newTxnShared is cluster mode's staging half (txn.Shared), the same caps.
 func newTxnShared(cfg Config, q txn.Queen, log *slog.Logger, groups txn.Groups, clk clock.Clock) *txn.Shared {
 	return txn.NewShared(txn.SharedConfig{Queen: q, Groups: groups, Limits: txnLimits(cfg), Clock: clk,
-		Log: log.With("component", "txn"), Fault: txnFault, NodeID: int32(cfg.NodeID)})
+		Log: log.With("component", "txn"), Fault: faults.TransactionCode, NodeID: int32(cfg.NodeID)})
 }
 
 // txnLimits is the five QUEEN_KAFKA_TXN_* caps.
@@ -118,13 +119,13 @@ func (c *Conn) txnClient() txn.Client {
 // retriable. Each topic is looked up once per request.
 func (n *Node) txnPartitions(c *Conn) txn.PartitionCheck {
 	var throttle int32
-	v := n.topicVerdicts(c, txnRule.apply, &throttle)
+	v := n.cats.Verdicts(callerOf(c), faults.Transaction, &throttle)
 	return func(ctx context.Context, topic string, partition int32) int16 {
-		tv, err := v.of(ctx, topic)
+		tv, err := v.Of(ctx, topic)
 		if err != nil {
 			return kerr.CoordinatorNotAvailable.Code
 		}
-		code, refused := v.refusal(ctx, topic, &tv, partition)
+		code, refused := v.Refusal(ctx, topic, &tv, partition)
 		if refused && code == 0 {
 			return kerr.CoordinatorNotAvailable.Code // a bare throttle
 		}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 	"github.com/stretchr/testify/require"
+
+	"github.com/queen-mq/queen-kafka/catalogue"
 )
 
 // TestVariablesAreTheConfigDefinition: every field of rawConfig is one
@@ -26,7 +28,7 @@ func TestVariablesAreTheConfigDefinition(t *testing.T) {
 		require.NotEmpty(t, v.Help, v.Name)
 		require.NotEmpty(t, v.Accepts, v.Name)
 	}
-	require.Equal(t, int64(maxAdvertisedWidth), variable("DefaultPartitions").max, "the partition ceiling is the variable's range")
+	require.Equal(t, int64(catalogue.MaxWidth), variable("DefaultPartitions").max, "the partition ceiling is the variable's range")
 }
 
 // TestRangesAreWhatTheLoaderChecks: each integer variable's range in

@@ -1,4 +1,4 @@
-package node
+package catalogue
 
 import (
 	"context"
@@ -10,57 +10,57 @@ import (
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
-// clusterSyncBudget bounds how long one request waits for the cluster-mode
+// ClusterSyncBudget bounds how long one request waits for the cluster-mode
 // catalogue work below; past it the request is answered from the cached
-// catalogue, as it would be within catalogTTL. A Queen that hangs must not
+// catalogue, as it would be within TTL. A Queen that hangs must not
 // stall every Metadata for the Queen client's whole 10 s budget: clients
 // need Metadata to keep producing and fetching through an outage.
-const clusterSyncBudget = time.Second
+const ClusterSyncBudget = time.Second
 
-// find is lookup, except that in cluster mode a miss refreshes the
+// Find is Lookup, except that in cluster mode a miss refreshes the
 // catalogue with a listing that begins after the miss, and looks again. A
 // topic created at another node a moment ago must be served here at once:
 // a client is sent straight to the leader the hash ring names, and stock
 // clients give up on UNKNOWN_TOPIC_OR_PARTITION after a few quick retries
-// (kafka-go after none), far inside catalogTTL. Single mode keeps the TTL
+// (kafka-go after none), far inside TTL. Single mode keeps the TTL
 // alone, unchanged.
-func (cat *catalog) find(ctx context.Context, c *Conn, topic string) (topicInfo, bool) {
-	return cat.findRefreshing(ctx, c, func() (topicInfo, bool) { return cat.lookup(topic) })
+func (cat *Catalogue) Find(ctx context.Context, c Caller, topic string) (Topic, bool) {
+	return cat.findRefreshing(ctx, c, func() (Topic, bool) { return cat.Lookup(topic) })
 }
 
 // findRefreshing is look, and in cluster mode, on a miss, look again after
 // a listing that begins after the miss.
-func (cat *catalog) findRefreshing(ctx context.Context, c *Conn, look func() (topicInfo, bool)) (topicInfo, bool) {
+func (cat *Catalogue) findRefreshing(ctx context.Context, c Caller, look func() (Topic, bool)) (Topic, bool) {
 	t, ok := look()
-	if ok || !cat.deps.clustered {
+	if ok || !cat.deps.Clustered {
 		return t, ok
 	}
-	ctx, cancel := context.WithTimeout(ctx, clusterSyncBudget)
+	ctx, cancel := context.WithTimeout(ctx, ClusterSyncBudget)
 	defer cancel()
-	if err := cat.ensure(ctx, c, true); err != nil {
+	if err := cat.Ensure(ctx, c, true); err != nil {
 		// The miss stands; the caller's own refresh already decided how a
 		// failing Queen is answered.
-		return topicInfo{}, false
+		return Topic{}, false
 	}
 	return look()
 }
 
-// syncForMetadata brings the catalogue up to date for a cluster-mode
+// SyncForMetadata brings the catalogue up to date for a cluster-mode
 // Metadata request, whatever this node's last listing missed because the
 // change was made at another node. A request for every topic is answered
 // from a listing that begins after it arrived (coalesced with concurrent
 // ones): a client that creates a topic through one node and then lists
 // through another, as kafka-go's writer does, must find it. A request
 // naming topics costs one KV read instead (syncNamed). Single mode keeps
-// catalogTTL alone.
-func (cat *catalog) syncForMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRequest) {
-	if !cat.deps.clustered {
+// TTL alone.
+func (cat *Catalogue) SyncForMetadata(ctx context.Context, c Caller, req *kmsg.MetadataRequest) {
+	if !cat.deps.Clustered {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, clusterSyncBudget)
+	ctx, cancel := context.WithTimeout(ctx, ClusterSyncBudget)
 	defer cancel()
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
-		_ = cat.ensure(ctx, c, true) // a failure leaves the cached listing to answer
+		_ = cat.Ensure(ctx, c, true) // a failure leaves the cached listing to answer
 		return
 	}
 	cat.syncNamed(ctx, c, req.Topics)
@@ -75,9 +75,9 @@ func (cat *catalog) syncForMetadata(ctx context.Context, c *Conn, req *kmsg.Meta
 // refreshed with a listing that begins after this request arrived. So every
 // node's next Metadata reports a widening made at any node, as a broker's
 // does. A failed read changes nothing: the cached answer stands, as it
-// would within catalogTTL anyway.
-func (cat *catalog) syncNamed(ctx context.Context, c *Conn, topics []kmsg.MetadataRequestTopic) {
-	held := make(map[string]topicInfo, len(topics))
+// would within TTL anyway.
+func (cat *Catalogue) syncNamed(ctx context.Context, c Caller, topics []kmsg.MetadataRequestTopic) {
+	held := make(map[string]Topic, len(topics))
 	var keys []string
 	for _, rt := range topics {
 		var name string
@@ -93,7 +93,7 @@ func (cat *catalog) syncNamed(ctx context.Context, c *Conn, topics []kmsg.Metada
 		default:
 			continue
 		}
-		if t, ok := cat.lookup(name); ok {
+		if t, ok := cat.Lookup(name); ok {
 			if _, dup := held[name]; !dup {
 				held[name] = t
 				keys = append(keys, queen.TopicCfgKey(name))
@@ -108,7 +108,7 @@ func (cat *catalog) syncNamed(ctx context.Context, c *Conn, topics []kmsg.Metada
 		if err != nil || len(res) != 1 || res[0].Truncated {
 			return
 		}
-		fresh := make(map[string]*topicCfg, len(res[0].Rows))
+		fresh := make(map[string]*Record, len(res[0].Rows))
 		for _, row := range res[0].Rows {
 			if cfg := decodeTopicCfg(row.Value); cfg != nil {
 				fresh[topicOfCfgKey(row.Key)] = cfg
@@ -118,11 +118,11 @@ func (cat *catalog) syncNamed(ctx context.Context, c *Conn, topics []kmsg.Metada
 			name := topicOfCfgKey(k)
 			t := held[name]
 			cfg := fresh[name]
-			if cfg != nil && !cfg.matches(t.queue.ID) {
+			if cfg != nil && !cfg.Matches(t.queue.ID) {
 				cfg = nil // a leftover of a recreated queue, as refresh treats it
 			}
 			if !reflect.DeepEqual(cfg, t.cfg) {
-				_ = cat.ensure(ctx, c, true)
+				_ = cat.Ensure(ctx, c, true)
 				return
 			}
 		}
@@ -132,45 +132,45 @@ func (cat *catalog) syncNamed(ctx context.Context, c *Conn, topics []kmsg.Metada
 // syncKeysPerCall stays under Queen's 1024 keys per KV call.
 const syncKeysPerCall = 1000
 
-// widenRefreshFloor bounds the listings knownPartition may cause: a request
+// WidenRefreshFloor bounds the listings knownPartition may cause: a request
 // naming many partitions past a topic's width costs at most one per
 // interval per catalogue.
-const widenRefreshFloor = 100 * time.Millisecond
+const WidenRefreshFloor = 100 * time.Millisecond
 
 // knownPartition reports whether partition p (≥ 0) of topic exists for a
 // data-path request (Produce, Fetch, ListOffsets): below the width the
 // request learned, or, in cluster mode, below the width after a refresh,
 // because another node may have widened the topic since this node's last
 // listing and the client, holding that node's fresh Metadata, was sent here
-// as the leader. tv.width is raised to what was learned. Single mode
+// as the leader. tv.Width is raised to what was learned. Single mode
 // answers from tv alone, unchanged.
-func (cs *catalogs) knownPartition(ctx context.Context, c *Conn, topic string, tv *topicVerdict, p int32) bool {
-	if p < tv.width {
+func (cs *Catalogues) knownPartition(ctx context.Context, c Caller, topic string, tv *Verdict, p int32) bool {
+	if p < tv.Width {
 		return true
 	}
-	if !cs.deps.clustered || p >= maxAdvertisedWidth {
+	if !cs.deps.Clustered || p >= MaxWidth {
 		return false
 	}
-	cat := cs.forConn(c)
+	cat := cs.For(c)
 	cat.mu.RLock()
-	recent := !cat.loadedAt.IsZero() && cs.deps.now().Sub(cat.loadedAt) < widenRefreshFloor
+	recent := !cat.loadedAt.IsZero() && cs.deps.Now().Sub(cat.loadedAt) < WidenRefreshFloor
 	cat.mu.RUnlock()
 	if !recent {
-		ctx, cancel := context.WithTimeout(ctx, clusterSyncBudget)
-		_ = cat.ensure(ctx, c, true) // a failure leaves the refusal standing
+		ctx, cancel := context.WithTimeout(ctx, ClusterSyncBudget)
+		_ = cat.Ensure(ctx, c, true) // a failure leaves the refusal standing
 		cancel()
 	}
-	if t, ok := cat.lookup(topic); ok {
-		tv.width = max(tv.width, cat.width(t))
+	if t, ok := cat.Lookup(topic); ok {
+		tv.Width = max(tv.Width, cat.Width(t))
 	}
-	return p < tv.width
+	return p < tv.Width
 }
 
-// findByID is find by topic id: the id may be of a topic another node
+// findByID is Find by topic id: the id may be of a topic another node
 // created a moment ago.
-func (cat *catalog) findByID(ctx context.Context, c *Conn, id [16]byte) (topicInfo, bool) {
+func (cat *Catalogue) findByID(ctx context.Context, c Caller, id [16]byte) (Topic, bool) {
 	if id == ([16]byte{}) {
-		return topicInfo{}, false
+		return Topic{}, false
 	}
-	return cat.findRefreshing(ctx, c, func() (topicInfo, bool) { return cat.lookupID(id) })
+	return cat.findRefreshing(ctx, c, func() (Topic, bool) { return cat.lookupID(id) })
 }

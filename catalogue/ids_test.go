@@ -1,4 +1,4 @@
-package node
+package catalogue
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 // queue deleted and recreated natively gets a new id, and the old one is
 // unknown from the next listing on.
 func TestTopicIDIsTheQueueID(t *testing.T) {
-	n, dq := newTestNode(t, nil)
+	cs, dq := newTestCatalogues(t)
 	qid := dq.addQueue("orders", 2)
 	want := uuid.MustParse(qid)
-	cat := n.cats.forConn(nil)
-	if err := cat.ensure(t.Context(), nil, true); err != nil {
+	cat := cs.For(Caller{})
+	if err := cat.Ensure(t.Context(), Caller{}, true); err != nil {
 		t.Fatal(err)
 	}
 	got, ok := cat.TopicID("orders")
@@ -39,17 +39,17 @@ func TestTopicIDIsTheQueueID(t *testing.T) {
 	if qid2 == qid {
 		t.Fatalf("queen-dev reused id %s for a recreated queue", qid)
 	}
-	if err := cat.ensure(t.Context(), nil, true); err != nil {
+	if err := cat.Ensure(t.Context(), Caller{}, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := cat.TopicByID(want); ok {
 		t.Fatal("the deleted queue's id still names a topic")
 	}
-	name, width, ok, err := n.cats.topicByID(t.Context(), nil, uuid.MustParse(qid2))
+	name, width, ok, err := cs.ResolveID(t.Context(), Caller{}, uuid.MustParse(qid2))
 	if err != nil || !ok || name != "orders" || width != 4 {
 		t.Fatalf("topicByID(new id) = %q, %d, %v, %v; want orders, 4 (the default width)", name, width, ok, err)
 	}
-	if _, _, ok, _ := n.cats.topicByID(t.Context(), nil, want); ok {
+	if _, _, ok, _ := cs.ResolveID(t.Context(), Caller{}, want); ok {
 		t.Fatal("topicByID found the deleted queue's id")
 	}
 }
@@ -58,17 +58,17 @@ func TestTopicIDIsTheQueueID(t *testing.T) {
 // (never a provisional one a client would later see change), and a deleted
 // topic's id is forgotten at once.
 func TestTopicIDUnlistedAndRemoved(t *testing.T) {
-	n, dq := newTestNode(t, nil)
+	cs, dq := newTestCatalogues(t)
 	qid := dq.addQueue("doomed", 1)
-	cat := n.cats.forConn(nil)
-	if err := cat.ensure(context.Background(), nil, true); err != nil {
+	cat := cs.For(Caller{})
+	if err := cat.Ensure(context.Background(), Caller{}, true); err != nil {
 		t.Fatal(err)
 	}
-	cat.added("born", nil)
+	cat.Added("born", nil)
 	if id, ok := cat.TopicID("born"); ok {
 		t.Fatalf("an unlisted topic has id %x", id)
 	}
-	cat.removed("doomed")
+	cat.Removed("doomed")
 	if _, ok := cat.TopicByID(uuid.MustParse(qid)); ok {
 		t.Fatal("a removed topic's id still names it")
 	}
@@ -110,26 +110,32 @@ func TestDerivedTopicIDs(t *testing.T) {
 // has, and for the id of a queue no Kafka client can address (an internal
 // name), which Metadata never lists.
 func TestTopicVerdictsByID(t *testing.T) {
-	n, dq := newTestNode(t, nil)
+	cs, dq := newTestCatalogues(t)
 	live := uuid.MustParse(dq.addQueue("orders", 6))
 	internal := uuid.MustParse(dq.addQueue("__hidden", 1))
 	var throttle int32
-	v := n.topicVerdicts(nil, pushFault, &throttle)
-	name, tv, err := v.ofID(t.Context(), live)
-	if err != nil || name != "orders" || tv.code != 0 || tv.width != 6 {
+	v := cs.Verdicts(Caller{}, failFault, &throttle)
+	name, tv, err := v.OfID(t.Context(), live)
+	if err != nil || name != "orders" || tv.Code != 0 || tv.Width != 6 {
 		t.Fatalf("ofID(live) = %q, %+v, %v", name, tv, err)
 	}
 	before := dq.count("GET /api/v1/resources/queues")
 	for _, id := range [][16]byte{uuid.New(), internal, {}} {
-		name, tv, err := v.ofID(t.Context(), id)
-		if err != nil || name != "" || tv.code != kerr.UnknownTopicID.Code {
+		name, tv, err := v.OfID(t.Context(), id)
+		if err != nil || name != "" || tv.Code != kerr.UnknownTopicID.Code {
 			t.Fatalf("ofID(%x) = %q, %+v, %v; want UNKNOWN_TOPIC_ID", id, name, tv, err)
 		}
 	}
-	if _, tv, _ := v.ofID(t.Context(), live); tv.width != 6 {
+	if _, tv, _ := v.OfID(t.Context(), live); tv.Width != 6 {
 		t.Fatalf("second ofID(live) = %+v", tv)
 	}
 	if got := dq.count("GET /api/v1/resources/queues") - before; got != 0 {
 		t.Fatalf("%d listings for ids in single mode within the catalogue's TTL, want 0", got)
 	}
+}
+
+// failFault maps any failed read to UNKNOWN_SERVER_ERROR: these tests read
+// a healthy Queen, so no verdict of theirs comes from it.
+func failFault(err error) (int16, int32, string, error) {
+	return kerr.UnknownServerError.Code, 0, err.Error(), nil
 }

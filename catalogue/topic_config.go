@@ -1,4 +1,4 @@
-package node
+package catalogue
 
 import (
 	"context"
@@ -22,17 +22,17 @@ import (
 // Kafka config is accepted at CreateTopics and not applied, and therefore
 // never reported by DescribeConfigs.
 const (
-	cfgRetentionMs   = "retention.ms"
-	cfgCleanupPolicy = "cleanup.policy"
-	cfgCompression   = "compression.type"
-	cfgMaxMessage    = "max.message.bytes"
+	cfgRetentionMs = "retention.ms"
+	CleanupPolicy  = "cleanup.policy"
+	cfgCompression = "compression.type"
+	cfgMaxMessage  = "max.message.bytes"
 )
 
-// topicConfigKeys is the describe order; facadeConfigKeys are the ones
+// TopicConfigKeys is the describe order; FacadeConfigKeys are the ones
 // every topic has.
 var (
-	topicConfigKeys  = []string{cfgCleanupPolicy, cfgCompression, cfgMaxMessage, cfgRetentionMs}
-	facadeConfigKeys = []string{cfgCompression, cfgMaxMessage}
+	TopicConfigKeys  = []string{CleanupPolicy, cfgCompression, cfgMaxMessage, cfgRetentionMs}
+	FacadeConfigKeys = []string{cfgCompression, cfgMaxMessage}
 )
 
 // Kafka's defaults of the facade's own keys. compression.type=producer
@@ -46,8 +46,8 @@ const (
 // compressionValues is what compression.type accepts, in Kafka's order.
 const compressionValues = "uncompressed, zstd, lz4, snappy, gzip, producer"
 
-// kafkaTopicConfig is a topic's Kafka-side configs.
-type kafkaTopicConfig struct {
+// TopicConfig is a topic's Kafka-side configs.
+type TopicConfig struct {
 	retentionMs     int64  // -1 keeps every record
 	policy          string // delete, compact, or compact,delete
 	compression     string // a compression.type value; while not explicit, QUEEN_KAFKA_FETCH_COMPRESSION applies
@@ -55,16 +55,18 @@ type kafkaTopicConfig struct {
 	explicit        map[string]bool
 }
 
-func defaultTopicConfig() kafkaTopicConfig {
-	return kafkaTopicConfig{retentionMs: -1, policy: "delete", compression: compressionProducer, maxMessageBytes: defaultMaxMessageBytes, explicit: map[string]bool{}}
+// DefaultTopicConfig is a topic's configs with no key set.
+func DefaultTopicConfig() TopicConfig {
+	return TopicConfig{retentionMs: -1, policy: "delete", compression: compressionProducer, maxMessageBytes: defaultMaxMessageBytes, explicit: map[string]bool{}}
 }
 
-func supportedTopicConfig(name string) bool {
-	return slices.Contains(topicConfigKeys, name)
+// SupportedTopicConfig reports whether name is a key the facade applies.
+func SupportedTopicConfig(name string) bool {
+	return slices.Contains(TopicConfigKeys, name)
 }
 
-// set applies one supported key; the error is the INVALID_CONFIG message.
-func (k *kafkaTopicConfig) set(name, value string) error {
+// Set applies one supported key; the error is the INVALID_CONFIG message.
+func (k *TopicConfig) Set(name, value string) error {
 	switch name {
 	case cfgRetentionMs:
 		ms, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
@@ -78,7 +80,7 @@ func (k *kafkaTopicConfig) set(name, value string) error {
 		default:
 			return fmt.Errorf("Invalid value %d for configuration retention.ms: expected -1 or at least 1000", ms)
 		}
-	case cfgCleanupPolicy:
+	case CleanupPolicy:
 		p, ok := normalPolicy(value)
 		if !ok {
 			return fmt.Errorf("Invalid value %s for configuration cleanup.policy: expected delete, compact or compact,delete", value)
@@ -105,14 +107,14 @@ func (k *kafkaTopicConfig) set(name, value string) error {
 	return nil
 }
 
-// reset returns a key to its default (IncrementalAlterConfigs DELETE, and
+// Reset returns a key to its default (IncrementalAlterConfigs DELETE, and
 // every key AlterConfigs does not name).
-func (k *kafkaTopicConfig) reset(name string) {
-	d := defaultTopicConfig()
+func (k *TopicConfig) Reset(name string) {
+	d := DefaultTopicConfig()
 	switch name {
 	case cfgRetentionMs:
 		k.retentionMs = d.retentionMs
-	case cfgCleanupPolicy:
+	case CleanupPolicy:
 		k.policy = d.policy
 	case cfgCompression:
 		k.compression = d.compression
@@ -122,20 +124,20 @@ func (k *kafkaTopicConfig) reset(name string) {
 	delete(k.explicit, name)
 }
 
-// retention is the part of k that maps onto the queue's options, to tell
+// Retention is the part of k that maps onto the queue's options, to tell
 // whether an alter changes it.
-func (k kafkaTopicConfig) retention() [4]any {
-	return [4]any{k.retentionMs, k.policy, k.explicit[cfgRetentionMs], k.explicit[cfgCleanupPolicy]}
+func (k TopicConfig) Retention() [4]any {
+	return [4]any{k.retentionMs, k.policy, k.explicit[cfgRetentionMs], k.explicit[CleanupPolicy]}
 }
 
-// fetchCodec is the codec of a Fetch answer at version for a topic
+// FetchCodec is the codec of a Fetch answer at version for a topic
 // configured k, with def the facade's QUEEN_KAFKA_FETCH_COMPRESSION.
 // uncompressed and producer answer uncompressed. Below the version a codec
 // needs (zstd: v10) the answer is uncompressed too: Kafka refuses such a
 // fetch UNSUPPORTED_COMPRESSION_TYPE because its log holds zstd batches it
 // will not convert, but an answer here is encoded afresh, so the consumer
 // is served rather than stalled.
-func (k kafkaTopicConfig) fetchCodec(def int, version int16) int {
+func (k TopicConfig) FetchCodec(def int, version int16) int {
 	c := def
 	if k.explicit[cfgCompression] {
 		c, _ = recordbatch.CodecByName(k.compression) // producer: CodecNone
@@ -168,8 +170,8 @@ func normalPolicy(v string) (string, bool) {
 	}
 }
 
-// value is a key's current textual value.
-func (k kafkaTopicConfig) value(name string) string {
+// Value is a key's current textual value.
+func (k TopicConfig) Value(name string) string {
 	switch name {
 	case cfgRetentionMs:
 		return strconv.FormatInt(k.retentionMs, 10)
@@ -181,11 +183,18 @@ func (k kafkaTopicConfig) value(name string) string {
 	return k.policy
 }
 
-// retentionBag is the queue options this config maps to. compact alone
+// MaxMessageBytes is max.message.bytes: the largest batch a Produce may
+// carry.
+func (k TopicConfig) MaxMessageBytes() int32 { return k.maxMessageBytes }
+
+// Policy is cleanup.policy's value.
+func (k TopicConfig) Policy() string { return k.policy }
+
+// RetentionBag is the queue options this config maps to. compact alone
 // keeps every record whatever retention.ms says, because Queen does not
 // compact and the last value of every key has to stay. retentionEnabled is
 // always stated, never left to a default.
-func (k kafkaTopicConfig) retentionBag() map[string]any {
+func (k TopicConfig) RetentionBag() map[string]any {
 	secs := int64(0)
 	if k.retentionMs >= 1000 {
 		secs = k.retentionMs / 1000
@@ -194,44 +203,44 @@ func (k kafkaTopicConfig) retentionBag() map[string]any {
 	return map[string]any{"retentionEnabled": enabled, "retentionSeconds": secs}
 }
 
-// kafkaMap is what the record keeps: the keys explicitly set.
-func (k kafkaTopicConfig) kafkaMap() map[string]string {
+// KafkaMap is what the record keeps: the keys explicitly set.
+func (k TopicConfig) KafkaMap() map[string]string {
 	out := make(map[string]string, len(k.explicit))
 	for name := range k.explicit {
-		out[name] = k.value(name)
+		out[name] = k.Value(name)
 	}
 	return out
 }
 
-// topicConfigOf reads a record's Kafka map; a value that no longer parses
+// TopicConfigOf reads a record's Kafka map; a value that no longer parses
 // is taken as unset (§12: unreadable records are treated as absent).
-func topicConfigOf(rec *topicCfg) kafkaTopicConfig {
-	k := defaultTopicConfig()
+func TopicConfigOf(rec *Record) TopicConfig {
+	k := DefaultTopicConfig()
 	if rec == nil {
 		return k
 	}
-	for _, name := range topicConfigKeys {
+	for _, name := range TopicConfigKeys {
 		if v, ok := rec.Kafka[name]; ok {
-			_ = k.set(name, v)
+			_ = k.Set(name, v)
 		}
 	}
 	return k
 }
 
 var configDocs = map[string]string{
-	cfgRetentionMs:   "Enforced by Queen's queue retention (retentionEnabled, retentionSeconds = floor(ms/1000)): records older than this are deleted in the background, whole segments at a time, and the log start offset advances. -1 keeps every record.",
-	cfgCleanupPolicy: "delete lets retention.ms delete by age. Queen does not compact: compact keeps every record whatever retention.ms says, and compact,delete deletes by age and compacts nothing.",
-	cfgCompression:   "The codec of this topic's Fetch answers: gzip, snappy, lz4 or zstd (zstd from Fetch v10; older fetchers get uncompressed batches). uncompressed and producer answer uncompressed, since a stored record does not keep its producer's codec. Unset, QUEEN_KAFKA_FETCH_COMPRESSION applies. Stored records are never changed.",
-	cfgMaxMessage:    "The largest record batch a Produce may carry, counted as Kafka counts it (the whole batch as sent, compressed, with its 12-byte log overhead); a larger one is refused MESSAGE_TOO_LARGE.",
+	cfgRetentionMs: "Enforced by Queen's queue retention (retentionEnabled, retentionSeconds = floor(ms/1000)): records older than this are deleted in the background, whole segments at a time, and the log start offset advances. -1 keeps every record.",
+	CleanupPolicy:  "delete lets retention.ms delete by age. Queen does not compact: compact keeps every record whatever retention.ms says, and compact,delete deletes by age and compacts nothing.",
+	cfgCompression: "The codec of this topic's Fetch answers: gzip, snappy, lz4 or zstd (zstd from Fetch v10; older fetchers get uncompressed batches). uncompressed and producer answer uncompressed, since a stored record does not keep its producer's codec. Unset, QUEEN_KAFKA_FETCH_COMPRESSION applies. Stored records are never changed.",
+	cfgMaxMessage:  "The largest record batch a Produce may carry, counted as Kafka counts it (the whole batch as sent, compressed, with its 12-byte log overhead); a larger one is refused MESSAGE_TOO_LARGE.",
 }
 
-var configTypes = map[string]kmsg.ConfigType{cfgRetentionMs: kmsg.ConfigTypeLong, cfgCleanupPolicy: kmsg.ConfigTypeList, cfgCompression: kmsg.ConfigTypeString, cfgMaxMessage: kmsg.ConfigTypeInt}
+var configTypes = map[string]kmsg.ConfigType{cfgRetentionMs: kmsg.ConfigTypeLong, CleanupPolicy: kmsg.ConfigTypeList, cfgCompression: kmsg.ConfigTypeString, cfgMaxMessage: kmsg.ConfigTypeInt}
 
-// describeEntries renders k's keys among keys (filtered by names when not
+// DescribeEntries renders k's keys among keys (filtered by names when not
 // empty). An unset compression.type reports the facade's default codec
 // (fetchDefault) as the static broker config it stands for, or Kafka's
 // default producer when that is none.
-func describeEntries(k kafkaTopicConfig, fetchDefault int, keys, names []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+func DescribeEntries(k TopicConfig, fetchDefault int, keys, names []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	want := func(string) bool { return true }
 	if len(names) > 0 {
 		set := make(map[string]bool, len(names))
@@ -252,12 +261,12 @@ func describeEntries(k kafkaTopicConfig, fetchDefault int, keys, names []string,
 			value  string
 			source kmsg.ConfigSource
 		}
-		layers := []layer{{defaultTopicConfig().value(name), kmsg.ConfigSourceDefaultConfig}}
+		layers := []layer{{DefaultTopicConfig().Value(name), kmsg.ConfigSourceDefaultConfig}}
 		if name == cfgCompression && fetchDefault != recordbatch.CodecNone {
 			layers = append([]layer{{recordbatch.CodecName(fetchDefault), kmsg.ConfigSourceStaticBrokerConfig}}, layers...)
 		}
 		if k.explicit[name] {
-			layers = append([]layer{{k.value(name), kmsg.ConfigSourceDynamicTopicConfig}}, layers...)
+			layers = append([]layer{{k.Value(name), kmsg.ConfigSourceDynamicTopicConfig}}, layers...)
 		}
 		v := layers[0].value
 		e.Value, e.Source = &v, layers[0].source
@@ -279,8 +288,8 @@ func describeEntries(k kafkaTopicConfig, fetchDefault int, keys, names []string,
 	return out
 }
 
-// readTopicCfg reads one qk:topiccfg: record and its version (0: absent).
-func readTopicCfg(ctx context.Context, q *queen.Client, topic string) (*topicCfg, int64, error) {
+// ReadRecord reads one qk:topiccfg: record and its version (0: absent).
+func ReadRecord(ctx context.Context, q *queen.Client, topic string) (*Record, int64, error) {
 	res, err := q.KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: []string{queen.TopicCfgKey(topic)}}})
 	if err != nil {
 		return nil, 0, fmt.Errorf("read topic record of %s: %w", topic, err)
@@ -299,8 +308,8 @@ func readTopicCfg(ctx context.Context, q *queen.Client, topic string) (*topicCfg
 
 // decodeTopicCfg reads one record's value; an unreadable one is nil, since
 // unreadable records are treated as absent (§12).
-func decodeTopicCfg(v json.RawMessage) *topicCfg {
-	var cfg topicCfg
+func decodeTopicCfg(v json.RawMessage) *Record {
+	var cfg Record
 	if json.Unmarshal(v, &cfg) != nil {
 		return nil
 	}
@@ -310,8 +319,8 @@ func decodeTopicCfg(v json.RawMessage) *topicCfg {
 // topicOfCfgKey is the topic a qk:topiccfg: key names.
 func topicOfCfgKey(key string) string { return strings.TrimPrefix(key, queen.PrefixTopicCfg) }
 
-// putTopicCfgOp is the write of a record, conditional on expect.
-func putTopicCfgOp(topic string, cfg *topicCfg, expect int64) (queen.KVOp, error) {
+// PutRecordOp is the write of a record, conditional on expect.
+func PutRecordOp(topic string, cfg *Record, expect int64) (queen.KVOp, error) {
 	v, err := json.Marshal(cfg)
 	if err != nil {
 		return queen.KVOp{}, fmt.Errorf("encode topic record of %s: %w", topic, err)
@@ -319,10 +328,10 @@ func putTopicCfgOp(topic string, cfg *topicCfg, expect int64) (queen.KVOp, error
 	return queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: queen.TopicCfgKey(topic), Value: v, Forever: true, Expect: &expect}, nil
 }
 
-// writeTopicCfg writes a record if its version is still expect; applied
+// WriteRecord writes a record if its version is still expect; applied
 // false means somebody else wrote it first.
-func writeTopicCfg(ctx context.Context, q *queen.Client, topic string, cfg *topicCfg, expect int64) (bool, int64, error) {
-	op, err := putTopicCfgOp(topic, cfg, expect)
+func WriteRecord(ctx context.Context, q *queen.Client, topic string, cfg *Record, expect int64) (bool, int64, error) {
+	op, err := PutRecordOp(topic, cfg, expect)
 	if err != nil {
 		return false, 0, err
 	}

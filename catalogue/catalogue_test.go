@@ -1,4 +1,4 @@
-package node
+package catalogue
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // More topic records than one getPrefix page holds are all read, page by
 // page, and an unreadable record is treated as absent.
 func TestLoadTopicCfgsPages(t *testing.T) {
-	_, dq := newTestNode(t, nil)
+	_, dq := newTestCatalogues(t)
 	const records = 2500
 	var ops []queen.KVOp
 	for i := 0; i < records; i++ {
@@ -45,26 +45,13 @@ func TestLoadTopicCfgsPages(t *testing.T) {
 	}
 }
 
-// Two credentials never share a catalogue.
-func TestCataloguePerIdentity(t *testing.T) {
-	n, _ := newTestNode(t, nil)
-	a, b := testConn(t, n), testConn(t, n)
-	b.SetCredential(n.Queen(), "tenant-b")
-	if n.cats.forConn(a) == n.cats.forConn(b) {
-		t.Fatal("two identities share one catalogue")
-	}
-	if n.cats.forConn(a) != n.cats.forConn(testConn(t, n)) {
-		t.Fatal("one identity got two catalogues")
-	}
-}
-
 // A refresh whose listing was taken before a local create or delete does
 // not undo it when it lands.
 func TestRefreshDoesNotUndoLocalChanges(t *testing.T) {
-	n, dq := newTestNode(t, nil)
-	withClock(n)
+	cs, dq := newTestCatalogues(t)
+	withClock(cs)
 	dq.addQueue("doomed", 1)
-	cat := n.cats.forConn(nil)
+	cat := cs.For(Caller{})
 	listed := make(chan struct{})
 	release := make(chan struct{})
 	dq.setFault(func(r *http.Request) (int, string, string) {
@@ -75,26 +62,26 @@ func TestRefreshDoesNotUndoLocalChanges(t *testing.T) {
 		return 0, "", ""
 	})
 	done := make(chan error, 1)
-	go func() { done <- cat.ensure(context.Background(), nil, true) }()
+	go func() { done <- cat.Ensure(context.Background(), Caller{}, true) }()
 	<-listed
-	cat.added("born", nil)
-	cat.removed("doomed")
+	cat.Added("born", nil)
+	cat.Removed("doomed")
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := cat.lookup("born"); !ok {
+	if _, ok := cat.Lookup("born"); !ok {
 		t.Fatal("a topic created during the refresh was dropped")
 	}
-	if _, ok := cat.lookup("doomed"); ok {
+	if _, ok := cat.Lookup("doomed"); ok {
 		t.Fatal("a topic deleted during the refresh came back")
 	}
 	dq.setFault(nil)
 	// The next refresh's listing is authoritative again.
-	if err := cat.ensure(context.Background(), nil, true); err != nil {
+	if err := cat.Ensure(context.Background(), Caller{}, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := cat.lookup("doomed"); !ok {
+	if _, ok := cat.Lookup("doomed"); !ok {
 		t.Fatal("the queue still exists in Queen and must be listed")
 	}
 }
@@ -104,8 +91,8 @@ func TestRefreshDoesNotUndoLocalChanges(t *testing.T) {
 // even when every caller that asked for it stopped waiting at its own
 // deadline: it is theirs and the next caller's, not one caller's.
 func TestForcedRefreshesShareOneQueuedListing(t *testing.T) {
-	n, dq := newTestNode(t, nil)
-	cat := n.cats.forConn(nil)
+	cs, dq := newTestCatalogues(t)
+	cat := cs.For(Caller{})
 	gate := make(chan struct{})
 	entered := make(chan struct{}, 8)
 	dq.setFault(func(r *http.Request) (int, string, string) {
@@ -117,13 +104,13 @@ func TestForcedRefreshesShareOneQueuedListing(t *testing.T) {
 	})
 	before := dq.count("GET /api/v1/resources/queues")
 	first := make(chan error, 1)
-	go func() { first <- cat.ensure(context.Background(), nil, true) }()
+	go func() { first <- cat.Ensure(context.Background(), Caller{}, true) }()
 	<-entered // the first listing is running
 
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
 	for range 5 {
-		if err := cat.ensure(gone, nil, true); err != context.Canceled {
+		if err := cat.Ensure(gone, Caller{}, true); err != context.Canceled {
 			t.Fatalf("a caller past its deadline got %v, want context.Canceled", err)
 		}
 	}

@@ -1,7 +1,8 @@
-package node
+package faults
 
 import (
 	"errors"
+	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -14,14 +15,14 @@ import (
 // 001's "Throttling" table. Every API family is one faultRule row of the
 // table below; what differs between families is data, the mapping is
 // faultRule.apply. SASL's credential check, which answers 401/403 only and
-// closes the connection on anything else, is saslFault. faults_test.go
+// closes the connection on anything else, is SASL. faults_test.go
 // holds the contract's rows.
 //
 // Not here: the group and offset APIs' column of §0.2 (401/403
 // GROUP_AUTHORIZATION_FAILED, a 429 COORDINATOR_NOT_AVAILABLE and never a
 // throttle) is the coordinator's own (coordinator/errors.go, kvCode), since
 // only it knows a lost fence; fetch entries' in-band `error` values are read
-// where the entries are (fillFetch).
+// where the entries are (node's fillFetch).
 
 // faultRule is what one API family answers for each way a Queen call can
 // fail (queen.Kind).
@@ -160,50 +161,57 @@ func (r faultRule) apply(err error) (code int16, throttle int32, msg string, fat
 	return r.other, 0, msg, nil
 }
 
-// queenFault maps a failed Queen call to a partition's code, the throttle a
+// Mapping maps a failed Queen call to a partition's code, the throttle a
 // 429 carries, and the sanitised reason; fatal (a canceled call) closes the
 // connection instead. The data-path rules' apply methods are its values.
-type queenFault func(err error) (code int16, throttle int32, msg string, fatal error)
+type Mapping func(err error) (code int16, throttle int32, msg string, fatal error)
 
-// The data path's mappings, by the rules above.
+// The data path's mappings, and the transaction APIs' catalogue reads
+// (AddPartitionsToTxn, TxnOffsetCommit), by the rules above.
 var (
-	pushFault        queenFault = produceRule.apply
-	fetchFault       queenFault = fetchRule.apply
-	listOffsetsFault queenFault = listOffsetsRule.apply
+	Produce     Mapping = produceRule.apply
+	Fetch       Mapping = fetchRule.apply
+	ListOffsets Mapping = listOffsetsRule.apply
+	Transaction Mapping = txnRule.apply
 )
 
-// producerIDFault maps a failed producer-id reservation (producerIDRule).
-func producerIDFault(err error) (code int16, throttle int32, fatal error) {
+// ProducerID maps a failed producer-id reservation (producerIDRule).
+func ProducerID(err error) (code int16, throttle int32, fatal error) {
 	code, throttle, _, fatal = producerIDRule.apply(err)
 	return code, throttle, fatal
 }
 
-// txnFault maps a failed Queen call on a transaction API (txnRule).
-func txnFault(err error) int16 {
+// TransactionCode maps a failed Queen call on a transaction API (txnRule).
+func TransactionCode(err error) int16 {
 	code, _, _, _ := txnRule.apply(err)
 	return code
 }
 
-// topicFault maps a failed Queen call on a topic API (topicRule).
-func topicFault(err error) (code int16, throttleMs int32, msg string) {
+// Topic maps a failed Queen call on a topic API (topicRule).
+func Topic(err error) (code int16, throttleMs int32, msg string) {
 	code, throttleMs, msg, _ = topicRule.apply(err)
 	return code, throttleMs, msg
 }
 
-// topicWriteFault maps a topic write refused by Queen (topicWriteRule).
-func topicWriteFault(err error) (code int16, throttleMs int32, msg string) {
+// TopicWrite maps a topic write refused by Queen (topicWriteRule).
+func TopicWrite(err error) (code int16, throttleMs int32, msg string) {
 	code, throttleMs, msg, _ = topicWriteRule.apply(err)
 	return code, throttleMs, msg
 }
 
-// createFault is topicWriteFault for CreateTopics, with two answers of its
+// ErrTopicRace is a create that lost the race for the topic record to a
+// concurrent creator between its read and its write: that creator owns the
+// topic, and Create answers TOPIC_ALREADY_EXISTS.
+var ErrTopicRace = errors.New("topic record written concurrently")
+
+// Create is TopicWrite for CreateTopics, with two answers of its
 // own: a create that lost the race for the topic record to a concurrent
 // creator is TOPIC_ALREADY_EXISTS, and from v6 (KIP-599) a throttled create
 // is THROTTLING_QUOTA_EXCEEDED.
-func createFault(err error, version int16) (code int16, throttleMs int32, msg string) {
-	code, throttleMs, msg = topicWriteFault(err)
+func Create(err error, version int16) (code int16, throttleMs int32, msg string) {
+	code, throttleMs, msg = TopicWrite(err)
 	switch {
-	case errors.Is(err, errTopicRace):
+	case errors.Is(err, ErrTopicRace):
 		code = kerr.TopicAlreadyExists.Code
 	case throttleMs > 0 && version >= 6:
 		code = kerr.ThrottlingQuotaExceeded.Code
@@ -211,20 +219,13 @@ func createFault(err error, version int16) (code int16, throttleMs int32, msg st
 	return code, throttleMs, msg
 }
 
-// alterFault is one alter's answer to a refused topic write.
-func alterFault(c *Conn, name string, err error) alterOutcome {
-	code, throttle, msg := topicWriteFault(err)
-	c.log.Warn("alter topic config failed", "topic", name, "err", err)
-	return alterOutcome{code: code, msg: msg, throttle: throttle}
-}
-
-// saslFault maps a failed credential check at SASL time (§0.2's SASL
+// SASL maps a failed credential check at SASL time (§0.2's SASL
 // column, §2 "Errors"): 401/403 is SASL_AUTHENTICATION_FAILED with
 // authRefusal's message. Anything else (Queen unreachable, a 429, a 5xx, a
 // broken answer, a cancel) is no verdict on the token: ok is false and the
 // connection closes with no answer, which every client retries, so that a
 // Queen restart never makes a fleet give up on a right password.
-func saslFault(err error) (code int16, msg string, ok bool) {
+func SASL(err error) (code int16, msg string, ok bool) {
 	if !queen.IsAuth(err) {
 		return 0, "", false
 	}
@@ -246,12 +247,12 @@ func authRefusal(err error) string {
 	return "Queen refused this token (HTTP 401): the SASL PLAIN password must be a valid Queen bearer token. Queen said: " + reason
 }
 
-// partitionOutcome reads one partition's push results (§5 "Facade
+// PartitionOutcome reads one partition's push results (§5 "Facade
 // reading"): every item stored, at contiguous offsets from the first
 // (anything else is not a batch Kafka could have appended). `buffered` is
 // REQUEST_TIMED_OUT, retriable with no offset yet; `error`/`failed`
 // KAFKA_STORAGE_ERROR.
-func partitionOutcome(rs []queen.PushResult) (base int64, code int16, msg string) {
+func PartitionOutcome(rs []queen.PushResult) (base int64, code int16, msg string) {
 	for i, r := range rs {
 		switch r.Status {
 		case queen.StatusQueued, queen.StatusDuplicate:
@@ -283,21 +284,22 @@ func queenReason(err error) string {
 	return queen.Sanitize(err.Error())
 }
 
-// errorMessage is a response's error_message for code: the reason when
+// ErrorMessage is a response's error_message for code: the reason when
 // the code is an error, null when it is not.
-func errorMessage(code int16, msg string) *string {
+func ErrorMessage(code int16, msg string) *string {
 	if code == 0 {
 		return nil
 	}
 	return &msg
 }
 
-// logQueenFault records a failed data-path call for the operator: a
-// throttle is routine and only a debug line, anything else a warning.
-func logQueenFault(c *Conn, route string, err error) {
+// Log records a failed data-path call for the operator on log (the
+// connection's): a throttle is routine and only a debug line, anything
+// else a warning.
+func Log(log *slog.Logger, route string, err error) {
 	if _, ok := queen.RetryAfter(err); ok {
-		c.Logger().Debug("queen throttled a data-path call", "route", route, "err", err)
+		log.Debug("queen throttled a data-path call", "route", route, "err", err)
 		return
 	}
-	c.Logger().Warn("queen data-path call failed", "route", route, "kind", queen.KindOf(err).String(), "err", err)
+	log.Warn("queen data-path call failed", "route", route, "kind", queen.KindOf(err).String(), "err", err)
 }

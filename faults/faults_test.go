@@ -1,4 +1,4 @@
-package node
+package faults
 
 import (
 	"context"
@@ -23,39 +23,39 @@ type faultAnswer struct {
 // faultRoutes are the mappings of faults.go under the names the contract's
 // tables use for them.
 var faultRoutes = map[string]func(error) faultAnswer{
-	"produce":     fromQueenFault(pushFault),
-	"fetch":       fromQueenFault(fetchFault),
-	"listoffsets": fromQueenFault(listOffsetsFault),
+	"produce":     fromQueenFault(Produce),
+	"fetch":       fromQueenFault(Fetch),
+	"listoffsets": fromQueenFault(ListOffsets),
 	"producerid": func(err error) faultAnswer {
-		code, throttle, fatal := producerIDFault(err)
+		code, throttle, fatal := ProducerID(err)
 		return faultAnswer{code, throttle, fatal != nil}
 	},
 	"metadata": func(err error) faultAnswer {
-		code, throttle, _ := topicFault(err)
+		code, throttle, _ := Topic(err)
 		return faultAnswer{code, throttle, false}
 	},
 	"topicwrite": func(err error) faultAnswer {
-		code, throttle, _ := topicWriteFault(err)
+		code, throttle, _ := TopicWrite(err)
 		return faultAnswer{code, throttle, false}
 	},
 	"create-v5": func(err error) faultAnswer {
-		code, throttle, _ := createFault(err, 5)
+		code, throttle, _ := Create(err, 5)
 		return faultAnswer{code, throttle, false}
 	},
 	"create-v6": func(err error) faultAnswer {
-		code, throttle, _ := createFault(err, 6)
+		code, throttle, _ := Create(err, 6)
 		return faultAnswer{code, throttle, false}
 	},
-	"transaction": func(err error) faultAnswer { return faultAnswer{code: txnFault(err)} },
+	"transaction": func(err error) faultAnswer { return faultAnswer{code: TransactionCode(err)} },
 	// At SASL time a failure that is no verdict on the token closes the
 	// connection unanswered: fatal here.
 	"sasl": func(err error) faultAnswer {
-		code, _, ok := saslFault(err)
+		code, _, ok := SASL(err)
 		return faultAnswer{code: code, fatal: !ok}
 	},
 }
 
-func fromQueenFault(f queenFault) func(error) faultAnswer {
+func fromQueenFault(f Mapping) func(error) faultAnswer {
 	return func(err error) faultAnswer {
 		code, throttle, _, fatal := f(err)
 		return faultAnswer{code, throttle, fatal != nil}
@@ -207,7 +207,7 @@ func TestQueenFaultTable(t *testing.T) {
 			"sasl":        {fatal: true},
 		}},
 		// A CreateTopics that lost the topic record to a concurrent creator.
-		{"CreateTopics record race", errTopicRace, want{
+		{"CreateTopics record race", ErrTopicRace, want{
 			"create-v5": {code: kerr.TopicAlreadyExists.Code},
 			"create-v6": {code: kerr.TopicAlreadyExists.Code},
 		}},
@@ -228,31 +228,31 @@ func TestQueenFaultTable(t *testing.T) {
 // source, the topic APIs give Queen's reason as it is.
 func TestQueenFaultMessages(t *testing.T) {
 	err := &queen.Error{Kind: queen.KindForbidden, Status: 403, Message: "Insufficient \x1b[31mpermissions\x1b[0m"}
-	for name, f := range map[string]queenFault{"produce": pushFault, "fetch": fetchFault, "listoffsets": listOffsetsFault} {
+	for name, f := range map[string]Mapping{"produce": Produce, "fetch": Fetch, "listoffsets": ListOffsets} {
 		_, _, msg, _ := f(err)
 		require.Equal(t, "queen: Insufficient permissions", msg, name)
 	}
-	for name, f := range map[string]func(error) (int16, int32, string){"metadata": topicFault, "topicwrite": topicWriteFault} {
+	for name, f := range map[string]func(error) (int16, int32, string){"metadata": Topic, "topicwrite": TopicWrite} {
 		_, _, msg := f(err)
 		require.Equal(t, "Insufficient permissions", msg, name)
 	}
 	// No body message: the error itself, sanitised.
-	_, _, msg, _ := pushFault(errors.New("dial tcp: \x07refused"))
+	_, _, msg, _ := Produce(errors.New("dial tcp: \x07refused"))
 	require.Equal(t, "queen: dial tcp: refused", msg)
 	long := &queen.Error{Kind: queen.KindServer, Status: 500, Message: fmt.Sprintf("%0300d", 0)}
-	_, _, msg = topicFault(long)
+	_, _, msg = Topic(long)
 	require.Len(t, msg, 256)
 
 	// SASL (§2 "Errors"): Queen's reason (sanitised by the client already,
 	// which built the error), and a 403 told apart from a bad password.
-	_, msg, _ = saslFault(&queen.Error{Kind: queen.KindForbidden, Status: 403, Message: "Insufficient permissions"})
+	_, msg, _ = SASL(&queen.Error{Kind: queen.KindForbidden, Status: 403, Message: "Insufficient permissions"})
 	require.Contains(t, msg, "read scope")
 	require.Contains(t, msg, "Queen said (HTTP 403): Insufficient permissions")
-	_, msg, _ = saslFault(&queen.Error{Kind: queen.KindUnauthorized, Status: 401, Message: "bad token"})
+	_, msg, _ = SASL(&queen.Error{Kind: queen.KindUnauthorized, Status: 401, Message: "bad token"})
 	require.Equal(t, "Queen refused this token (HTTP 401): the SASL PLAIN password must be a valid Queen bearer token. Queen said: bad token", msg)
 
-	require.Nil(t, errorMessage(0, "ignored"))
-	require.Equal(t, "why", *errorMessage(kerr.InvalidRequest.Code, "why"))
+	require.Nil(t, ErrorMessage(0, "ignored"))
+	require.Equal(t, "why", *ErrorMessage(kerr.InvalidRequest.Code, "why"))
 }
 
 // TestPushOutcomeTable is §5 "Facade reading": queued and duplicate items
@@ -275,7 +275,7 @@ func TestPushOutcomeTable(t *testing.T) {
 		{"error", []queen.PushResult{{Status: queen.StatusError}}, -1, kerr.KafkaStorageError.Code},
 	}
 	for _, r := range rows {
-		base, code, msg := partitionOutcome(r.rs)
+		base, code, msg := PartitionOutcome(r.rs)
 		require.Equal(t, r.code, code, r.row)
 		require.Equal(t, r.base, base, r.row)
 		require.Equal(t, code != 0, msg != "", r.row)

@@ -1,19 +1,19 @@
-package node
+package catalogue
 
 import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/internal/idlesweep"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
-// catalogTTL is how stale the queue list may be: a queue created natively
+// TTL is how stale the queue list may be: a queue created natively
 // shows up to Kafka clients within about this long.
-const catalogTTL = 3 * time.Second
+const TTL = 3 * time.Second
 
 // staleRefreshWait bounds how long an unforced caller holding a stale
 // listing waits for its refresh, counted from the refresh's start: past
@@ -25,16 +25,16 @@ const staleRefreshWait = 250 * time.Millisecond
 
 // Catalogue ceilings of the operator page.
 const (
-	maxAdvertisedWidth  = 100_000 // partitions per topic; QUEEN_KAFKA_DEFAULT_PARTITIONS' range too
-	maxListedPartitions = 200_000 // in one all-topics listing
+	MaxWidth            = 100_000 // partitions per topic; QUEEN_KAFKA_DEFAULT_PARTITIONS' range too
+	MaxListedPartitions = 200_000 // in one all-topics listing
 	topicCfgPageLimit   = 1000    // getPrefix page (§7.1 clamp)
 	topicCfgMaxPages    = 1000    // a million records, then refuse
 )
 
-// topicCfg is the qk:topiccfg:<topic> record (queen-api §10): the bag the
+// Record is the qk:topiccfg:<topic> record (queen-api §10): the bag the
 // facade last posted to configure, the width the topic declared, and the
 // Kafka-side configs it was given.
-type topicCfg struct {
+type Record struct {
 	QID        *string           `json:"qid"`
 	Set        map[string]any    `json:"set"`
 	At         int64             `json:"at"`
@@ -42,15 +42,24 @@ type topicCfg struct {
 	Kafka      map[string]string `json:"kafka,omitempty"`
 }
 
-// topicInfo is what the catalogue knows of one topic.
-type topicInfo struct {
+// Topic is what the catalogue knows of one topic.
+type Topic struct {
 	queue queen.QueueInfo
-	cfg   *topicCfg // nil when the facade holds no matching record
-	id    [16]byte  // the topic id (topic_ids.go); zero until listed
+	cfg   *Record  // nil when the facade holds no matching record
+	id    [16]byte // the topic id (ids.go); zero until listed
 }
 
-// qid is the live queue's id as a record stores it: nil while unknown.
-func (t topicInfo) qid() *string {
+// Name is the topic's name, its queue's.
+func (t Topic) Name() string { return t.queue.Name }
+
+// QueueID is the live queue's id as listed: "" while unknown.
+func (t Topic) QueueID() string { return t.queue.ID }
+
+// ID is the topic id (ids.go): zero while no listing has named it.
+func (t Topic) ID() [16]byte { return t.id }
+
+// QID is the live queue's id as a record stores it: nil while unknown.
+func (t Topic) QID() *string {
 	if t.queue.ID == "" {
 		return nil
 	}
@@ -58,15 +67,15 @@ func (t topicInfo) qid() *string {
 	return &id
 }
 
-// catalog is one credential's view of its topics: the queue list and the
-// topic records, refreshed together at most once per catalogTTL and by at
+// Catalogue is one credential's view of its topics: the queue list and the
+// topic records, refreshed together at most once per TTL and by at
 // most one listing at a time.
-type catalog struct {
-	deps *catalogDeps
+type Catalogue struct {
+	deps *Deps
 
 	mu       sync.RWMutex
-	topics   map[string]topicInfo
-	byID     map[[16]byte]string // topics by id (topic_ids.go)
+	topics   map[string]Topic
+	byID     map[[16]byte]string // topics by id (ids.go)
 	loadedAt time.Time           // zero: never loaded
 	// running is the listing in flight; next, when set, is the one that
 	// begins as soon as running ends, shared by every forced caller that
@@ -82,7 +91,7 @@ type catalog struct {
 	local map[string]localChange
 	seq   uint64
 
-	used time.Time // its last use, kept for a credential's (catalogs.mu)
+	used time.Time // its last use, kept for a credential's (Catalogues.mu)
 }
 
 // queueKey names one queue: a name, and the id of the queue that holds it.
@@ -91,7 +100,7 @@ type queueKey struct{ name, id string }
 type localChange struct {
 	seq     uint64
 	present bool
-	info    topicInfo
+	info    Topic
 }
 
 // refreshCall is one listing and everyone waiting for it. q and ctx are
@@ -99,44 +108,84 @@ type localChange struct {
 type refreshCall struct {
 	done    chan struct{}
 	err     error
-	q       catalogQueen
+	q       Queen
 	ctx     context.Context
 	started time.Time // wall clock, for staleRefreshWait
 }
 
-// catalogDeps is what the catalogues take from the node that serves them,
-// given in New, so that they hold no *Node. Every catalogue shares its
-// catalogs' one copy: a test substituting the clock (withClock) reaches
+// Deps is what the catalogues take from the node that serves them,
+// given in New, so that they hold no node. Every catalogue shares its
+// Catalogues' one copy: a test substituting the clock (SetClock) reaches
 // the catalogues already filed too.
-type catalogDeps struct {
-	defaultPartitions int32            // QUEEN_KAFKA_DEFAULT_PARTITIONS: the width floor of a topic that declared none
-	now               func() time.Time // the TTL's clock; tests substitute it
-	queen             catalogQueen     // the node's own credential, read with when there is no connection
-	clustered         bool             // cluster mode: a miss refreshes at once (cluster_catalog.go)
+type Deps struct {
+	DefaultPartitions int32            // QUEEN_KAFKA_DEFAULT_PARTITIONS: the width floor of a topic that declared none
+	Now               func() time.Time // the TTL's clock; tests substitute it
+	Queen             Queen            // the node's own credential, read with for a Caller without one
+	Clustered         bool             // cluster mode: a miss refreshes at once (cluster.go)
+	// Transient reports whether an identity comes and goes with its
+	// credential (one standing for itself, naming no tenant): only such
+	// an identity's catalogue is dropped when idle. Nil: none is.
+	Transient func(identity string) bool
 }
 
-// catalogQueen is the Queen a catalogue reads: the queue list and the
+// Caller is who asks the catalogue: the identity its catalogue is filed
+// under ("" the node's own) and the Queen client its listings are read
+// with (nil: the node's own, Deps.Queen). It is a value, never a
+// connection: the catalogue needs nothing else of one.
+type Caller struct {
+	Identity string
+	Queen    *queen.Client
+}
+
+// Queen is the Queen a catalogue reads: the queue list and the
 // topic records. *queen.Client is it.
-type catalogQueen interface {
+type Queen interface {
 	Queues(ctx context.Context) ([]queen.QueueInfo, error)
 	KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, error)
 }
 
-// catalogs files catalogues by connection identity, so that two tenants on
+// Catalogues files catalogues by caller identity, so that two tenants on
 // one SASL listener never see each other's topics.
-type catalogs struct {
-	deps  *catalogDeps
+type Catalogues struct {
+	deps  *Deps
 	mu    sync.Mutex
-	m     map[string]*catalog
-	sweep idleSweep
+	m     map[string]*Catalogue
+	sweep idlesweep.Sweep
 }
 
-func newCatalogs(deps catalogDeps) *catalogs {
-	return &catalogs{deps: &deps, m: make(map[string]*catalog)}
+// New files no catalogue yet: each identity's is made on its first use.
+func New(deps Deps) *Catalogues {
+	if deps.Transient == nil {
+		deps.Transient = func(string) bool { return false }
+	}
+	return &Catalogues{deps: &deps, m: make(map[string]*Catalogue)}
+}
+
+// SetClock substitutes the TTL's clock, for the catalogues filed and to
+// come (tests).
+func (cs *Catalogues) SetClock(now func() time.Time) { cs.deps.Now = now }
+
+// Filed is the identities a catalogue is filed under, sorted.
+func (cs *Catalogues) Filed() []string {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	ids := make([]string, 0, len(cs.m))
+	for id := range cs.m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Forget drops every catalogue: each identity's next request lists afresh.
+func (cs *Catalogues) Forget() {
+	cs.mu.Lock()
+	clear(cs.m)
+	cs.mu.Unlock()
 }
 
 // idleCredentialCatalog is how long the catalogue of an identity that is a
-// credential standing for itself ("cred:", a token naming no tenant) is
+// credential standing for itself (Deps.Transient, a token naming no tenant) is
 // kept unused: such identities come and go with their tokens (a JWT
 // broker rotates them), and each would otherwise keep a whole topic list
 // for the life of the process. A tenant's, or the one of a listener
@@ -144,75 +193,92 @@ func newCatalogs(deps catalogDeps) *catalogs {
 // widths must outlive a quiet spell.
 const idleCredentialCatalog = 30 * time.Minute
 
-func (cs *catalogs) forConn(c *Conn) *catalog {
-	id := ""
-	if c != nil {
-		id = c.Identity()
-	}
+// For is the catalogue of c's identity, made on its first use.
+func (cs *Catalogues) For(c Caller) *Catalogue {
+	id := c.Identity
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cat := cs.m[id]
 	// Only a credential's catalogue is ever dropped, so only it reads the
 	// clock on this path (every produce and fetch passes here).
-	if cat != nil && !strings.HasPrefix(id, credentialIdentity) {
+	if cat != nil && !cs.deps.Transient(id) {
 		return cat
 	}
-	now := cs.deps.now()
+	now := cs.deps.Now()
 	if cat == nil {
-		sweepIdle(&cs.sweep, now, cs.m, func(id string, cat *catalog) bool {
-			return strings.HasPrefix(id, credentialIdentity) && now.Sub(cat.used) > idleCredentialCatalog
+		idlesweep.Run(&cs.sweep, now, cs.m, func(id string, cat *Catalogue) bool {
+			return cs.deps.Transient(id) && now.Sub(cat.used) > idleCredentialCatalog
 		})
-		cat = &catalog{deps: cs.deps, widest: make(map[queueKey]int32)}
+		cat = &Catalogue{deps: cs.deps, widest: make(map[queueKey]int32)}
 		cs.m[id] = cat
 	}
 	cat.used = now
 	return cat
 }
 
-// topicWidth is the partition count a Kafka client is told for topic, and
+// TopicWidth is the partition count a Kafka client is told for topic, and
 // whether the topic exists. It is the hot-path entry for Produce, Fetch and
 // ListOffsets: answered from the cached catalogue, refreshed when older than
-// catalogTTL. When a refresh fails but an older listing exists, that listing
+// TTL. When a refresh fails but an older listing exists, that listing
 // answers (a Queen blip does not unknow every topic); with none, the Queen
 // error is returned for the caller to map.
-func (cs *catalogs) topicWidth(ctx context.Context, c *Conn, topic string) (width int32, exists bool, err error) {
-	cat := cs.forConn(c)
-	if err := cat.ensure(ctx, c, false); err != nil && !cat.loaded() {
+func (cs *Catalogues) TopicWidth(ctx context.Context, c Caller, topic string) (width int32, exists bool, err error) {
+	cat := cs.For(c)
+	if err := cat.Ensure(ctx, c, false); err != nil && !cat.Loaded() {
 		return 0, false, err
 	}
-	t, ok := cat.find(ctx, c, topic)
+	t, ok := cat.Find(ctx, c, topic)
 	if !ok {
 		return 0, false, nil
 	}
-	return cat.width(t), true, nil
+	return cat.Width(t), true, nil
+}
+
+// Topics is c's view of the catalogue as another package asks it which
+// partitions exist (the coordinator's commits: coordinator.Topics): a
+// topic Metadata would not name, or a partition past its width, is not
+// served.
+func (cs *Catalogues) Topics(c Caller) ServedTopics { return ServedTopics{cs, c} }
+
+// ServedTopics is Topics' answer.
+type ServedTopics struct {
+	cats *Catalogues
+	c    Caller
+}
+
+// Width is TopicWidth for the caller.
+func (t ServedTopics) Width(ctx context.Context, topic string) (int32, bool, error) {
+	return t.cats.TopicWidth(ctx, t.c, topic)
 }
 
 // cachedTopicConfig is topic's Kafka configs as the catalogue holds them:
-// its record as of the last listing (every catalogTTL, on every node, from
+// its record as of the last listing (every TTL, on every node, from
 // Queen KV), or as altered through this node since. An alter through
-// another node therefore applies here within catalogTTL.
-func (cs *catalogs) cachedTopicConfig(c *Conn, topic string) kafkaTopicConfig {
-	t, _ := cs.forConn(c).lookup(topic)
-	return topicConfigOf(t.cfg)
+// another node therefore applies here within TTL.
+func (cs *Catalogues) cachedTopicConfig(c Caller, topic string) TopicConfig {
+	t, _ := cs.For(c).Lookup(topic)
+	return TopicConfigOf(t.cfg)
 }
 
-func (cat *catalog) loaded() bool {
+// Loaded reports whether any listing ever landed.
+func (cat *Catalogue) Loaded() bool {
 	cat.mu.RLock()
 	defer cat.mu.RUnlock()
 	return !cat.loadedAt.IsZero()
 }
 
-func (cat *catalog) lookup(topic string) (topicInfo, bool) {
+// Lookup is topic as the catalogue holds it, with no refresh.
+func (cat *Catalogue) Lookup(topic string) (Topic, bool) {
 	cat.mu.RLock()
 	defer cat.mu.RUnlock()
 	t, ok := cat.topics[topic]
 	return t, ok
 }
 
-// list returns every topic, sorted by name.
-func (cat *catalog) list() []topicInfo {
+// List returns every topic, sorted by name.
+func (cat *Catalogue) List() []Topic {
 	cat.mu.RLock()
-	out := make([]topicInfo, 0, len(cat.topics))
+	out := make([]Topic, 0, len(cat.topics))
 	for _, t := range cat.topics {
 		out = append(out, t)
 	}
@@ -221,18 +287,18 @@ func (cat *catalog) list() []topicInfo {
 	return out
 }
 
-// width is max(live partitions, declared floor or the default), never below
+// Width is max(live partitions, declared floor or the default), never below
 // what was advertised before for this queue, clamped at 100,000.
-func (cat *catalog) width(t topicInfo) int32 {
-	floor := cat.deps.defaultPartitions
+func (cat *Catalogue) Width(t Topic) int32 {
+	floor := cat.deps.DefaultPartitions
 	if t.cfg != nil && t.cfg.Partitions > 0 {
 		floor = t.cfg.Partitions
 	}
 	w := floor
 	if live := t.queue.Partitions; live > int(w) {
-		w = int32(min(live, maxAdvertisedWidth))
+		w = int32(min(live, MaxWidth))
 	}
-	w = min(w, maxAdvertisedWidth)
+	w = min(w, MaxWidth)
 	key := queueKey{t.queue.Name, t.queue.ID}
 	cat.mu.Lock()
 	if prev := cat.widest[key]; prev > w {
@@ -244,7 +310,7 @@ func (cat *catalog) width(t topicInfo) int32 {
 	return w
 }
 
-// ensure refreshes the catalogue when it is older than catalogTTL, or always
+// Ensure refreshes the catalogue when it is older than TTL, or always
 // when force (before an auto-create, so that a queue is never configured
 // twice on stale knowledge; in cluster mode on a miss, since another node
 // may have just created the topic). Callers share listings: an unforced one
@@ -256,9 +322,9 @@ func (cat *catalog) width(t topicInfo) int32 {
 // the answer. An unforced caller that already holds a listing waits for
 // the refresh only until staleRefreshWait after it began, and is then
 // answered from what it holds (nil).
-func (cat *catalog) ensure(ctx context.Context, c *Conn, force bool) error {
+func (cat *Catalogue) Ensure(ctx context.Context, c Caller, force bool) error {
 	cat.mu.Lock()
-	if !force && !cat.loadedAt.IsZero() && cat.deps.now().Sub(cat.loadedAt) < catalogTTL {
+	if !force && !cat.loadedAt.IsZero() && cat.deps.Now().Sub(cat.loadedAt) < TTL {
 		cat.mu.Unlock()
 		return nil
 	}
@@ -297,16 +363,16 @@ func (cat *catalog) ensure(ctx context.Context, c *Conn, force bool) error {
 }
 
 // queenFor is the client the catalogue reads Queen with for c: the
-// connection's credential, or the node's own when there is no connection.
-func (cat *catalog) queenFor(c *Conn) catalogQueen {
-	if c == nil {
-		return cat.deps.queen
+// caller's credential, or the node's own when it carries none.
+func (cat *Catalogue) queenFor(c Caller) Queen {
+	if c.Queen == nil {
+		return cat.deps.Queen
 	}
-	return c.Queen()
+	return c.Queen
 }
 
 // run performs call's listing, then the one queued behind it, if any.
-func (cat *catalog) run(call *refreshCall) {
+func (cat *Catalogue) run(call *refreshCall) {
 	for call != nil {
 		call.err = cat.refresh(call.ctx, call.q)
 		cat.mu.Lock()
@@ -321,7 +387,7 @@ func (cat *catalog) run(call *refreshCall) {
 	}
 }
 
-func (cat *catalog) refresh(ctx context.Context, q catalogQueen) error {
+func (cat *Catalogue) refresh(ctx context.Context, q Queen) error {
 	cat.mu.Lock()
 	startSeq := cat.seq
 	cat.mu.Unlock()
@@ -333,10 +399,10 @@ func (cat *catalog) refresh(ctx context.Context, q catalogQueen) error {
 	if err != nil {
 		return err
 	}
-	topics := make(map[string]topicInfo, len(queues))
+	topics := make(map[string]Topic, len(queues))
 	for _, qi := range queues {
-		t := topicInfo{queue: qi, id: queueTopicID(qi)}
-		if cfg, ok := cfgs[qi.Name]; ok && cfg.matches(qi.ID) {
+		t := Topic{queue: qi, id: queueTopicID(qi)}
+		if cfg, ok := cfgs[qi.Name]; ok && cfg.Matches(qi.ID) {
 			t.cfg = cfg
 		}
 		topics[qi.Name] = t
@@ -357,7 +423,7 @@ func (cat *catalog) refresh(ctx context.Context, q catalogQueen) error {
 	}
 	cat.topics = topics
 	cat.indexIDs()
-	cat.loadedAt = cat.deps.now()
+	cat.loadedAt = cat.deps.Now()
 	for key := range cat.widest { // forget queues that are gone
 		if t, ok := topics[key.name]; !ok || (t.queue.ID != key.id && key.id != "") {
 			delete(cat.widest, key)
@@ -366,19 +432,19 @@ func (cat *catalog) refresh(ctx context.Context, q catalogQueen) error {
 	return nil
 }
 
-// matches reports whether a record belongs to the live queue with id. A
+// Matches reports whether a record belongs to the live queue with id. A
 // record written before its queue existed carries a null qid and is taken
 // as the queue's; one carrying another queue's id is a leftover of a queue
 // deleted and recreated outside the facade.
-func (cfg *topicCfg) matches(liveID string) bool {
+func (cfg *Record) Matches(liveID string) bool {
 	return cfg.QID == nil || liveID == "" || *cfg.QID == liveID
 }
 
 // loadTopicCfgs reads every qk:topiccfg: record, page by page. A page cut
 // short by the read budget resumes after its last row; an unreadable record
 // is treated as absent (§12).
-func loadTopicCfgs(ctx context.Context, q catalogQueen) (map[string]*topicCfg, error) {
-	out := make(map[string]*topicCfg)
+func loadTopicCfgs(ctx context.Context, q Queen) (map[string]*Record, error) {
+	out := make(map[string]*Record)
 	after := ""
 	for page := 0; ; page++ {
 		if page == topicCfgMaxPages {
@@ -408,24 +474,24 @@ func loadTopicCfgs(ctx context.Context, q catalogQueen) (map[string]*topicCfg, e
 	}
 }
 
-// added records a queue the facade just created, so that the next request
+// Added records a queue the facade just created, so that the next request
 // sees it before the next refresh does.
-func (cat *catalog) added(name string, cfg *topicCfg) {
+func (cat *Catalogue) Added(name string, cfg *Record) {
 	cat.mu.Lock()
 	defer cat.mu.Unlock()
 	if cat.topics == nil {
-		cat.topics = make(map[string]topicInfo)
+		cat.topics = make(map[string]Topic)
 	}
 	t, ok := cat.topics[name]
 	if !ok {
-		t = topicInfo{queue: queen.QueueInfo{Name: name}, cfg: cfg}
+		t = Topic{queue: queen.QueueInfo{Name: name}, cfg: cfg}
 		cat.topics[name] = t
 	}
 	cat.note(name, true, t)
 }
 
-// removed forgets a queue the facade just deleted.
-func (cat *catalog) removed(name string) {
+// Removed forgets a queue the facade just deleted.
+func (cat *Catalogue) Removed(name string) {
 	cat.mu.Lock()
 	defer cat.mu.Unlock()
 	if t, ok := cat.topics[name]; ok {
@@ -437,11 +503,11 @@ func (cat *catalog) removed(name string) {
 			delete(cat.widest, key)
 		}
 	}
-	cat.note(name, false, topicInfo{})
+	cat.note(name, false, Topic{})
 }
 
 // note stamps a local change; the caller holds mu.
-func (cat *catalog) note(name string, present bool, t topicInfo) {
+func (cat *Catalogue) note(name string, present bool, t Topic) {
 	if cat.local == nil {
 		cat.local = make(map[string]localChange)
 	}
@@ -449,8 +515,8 @@ func (cat *catalog) note(name string, present bool, t topicInfo) {
 	cat.local[name] = localChange{seq: cat.seq, present: present, info: t}
 }
 
-// setCfg replaces the record the catalogue holds for an existing topic.
-func (cat *catalog) setCfg(name string, cfg *topicCfg) {
+// SetRecord replaces the record the catalogue holds for an existing topic.
+func (cat *Catalogue) SetRecord(name string, cfg *Record) {
 	cat.mu.Lock()
 	defer cat.mu.Unlock()
 	if t, ok := cat.topics[name]; ok {

@@ -1,4 +1,4 @@
-package node
+package catalogue
 
 import (
 	"fmt"
@@ -8,13 +8,14 @@ import (
 // maxTopicName is Kafka's own bound on a topic name.
 const maxTopicName = 249
 
-func topicByte(c byte) bool {
+// TopicByte reports whether c may appear in a topic name.
+func TopicByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
-// topicNameError says why name is not a legal Kafka topic name, or "" when
+// TopicNameError says why name is not a legal Kafka topic name, or "" when
 // it is: 1 to 249 characters of [a-zA-Z0-9._-], and not "." or "..".
-func topicNameError(name string) string {
+func TopicNameError(name string) string {
 	switch {
 	case name == "":
 		return "Topic name is illegal, it can't be empty"
@@ -24,13 +25,13 @@ func topicNameError(name string) string {
 		return fmt.Sprintf("Topic name is illegal, it can't be longer than %d characters, topic name: %s", maxTopicName, name)
 	}
 	for i := 0; i < len(name); i++ {
-		if !topicByte(name[i]) {
+		if !TopicByte(name[i]) {
 			return fmt.Sprintf("Topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
 		}
 	}
 	return ""
 }
 
-// internalTopic is Kafka's reserved namespace: never listed, never created,
+// InternalTopic is Kafka's reserved namespace: never listed, never created,
 // unknown when named, by prefix and not by a list of known names.
-func internalTopic(name string) bool { return strings.HasPrefix(name, "__") }
+func InternalTopic(name string) bool { return strings.HasPrefix(name, "__") }

@@ -1,4 +1,4 @@
-package node
+package catalogue
 
 import (
 	"context"
@@ -47,8 +47,8 @@ func derivedTopicID(key string) [16]byte {
 
 // TopicID is the id of topic as this catalogue last saw it; false when the
 // topic is unknown or not listed since this process created it.
-func (cat *catalog) TopicID(topic string) ([16]byte, bool) {
-	t, ok := cat.lookup(topic)
+func (cat *Catalogue) TopicID(topic string) ([16]byte, bool) {
+	t, ok := cat.Lookup(topic)
 	if !ok || t.id == ([16]byte{}) {
 		return [16]byte{}, false
 	}
@@ -57,7 +57,7 @@ func (cat *catalog) TopicID(topic string) ([16]byte, bool) {
 
 // TopicByID is the name of the topic with id as this catalogue last saw
 // it; false when no listed topic has it (UNKNOWN_TOPIC_ID).
-func (cat *catalog) TopicByID(id [16]byte) (string, bool) {
+func (cat *Catalogue) TopicByID(id [16]byte) (string, bool) {
 	if id == ([16]byte{}) {
 		return "", false
 	}
@@ -67,45 +67,45 @@ func (cat *catalog) TopicByID(id [16]byte) (string, bool) {
 	return name, ok
 }
 
-// topicByID is the name and advertised width of the topic with id, for a
+// ResolveID is the name and advertised width of the topic with id, for a
 // data-path or admin request naming topics by id (Produce v13, Fetch v13+,
 // DeleteTopics v6, Metadata v12): the catalogue is refreshed as for
-// topicWidth and, in cluster mode, once more on a miss (findByID). ok is
+// TopicWidth and, in cluster mode, once more on a miss (findByID). ok is
 // false for an id no live topic has: the caller answers UNKNOWN_TOPIC_ID.
 // err is the Queen failure when no listing at all could be had.
-func (cs *catalogs) topicByID(ctx context.Context, c *Conn, id [16]byte) (name string, width int32, ok bool, err error) {
-	cat := cs.forConn(c)
-	if err := cat.ensure(ctx, c, false); err != nil && !cat.loaded() {
+func (cs *Catalogues) ResolveID(ctx context.Context, c Caller, id [16]byte) (name string, width int32, ok bool, err error) {
+	cat := cs.For(c)
+	if err := cat.Ensure(ctx, c, false); err != nil && !cat.Loaded() {
 		return "", 0, false, err
 	}
 	t, ok := cat.findByID(ctx, c, id)
-	if !ok || !addressable(t.queue.Name) {
+	if !ok || !Addressable(t.queue.Name) {
 		return "", 0, false, nil
 	}
-	return t.queue.Name, cat.width(t), true, nil
+	return t.queue.Name, cat.Width(t), true, nil
 }
 
-// addressable reports whether a Kafka client can name a queue as a topic:
+// Addressable reports whether a Kafka client can name a queue as a topic:
 // Metadata lists no other, so no other has an id a client could know.
-func addressable(name string) bool {
-	return !internalTopic(name) && topicNameError(name) == ""
+func Addressable(name string) bool {
+	return !InternalTopic(name) && TopicNameError(name) == ""
 }
 
 // lookupID is lookup by id.
-func (cat *catalog) lookupID(id [16]byte) (topicInfo, bool) {
+func (cat *Catalogue) lookupID(id [16]byte) (Topic, bool) {
 	name, ok := cat.TopicByID(id)
 	if !ok {
-		return topicInfo{}, false
+		return Topic{}, false
 	}
-	t, ok := cat.lookup(name)
+	t, ok := cat.Lookup(name)
 	if !ok || t.id != id {
-		return topicInfo{}, false
+		return Topic{}, false
 	}
 	return t, true
 }
 
 // indexIDs rebuilds byID from topics; the caller holds mu.
-func (cat *catalog) indexIDs() {
+func (cat *Catalogue) indexIDs() {
 	cat.byID = make(map[[16]byte]string, len(cat.topics))
 	for name, t := range cat.topics {
 		if t.id != ([16]byte{}) {

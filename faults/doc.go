@@ -1,0 +1,12 @@
+// Package faults is the facade's fault table: which Kafka error code,
+// throttle_time_ms and error_message a client is answered when a call to
+// Queen fails, per API family (produce, fetch, list offsets, producer ids,
+// topic reads and writes, transactions, SASL), and how a push's per-item
+// results read as one partition's outcome.
+//
+// It owns the mapping only, as data (one rule per family) and one apply.
+// It must not reach for connections, handlers, the catalogue or group
+// state: a caller hands it the error (and, to log one, its logger) and
+// puts the answer where its response wants it. The group and offset APIs'
+// column of the contract is the coordinator's own (coordinator/errors.go).
+package faults

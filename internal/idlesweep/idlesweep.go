@@ -1,0 +1,29 @@
+// Package idlesweep drops the idle entries of a map filed by identity or
+// credential (the catalogues, the SASL identity answers), at most once per
+// Every. It owns the sweep's pacing only; what counts as idle is the
+// caller's.
+package idlesweep
+
+import "time"
+
+// Every spaces the sweeps of a map: a sweep walks the whole map, so it
+// runs when an entry is added, at most this often, rather than on every
+// lookup.
+const Every = time.Minute
+
+// Sweep is when a map may next be swept.
+type Sweep struct{ next time.Time }
+
+// Run deletes the entries of m that gone says may go, when the sweep is
+// due at now; the caller holds m's lock.
+func Run[K comparable, V any](s *Sweep, now time.Time, m map[K]V, gone func(K, V) bool) {
+	if now.Before(s.next) {
+		return
+	}
+	s.next = now.Add(Every)
+	for k, v := range m {
+		if gone(k, v) {
+			delete(m, k)
+		}
+	}
+}

@@ -1,0 +1,22 @@
+package node
+
+import (
+	"strings"
+
+	"github.com/queen-mq/queen-kafka/catalogue"
+)
+
+// callerOf is the connection as the catalogue knows a caller: the identity
+// its topic list is filed under and the Queen client that reads it. A nil
+// connection is the node itself.
+func callerOf(c *Conn) catalogue.Caller {
+	if c == nil {
+		return catalogue.Caller{}
+	}
+	return catalogue.Caller{Identity: c.Identity(), Queen: c.Queen()}
+}
+
+// transientIdentity reports whether an identity is a credential standing
+// for itself, which comes and goes with its token: only its catalogue is
+// dropped when idle (catalogue.Deps.Transient).
+func transientIdentity(id string) bool { return strings.HasPrefix(id, credentialIdentity) }
