@@ -1,4 +1,4 @@
-package node
+package config
 
 import (
 	"context"
@@ -26,7 +26,6 @@ func TestVariablesAreTheConfigDefinition(t *testing.T) {
 		require.NotEmpty(t, v.Help, v.Name)
 		require.NotEmpty(t, v.Accepts, v.Name)
 	}
-	require.Equal(t, int64(maxAdvertisedWidth), variable("DefaultPartitions").max, "the partition ceiling is the variable's range")
 }
 
 // TestRangesAreWhatTheLoaderChecks: each integer variable's range in
@@ -34,7 +33,7 @@ func TestVariablesAreTheConfigDefinition(t *testing.T) {
 // is refused naming the variable.
 func TestRangesAreWhatTheLoaderChecks(t *testing.T) {
 	for _, v := range Variables() {
-		if !v.ranged {
+		if !v.Ranged {
 			continue
 		}
 		t.Run(v.Name, func(t *testing.T) {
@@ -45,13 +44,13 @@ func TestRangesAreWhatTheLoaderChecks(t *testing.T) {
 				e[v.Name] = strconv.FormatInt(val, 10)
 				return e
 			}
-			for _, bad := range []int64{v.min - 1, v.max + 1} {
-				_, err := LoadConfig(context.Background(), envconfig.MapLookuper(env(bad)))
+			for _, bad := range []int64{v.Min - 1, v.Max + 1} {
+				_, err := LoadFacade(context.Background(), envconfig.MapLookuper(env(bad)))
 				require.ErrorContains(t, err, v.Name+"=", "value %d", bad)
-				require.ErrorContains(t, err, "expected an integer in "+strconv.FormatInt(v.min, 10)+" to "+strconv.FormatInt(v.max, 10))
+				require.ErrorContains(t, err, "expected an integer in "+strconv.FormatInt(v.Min, 10)+" to "+strconv.FormatInt(v.Max, 10))
 			}
-			for _, good := range []int64{v.min, v.max} {
-				_, err := LoadConfig(context.Background(), envconfig.MapLookuper(env(good)))
+			for _, good := range []int64{v.Min, v.Max} {
+				_, err := LoadFacade(context.Background(), envconfig.MapLookuper(env(good)))
 				if err != nil {
 					// A bound may be refused by a rule across variables
 					// (the TTL against the heartbeat, the minimum session

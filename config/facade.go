@@ -1,4 +1,4 @@
-package node
+package config
 
 import (
 	"context"
@@ -19,10 +19,10 @@ import (
 	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
-// Config is the whole facade configuration, validated: a Config returned by
-// LoadConfig is one the listener may bind with. Every field comes from one
+// Facade is the whole facade configuration, validated: a Facade returned by
+// LoadFacade is one the listener may bind with. Every field comes from one
 // variable of the operator page's tables.
-type Config struct {
+type Facade struct {
 	QueenURL   string // QUEEN_URL, normalised (no trailing slash)
 	QueenToken string // QUEEN_TOKEN; never logged
 
@@ -72,10 +72,10 @@ type Config struct {
 	ClusterTTL       time.Duration // QUEEN_KAFKA_CLUSTER_TTL_MS
 }
 
-// LogValue is what slog prints for a Config, whatever the line or handler:
+// LogValue is what slog prints for a Facade, whatever the line or handler:
 // the boot line's fields, with QUEEN_TOKEN reduced to whether there is one
 // and a password in QUEEN_URL replaced by xxxxx (and never the TLS key).
-func (c Config) LogValue() slog.Value {
+func (c Facade) LogValue() slog.Value {
 	sasl := "none"
 	if c.SASL != "" {
 		sasl = c.SASL
@@ -105,10 +105,10 @@ func (c Config) LogValue() slog.Value {
 }
 
 // Clustered reports whether QUEEN_KAFKA_NODE_ID was set.
-func (c Config) Clustered() bool { return c.NodeID != 0 }
+func (c Facade) Clustered() bool { return c.NodeID != 0 }
 
 // TLSEnabled reports whether the listener serves TLS.
-func (c Config) TLSEnabled() bool { return c.TLSCertificate != nil }
+func (c Facade) TLSEnabled() bool { return c.TLSCertificate != nil }
 
 // rawConfig is what go-envconfig fills: every variable as text, so that the
 // typed conversion below can name the variable and its range on failure
@@ -164,15 +164,15 @@ func (b blankIsUnset) Lookup(key string) (string, bool) {
 	return strings.TrimSpace(v), true
 }
 
-// LoadConfig reads and validates every variable through l (the OS
+// LoadFacade reads and validates every variable through l (the OS
 // environment in the binary, an envconfig.MapLookuper in tests). The error
 // names the variable at fault and what it accepts.
-func LoadConfig(ctx context.Context, l envconfig.Lookuper) (Config, error) {
+func LoadFacade(ctx context.Context, l envconfig.Lookuper) (Facade, error) {
 	var raw rawConfig
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &raw, Lookuper: blankIsUnset{l}}); err != nil {
-		return Config{}, fmt.Errorf("configuration: %w", err)
+		return Facade{}, fmt.Errorf("configuration: %w", err)
 	}
-	var c Config
+	var c Facade
 	var err error
 
 	if c.QueenURL, err = queen.ParseURL(raw.QueenURL); err != nil {
@@ -180,22 +180,22 @@ func LoadConfig(ctx context.Context, l envconfig.Lookuper) (Config, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // its message repeats the URL, password included
 		}
-		return Config{}, fmt.Errorf("QUEEN_URL=%q is not an http or https URL: %w", queen.RedactURL(raw.QueenURL), err)
+		return Facade{}, fmt.Errorf("QUEEN_URL=%q is not an http or https URL: %w", queen.RedactURL(raw.QueenURL), err)
 	}
 	c.QueenToken = raw.QueenToken
 
 	if err := checkListenAddr("QUEEN_KAFKA_ADDR", raw.Addr); err != nil {
-		return Config{}, err
+		return Facade{}, err
 	}
 	c.Addr = raw.Addr
 	if raw.HTTPAddr != "" {
 		if err := checkListenAddr("QUEEN_KAFKA_HTTP_ADDR", raw.HTTPAddr); err != nil {
-			return Config{}, err
+			return Facade{}, err
 		}
 		c.HTTPAddr = raw.HTTPAddr
 	}
 	if c.AdvertisedHost, c.AdvertisedPort, err = parseAdvertised(raw.AdvertisedAddr); err != nil {
-		return Config{}, err
+		return Facade{}, err
 	}
 	c.AdvertisedAddr = raw.AdvertisedAddr
 
@@ -219,40 +219,40 @@ func LoadConfig(ctx context.Context, l envconfig.Lookuper) (Config, error) {
 	for _, f := range ints {
 		v, err := raw.integer(f.field)
 		if err != nil {
-			return Config{}, err
+			return Facade{}, err
 		}
 		f.dst(v)
 	}
 	if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
-		return Config{}, fmt.Errorf("QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS (%d) is above QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS (%d): every consumer would be refused INVALID_SESSION_TIMEOUT; the minimum must not exceed the maximum",
+		return Facade{}, fmt.Errorf("QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS (%d) is above QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS (%d): every consumer would be refused INVALID_SESSION_TIMEOUT; the minimum must not exceed the maximum",
 			c.GroupMinSessionTimeout.Milliseconds(), c.GroupMaxSessionTimeout.Milliseconds())
 	}
 	if c.TxnMaxBytes > c.TxnMaxStagedBytes {
-		return Config{}, fmt.Errorf("QUEEN_KAFKA_TXN_MAX_BYTES (%d) is above QUEEN_KAFKA_TXN_MAX_STAGED_BYTES (%d): one transaction may never hold more than the whole process budget",
+		return Facade{}, fmt.Errorf("QUEEN_KAFKA_TXN_MAX_BYTES (%d) is above QUEEN_KAFKA_TXN_MAX_STAGED_BYTES (%d): one transaction may never hold more than the whole process budget",
 			c.TxnMaxBytes, c.TxnMaxStagedBytes)
 	}
 
 	if err := c.loadTLS(raw); err != nil {
-		return Config{}, err
+		return Facade{}, err
 	}
 	switch strings.ToLower(raw.SASL) {
 	case "":
 	case "plain":
 		c.SASL = "plain"
 	default:
-		return Config{}, fmt.Errorf("QUEEN_KAFKA_SASL=%q is not a supported mechanism: the only value is plain (case-insensitive), or unset for no authentication", raw.SASL)
+		return Facade{}, fmt.Errorf("QUEEN_KAFKA_SASL=%q is not a supported mechanism: the only value is plain (case-insensitive), or unset for no authentication", raw.SASL)
 	}
 	if c.ForwardSNIHost, err = parseBool("QUEEN_KAFKA_FORWARD_SNI_HOST", raw.ForwardSNIHost); err != nil {
-		return Config{}, err
+		return Facade{}, err
 	}
 	if c.DedupKeys, err = parseBool("QUEEN_KAFKA_DEDUP_KEYS", raw.DedupKeys); err != nil {
-		return Config{}, err
+		return Facade{}, err
 	}
 	if c.FetchCompression, err = parseFetchCompression(raw.FetchCompression); err != nil {
-		return Config{}, err
+		return Facade{}, err
 	}
 	if c.ForwardSNIHost && !c.TLSEnabled() {
-		return Config{}, errors.New("QUEEN_KAFKA_FORWARD_SNI_HOST=true requires TLS (QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY): a plaintext connection carries no server name to forward")
+		return Facade{}, errors.New("QUEEN_KAFKA_FORWARD_SNI_HOST=true requires TLS (QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY): a plaintext connection carries no server name to forward")
 	}
 
 	level := raw.LogLevel
@@ -261,12 +261,12 @@ func LoadConfig(ctx context.Context, l envconfig.Lookuper) (Config, error) {
 		level, levelVar = raw.RustLog, "RUST_LOG"
 	}
 	if c.LogLevel, err = ParseLogLevel(levelVar, level); err != nil {
-		return Config{}, err
+		return Facade{}, err
 	}
 	c.LogJSON = raw.LogJSON == "true"
 
 	if err := c.loadCluster(raw); err != nil {
-		return Config{}, err
+		return Facade{}, err
 	}
 	return c, nil
 }
@@ -312,7 +312,7 @@ func parseBool(name, raw string) (bool, error) {
 	return false, fmt.Errorf("%s=%q is invalid: expected true or false", name, raw)
 }
 
-func (c *Config) loadTLS(raw rawConfig) error {
+func (c *Facade) loadTLS(raw rawConfig) error {
 	switch {
 	case raw.TLSCert == "" && raw.TLSKey == "":
 		return nil
@@ -329,7 +329,7 @@ func (c *Config) loadTLS(raw rawConfig) error {
 	return nil
 }
 
-func (c *Config) loadCluster(raw rawConfig) error {
+func (c *Facade) loadCluster(raw rawConfig) error {
 	c.Cluster = variable("Cluster").Default
 	if raw.NodeID == "" {
 		if raw.Cluster != "" {
@@ -366,12 +366,18 @@ func (c *Config) loadCluster(raw rawConfig) error {
 	return nil
 }
 
+// clusterNameByte is a byte of [A-Za-z0-9._-], the characters of a Kafka
+// topic name, so that the name is safe in a registry key.
+func clusterNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
 func validClusterName(s string) bool {
 	if len(s) < 1 || len(s) > 64 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !topicByte(s[i]) {
+		if !clusterNameByte(s[i]) {
 			return false
 		}
 	}

@@ -1,4 +1,4 @@
-package node
+package config
 
 import (
 	"fmt"
@@ -18,8 +18,8 @@ type Variable struct {
 	Help    string // one line of meaning
 
 	field    string
-	ranged   bool
-	min, max int64
+	Ranged   bool
+	Min, Max int64
 }
 
 // variables is rawConfig's fields in order, parsed once.
@@ -46,13 +46,13 @@ func parseVariable(f reflect.StructField) Variable {
 	if r, ok := f.Tag.Lookup("range"); ok {
 		lo, hi, found := strings.Cut(r, "..")
 		var err1, err2 error
-		v.min, err1 = strconv.ParseInt(lo, 10, 64)
-		v.max, err2 = strconv.ParseInt(hi, 10, 64)
-		if !found || err1 != nil || err2 != nil || v.min > v.max {
+		v.Min, err1 = strconv.ParseInt(lo, 10, 64)
+		v.Max, err2 = strconv.ParseInt(hi, 10, 64)
+		if !found || err1 != nil || err2 != nil || v.Min > v.Max {
 			panic(fmt.Sprintf("rawConfig.%s: range tag %q is not min..max", f.Name, r))
 		}
-		v.ranged = true
-		v.Accepts = fmt.Sprintf("an integer in %d to %d", v.min, v.max)
+		v.Ranged = true
+		v.Accepts = fmt.Sprintf("an integer in %d to %d", v.Min, v.Max)
 	}
 	if v.Name == "" || v.Help == "" || v.Accepts == "" {
 		panic(fmt.Sprintf("rawConfig.%s: needs env, help, and range or accepts tags", f.Name))
@@ -77,11 +77,11 @@ func variable(field string) Variable {
 // variable and the range.
 func (r *rawConfig) integer(field string) (int64, error) {
 	v := variable(field)
-	if !v.ranged {
+	if !v.Ranged {
 		panic("rawConfig." + field + " has no range tag")
 	}
 	raw := reflect.ValueOf(r).Elem().FieldByName(field).String()
-	return parseRange(v.Name, raw, v.min, v.max)
+	return parseRange(v.Name, raw, v.Min, v.Max)
 }
 
 // WriteHelp writes the --help text: what the program is, then every
