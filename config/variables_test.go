@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestVariablesAreTheConfigDefinition: every field of rawConfig is one
+// TestVariablesAreTheConfigDefinition: every field of the declaration is one
 // variable of --help, in order, with the env tag's name and default.
 func TestVariablesAreTheConfigDefinition(t *testing.T) {
-	typ := reflect.TypeFor[rawConfig]()
-	vars := Variables()
+	typ := reflect.TypeFor[declaration]()
+	vars := Variables(AllModes)
 	require.Len(t, vars, typ.NumField())
 	for i, v := range vars {
 		name, opts, _ := strings.Cut(typ.Field(i).Tag.Get("env"), ",")
@@ -29,10 +29,10 @@ func TestVariablesAreTheConfigDefinition(t *testing.T) {
 }
 
 // TestRangesAreWhatTheLoaderChecks: each integer variable's range in
-// --help is the one LoadConfig enforces: its bounds load, one past either
+// --help is the one LoadFacade enforces: its bounds load, one past either
 // is refused naming the variable.
 func TestRangesAreWhatTheLoaderChecks(t *testing.T) {
-	for _, v := range Variables() {
+	for _, v := range Variables(FacadeMode) {
 		if !v.Ranged {
 			continue
 		}
@@ -66,10 +66,10 @@ func TestRangesAreWhatTheLoaderChecks(t *testing.T) {
 // what it accepts and its meaning, in the definition's order.
 func TestHelpListsEveryVariable(t *testing.T) {
 	var b strings.Builder
-	require.NoError(t, WriteHelp(&b, "queen-kafka"))
+	require.NoError(t, WriteFacadeHelp(&b, "queen-kafka"))
 	out := b.String()
 	at := 0
-	for _, v := range Variables() {
+	for _, v := range Variables(FacadeMode) {
 		def := "no default"
 		if v.Default != "" {
 			def = "default " + v.Default

@@ -224,7 +224,7 @@ func TestHelp(t *testing.T) {
 	t.Parallel()
 	requireBin(t, queenKafkBin)
 	var want bytes.Buffer
-	if err := config.WriteHelp(&want, "queen-kafka"); err != nil {
+	if err := config.WriteFacadeHelp(&want, "queen-kafka"); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(queenKafkBin, "--help").Output()
@@ -234,7 +234,7 @@ func TestHelp(t *testing.T) {
 	if string(out) != want.String() {
 		t.Errorf("--help printed\n%s\nwant\n%s", out, want.String())
 	}
-	for _, v := range config.Variables() {
+	for _, v := range config.Variables(config.FacadeMode) {
 		if !strings.Contains(string(out), "  "+v.Name+"\n") {
 			t.Errorf("--help lacks %s", v.Name)
 		}

@@ -11,7 +11,7 @@ import (
 // The catalogue's ceiling on a topic's width is QUEEN_KAFKA_DEFAULT_PARTITIONS'
 // upper bound, declared in config/.
 func TestPartitionCeilingIsTheVariablesRange(t *testing.T) {
-	for _, v := range config.Variables() {
+	for _, v := range config.Variables(config.FacadeMode) {
 		if v.Name == "QUEEN_KAFKA_DEFAULT_PARTITIONS" {
 			require.Equal(t, int64(maxAdvertisedWidth), v.Max, "the partition ceiling is the variable's range")
 			return

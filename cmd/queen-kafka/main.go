@@ -41,7 +41,7 @@ func flags(args []string, stdout, stderr io.Writer) (code int, done bool) {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		if err := config.WriteHelp(stdout, "queen-kafka"); err != nil {
+		if err := config.WriteFacadeHelp(stdout, "queen-kafka"); err != nil {
 			return 1, true
 		}
 		return 0, true
