@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
-	"github.com/queen-mq/queen-kafka/node"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -224,7 +224,7 @@ func TestHelp(t *testing.T) {
 	t.Parallel()
 	requireBin(t, queenKafkBin)
 	var want bytes.Buffer
-	if err := node.WriteHelp(&want, "queen-kafka"); err != nil {
+	if err := config.WriteFacadeHelp(&want, "queen-kafka"); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(queenKafkBin, "--help").Output()
@@ -234,7 +234,7 @@ func TestHelp(t *testing.T) {
 	if string(out) != want.String() {
 		t.Errorf("--help printed\n%s\nwant\n%s", out, want.String())
 	}
-	for _, v := range node.Variables() {
+	for _, v := range config.Variables(config.FacadeMode) {
 		if !strings.Contains(string(out), "  "+v.Name+"\n") {
 			t.Errorf("--help lacks %s", v.Name)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/registry"
 )
@@ -53,7 +54,7 @@ func newCluster(cfg registry.Config, kv registry.KV) *cluster {
 
 // registryConfig is the registry identity and timing of a node configured
 // by cfg.
-func registryConfig(cfg Config, log *slog.Logger) registry.Config {
+func registryConfig(cfg config.Facade, log *slog.Logger) registry.Config {
 	return registry.Config{
 		Cluster:   cfg.Cluster,
 		NodeID:    int32(cfg.NodeID),

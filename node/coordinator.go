@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 
+	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/coordinator"
 )
 
@@ -14,7 +15,7 @@ import (
 // with this node's id and the process's incarnation, so that a node that
 // lost a group without noticing can never overwrite its successor's
 // commits.
-func newCoordinator(cfg Config, kv coordinator.KV, log *slog.Logger, own coordinator.Ownership, incarnation string) *coordinator.Coordinator {
+func newCoordinator(cfg config.Facade, kv coordinator.KV, log *slog.Logger, own coordinator.Ownership, incarnation string) *coordinator.Coordinator {
 	return coordinator.New(coordinator.Config{
 		KV:                kv,
 		Ownership:         own,
@@ -36,7 +37,7 @@ func newCoordinator(cfg Config, kv coordinator.KV, log *slog.Logger, own coordin
 // without SASL, where every client reaches Queen as the facade's one
 // credential and is filed under the one identity "": a share would cap a
 // whole deployment at a quarter of the bound.
-func identityShare(cfg Config) int {
+func identityShare(cfg config.Facade) int {
 	if cfg.SASL != "" {
 		return 0
 	}
@@ -44,7 +45,7 @@ func identityShare(cfg Config) int {
 }
 
 // selfBroker is this node as FindCoordinator names it in single mode.
-func selfBroker(cfg Config) coordinator.Broker {
+func selfBroker(cfg config.Facade) coordinator.Broker {
 	return coordinator.Broker{NodeID: int32(cfg.NodeID), Host: cfg.AdvertisedHost, Port: cfg.AdvertisedPort}
 }
 

@@ -1,7 +1,8 @@
 // Package node is one facade node: the Kafka listener, its connections and
 // framing, the version table that both builds the ApiVersions answer and
-// gates every request, the configuration read from the environment, the
-// topic catalogue, and one file per Kafka API handler. Records, topics and
+// gates every request, the topic catalogue, and one file per Kafka API
+// handler. Its configuration is package config's Facade, read and
+// validated before New. Records, topics and
 // offsets live in Queen and are reached through package queen. What a
 // client is answered when a Queen call fails is one table, faults.go. The
 // record codec and its decode budget are package recordbatch's; producer

@@ -16,6 +16,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/producer"
 )
@@ -53,7 +54,7 @@ func newNodeOn(t testing.TB, url string, env map[string]string) *Node {
 	for k, v := range env {
 		e[k] = v
 	}
-	cfg, err := LoadConfig(context.Background(), envconfig.MapLookuper(e))
+	cfg, err := config.LoadFacade(context.Background(), envconfig.MapLookuper(e))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}

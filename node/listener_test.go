@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
 // stubProduce answers Produce (v3-9) with handler until the test ends.
@@ -49,7 +51,7 @@ func TestNilResponseSendsNoFrame(t *testing.T) {
 }
 
 func TestTLSListener(t *testing.T) {
-	certPath, keyPath := writeCert(t, t.TempDir(), "kafka.test")
+	certPath, keyPath := testsupport.WriteCert(t, t.TempDir(), "kafka.test")
 	n, _ := newTestNode(t, map[string]string{"QUEEN_KAFKA_TLS_CERT": certPath, "QUEEN_KAFKA_TLS_KEY": keyPath})
 	addr := serveTestNode(t, n)
 	tc, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, ServerName: "kafka.test"})
@@ -68,7 +70,7 @@ func TestTLSListener(t *testing.T) {
 // With QUEEN_KAFKA_FORWARD_SNI_HOST the server name the client dialled is
 // the Host of that connection's calls to Queen.
 func TestForwardSNIHost(t *testing.T) {
-	certPath, keyPath := writeCert(t, t.TempDir(), "tenant-a.kafka.test")
+	certPath, keyPath := testsupport.WriteCert(t, t.TempDir(), "tenant-a.kafka.test")
 	n, dq := newTestNode(t, map[string]string{"QUEEN_KAFKA_TLS_CERT": certPath, "QUEEN_KAFKA_TLS_KEY": keyPath, "QUEEN_KAFKA_FORWARD_SNI_HOST": "true"})
 	hosts := make(chan string, 16)
 	dq.setFault(func(r *http.Request) (int, string, string) {

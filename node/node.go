@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/fetchwatch"
@@ -50,7 +51,7 @@ const (
 // Node is one facade node: the listener, its connections, the topic
 // catalogue, and the Queen client every call goes through.
 type Node struct {
-	cfg   Config
+	cfg   config.Facade
 	log   *slog.Logger
 	queen *queen.Client
 	topo  topology
@@ -134,7 +135,7 @@ func frameBudget(maxConnections int) int64 {
 }
 
 // New builds a node from a validated Config. Nothing is bound yet.
-func New(cfg Config, log *slog.Logger) (*Node, error) {
+func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -184,7 +185,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 }
 
 // Config returns the node's configuration.
-func (n *Node) Config() Config { return n.cfg }
+func (n *Node) Config() config.Facade { return n.cfg }
 
 // Queen returns the node's own Queen client (QUEEN_TOKEN).
 func (n *Node) Queen() *queen.Client { return n.queen }

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 )
 
@@ -402,7 +403,7 @@ func TestSaslAfterAuthentication(t *testing.T) {
 // With QUEEN_KAFKA_FORWARD_SNI_HOST the token is verified, and the
 // connection's calls made, with the dialled server name as Host.
 func TestSaslForwardsSNIHost(t *testing.T) {
-	certPath, keyPath := writeCert(t, t.TempDir(), "tenant-a.kafka.test")
+	certPath, keyPath := testsupport.WriteCert(t, t.TempDir(), "tenant-a.kafka.test")
 	dq, url := newDevQueenTokens(t, saslTokens)
 	n := newNodeOn(t, url, map[string]string{"QUEEN_KAFKA_SASL": "plain", "QUEEN_KAFKA_TLS_CERT": certPath, "QUEEN_KAFKA_TLS_KEY": keyPath, "QUEEN_KAFKA_FORWARD_SNI_HOST": "true"})
 	var mu sync.Mutex

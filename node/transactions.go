@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/producer"
@@ -19,7 +20,7 @@ import (
 // tests). In cluster mode it holds the transactional ids this node owns on
 // the ring, and their stages are in Queen (txn.QueenStages), written by
 // every node's txn.Shared.
-func newTxns(cfg Config, q txn.Queen, log *slog.Logger, ids *producer.IDs, groups txn.Groups, clk clock.Clock) *txn.Manager {
+func newTxns(cfg config.Facade, q txn.Queen, log *slog.Logger, ids *producer.IDs, groups txn.Groups, clk clock.Clock) *txn.Manager {
 	var stages txn.Stages
 	if cfg.Clustered() {
 		stages = txn.QueenStages{Limits: txnLimits(cfg), Clock: func() int64 { return clk.Now().UnixMilli() }, Log: log.With("component", "txn")}
@@ -39,13 +40,13 @@ func newTxns(cfg Config, q txn.Queen, log *slog.Logger, ids *producer.IDs, group
 }
 
 // newTxnShared is cluster mode's staging half (txn.Shared), the same caps.
-func newTxnShared(cfg Config, q txn.Queen, log *slog.Logger, groups txn.Groups, clk clock.Clock) *txn.Shared {
+func newTxnShared(cfg config.Facade, q txn.Queen, log *slog.Logger, groups txn.Groups, clk clock.Clock) *txn.Shared {
 	return txn.NewShared(txn.SharedConfig{Queen: q, Groups: groups, Limits: txnLimits(cfg), Clock: clk,
 		Log: log.With("component", "txn"), Fault: faults.TransactionCode, NodeID: int32(cfg.NodeID)})
 }
 
 // txnLimits is the five QUEEN_KAFKA_TXN_* caps.
-func txnLimits(cfg Config) txn.Limits {
+func txnLimits(cfg config.Facade) txn.Limits {
 	return txn.Limits{
 		MaxBytes:       cfg.TxnMaxBytes,
 		MaxRecords:     cfg.TxnMaxRecords,

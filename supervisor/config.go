@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -13,15 +12,8 @@ import (
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
-)
 
-// Grace bounds (QUEEN_KAFKA_SHUTDOWN_GRACE_MS). The floor is the seed's: a
-// grace of zero is a SIGKILL with extra steps. The ceiling only refuses
-// nonsense: a stop that may take more than an hour is a typo.
-const (
-	DefaultGrace = 5 * time.Second
-	MinGrace     = 100 * time.Millisecond
-	maxGraceMs   = 3_600_000
+	"github.com/queen-mq/queen-kafka/config"
 )
 
 // binName is the facade's file name, looked for beside the broker's own
@@ -44,80 +36,30 @@ const (
 // executable, and the child has what it needs to boot.
 type Config struct {
 	Bin   string        // QUEEN_KAFKA_BIN, absolute
-	Grace time.Duration // QUEEN_KAFKA_SHUTDOWN_GRACE_MS, at least MinGrace
+	Grace time.Duration // QUEEN_KAFKA_SHUTDOWN_GRACE_MS, at least config.MinGrace
 
 	explicitURL string   // QUEEN_URL when set and not blank
 	environ     []string // the broker's environment, as given
 	childAuth   bool     // QUEEN_TOKEN set, or QUEEN_KAFKA_SASL=plain
 }
 
-// switchVar is the only variable read while embedded mode is off.
-type switchVar struct {
-	Embedded string `env:"QUEEN_KAFKA_EMBEDDED, default=false"`
-}
-
-// rawConfig is what embedded mode reads once it is on: its own two
-// variables, and the few of the child's it checks (the advertised address
-// for the refusal, QUEEN_URL for the wiring, the credentials for the
-// warning). Everything else the child validates itself.
-type rawConfig struct {
-	Bin            string `env:"QUEEN_KAFKA_BIN"`
-	Grace          string `env:"QUEEN_KAFKA_SHUTDOWN_GRACE_MS, default=5000"`
-	AdvertisedAddr string `env:"QUEEN_KAFKA_ADVERTISED_ADDR"`
-	QueenURL       string `env:"QUEEN_URL"`
-	QueenToken     string `env:"QUEEN_TOKEN"`
-	SASL           string `env:"QUEEN_KAFKA_SASL"`
-}
-
-// blankIsUnset makes a present-but-blank variable count as unset, the rule
-// every variable of the operator page follows (an empty value in a Compose
-// file is a variable somebody meant to set, never a value).
-type blankIsUnset struct{ l envconfig.Lookuper }
-
-func (b blankIsUnset) Lookup(key string) (string, bool) {
-	v, ok := b.l.Lookup(key)
-	v = strings.TrimSpace(v)
-	return v, ok && v != ""
-}
-
-// Load reads embedded mode from environ (os.Environ() in the broker).
-// Off, it reads QUEEN_KAFKA_EMBEDDED and nothing else and returns nil, nil.
-// On, every refusal is an error naming the variable. executable is
-// os.Executable in the broker: the default QUEEN_KAFKA_BIN is resolved
-// from it, once, here.
+// Load reads embedded mode from environ (os.Environ() in the broker)
+// through config.LoadEmbedded. Off, it validates QUEEN_KAFKA_EMBEDDED and
+// nothing else and returns nil, nil. On, every refusal is an error naming
+// the variable. executable is os.Executable in the broker: the default
+// QUEEN_KAFKA_BIN is resolved from it, once, here.
 func Load(ctx context.Context, environ []string, executable func() (string, error)) (*Config, error) {
-	l := blankIsUnset{envconfig.MapLookuper(envMap(environ))}
-	var sw switchVar
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &sw, Lookuper: l}); err != nil {
-		return nil, fmt.Errorf("embedded mode configuration: %w", err)
-	}
-	switch sw.Embedded {
-	case "false":
-		return nil, nil
-	case "true":
-	default:
-		return nil, fmt.Errorf("QUEEN_KAFKA_EMBEDDED=%q is invalid: expected true or false", sw.Embedded)
+	e, err := config.LoadEmbedded(ctx, envconfig.MapLookuper(envMap(environ)))
+	if e == nil || err != nil {
+		return nil, err
 	}
 	if err := supported(); err != nil {
 		return nil, err
 	}
-	var raw rawConfig
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &raw, Lookuper: l}); err != nil {
-		return nil, fmt.Errorf("embedded mode configuration: %w", err)
-	}
-	c := &Config{explicitURL: raw.QueenURL, environ: slices.Clone(environ)}
-	var err error
-	if c.Bin, err = resolveBin(raw.Bin, executable); err != nil {
+	c := &Config{Grace: e.Grace, explicitURL: e.QueenURL, environ: slices.Clone(environ), childAuth: e.ChildAuth}
+	if c.Bin, err = resolveBin(e.Bin, executable); err != nil {
 		return nil, err
 	}
-	if c.Grace, err = parseGrace(raw.Grace); err != nil {
-		return nil, err
-	}
-	if raw.AdvertisedAddr == "" {
-		return nil, errors.New("QUEEN_KAFKA_ADVERTISED_ADDR is required with QUEEN_KAFKA_EMBEDDED=true: it is the host:port Kafka clients " +
-			"are told to connect to after bootstrap and has no default, so a facade started without it would refuse to boot and be restarted forever")
-	}
-	c.childAuth = raw.QueenToken != "" || strings.EqualFold(raw.SASL, "plain")
 	return c, nil
 }
 
@@ -162,15 +104,6 @@ func resolveBin(bin string, executable func() (string, error)) (string, error) {
 		return "", fmt.Errorf("%s is a file nobody may execute (mode %s)", what, fi.Mode())
 	}
 	return abs, nil
-}
-
-func parseGrace(raw string) (time.Duration, error) {
-	ms, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || ms < 0 || ms > maxGraceMs {
-		return 0, fmt.Errorf("QUEEN_KAFKA_SHUTDOWN_GRACE_MS=%q is invalid: expected an integer in 0 to %d (milliseconds; below %d counts as %d)",
-			raw, maxGraceMs, MinGrace.Milliseconds(), MinGrace.Milliseconds())
-	}
-	return max(time.Duration(ms)*time.Millisecond, MinGrace), nil
 }
 
 // queenURL is the child's QUEEN_URL and which branch it came from: an

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/queen-mq/queen-kafka/config"
 )
 
 // fakeBin is an executable file named queen-kafka in a directory of its
@@ -49,7 +51,7 @@ func TestLoadOn(t *testing.T) {
 	c, err := load(t, exe, "QUEEN_KAFKA_EMBEDDED=true", "QUEEN_KAFKA_ADVERTISED_ADDR=localhost:9092")
 	require.NoError(t, err)
 	assert.Equal(t, bin, c.Bin, "the default is the queen-kafka file beside the executable")
-	assert.Equal(t, DefaultGrace, c.Grace)
+	assert.Equal(t, config.DefaultGrace, c.Grace)
 
 	other, _ := fakeBin(t)
 	c, err = load(t, "/nowhere/queen-dev", "QUEEN_KAFKA_EMBEDDED=true", "QUEEN_KAFKA_ADVERTISED_ADDR=localhost:9092",
@@ -67,7 +69,7 @@ func TestLoadOn(t *testing.T) {
 
 func TestLoadGraceFloor(t *testing.T) {
 	_, exe := fakeBin(t)
-	for raw, want := range map[string]time.Duration{"0": MinGrace, "50": MinGrace, "100": MinGrace, "101": 101 * time.Millisecond, "3600000": time.Hour} {
+	for raw, want := range map[string]time.Duration{"0": config.MinGrace, "50": config.MinGrace, "100": config.MinGrace, "101": 101 * time.Millisecond, "3600000": time.Hour} {
 		c, err := load(t, exe, "QUEEN_KAFKA_EMBEDDED=true", "QUEEN_KAFKA_ADVERTISED_ADDR=localhost:9092", "QUEEN_KAFKA_SHUTDOWN_GRACE_MS="+raw)
 		require.NoError(t, err, raw)
 		assert.Equal(t, want, c.Grace, raw)

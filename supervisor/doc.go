@@ -2,13 +2,14 @@
 // the broker, here queen-dev, spawns the facade binary as a child process
 // and keeps it running.
 //
-// It owns: the three variables the broker reads for it
-// (QUEEN_KAFKA_EMBEDDED, QUEEN_KAFKA_BIN, QUEEN_KAFKA_SHUTDOWN_GRACE_MS) and
-// the two boot refusals (a BIN that is not an executable file, EMBEDDED
-// without QUEEN_KAFKA_ADVERTISED_ADDR); the child's environment (the
-// broker's own, verbatim, less the broker's secrets, with QUEEN_URL set to
-// the loopback of the address the broker actually bound unless the
-// operator set a non-empty QUEEN_URL); the child's life: its own process
+// It owns: resolving and checking the child binary (QUEEN_KAFKA_BIN, a
+// boot refusal when it is not an executable file; the three variables the
+// broker reads for it, QUEEN_KAFKA_EMBEDDED, QUEEN_KAFKA_BIN and
+// QUEEN_KAFKA_SHUTDOWN_GRACE_MS, are declared and read by package config,
+// as is the refusal of EMBEDDED without QUEEN_KAFKA_ADVERTISED_ADDR); the
+// child's environment (the broker's own, verbatim, less the broker's
+// secrets, with QUEEN_URL set to the loopback of the address the broker
+// actually bound unless the operator set a non-empty QUEEN_URL); the child's life: its own process
 // group, PR_SET_PDEATHSIG=SIGKILL on Linux, restart on a backoff that
 // doubles from 1 s to 30 s and resets after an hour of healthy running, and
 // a stop that is SIGTERM to the group then SIGKILL after the grace; the
@@ -18,8 +19,8 @@
 // broker's GET /status shows as "kafka".
 //
 // It does not own and must not touch: what the facade does with its
-// variables (package node validates every QUEEN_KAFKA_* the child reads;
-// the supervisor only checks that QUEEN_KAFKA_ADVERTISED_ADDR is present),
+// variables (package config validates every QUEEN_KAFKA_* the child reads;
+// embedded mode only checks that QUEEN_KAFKA_ADVERTISED_ADDR is present),
 // the broker's HTTP routes (queen/dev serves /status and asks for the block
 // through dev.Options.Status), or the broker's own configuration and
 // shutdown order (cmd/queen-dev decides when Start and Stop run). It never

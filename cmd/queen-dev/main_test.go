@@ -16,8 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sethvargo/go-envconfig"
+
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/queen/dev"
 )
 
 // TestMain lets the tests run this binary's main in a child process.
@@ -30,16 +33,15 @@ func TestMain(m *testing.M) {
 }
 
 func TestLoadConfig(t *testing.T) {
-	env := func(kv map[string]string) func(string) (string, bool) {
-		return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
-	}
+	env := func(kv map[string]string) envconfig.Lookuper { return envconfig.MapLookuper(kv) }
 	c, err := loadConfig(env(nil))
-	if err != nil || c.addr != "127.0.0.1:6632" || c.dir != "./.queen-dev" || c.tokens != nil || c.faults || c.maxBody != 0 {
+	// The body ceiling's default is declared (config/) as the broker's own.
+	if err != nil || c.Addr != "127.0.0.1:6632" || c.Data != "./.queen-dev" || c.tokens != nil || c.Faults || c.MaxBodyBytes != dev.DefaultMaxBodyBytes {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	c, err = loadConfig(env(map[string]string{"QUEEN_DEV_ADDR": "0.0.0.0:7000", "QUEEN_DEV_DATA": "/tmp/x",
 		"QUEEN_DEV_TOKENS": "a=t1,b=t2:ro", "QUEEN_DEV_FAULTS": "true", "QUEEN_MAX_BODY_BYTES": "1024"}))
-	if err != nil || c.addr != "0.0.0.0:7000" || c.dir != "/tmp/x" || len(c.tokens) != 2 || !c.faults || c.maxBody != 1024 {
+	if err != nil || c.Addr != "0.0.0.0:7000" || c.Data != "/tmp/x" || len(c.tokens) != 2 || !c.Faults || c.MaxBodyBytes != 1024 {
 		t.Fatalf("set: %+v %v", c, err)
 	}
 	for name, bad := range map[string]map[string]string{

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/node"
 )
@@ -40,7 +41,7 @@ func flags(args []string, stdout, stderr io.Writer) (code int, done bool) {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		if err := node.WriteHelp(stdout, "queen-kafka"); err != nil {
+		if err := config.WriteFacadeHelp(stdout, "queen-kafka"); err != nil {
 			return 1, true
 		}
 		return 0, true
@@ -59,14 +60,14 @@ func run() int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 
-	cfg, err := node.LoadConfig(context.Background(), envconfig.OsLookuper())
+	cfg, err := config.LoadFacade(context.Background(), envconfig.OsLookuper())
 	if err != nil {
 		// One line, naming the variable: a facade that starts on bad
 		// configuration does not fail, it lies.
 		slog.New(slog.NewTextHandler(os.Stderr, nil)).Error("fatal configuration", "err", err)
 		return 2
 	}
-	log := node.NewLogger(os.Stderr, cfg.LogLevel, cfg.LogJSON)
+	log := config.NewLogger(os.Stderr, cfg.LogLevel, cfg.LogJSON)
 	slog.SetDefault(log)
 	cfg.LogBoot(log)
 

@@ -1,23 +1,15 @@
-package node
+package config
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"log/slog"
-	"math/big"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 )
@@ -26,9 +18,9 @@ func baseEnv() map[string]string {
 	return map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": "kafka.example.com:9092"}
 }
 
-func loadEnv(t *testing.T, env map[string]string) (Config, error) {
+func loadEnv(t *testing.T, env map[string]string) (Facade, error) {
 	t.Helper()
-	return LoadConfig(context.Background(), envconfig.MapLookuper(env))
+	return LoadFacade(context.Background(), envconfig.MapLookuper(env))
 }
 
 func TestConfigDefaults(t *testing.T) {
@@ -196,36 +188,10 @@ func TestConfigRefusals(t *testing.T) {
 	}
 }
 
-func writeCert(t *testing.T, dir, name string) (certPath, keyPath string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{name}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPath, keyPath = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certPath, keyPath
-}
-
 func TestConfigTLS(t *testing.T) {
 	dir := t.TempDir()
-	certA, keyA := writeCert(t, dir, "a")
-	_, keyB := writeCert(t, dir, "b")
+	certA, keyA := testsupport.WriteCert(t, dir, "a")
+	_, keyB := testsupport.WriteCert(t, dir, "b")
 
 	env := baseEnv()
 	env["QUEEN_KAFKA_TLS_CERT"], env["QUEEN_KAFKA_TLS_KEY"], env["QUEEN_KAFKA_FORWARD_SNI_HOST"] = certA, keyA, "true"

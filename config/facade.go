@@ -1,4 +1,4 @@
-package node
+package config
 
 import (
 	"context"
@@ -14,16 +14,15 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
-	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
-// Config is the whole facade configuration, validated: a Config returned by
-// LoadConfig is one the listener may bind with. Every field comes from one
-// variable of the operator page's tables.
-type Config struct {
+// Facade is the whole facade configuration, validated: a Facade returned by
+// LoadFacade is one the listener may bind with. Every field comes from one
+// variable of the declaration (declaration.go).
+type Facade struct {
 	QueenURL   string // QUEEN_URL, normalised (no trailing slash)
 	QueenToken string // QUEEN_TOKEN; never logged
 
@@ -73,10 +72,10 @@ type Config struct {
 	ClusterTTL       time.Duration // QUEEN_KAFKA_CLUSTER_TTL_MS
 }
 
-// LogValue is what slog prints for a Config, whatever the line or handler:
+// LogValue is what slog prints for a Facade, whatever the line or handler:
 // the boot line's fields, with QUEEN_TOKEN reduced to whether there is one
 // and a password in QUEEN_URL replaced by xxxxx (and never the TLS key).
-func (c Config) LogValue() slog.Value {
+func (c Facade) LogValue() slog.Value {
 	sasl := "none"
 	if c.SASL != "" {
 		sasl = c.SASL
@@ -106,101 +105,46 @@ func (c Config) LogValue() slog.Value {
 }
 
 // Clustered reports whether QUEEN_KAFKA_NODE_ID was set.
-func (c Config) Clustered() bool { return c.NodeID != 0 }
+func (c Facade) Clustered() bool { return c.NodeID != 0 }
 
 // TLSEnabled reports whether the listener serves TLS.
-func (c Config) TLSEnabled() bool { return c.TLSCertificate != nil }
+func (c Facade) TLSEnabled() bool { return c.TLSCertificate != nil }
 
-// rawConfig is what go-envconfig fills: every variable as text, so that the
-// typed conversion below can name the variable and its range on failure
-// rather than surface a reflection error. Its tags are THE definition of
-// the variables: env (name and default) for go-envconfig, range (an
-// integer's bounds, which the loader checks) or accepts (what else a value
-// may be), default (a default the loader applies itself, where an unset
-// variable must be told apart from its default) and help (one line of
-// meaning). --help is generated from them (variables.go), so
-// it cannot drift from what is loaded.
-type rawConfig struct {
-	QueenURL          string `env:"QUEEN_URL, default=http://localhost:6632" accepts:"an http or https URL" help:"The Queen broker or proxy the facade calls; a trailing slash is dropped, a password in it never logged."`
-	QueenToken        string `env:"QUEEN_TOKEN" accepts:"a bearer token" help:"Credential for Queen; never logged. With SASL on, a connection's own token replaces it. Required in cluster mode."`
-	Addr              string `env:"QUEEN_KAFKA_ADDR, default=0.0.0.0:9092" accepts:"host:port or [v6]:port" help:"The address the Kafka listener binds."`
-	AdvertisedAddr    string `env:"QUEEN_KAFKA_ADVERTISED_ADDR" accepts:"host:port clients can reach (required)" help:"What Metadata and FindCoordinator tell clients to connect to; not a wildcard, not QUEEN_KAFKA_ADDR."`
-	HTTPAddr          string `env:"QUEEN_KAFKA_HTTP_ADDR" accepts:"host:port or [v6]:port" help:"The operator HTTP listener: /metrics, /healthz, /readyz, /debug/pprof/. Unset: off."`
-	DefaultPartitions string `env:"QUEEN_KAFKA_DEFAULT_PARTITIONS, default=1024" range:"1..100000" help:"Partitions of an auto-created topic, and the floor of the width advertised for topics that declared none."`
-	MaxConnections    string `env:"QUEEN_KAFKA_MAX_CONNECTIONS, default=4096" range:"16..1000000" help:"Connections served at once; past it a new connection is closed at once."`
-	TLSCert           string `env:"QUEEN_KAFKA_TLS_CERT" accepts:"a PEM certificate chain file" help:"TLS on the Kafka listener; with QUEEN_KAFKA_TLS_KEY, both or neither."`
-	TLSKey            string `env:"QUEEN_KAFKA_TLS_KEY" accepts:"a PEM private key file" help:"The certificate's key, loaded at boot."`
-	SASL              string `env:"QUEEN_KAFKA_SASL" accepts:"plain (case-insensitive)" help:"SASL/PLAIN on the listener: the password is the connection's Queen token. Unset: no authentication."`
-	ForwardSNIHost    string `env:"QUEEN_KAFKA_FORWARD_SNI_HOST, default=false" accepts:"true or false" help:"Send the TLS server name as the Host of the connection's calls to Queen; requires TLS."`
-	GroupJoinDelay    string `env:"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS, default=3000" range:"0..3600000" help:"group.initial.rebalance.delay.ms: how long an empty group's first join waits for company."`
-	GroupMinSession   string `env:"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS, default=6000" range:"1..3600000" help:"group.min.session.timeout.ms."`
-	GroupMaxSession   string `env:"QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS, default=300000" range:"1..3600000" help:"group.max.session.timeout.ms; never below the minimum."`
-	TxnMaxBytes       string `env:"QUEEN_KAFKA_TXN_MAX_BYTES, default=8388608" range:"1..1073741824" help:"Staged record bytes one transaction may hold until its commit; never above QUEEN_KAFKA_TXN_MAX_STAGED_BYTES."`
-	TxnMaxRecords     string `env:"QUEEN_KAFKA_TXN_MAX_RECORDS, default=50000" range:"1..10000000" help:"Staged records in one transaction."`
-	TxnMaxStaged      string `env:"QUEEN_KAFKA_TXN_MAX_STAGED_BYTES, default=134217728" range:"1..17179869184" help:"Staged bytes across every open transaction of the process."`
-	TxnMaxOpen        string `env:"QUEEN_KAFKA_TXN_MAX_OPEN, default=1024" range:"1..1000000" help:"Transactions open at once in the process."`
-	TxnMaxTimeout     string `env:"QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS, default=900000" range:"1..86400000" help:"transaction.max.timeout.ms: the ceiling on a producer's transaction timeout."`
-	DedupWindow       string `env:"QUEEN_KAFKA_DEDUP_WINDOW_SECONDS, default=900" range:"0..604800" help:"dedupWindowSeconds of every queue the facade creates: how long Queen answers a retried idempotent batch with its original offsets. 0 leaves Queen's default."`
-	DedupKeys         string `env:"QUEEN_KAFKA_DEDUP_KEYS, default=true" accepts:"true or false" help:"Send each idempotent record's dedup key to Queen. false exists only to measure the keys' cost: a retry after a lost answer may then be stored twice."`
-	FetchCompression  string `env:"QUEEN_KAFKA_FETCH_COMPRESSION, default=none" accepts:"none, gzip, snappy, lz4 or zstd" help:"The codec fetch answers use for topics whose compression.type is unset (zstd from Fetch v10 only); a topic's own compression.type wins. Stored records are never changed."`
-	LogLevel          string `env:"LOG_LEVEL, default=info" accepts:"trace, debug, info, warn, error or off, optionally with target=level directives" help:"Log level; the first bare level of an EnvFilter-like value wins."`
-	RustLog           string `env:"RUST_LOG" accepts:"as LOG_LEVEL" help:"Same as LOG_LEVEL, and wins over it."`
-	LogJSON           string `env:"QUEEN_LOG_JSON, default=false" accepts:"true, anything else is false" help:"Log lines as JSON."`
-	NodeID            string `env:"QUEEN_KAFKA_NODE_ID" range:"1..64" help:"Cluster mode's switch and this node's id; unset is single mode (0 is reserved for it)."`
-	Cluster           string `env:"QUEEN_KAFKA_CLUSTER" default:"queen" accepts:"1 to 64 of [A-Za-z0-9._-]" help:"The cluster name: the registry key prefix and the cluster_id clients see. Cluster mode only."`
-	ClusterHeartbeat  string `env:"QUEEN_KAFKA_CLUSTER_HEARTBEAT_MS, default=2000" range:"500..30000" help:"How often a node refreshes its registry row and reads the live set. Cluster mode only."`
-	ClusterTTL        string `env:"QUEEN_KAFKA_CLUSTER_TTL_MS, default=10000" range:"3000..120000" help:"How long a silent node's row lives; at least three heartbeats. Cluster mode only."`
-}
-
-// blankIsUnset makes a present-but-blank variable count as unset: an empty
-// value in a Compose file or a Helm template is a variable somebody meant to
-// set, never a value, so it must fall to the default (or to "required").
-type blankIsUnset struct{ l envconfig.Lookuper }
-
-func (b blankIsUnset) Lookup(key string) (string, bool) {
-	v, ok := b.l.Lookup(key)
-	if !ok || strings.TrimSpace(v) == "" {
-		return "", false
+// LoadFacade reads and validates every variable of the facade through l
+// (the OS environment in the binary, an envconfig.MapLookuper in tests).
+// The error names the variable at fault and what it accepts.
+func LoadFacade(ctx context.Context, l envconfig.Lookuper) (Facade, error) {
+	raw, env, err := read(ctx, l, FacadeMode)
+	if err != nil {
+		return Facade{}, err
 	}
-	return strings.TrimSpace(v), true
-}
-
-// LoadConfig reads and validates every variable through l (the OS
-// environment in the binary, an envconfig.MapLookuper in tests). The error
-// names the variable at fault and what it accepts.
-func LoadConfig(ctx context.Context, l envconfig.Lookuper) (Config, error) {
-	var raw rawConfig
-	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &raw, Lookuper: blankIsUnset{l}}); err != nil {
-		return Config{}, fmt.Errorf("configuration: %w", err)
-	}
-	var c Config
-	var err error
+	var c Facade
 
 	if c.QueenURL, err = queen.ParseURL(raw.QueenURL); err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // its message repeats the URL, password included
 		}
-		return Config{}, fmt.Errorf("QUEEN_URL=%q is not an http or https URL: %w", queen.RedactURL(raw.QueenURL), err)
+		return Facade{}, fmt.Errorf("QUEEN_URL=%q is not an http or https URL: %w", queen.RedactURL(raw.QueenURL), err)
 	}
 	c.QueenToken = raw.QueenToken
 
 	if err := checkListenAddr("QUEEN_KAFKA_ADDR", raw.Addr); err != nil {
-		return Config{}, err
+		return Facade{}, err
 	}
 	c.Addr = raw.Addr
 	if raw.HTTPAddr != "" {
 		if err := checkListenAddr("QUEEN_KAFKA_HTTP_ADDR", raw.HTTPAddr); err != nil {
-			return Config{}, err
+			return Facade{}, err
 		}
 		c.HTTPAddr = raw.HTTPAddr
 	}
 	if c.AdvertisedHost, c.AdvertisedPort, err = parseAdvertised(raw.AdvertisedAddr); err != nil {
-		return Config{}, err
+		return Facade{}, err
 	}
 	c.AdvertisedAddr = raw.AdvertisedAddr
 
-	// Each integer's name and range are its rawConfig tags (variables.go).
+	// Each integer's name and range are its declaration tags.
 	ints := []struct {
 		field string
 		dst   func(int64)
@@ -220,40 +164,40 @@ func LoadConfig(ctx context.Context, l envconfig.Lookuper) (Config, error) {
 	for _, f := range ints {
 		v, err := raw.integer(f.field)
 		if err != nil {
-			return Config{}, err
+			return Facade{}, err
 		}
 		f.dst(v)
 	}
 	if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
-		return Config{}, fmt.Errorf("QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS (%d) is above QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS (%d): every consumer would be refused INVALID_SESSION_TIMEOUT; the minimum must not exceed the maximum",
+		return Facade{}, fmt.Errorf("QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS (%d) is above QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS (%d): every consumer would be refused INVALID_SESSION_TIMEOUT; the minimum must not exceed the maximum",
 			c.GroupMinSessionTimeout.Milliseconds(), c.GroupMaxSessionTimeout.Milliseconds())
 	}
 	if c.TxnMaxBytes > c.TxnMaxStagedBytes {
-		return Config{}, fmt.Errorf("QUEEN_KAFKA_TXN_MAX_BYTES (%d) is above QUEEN_KAFKA_TXN_MAX_STAGED_BYTES (%d): one transaction may never hold more than the whole process budget",
+		return Facade{}, fmt.Errorf("QUEEN_KAFKA_TXN_MAX_BYTES (%d) is above QUEEN_KAFKA_TXN_MAX_STAGED_BYTES (%d): one transaction may never hold more than the whole process budget",
 			c.TxnMaxBytes, c.TxnMaxStagedBytes)
 	}
 
 	if err := c.loadTLS(raw); err != nil {
-		return Config{}, err
+		return Facade{}, err
 	}
 	switch strings.ToLower(raw.SASL) {
 	case "":
 	case "plain":
 		c.SASL = "plain"
 	default:
-		return Config{}, fmt.Errorf("QUEEN_KAFKA_SASL=%q is not a supported mechanism: the only value is plain (case-insensitive), or unset for no authentication", raw.SASL)
+		return Facade{}, fmt.Errorf("QUEEN_KAFKA_SASL=%q is not a supported mechanism: the only value is plain (case-insensitive), or unset for no authentication", raw.SASL)
 	}
 	if c.ForwardSNIHost, err = parseBool("QUEEN_KAFKA_FORWARD_SNI_HOST", raw.ForwardSNIHost); err != nil {
-		return Config{}, err
+		return Facade{}, err
 	}
 	if c.DedupKeys, err = parseBool("QUEEN_KAFKA_DEDUP_KEYS", raw.DedupKeys); err != nil {
-		return Config{}, err
+		return Facade{}, err
 	}
 	if c.FetchCompression, err = parseFetchCompression(raw.FetchCompression); err != nil {
-		return Config{}, err
+		return Facade{}, err
 	}
 	if c.ForwardSNIHost && !c.TLSEnabled() {
-		return Config{}, errors.New("QUEEN_KAFKA_FORWARD_SNI_HOST=true requires TLS (QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY): a plaintext connection carries no server name to forward")
+		return Facade{}, errors.New("QUEEN_KAFKA_FORWARD_SNI_HOST=true requires TLS (QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY): a plaintext connection carries no server name to forward")
 	}
 
 	level := raw.LogLevel
@@ -262,12 +206,12 @@ func LoadConfig(ctx context.Context, l envconfig.Lookuper) (Config, error) {
 		level, levelVar = raw.RustLog, "RUST_LOG"
 	}
 	if c.LogLevel, err = ParseLogLevel(levelVar, level); err != nil {
-		return Config{}, err
+		return Facade{}, err
 	}
 	c.LogJSON = raw.LogJSON == "true"
 
-	if err := c.loadCluster(raw); err != nil {
-		return Config{}, err
+	if err := c.loadCluster(raw, env); err != nil {
+		return Facade{}, err
 	}
 	return c, nil
 }
@@ -313,7 +257,7 @@ func parseBool(name, raw string) (bool, error) {
 	return false, fmt.Errorf("%s=%q is invalid: expected true or false", name, raw)
 }
 
-func (c *Config) loadTLS(raw rawConfig) error {
+func (c *Facade) loadTLS(raw *declaration) error {
 	switch {
 	case raw.TLSCert == "" && raw.TLSKey == "":
 		return nil
@@ -330,10 +274,10 @@ func (c *Config) loadTLS(raw rawConfig) error {
 	return nil
 }
 
-func (c *Config) loadCluster(raw rawConfig) error {
-	c.Cluster = variable("Cluster").Default
+func (c *Facade) loadCluster(raw *declaration, env *environment) error {
+	c.Cluster = raw.Cluster
 	if raw.NodeID == "" {
-		if raw.Cluster != "" {
+		if env.set["QUEEN_KAFKA_CLUSTER"] {
 			return fmt.Errorf("QUEEN_KAFKA_CLUSTER=%q is set without QUEEN_KAFKA_NODE_ID: the cluster name only means something in cluster mode, which QUEEN_KAFKA_NODE_ID (1 to 64) turns on", raw.Cluster)
 		}
 		return nil
@@ -343,11 +287,8 @@ func (c *Config) loadCluster(raw rawConfig) error {
 		return fmt.Errorf("%w (0 is reserved for the single-node identity; leave it unset for single mode)", err)
 	}
 	c.NodeID = int(id)
-	if raw.Cluster != "" {
-		if !validClusterName(raw.Cluster) {
-			return fmt.Errorf("QUEEN_KAFKA_CLUSTER=%q is invalid: expected 1 to 64 characters of [A-Za-z0-9._-]", raw.Cluster)
-		}
-		c.Cluster = raw.Cluster
+	if !validClusterName(raw.Cluster) {
+		return fmt.Errorf("QUEEN_KAFKA_CLUSTER=%q is invalid: expected 1 to 64 characters of [A-Za-z0-9._-]", raw.Cluster)
 	}
 	hb, err := raw.integer("ClusterHeartbeat")
 	if err != nil {
@@ -367,12 +308,18 @@ func (c *Config) loadCluster(raw rawConfig) error {
 	return nil
 }
 
+// clusterNameByte is a byte of [A-Za-z0-9._-], the characters of a Kafka
+// topic name, so that the name is safe in a registry key.
+func clusterNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
 func validClusterName(s string) bool {
 	if len(s) < 1 || len(s) > 64 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !catalogue.TopicByte(s[i]) {
+		if !clusterNameByte(s[i]) {
 			return false
 		}
 	}

@@ -1,4 +1,4 @@
-package node
+package config
 
 import (
 	"context"
@@ -71,9 +71,9 @@ func NewLogger(w io.Writer, level slog.Level, json bool) *slog.Logger {
 }
 
 // LogBoot writes the one boot line an operator compares against what the
-// clients use: the Config's LogValue, which says whether there is a token,
+// clients use: the Facade's LogValue, which says whether there is a token,
 // never the token, and never a password in QUEEN_URL.
-func (c Config) LogBoot(log *slog.Logger) {
+func (c Facade) LogBoot(log *slog.Logger) {
 	log.LogAttrs(context.Background(), slog.LevelInfo, "queen-kafka starting", c.LogValue().Group()...)
 	if c.SASL != "" && !c.TLSEnabled() {
 		log.Warn("QUEEN_KAFKA_SASL=plain on a plaintext listener: every client's Queen token crosses the wire in the clear; set QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY unless the link is encrypted underneath this process")

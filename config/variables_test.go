@@ -1,4 +1,4 @@
-package node
+package config
 
 import (
 	"context"
@@ -9,15 +9,13 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 	"github.com/stretchr/testify/require"
-
-	"github.com/queen-mq/queen-kafka/catalogue"
 )
 
-// TestVariablesAreTheConfigDefinition: every field of rawConfig is one
+// TestVariablesAreTheConfigDefinition: every field of the declaration is one
 // variable of --help, in order, with the env tag's name and default.
 func TestVariablesAreTheConfigDefinition(t *testing.T) {
-	typ := reflect.TypeFor[rawConfig]()
-	vars := Variables()
+	typ := reflect.TypeFor[declaration]()
+	vars := Variables(AllModes)
 	require.Len(t, vars, typ.NumField())
 	for i, v := range vars {
 		name, opts, _ := strings.Cut(typ.Field(i).Tag.Get("env"), ",")
@@ -28,15 +26,14 @@ func TestVariablesAreTheConfigDefinition(t *testing.T) {
 		require.NotEmpty(t, v.Help, v.Name)
 		require.NotEmpty(t, v.Accepts, v.Name)
 	}
-	require.Equal(t, int64(catalogue.MaxWidth), variable("DefaultPartitions").max, "the partition ceiling is the variable's range")
 }
 
 // TestRangesAreWhatTheLoaderChecks: each integer variable's range in
-// --help is the one LoadConfig enforces: its bounds load, one past either
+// --help is the one LoadFacade enforces: its bounds load, one past either
 // is refused naming the variable.
 func TestRangesAreWhatTheLoaderChecks(t *testing.T) {
-	for _, v := range Variables() {
-		if !v.ranged {
+	for _, v := range Variables(FacadeMode) {
+		if !v.Ranged {
 			continue
 		}
 		t.Run(v.Name, func(t *testing.T) {
@@ -47,13 +44,13 @@ func TestRangesAreWhatTheLoaderChecks(t *testing.T) {
 				e[v.Name] = strconv.FormatInt(val, 10)
 				return e
 			}
-			for _, bad := range []int64{v.min - 1, v.max + 1} {
-				_, err := LoadConfig(context.Background(), envconfig.MapLookuper(env(bad)))
+			for _, bad := range []int64{v.Min - 1, v.Max + 1} {
+				_, err := LoadFacade(context.Background(), envconfig.MapLookuper(env(bad)))
 				require.ErrorContains(t, err, v.Name+"=", "value %d", bad)
-				require.ErrorContains(t, err, "expected an integer in "+strconv.FormatInt(v.min, 10)+" to "+strconv.FormatInt(v.max, 10))
+				require.ErrorContains(t, err, "expected an integer in "+strconv.FormatInt(v.Min, 10)+" to "+strconv.FormatInt(v.Max, 10))
 			}
-			for _, good := range []int64{v.min, v.max} {
-				_, err := LoadConfig(context.Background(), envconfig.MapLookuper(env(good)))
+			for _, good := range []int64{v.Min, v.Max} {
+				_, err := LoadFacade(context.Background(), envconfig.MapLookuper(env(good)))
 				if err != nil {
 					// A bound may be refused by a rule across variables
 					// (the TTL against the heartbeat, the minimum session
@@ -69,10 +66,10 @@ func TestRangesAreWhatTheLoaderChecks(t *testing.T) {
 // what it accepts and its meaning, in the definition's order.
 func TestHelpListsEveryVariable(t *testing.T) {
 	var b strings.Builder
-	require.NoError(t, WriteHelp(&b, "queen-kafka"))
+	require.NoError(t, WriteFacadeHelp(&b, "queen-kafka"))
 	out := b.String()
 	at := 0
-	for _, v := range Variables() {
+	for _, v := range Variables(FacadeMode) {
 		def := "no default"
 		if v.Default != "" {
 			def = "default " + v.Default
