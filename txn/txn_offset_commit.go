@@ -13,15 +13,15 @@ import (
 // TxnOffsetCommit answers a TxnOffsetCommit v0–v3: consumer offsets staged
 // beside the transaction's records, written by EndTxn(commit) in the same
 // call, so that a consume-transform-produce loop's output and input
-// positions commit together. Nothing is written here. v3's generation and
-// member id are checked against the group as OffsetCommit checks them (a
-// stale one is ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID); a group instance
-// id names a static member no group here can have (JoinGroup stops below
-// the version that carries one), so it is UNKNOWN_MEMBER_ID. A group not
-// added by AddOffsetsToTxn is added, and a transaction opened, as Kafka's
-// group coordinator takes the commit either way. Past MaxOffsets the
-// partitions over the cap are INVALID_COMMIT_OFFSET_SIZE and the
-// transaction is abortable.
+// positions commit together. Nothing is written here. v3's generation,
+// member id and group instance id are checked by the group as OffsetCommit
+// checks them (Kafka's validateOffsetCommit: a static member is matched by
+// its instance id, and a member id that instance has since rejoined under
+// is FENCED_INSTANCE_ID; an unknown member UNKNOWN_MEMBER_ID; another
+// generation ILLEGAL_GENERATION). A group not added by AddOffsetsToTxn is
+// added, and a transaction opened, as Kafka's group coordinator takes the
+// commit either way. Past MaxOffsets the partitions over the cap are
+// INVALID_COMMIT_OFFSET_SIZE and the transaction is abortable.
 func (m *Manager) TxnOffsetCommit(ctx context.Context, cl Client, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck) *kmsg.TxnOffsetCommitResponse {
 	return answerOffsets(ctx, req, served, func(codes codegrid.Grid) int16 {
 		return m.stageOffsets(ctx, cl, req, codes)
@@ -97,17 +97,14 @@ func (m *Manager) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffs
 	return 0
 }
 
-// answerOffsets answers req: the checks no transaction state changes
+// answerOffsets answers req: the check no transaction state changes
 // (precheckOffsets), then stage, which sets the code of each partition it
 // refuses in codes and returns the code every other one gets (0 for none).
 func answerOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck, stage func(codes codegrid.Grid) int16) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	codes := codegrid.New(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) int { return len(t.Partitions) })
-	code := precheckOffsets(ctx, req, served, codes)
-	if code == 0 {
-		code = stage(codes)
-	}
-	if code != 0 {
+	precheckOffsets(ctx, req, served, codes)
+	if code := stage(codes); code != 0 {
 		codes.Fill(code)
 	}
 	for i, t := range req.Topics {
@@ -123,18 +120,15 @@ func answerOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, served
 	return resp
 }
 
-// precheckOffsets refuses what no transaction state changes: a static
-// member (the code every partition gets), and each partition not served.
-func precheckOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck, codes codegrid.Grid) int16 {
-	if req.InstanceID != nil {
-		return kerr.UnknownMemberID.Code
-	}
+// precheckOffsets refuses what no transaction state changes: each
+// partition not served. Membership, static or not, is the group's to
+// judge (Groups.TxnCommitCheck), not this.
+func precheckOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, served PartitionCheck, codes codegrid.Grid) {
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
 			codes[i][j] = served(ctx, t.Topic, p.Partition)
 		}
 	}
-	return 0
 }
 
 // offsetEntry is one partition's offset key and metadata, or the code it

@@ -421,13 +421,9 @@ func TestTxnOffsetCommitChecksTheGroup(t *testing.T) {
 	if c := h.m.AddOffsetsToTxn(bg, h.cl, addOffsets("tx", pid, epoch, "bad")).ErrorCode; c != kerr.InvalidGroupID.Code {
 		t.Fatalf("AddOffsetsToTxn of a bad group: %v", kerr.ErrorForCode(c))
 	}
-	r := offsetCommit("tx", pid, epoch, "g", "in", map[int32]int64{0: 1})
-	iid := "instance-1"
-	r.InstanceID = &iid
-	if got := offsetCodes(h.m.TxnOffsetCommit(bg, h.cl, r, served)); got[0] != kerr.UnknownMemberID.Code {
-		t.Fatalf("static member: %v", got)
-	}
-	r = offsetCommit("tx", pid, epoch, "g", "missing", map[int32]int64{0: 1})
+	// A static member (group instance id) is the group's to judge as well:
+	// TestTxnOffsetCommitOfAStaticMember.
+	r := offsetCommit("tx", pid, epoch, "g", "missing", map[int32]int64{0: 1})
 	if got := offsetCodes(h.m.TxnOffsetCommit(bg, h.cl, r, served)); got[0] != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("unserved partition: %v", got)
 	}

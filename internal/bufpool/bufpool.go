@@ -15,10 +15,14 @@ const (
 	perShift = 4
 )
 
-var pools [(maxShift - minShift + 1) * perShift]sync.Pool // *[]byte
+// pools holds one pool per class: the smallest class, then perShift per
+// power of two above it.
+var pools [1 + (maxShift-minShift)*perShift]sync.Pool // *[]byte
 
 // class is the index and size of the smallest class holding n bytes;
-// ok is false for n above the largest class.
+// ok is false for n above the largest class. Each class has its own
+// index: a pool holds buffers of one size, which serve every request of
+// its class.
 func class(n int) (idx, size int, ok bool) {
 	if n <= 1<<minShift {
 		return 0, 1 << minShift, true
@@ -29,7 +33,7 @@ func class(n int) (idx, size int, ok bool) {
 	}
 	step := 1 << k / perShift
 	j := (n - 1<<k + step - 1) / step // 1..perShift
-	return (k-minShift)*perShift + j - 1, 1<<k + j*step, true
+	return 1 + (k-minShift)*perShift + j - 1, 1<<k + j*step, true
 }
 
 // Get returns an empty buffer of capacity at least n, pooled when one is
