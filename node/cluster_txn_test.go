@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 )
@@ -53,7 +54,7 @@ func (e *clusterTxnEnv) values(t *testing.T, topic string, p int32) []string {
 	require.NoError(t, err)
 	var vs []string
 	for _, r := range rs[0].Records {
-		vs = append(vs, string(queen.DecodePayload(r.Payload, queen.ParseTS(r.TS)).Value))
+		vs = append(vs, string(envelope.DecodePayload(r.Payload, queen.ParseTS(r.TS)).Value))
 	}
 	return vs
 }

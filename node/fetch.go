@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
@@ -399,7 +400,7 @@ func (f *fetchFill) fill(s *fetchSlot, r *queen.FetchResult) {
 	var recs []recordbatch.Fetched
 	size := recordbatch.HeaderLen
 	for _, fr := range r.Records {
-		rec := queen.DecodePayload(fr.Payload, queen.ParseTS(fr.TS))
+		rec := envelope.DecodePayload(fr.Payload, queen.ParseTS(fr.TS))
 		if rec.Timestamp < 0 {
 			rec.Timestamp = -1 // an unreadable ts is no timestamp, not year 1
 		}
@@ -473,7 +474,7 @@ func storedBytes(b int) int {
 
 // recordBound is an upper bound on r's encoded size in a batch: every
 // varint at its widest, plus the bytes themselves.
-func recordBound(r *queen.Record) int {
+func recordBound(r *envelope.Record) int {
 	n := 5 + 1 + 10 + 5 + 5 + len(r.Key) + 5 + len(r.Value) + 5
 	for _, h := range r.Headers {
 		n += 10 + len(h.Key) + len(h.Value)

@@ -103,7 +103,7 @@ type txnResponseWire struct {
 // payload (most of the client's CPU on the produce path), and a list of
 // PushItems rendered afterwards costs a second copy and a fresh body per
 // push. Payloads are sent verbatim, so each must hold exactly one JSON
-// value (AppendEnvelope's output always does); an empty one is sent as
+// value (envelope.Append's output always does); an empty one is sent as
 // null. Client.PushBatch sends it and gives the buffer back.
 type PushBatch struct {
 	body []byte

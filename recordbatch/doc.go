@@ -21,7 +21,7 @@
 // It does not own: the Kafka wire of requests and responses (package node
 // decodes the frames and answers; this package sees one partition's record
 // bytes), the Queen HTTP client or any call to Queen (it only writes and
-// reads package queen's envelope format), producer ids and sequence numbers
+// reads package envelope's format), producer ids and sequence numbers
 // (ParseProduce reads them; deciding a batch's sequence is not done here),
 // the facade's configuration (the ceilings come in as Limits), and which
 // codec a topic's answers use (package node's compression.type).

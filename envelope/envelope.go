@@ -1,4 +1,4 @@
-package queen
+package envelope
 
 import (
 	"bytes"
@@ -31,10 +31,10 @@ type Record struct {
 	Timestamp int64
 }
 
-// AppendEnvelope appends r's payload envelope to dst, keys in the order h, k,
+// Append appends r's payload envelope to dst, keys in the order h, k,
 // t, v (byte-identical to a sorted-key JSON encoder), h omitted when empty and
 // t omitted when the timestamp is -1.
-func AppendEnvelope(dst []byte, r *Record) []byte {
+func Append(dst []byte, r *Record) []byte {
 	dst = append(dst, '{')
 	if len(r.Headers) > 0 {
 		dst = append(dst, `"h":[`...)
@@ -104,7 +104,7 @@ func decodeEnvelope(p []byte) (Record, bool) {
 	return decodeEnvelopeStrict(p)
 }
 
-// decodeCanonical reads exactly AppendEnvelope's bytes (keys h, k, t, v in
+// decodeCanonical reads exactly Append's bytes (keys h, k, t, v in
 // that order, no whitespace, no escapes, canonical base64) in one pass. It
 // answers false for anything else, including valid envelopes in another
 // form, which decodeEnvelopeStrict then judges; FuzzEnvelopeFastPath checks
@@ -319,19 +319,4 @@ func decodeB64Field(raw json.RawMessage) ([]byte, bool) {
 		b = []byte{}
 	}
 	return b, true
-}
-
-// ParseTS parses a fetch record's ts (§0: UTC, microseconds); a zero time
-// when it does not parse.
-func ParseTS(s string) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}
-	}
-	return t
-}
-
-// FormatTS renders t in the §0 record-time format.
-func FormatTS(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
 }
