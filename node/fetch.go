@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/budget"
 	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/queen"
@@ -332,11 +333,11 @@ func answerFetch(resp *kmsg.FetchResponse, fs *fetchsession.Fetch, answers []*km
 // not fit is an empty read with its real watermarks.
 type fetchFill struct {
 	enc    *recordbatch.Encoder
-	mem    *recordbatch.Budget // the node's fetch response bytes (fetchMemory); nil: unbounded
-	held   int64               // what the response's batches hold of mem
-	budget int                 // bytes the response has left (negative past an oversized first record)
-	taken  int                 // records in the response
-	full   bool                // a record did not fit what the response had left
+	mem    *budget.Budget // the node's fetch response bytes (fetchMemory); nil: unbounded
+	held   int64          // what the response's batches hold of mem
+	budget int            // bytes the response has left (negative past an oversized first record)
+	taken  int            // records in the response
+	full   bool           // a record did not fit what the response had left
 }
 
 // handOver gives what the response holds of the node's budget to c, which

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/budget"
 	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/fetchwatch"
@@ -69,13 +70,13 @@ type Node struct {
 	connIDs atomic.Uint64
 	// frames is the node's budget of request frame bytes being read or
 	// read and not yet answered, across every connection (frameBudget).
-	frames *recordbatch.Budget
+	frames *budget.Budget
 	// answers is the node's budget of Queen answers being read and
 	// decoded (answerMemory).
-	answers *recordbatch.Budget
+	answers *budget.Budget
 	// fetchMem is the node's budget of fetch response batches built and
 	// not yet written, across every connection (fetchMemory).
-	fetchMem *recordbatch.Budget
+	fetchMem *budget.Budget
 	// batches encodes fetch answers, compressed as each topic's
 	// compression.type asks.
 	batches *recordbatch.Encoder
@@ -143,9 +144,9 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		idleTimeout:  idleTimeout,
 		frameTimeout: frameTimeout,
 		authTimeout:  authTimeout,
-		frames:       recordbatch.NewBudget(frameBudget(cfg.MaxConnections)),
-		fetchMem:     recordbatch.NewBudget(fetchMemory),
-		answers:      recordbatch.NewBudget(answerMemory),
+		frames:       budget.New(frameBudget(cfg.MaxConnections)),
+		fetchMem:     budget.New(fetchMemory),
+		answers:      budget.New(answerMemory),
 		batches:      recordbatch.NewEncoder(),
 		cancelServed: func() {},
 		conns:        make(map[*Conn]struct{}),

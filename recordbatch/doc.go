@@ -5,11 +5,11 @@
 // decompression (gzip, snappy raw and xerial, lz4, zstd) streamed through a
 // limit so that a declared size is never trusted, the walk of a batch's
 // records into Queen payload envelopes (Decoder.Envelopes), the decode
-// budget every produce request of a process is paid on (Pool, Budget), and
-// the fetch-side encoding of stored records as one batch, uncompressed
-// (AppendFetchBatch) or compressed with any of the four codecs
-// (Encoder.AppendFetchBatch, never larger than the uncompressed batch), and
-// Kafka's names of the codecs and the Fetch version each needs.
+// budget every produce request of a process is paid on (Pool, holding a
+// budget.Budget), and the fetch-side encoding of stored records as one
+// batch, uncompressed (AppendFetchBatch) or compressed with any of the
+// four codecs (Encoder.AppendFetchBatch, never larger than the uncompressed
+// batch), and Kafka's names of the codecs and the Fetch version each needs.
 //
 // Bad input never crashes and never buys memory: every refusal is a Fault
 // carrying the Kafka error code a broker would send (CORRUPT_MESSAGE,
