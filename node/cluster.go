@@ -26,7 +26,7 @@ type cluster struct {
 	kv   registry.KV
 	self registry.Node
 	topo *clusterTopology
-	// owners answers coordinator.Ownership and holds the session once join
+	// owners answers ownership.Owners and holds the session once join
 	// bound it; before that ownership is unknown and the topology is this
 	// node alone.
 	owners *registry.Ownership

@@ -20,6 +20,7 @@ import (
 	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/metrics"
 	"github.com/queen-mq/queen-kafka/operator"
+	"github.com/queen-mq/queen-kafka/ownership"
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
@@ -164,7 +165,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	n.queen = q
 	n.stopping, n.stop = context.WithCancel(context.Background())
 	n.topo = singleTopology{host: cfg.AdvertisedHost, port: cfg.AdvertisedPort, cluster: cfg.Cluster}
-	var own coordinator.Ownership = coordinator.Single{Node: selfBroker(cfg)}
+	var own ownership.Owners = ownership.Single{Node: selfBroker(cfg)}
 	if cfg.Clustered() {
 		n.cluster = newCluster(registryConfig(cfg, log), q)
 		n.topo, own = n.cluster.topo, n.cluster.owners
