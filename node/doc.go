@@ -10,8 +10,9 @@
 // It does not own group state: membership, committed offsets and their
 // qk:group:/qk:groups:/qk:fence: rows are package coordinator's, which the
 // group and offset handlers call and which asks back only through narrow
-// seams: Ownership (who coordinates a key) and the Client's Topics (which
-// partitions this node serves, answered from the connection's catalogue).
+// seams: ownership.Owners (who coordinates a key) and the Client's Topics
+// (which partitions this node serves, answered from the connection's
+// catalogue).
 // It does not own the registry's qk:node: rows either, nor transactions:
 // transactional ids, their qk:txn: rows, stages, caps and commits are
 // package txn's, which the transaction handlers, InitProducerId's
