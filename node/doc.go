@@ -26,7 +26,7 @@
 // session (package registry) started from its registry.Config and the Queen
 // KV route between Listen and Serve; registry.Ownership handed to the
 // coordinator, whose DropUnowned runs at every change of the live set;
-// Metadata's brokers and leaders read from the live set (package hashring);
+// Metadata's brokers and leaders read from the live set (package topology);
 // and the catalogue kept current with topics other nodes create or widen.
 // With the variable unset none of it is built.
 //

@@ -24,6 +24,7 @@ import (
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/topology"
 	"github.com/queen-mq/queen-kafka/txn"
 )
 
@@ -54,7 +55,7 @@ type Node struct {
 	cfg   Config
 	log   *slog.Logger
 	queen *queen.Client
-	topo  topology
+	topo  topology.Layout
 	cats  *catalogs
 	ids   *identities      // SASL credentials' tenants (GET /auth/me)
 	now   func() time.Time // the node's clock; tests substitute it (withClock sets the catalogue's too)
@@ -164,7 +165,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	}
 	n.queen = q
 	n.stopping, n.stop = context.WithCancel(context.Background())
-	n.topo = singleTopology{host: cfg.AdvertisedHost, port: cfg.AdvertisedPort, cluster: cfg.Cluster}
+	n.topo = topology.Single{Host: cfg.AdvertisedHost, Port: cfg.AdvertisedPort, Cluster: cfg.Cluster}
 	var own ownership.Owners = ownership.Single{Node: selfBroker(cfg)}
 	if cfg.Clustered() {
 		n.cluster = newCluster(registryConfig(cfg, log), q)
