@@ -8,36 +8,39 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/ownership"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // movableOwnership is a node's view of the live set, which a test moves.
 type movableOwnership struct {
 	mu    sync.Mutex
-	self  Broker
-	owner Broker
+	self  ownership.Broker
+	owner ownership.Broker
 	err   error
 }
 
-func (o *movableOwnership) Owner(string) (Broker, error) {
+func (o *movableOwnership) Owner(string) (ownership.Broker, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.owner, o.err
 }
 
-func (o *movableOwnership) Redirect(string) (Broker, bool) { return Broker{}, false }
+func (o *movableOwnership) Redirect(string) (ownership.Broker, bool) {
+	return ownership.Broker{}, false
+}
 
-func (o *movableOwnership) Self() Broker { return o.self }
+func (o *movableOwnership) Self() ownership.Broker { return o.self }
 
-func (o *movableOwnership) set(b Broker, err error) {
+func (o *movableOwnership) set(b ownership.Broker, err error) {
 	o.mu.Lock()
 	o.owner, o.err = b, err
 	o.mu.Unlock()
 }
 
 var (
-	node1 = Broker{NodeID: 1, Host: "n1", Port: 9092}
-	node2 = Broker{NodeID: 2, Host: "n2", Port: 9093}
+	node1 = ownership.Broker{NodeID: 1, Host: "n1", Port: 9092}
+	node2 = ownership.Broker{NodeID: 2, Host: "n2", Port: 9093}
 )
 
 // clusterPair is two fenced coordinators over ONE store, each believing it
@@ -242,7 +245,7 @@ func TestNonOwnerAnswersNotCoordinator(t *testing.T) {
 		t.Fatalf("transaction key in a cluster %+v", r)
 	}
 	// Registry unavailable: every group RPC is COORDINATOR_NOT_AVAILABLE.
-	oa.set(Broker{}, ErrNoOwner)
+	oa.set(ownership.Broker{}, ownership.ErrNoOwner)
 	if c := a.heartbeat("g", m, gen); c != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("heartbeat without a registry %d", c)
 	}
@@ -256,7 +259,7 @@ func TestDropUnownedOnLiveSetChange(t *testing.T) {
 	a, _, oa, _ := clusterPair(t)
 	m, gen := a.stableSolo("g")
 	parked := a.joinAsync(joinReq(3, "g", ""))
-	oa.set(Broker{}, ErrNoOwner)
+	oa.set(ownership.Broker{}, ownership.ErrNoOwner)
 	a.c.DropUnowned()
 	if a.state("g") == "absent" {
 		t.Fatal("an unknown owner is not a handover")

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/queen-mq/queen-kafka/internal/ratelog"
+	"github.com/queen-mq/queen-kafka/ownership"
 )
 
 // Ceilings of seed 000 ("Ceilings that are not configurable").
@@ -24,9 +25,9 @@ const (
 // Config is how a Coordinator is built. Zero durations are legitimate for
 // JoinDelay only; the session bounds must be set.
 type Config struct {
-	KV        KV        // the node's own credential; a Client may override it
-	Ownership Ownership // nil is Single with a zero Broker
-	Clock     Clock     // nil is SystemClock
+	KV        KV               // the node's own credential; a Client may override it
+	Ownership ownership.Owners // nil is ownership.Single with a zero Broker
+	Clock     Clock            // nil is SystemClock
 	Log       *slog.Logger
 
 	JoinDelay         time.Duration // QUEEN_KAFKA_GROUP_JOIN_DELAY_MS
@@ -57,7 +58,7 @@ type Coordinator struct {
 	cfg   Config
 	log   *slog.Logger
 	clock Clock
-	own   Ownership
+	own   ownership.Owners
 
 	mu     sync.Mutex
 	groups map[groupKey]*group
@@ -84,7 +85,7 @@ func New(cfg Config) *Coordinator {
 		cfg.Clock = SystemClock{}
 	}
 	if cfg.Ownership == nil {
-		cfg.Ownership = Single{}
+		cfg.Ownership = ownership.Single{}
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()

@@ -25,8 +25,9 @@
 //   - the Queen HTTP client (package queen): the coordinator sees only the
 //     narrow KV interface, and writes no rows but its own three families;
 //   - who owns a key (a group id; later a transactional id) in a cluster:
-//     the Ownership interface answers, registry.Ownership in cluster mode
-//     and Single otherwise; the coordinator never reads the registry, and
+//     the ownership.Owners interface answers, registry.Ownership in
+//     cluster mode and ownership.Single otherwise; the coordinator never
+//     reads the registry, and
 //     cluster mode tells it of a changed live set through DropUnowned;
 //   - which topics and partitions exist: the node's catalogue answers
 //     through the Client's Topics, and OffsetCommit writes only the

@@ -24,7 +24,7 @@ import (
 // whichever node is asked (issue 9: a transactional id and a group of the
 // same name share an owner, which is harmless). A node that cannot name
 // owners (its registry heartbeat fails) names the owner among its peers
-// (Ownership.Redirect), which drop it once its row expires.
+// (ownership.Owners.Redirect), which drop it once its row expires.
 func (c *Coordinator) FindCoordinator(_ context.Context, _ Client, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if req.Version <= 3 {

@@ -8,18 +8,20 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/ownership"
 )
 
 // keyedOwnership owns each key by a hash of it over three brokers, so a
 // batch of keys spreads over owners the way a ring does; "down" keys
 // cannot be placed.
-type keyedOwnership struct{ self Broker }
+type keyedOwnership struct{ self ownership.Broker }
 
-var threeBrokers = []Broker{{1, "n1", 9091}, {2, "n2", 9092}, {3, "n3", 9093}}
+var threeBrokers = []ownership.Broker{{NodeID: 1, Host: "n1", Port: 9091}, {NodeID: 2, Host: "n2", Port: 9092}, {NodeID: 3, Host: "n3", Port: 9093}}
 
-func (keyedOwnership) Owner(key string) (Broker, error) {
+func (keyedOwnership) Owner(key string) (ownership.Broker, error) {
 	if strings.HasPrefix(key, "down") {
-		return Broker{}, ErrNoOwner
+		return ownership.Broker{}, ownership.ErrNoOwner
 	}
 	h := fnv.New32a()
 	h.Write([]byte(key))
@@ -28,14 +30,14 @@ func (keyedOwnership) Owner(key string) (Broker, error) {
 
 // Redirect names node 3 for a key "down-aside…" (a node set aside that
 // knows its peers), nothing for any other.
-func (keyedOwnership) Redirect(key string) (Broker, bool) {
+func (keyedOwnership) Redirect(key string) (ownership.Broker, bool) {
 	if strings.HasPrefix(key, "down-aside") {
 		return threeBrokers[2], true
 	}
-	return Broker{}, false
+	return ownership.Broker{}, false
 }
 
-func (o keyedOwnership) Self() Broker { return o.self }
+func (o keyedOwnership) Self() ownership.Broker { return o.self }
 
 func findReq(version int16, typ int8, keys ...string) *kmsg.FindCoordinatorRequest {
 	r := kmsg.NewPtrFindCoordinatorRequest()

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
+	"github.com/queen-mq/queen-kafka/ownership"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 )
@@ -52,7 +53,7 @@ func newHarnessOn(t testing.TB, inner KV, mod func(*Config)) *harness {
 	cfg := Config{
 		KV:                h.kv,
 		Clock:             h.clock,
-		Ownership:         Single{Node: Broker{NodeID: 0, Host: "127.0.0.1", Port: 9092}},
+		Ownership:         ownership.Single{Node: ownership.Broker{NodeID: 0, Host: "127.0.0.1", Port: 9092}},
 		MinSessionTimeout: 6 * time.Second,
 		MaxSessionTimeout: 300 * time.Second,
 		Log:               slog.New(slog.DiscardHandler),

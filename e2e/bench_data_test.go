@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -96,8 +97,8 @@ func produceDirect(b *testing.B, q *queen.Client, topic string, n int) float64 {
 		p := strconv.Itoa((i / batch) % benchPartitions)
 		items := make([]queen.PushItem, 0, batch)
 		for j := i; j < i+batch && j < n; j++ {
-			rec := queen.Record{Key: []byte(strconv.Itoa(j)), Value: benchValue, Timestamp: now}
-			items = append(items, queen.PushItem{Queue: topic, Partition: p, Payload: queen.AppendEnvelope(nil, &rec)})
+			rec := envelope.Record{Key: []byte(strconv.Itoa(j)), Value: benchValue, Timestamp: now}
+			items = append(items, queen.PushItem{Queue: topic, Partition: p, Payload: envelope.Append(nil, &rec)})
 		}
 		i += batch
 		return items
@@ -223,7 +224,7 @@ func latencyDirect(b *testing.B, q *queen.Client, topic string, rate int, d time
 				continue
 			}
 			for _, r := range res[0].Records {
-				rec := queen.DecodePayload(r.Payload, time.Time{})
+				rec := envelope.DecodePayload(r.Payload, time.Time{})
 				if sent, err := strconv.ParseInt(string(rec.Key), 10, 64); err == nil {
 					lat = append(lat, float64(time.Now().UnixNano()-sent)/1e6)
 				}
@@ -232,8 +233,8 @@ func latencyDirect(b *testing.B, q *queen.Client, topic string, rate int, d time
 		}
 	}()
 	pace(rate, total, func() {
-		rec := queen.Record{Key: []byte(strconv.FormatInt(time.Now().UnixNano(), 10)), Value: benchValue, Timestamp: -1}
-		go q.Push(ctx, []queen.PushItem{{Queue: topic, Partition: "0", Payload: queen.AppendEnvelope(nil, &rec)}})
+		rec := envelope.Record{Key: []byte(strconv.FormatInt(time.Now().UnixNano(), 10)), Value: benchValue, Timestamp: -1}
+		go q.Push(ctx, []queen.PushItem{{Queue: topic, Partition: "0", Payload: envelope.Append(nil, &rec)}})
 	})
 	<-done
 	return lat

@@ -40,7 +40,7 @@ import (
 //     and parse the request header and body with kmsg, as the facade does;
 //   - Produce: per partition recordbatch.ParseProduce (the v2 batch header
 //     and its CRC-32C) and recordbatch.Decoder.Envelopes (kmsg's record
-//     parse and queen.AppendEnvelope's base64 JSON envelope: the facade's
+//     parse and envelope.Append's base64 JSON envelope: the facade's
 //     own code, with its decode-budget bookkeeping, paid per 256 KiB), each
 //     record's dedup key (producer.DedupKeys, part of the push body's
 //     format), the whole request's records as one queen.PushBatch sent by

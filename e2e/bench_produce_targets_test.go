@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -132,8 +133,8 @@ func pushWindow(b *testing.B, q *queen.Client, topic string) float64 {
 		now := time.Now().UnixMilli()
 		items := make([]queen.PushItem, batch)
 		for j := range items {
-			rec := queen.Record{Value: targetValues[n%len(targetValues)], Timestamp: now}
-			items[j] = queen.PushItem{Queue: topic, Partition: part, Payload: queen.AppendEnvelope(nil, &rec), TransactionID: keys[j]}
+			rec := envelope.Record{Value: targetValues[n%len(targetValues)], Timestamp: now}
+			items[j] = queen.PushItem{Queue: topic, Partition: part, Payload: envelope.Append(nil, &rec), TransactionID: keys[j]}
 			n++
 		}
 		return items

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -83,9 +84,9 @@ func createWide(tb testing.TB, seeds []string) string {
 // trickle whoever consumes it.
 func pushTrickle(ctx context.Context, q *queen.Client, topic string, rate, total int) {
 	pace(rate, total, func() {
-		rec := queen.Record{Key: []byte(strconv.FormatInt(time.Now().UnixNano(), 10)), Value: []byte("trickle"), Timestamp: -1}
+		rec := envelope.Record{Key: []byte(strconv.FormatInt(time.Now().UnixNano(), 10)), Value: []byte("trickle"), Timestamp: -1}
 		p := strconv.Itoa(rand.IntN(wideParts))
-		go q.Push(ctx, []queen.PushItem{{Queue: topic, Partition: p, Payload: queen.AppendEnvelope(nil, &rec)}})
+		go q.Push(ctx, []queen.PushItem{{Queue: topic, Partition: p, Payload: envelope.Append(nil, &rec)}})
 	})
 }
 
@@ -322,7 +323,7 @@ func longPollWide(tb testing.TB, q *queen.Client, topic string, rate, total int)
 				mu.Lock()
 				for i := range res {
 					for _, r := range res[i].Records {
-						rec := queen.DecodePayload(r.Payload, time.Time{})
+						rec := envelope.DecodePayload(r.Payload, time.Time{})
 						if sent, err := strconv.ParseInt(string(rec.Key), 10, 64); err == nil {
 							lat = append(lat, float64(now-sent)/1e6)
 						}

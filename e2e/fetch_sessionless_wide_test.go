@@ -9,6 +9,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -79,7 +80,7 @@ func TestFetchWideLibrdkafka(t *testing.T) {
 	for i := 0; i < total; i++ {
 		p := (i * 97) % parts
 		v := "trickle-" + strconv.Itoa(i)
-		if _, err := q.Push(ctx, []queen.PushItem{{Queue: topic, Partition: strconv.Itoa(p), Payload: queen.AppendEnvelope(nil, &queen.Record{Value: []byte(v), Timestamp: -1})}}); err != nil {
+		if _, err := q.Push(ctx, []queen.PushItem{{Queue: topic, Partition: strconv.Itoa(p), Payload: envelope.Append(nil, &envelope.Record{Value: []byte(v), Timestamp: -1})}}); err != nil {
 			t.Fatal(err)
 		}
 		want[fmt.Sprintf("%d@0=%s", p, v)] = 1

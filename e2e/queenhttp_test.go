@@ -116,9 +116,9 @@ func (d *queenDev) fetch(t testing.TB, queue, partition string, offset int64) fe
 	return res.Entries[0]
 }
 
-// envelope is the payload the facade writes for one Kafka record (contract
+// storedEnvelope is the payload the facade writes for one Kafka record (contract
 // §11). Pointers keep JSON null apart from an absent or empty field.
-type envelope struct {
+type storedEnvelope struct {
 	K *string       `json:"k"`
 	V *string       `json:"v"`
 	H []envelopeHdr `json:"h"`
@@ -132,7 +132,7 @@ type envelopeHdr struct {
 
 // decodeEnvelope parses a stored payload strictly: exactly the envelope's
 // keys, k and v always present.
-func decodeEnvelope(t testing.TB, raw json.RawMessage) envelope {
+func decodeEnvelope(t testing.TB, raw json.RawMessage) storedEnvelope {
 	t.Helper()
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &keys); err != nil {
@@ -151,7 +151,7 @@ func decodeEnvelope(t testing.TB, raw json.RawMessage) envelope {
 	if _, ok := keys["v"]; !ok {
 		t.Fatalf("payload %s has no v", raw)
 	}
-	var e envelope
+	var e storedEnvelope
 	if err := json.Unmarshal(raw, &e); err != nil {
 		t.Fatalf("payload %s: %v", raw, err)
 	}

@@ -27,7 +27,7 @@ func (n *Node) handleApiVersions(_ context.Context, _ *Conn, req *kmsg.ApiVersio
 		case (req.ClusterID == nil) != (req.NodeID == -1):
 			resp.ErrorCode = kerr.InvalidRequest.Code
 			return resp, nil
-		case req.ClusterID != nil && (*req.ClusterID != n.topo.clusterID() || req.NodeID != n.topo.selfID()):
+		case req.ClusterID != nil && (*req.ClusterID != n.topo.ClusterID() || req.NodeID != n.topo.SelfID()):
 			resp.ErrorCode = kerr.RebootstrapRequired.Code
 			return resp, nil
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/registry"
+	"github.com/queen-mq/queen-kafka/topology"
 )
 
 // cluster is cluster mode on one node (QUEEN_KAFKA_NODE_ID set): the
@@ -26,8 +27,8 @@ type cluster struct {
 	cfg  registry.Config // the session's, incarnation included
 	kv   registry.KV
 	self registry.Node
-	topo *clusterTopology
-	// owners answers coordinator.Ownership and holds the session once join
+	topo *topology.Cluster
+	// owners answers ownership.Owners and holds the session once join
 	// bound it; before that ownership is unknown and the topology is this
 	// node alone.
 	owners *registry.Ownership
@@ -48,7 +49,7 @@ func newCluster(cfg registry.Config, kv registry.KV) *cluster {
 	}
 	self := registry.Node{ID: cfg.NodeID, Host: cfg.Host, Port: cfg.Port}
 	c := &cluster{cfg: cfg, kv: kv, self: self, owners: registry.NewOwnership(self), lost: make(chan error, 1)}
-	c.topo = newClusterTopology(c)
+	c.topo = topology.NewCluster(self, cfg.Cluster, c.view, c.vouched)
 	return c
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 )
@@ -53,7 +54,7 @@ func (e *clusterTxnEnv) values(t *testing.T, topic string, p int32) []string {
 	require.NoError(t, err)
 	var vs []string
 	for _, r := range rs[0].Records {
-		vs = append(vs, string(queen.DecodePayload(r.Payload, queen.ParseTS(r.TS)).Value))
+		vs = append(vs, string(envelope.DecodePayload(r.Payload, queen.ParseTS(r.TS)).Value))
 	}
 	return vs
 }
@@ -197,7 +198,7 @@ func TestClusterNodeThatCannotReachKVSendsProducersAway(t *testing.T) {
 	n1 := e.nodes[0]
 	leads := func(n *Node, self int32) (mine []int32) {
 		for p := range int32(parts) {
-			if l, _ := n.topo.leaderFor("out", p); l == self {
+			if l, _ := n.topo.LeaderFor("out", p); l == self {
 				mine = append(mine, p)
 			}
 		}
@@ -224,7 +225,7 @@ func TestClusterNodeThatCannotReachKVSendsProducersAway(t *testing.T) {
 	require.Eventually(t, func() bool { return !n1.cluster.session().Healthy() }, 5*time.Second, 10*time.Millisecond,
 		"node 1 still healthy with every KV call failing")
 	require.Empty(t, leads(n1, 1), "a node that cannot vouch for its membership advertises no partition as its own")
-	require.True(t, slices.ContainsFunc(n1.topo.brokers(), func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == 1 }),
+	require.True(t, slices.ContainsFunc(n1.topo.Brokers(), func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == 1 }),
 		"it still lists itself as a broker")
 	for _, p := range mine {
 		code, _ := x.produce(e.k[0], "out", p, "via-1")

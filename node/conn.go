@@ -17,10 +17,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/budget"
 	"github.com/queen-mq/queen-kafka/fetchwatch"
 	"github.com/queen-mq/queen-kafka/internal/bufpool"
 	"github.com/queen-mq/queen-kafka/queen"
-	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
 // Conn is one client connection. Requests are read ahead (at most
@@ -49,7 +49,7 @@ type Conn struct {
 	// budget bounds the bytes of requests read ahead and not yet
 	// answered: at most maxInFlight requests, and at most one maximum
 	// frame's worth of bytes, so read-ahead never multiplies the ceiling.
-	budget *recordbatch.Budget
+	budget *budget.Budget
 	// framesHeld is what this connection holds of the node's frame budget
 	// (Node.frames): the buffers of its frames being read and of those read
 	// and not yet answered.
@@ -124,7 +124,7 @@ func (q *queued) recycle() {
 }
 
 func newConn(n *Node, nc net.Conn) *Conn {
-	c := &Conn{n: n, id: n.connIDs.Add(1), nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: recordbatch.NewBudget(maxFrame), turn: make(chan struct{}, 1)}
+	c := &Conn{n: n, id: n.connIDs.Add(1), nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: budget.New(maxFrame), turn: make(chan struct{}, 1)}
 	c.log = n.log.With("remote", c.remote)
 	if n.cfg.SASL != "" {
 		c.authBy = time.Now().Add(n.authTimeout)

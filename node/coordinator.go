@@ -7,15 +7,16 @@ import (
 
 	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/ownership"
 )
 
 // newCoordinator builds the group coordinator of a node configured by cfg,
-// whose groups own decides (coordinator.Single in single mode,
+// whose groups own decides (ownership.Single in single mode,
 // registry.Ownership in a cluster). Cluster mode fences every offset write
 // with this node's id and the process's incarnation, so that a node that
 // lost a group without noticing can never overwrite its successor's
 // commits.
-func newCoordinator(cfg config.Facade, kv coordinator.KV, log *slog.Logger, own coordinator.Ownership, incarnation string) *coordinator.Coordinator {
+func newCoordinator(cfg config.Facade, kv coordinator.KV, log *slog.Logger, own ownership.Owners, incarnation string) *coordinator.Coordinator {
 	return coordinator.New(coordinator.Config{
 		KV:                kv,
 		Ownership:         own,
@@ -45,8 +46,8 @@ func identityShare(cfg config.Facade) int {
 }
 
 // selfBroker is this node as FindCoordinator names it in single mode.
-func selfBroker(cfg config.Facade) coordinator.Broker {
-	return coordinator.Broker{NodeID: int32(cfg.NodeID), Host: cfg.AdvertisedHost, Port: cfg.AdvertisedPort}
+func selfBroker(cfg config.Facade) ownership.Broker {
+	return ownership.Broker{NodeID: int32(cfg.NodeID), Host: cfg.AdvertisedHost, Port: cfg.AdvertisedPort}
 }
 
 // groupClient is the connection as the coordinator needs it: the member's

@@ -116,7 +116,7 @@ func (n *Node) planCreate(t kmsg.CreateTopicsRequestTopic) (createPlan, int16, s
 	}
 	switch {
 	case t.ReplicationFactor == -1:
-		p.rf = int16(len(n.topo.brokers()))
+		p.rf = int16(len(n.topo.Brokers()))
 	case t.ReplicationFactor <= 0:
 		return p, kerr.InvalidReplicationFactor.Code, "Replication factor must be larger than 0, or -1 to use the default value."
 	default:

@@ -38,9 +38,9 @@ func (n *Node) handleDescribeCluster(_ context.Context, _ *Conn, req *kmsg.Descr
 		return resp, nil
 	}
 	resp.EndpointType = brokerEndpoint
-	resp.ClusterID = n.topo.clusterID()
-	resp.ControllerID = n.topo.controllerID()
-	for _, b := range n.topo.brokers() {
+	resp.ClusterID = n.topo.ClusterID()
+	resp.ControllerID = n.topo.ControllerID()
+	for _, b := range n.topo.Brokers() {
 		db := kmsg.NewDescribeClusterResponseBroker()
 		db.NodeID, db.Host, db.Port, db.Rack = b.NodeID, b.Host, b.Port, b.Rack
 		resp.Brokers = append(resp.Brokers, db)

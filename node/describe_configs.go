@@ -100,7 +100,7 @@ func (n *Node) isBroker(name string) bool {
 	if err != nil {
 		return false
 	}
-	for _, b := range n.topo.brokers() {
+	for _, b := range n.topo.Brokers() {
 		if int64(b.NodeID) == id {
 			return true
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 )
@@ -186,7 +186,7 @@ func TestBatchRecords(t *testing.T) {
 	batch := func(offsets ...int64) []byte {
 		var recs []recordbatch.Fetched
 		for _, o := range offsets {
-			recs = append(recs, recordbatch.Fetched{Offset: o, Record: queen.Record{Value: []byte("v"), Timestamp: 1}})
+			recs = append(recs, recordbatch.Fetched{Offset: o, Record: envelope.Record{Value: []byte("v"), Timestamp: 1}})
 		}
 		return recordbatch.AppendFetchBatch(nil, recs)
 	}

@@ -11,8 +11,9 @@
 // It does not own group state: membership, committed offsets and their
 // qk:group:/qk:groups:/qk:fence: rows are package coordinator's, which the
 // group and offset handlers call and which asks back only through narrow
-// seams: Ownership (who coordinates a key) and the Client's Topics (which
-// partitions this node serves, answered from the connection's catalogue).
+// seams: ownership.Owners (who coordinates a key) and the Client's Topics
+// (which partitions this node serves, answered from the connection's
+// catalogue).
 // It does not own the registry's qk:node: rows either, nor transactions:
 // transactional ids, their qk:txn: rows, stages, caps and commits are
 // package txn's, which the transaction handlers, InitProducerId's
@@ -26,7 +27,7 @@
 // session (package registry) started from its registry.Config and the Queen
 // KV route between Listen and Serve; registry.Ownership handed to the
 // coordinator, whose DropUnowned runs at every change of the live set;
-// Metadata's brokers and leaders read from the live set (package hashring);
+// Metadata's brokers and leaders read from the live set (package topology);
 // and the catalogue kept current with topics other nodes create or widen.
 // With the variable unset none of it is built.
 //

@@ -8,7 +8,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/budget"
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/queen"
@@ -333,11 +335,11 @@ func answerFetch(resp *kmsg.FetchResponse, fs *fetchsession.Fetch, answers []*km
 // not fit is an empty read with its real watermarks.
 type fetchFill struct {
 	enc    *recordbatch.Encoder
-	mem    *recordbatch.Budget // the node's fetch response bytes (fetchMemory); nil: unbounded
-	held   int64               // what the response's batches hold of mem
-	budget int                 // bytes the response has left (negative past an oversized first record)
-	taken  int                 // records in the response
-	full   bool                // a record did not fit what the response had left
+	mem    *budget.Budget // the node's fetch response bytes (fetchMemory); nil: unbounded
+	held   int64          // what the response's batches hold of mem
+	budget int            // bytes the response has left (negative past an oversized first record)
+	taken  int            // records in the response
+	full   bool           // a record did not fit what the response had left
 }
 
 // handOver gives what the response holds of the node's budget to c, which
@@ -401,7 +403,7 @@ func (f *fetchFill) fill(s *fetchSlot, r *queen.FetchResult) {
 	var recs []recordbatch.Fetched
 	size := recordbatch.HeaderLen
 	for _, fr := range r.Records {
-		rec := queen.DecodePayload(fr.Payload, queen.ParseTS(fr.TS))
+		rec := envelope.DecodePayload(fr.Payload, queen.ParseTS(fr.TS))
 		if rec.Timestamp < 0 {
 			rec.Timestamp = -1 // an unreadable ts is no timestamp, not year 1
 		}
@@ -475,7 +477,7 @@ func storedBytes(b int) int {
 
 // recordBound is an upper bound on r's encoded size in a batch: every
 // varint at its widest, plus the bytes themselves.
-func recordBound(r *queen.Record) int {
+func recordBound(r *envelope.Record) int {
 	n := 5 + 1 + 10 + 5 + 5 + len(r.Key) + 5 + len(r.Value) + 5
 	for _, h := range r.Headers {
 		n += 10 + len(h.Key) + len(h.Value)

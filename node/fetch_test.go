@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/budget"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 	"github.com/queen-mq/queen-kafka/recordbatch"
@@ -182,7 +183,7 @@ func TestFetchResponsesShareTheNodeBudget(t *testing.T) {
 		recs := []kmsg.Record{{Value: big}, {Value: big}}
 		e.produce("t", p, batchtest.Batch{FirstTS: 1, Records: recs}.Encode(t))
 	}
-	e.n.fetchMem = recordbatch.NewBudget(150_000)
+	e.n.fetchMem = budget.New(150_000)
 	both := func() []kmsg.FetchResponseTopicPartition {
 		return e.fetch(fetchReq(6, 0, 1, 1<<20, fetchPart{"t", 0, 0, 1 << 20}, fetchPart{"t", 1, 0, 1 << 20})).Topics[0].Partitions
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
@@ -86,7 +87,7 @@ func TestFetchWideCarriesResponseBudget(t *testing.T) {
 	value := bytes.Repeat([]byte("v"), 2000)
 	items := make([]queen.PushItem, parts)
 	for p := range items {
-		items[p] = queen.PushItem{Queue: "wide", Partition: strconv.Itoa(p), Payload: queen.AppendEnvelope(nil, &queen.Record{Value: value, Timestamp: 1})}
+		items[p] = queen.PushItem{Queue: "wide", Partition: strconv.Itoa(p), Payload: envelope.Append(nil, &envelope.Record{Value: value, Timestamp: 1})}
 	}
 	_, err := e.q.Push(context.Background(), items)
 	require.NoError(t, err)

@@ -11,9 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/budget"
 	"github.com/queen-mq/queen-kafka/internal/bufpool"
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
-	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
 // A body's buffer grows with the bytes that arrived: a peer that declares
@@ -94,7 +94,7 @@ func TestReadBodyLeavesPooledFramesToTheCollector(t *testing.T) {
 // connection that ends, however, gives back all it held.
 func TestFrameBudgetAcrossConnections(t *testing.T) {
 	n, _ := newTestNode(t, nil)
-	n.frames = recordbatch.NewBudget(4 * frameChunk)
+	n.frames = budget.New(4 * frameChunk)
 	n.frameTimeout = time.Second
 	addr := serveTestNode(t, n)
 

@@ -24,10 +24,10 @@ const maxAutoCreates = 100
 // catalogue, auto-creating named topics the client allows it to.
 func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers = n.topo.brokers()
-	cid := n.topo.clusterID()
+	resp.Brokers = n.topo.Brokers()
+	cid := n.topo.ClusterID()
 	resp.ClusterID = &cid
-	resp.ControllerID = n.topo.controllerID()
+	resp.ControllerID = n.topo.ControllerID()
 
 	cat := n.cats.For(callerOf(c))
 	refreshErr := cat.Ensure(ctx, callerOf(c), false)
@@ -213,7 +213,7 @@ func (n *Node) metaTopic(name string, width int32, id [16]byte) kmsg.MetadataRes
 		p := &t.Partitions[i]
 		p.Default()
 		p.Partition = int32(i)
-		p.Leader, p.Replicas = n.topo.leaderFor(name, p.Partition)
+		p.Leader, p.Replicas = n.topo.LeaderFor(name, p.Partition)
 		p.ISR = p.Replicas
 		p.LeaderEpoch = -1
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/budget"
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/coordinator"
@@ -21,9 +22,11 @@ import (
 	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/metrics"
 	"github.com/queen-mq/queen-kafka/operator"
+	"github.com/queen-mq/queen-kafka/ownership"
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/topology"
 	"github.com/queen-mq/queen-kafka/txn"
 )
 
@@ -54,7 +57,7 @@ type Node struct {
 	cfg   config.Facade
 	log   *slog.Logger
 	queen *queen.Client
-	topo  topology
+	topo  topology.Layout
 	cats  *catalogue.Catalogues
 	ids   *identities      // SASL credentials' tenants (GET /auth/me)
 	now   func() time.Time // the node's clock; tests substitute it (withClock sets the catalogue's too)
@@ -71,13 +74,13 @@ type Node struct {
 	connIDs atomic.Uint64
 	// frames is the node's budget of request frame bytes being read or
 	// read and not yet answered, across every connection (frameBudget).
-	frames *recordbatch.Budget
+	frames *budget.Budget
 	// answers is the node's budget of Queen answers being read and
 	// decoded (answerMemory).
-	answers *recordbatch.Budget
+	answers *budget.Budget
 	// fetchMem is the node's budget of fetch response batches built and
 	// not yet written, across every connection (fetchMemory).
-	fetchMem *recordbatch.Budget
+	fetchMem *budget.Budget
 	// batches encodes fetch answers, compressed as each topic's
 	// compression.type asks.
 	batches *recordbatch.Encoder
@@ -145,9 +148,9 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 		idleTimeout:  idleTimeout,
 		frameTimeout: frameTimeout,
 		authTimeout:  authTimeout,
-		frames:       recordbatch.NewBudget(frameBudget(cfg.MaxConnections)),
-		fetchMem:     recordbatch.NewBudget(fetchMemory),
-		answers:      recordbatch.NewBudget(answerMemory),
+		frames:       budget.New(frameBudget(cfg.MaxConnections)),
+		fetchMem:     budget.New(fetchMemory),
+		answers:      budget.New(answerMemory),
 		batches:      recordbatch.NewEncoder(),
 		cancelServed: func() {},
 		conns:        make(map[*Conn]struct{}),
@@ -164,8 +167,8 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	}
 	n.queen = q
 	n.stopping, n.stop = context.WithCancel(context.Background())
-	n.topo = singleTopology{host: cfg.AdvertisedHost, port: cfg.AdvertisedPort, cluster: cfg.Cluster}
-	var own coordinator.Ownership = coordinator.Single{Node: selfBroker(cfg)}
+	n.topo = topology.Single{Host: cfg.AdvertisedHost, Port: cfg.AdvertisedPort, Cluster: cfg.Cluster}
+	var own ownership.Owners = ownership.Single{Node: selfBroker(cfg)}
 	if cfg.Clustered() {
 		n.cluster = newCluster(registryConfig(cfg, log), q)
 		n.topo, own = n.cluster.topo, n.cluster.owners

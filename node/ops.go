@@ -8,10 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/budget"
 	"github.com/queen-mq/queen-kafka/metrics"
 	"github.com/queen-mq/queen-kafka/operator"
 	"github.com/queen-mq/queen-kafka/queen"
-	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
 // The operator listener (QUEEN_KAFKA_HTTP_ADDR): /metrics over the node's
@@ -233,6 +233,6 @@ func (n *Node) snapshot() metrics.Snapshot {
 }
 
 // budgetUse is what a scrape reports of b.
-func budgetUse(b *recordbatch.Budget) metrics.Budget {
+func budgetUse(b *budget.Budget) metrics.Budget {
 	return metrics.Budget{InUse: b.Size() - b.Free(), Size: b.Size()}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
@@ -117,7 +118,7 @@ func BenchmarkProduceVsDirectPush(b *testing.B) {
 		b.SetBytes(100 * 1024)
 		items := make([]queen.PushItem, len(recs))
 		for i, r := range recs {
-			items[i] = queen.PushItem{Queue: "bench", Partition: "1", Payload: queen.AppendEnvelope(nil, &queen.Record{Key: r.Key, Value: r.Value, Timestamp: 1})}
+			items[i] = queen.PushItem{Queue: "bench", Partition: "1", Payload: envelope.Append(nil, &envelope.Record{Key: r.Key, Value: r.Value, Timestamp: 1})}
 		}
 		for b.Loop() {
 			if _, err := e.q.Push(context.Background(), items); err != nil {

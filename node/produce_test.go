@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/queen"
@@ -117,13 +118,13 @@ func (e *dataEnv) produce(topic string, partition int32, raw []byte) kmsg.Produc
 }
 
 // stored reads partition's records straight from Queen.
-func (e *dataEnv) stored(topic string, partition int32) (queen.FetchResult, []queen.Record) {
+func (e *dataEnv) stored(topic string, partition int32) (queen.FetchResult, []envelope.Record) {
 	e.t.Helper()
 	rs, err := e.q.Fetch(context.Background(), queen.FetchRequest{Entries: []queen.FetchEntry{{Queue: topic, Partition: fmt.Sprint(partition), Offset: 0, MaxBytes: 8 << 20}}})
 	require.NoError(e.t, err)
-	var out []queen.Record
+	var out []envelope.Record
 	for _, r := range rs[0].Records {
-		out = append(out, queen.DecodePayload(r.Payload, queen.ParseTS(r.TS)))
+		out = append(out, envelope.DecodePayload(r.Payload, queen.ParseTS(r.TS)))
 	}
 	return rs[0], out
 }
@@ -140,7 +141,7 @@ func TestProduceStoresEnvelopesAtRealOffsets(t *testing.T) {
 	require.Equal(t, int64(15), res.HighWatermark)
 	for i := 0; i < 15; i += 3 {
 		require.Equal(t, []byte("order-42"), recs[i].Key)
-		require.Equal(t, []queen.Header{{Key: "content-type", Value: []byte("application/json")}, {Key: "null-header"}}, recs[i].Headers)
+		require.Equal(t, []envelope.Header{{Key: "content-type", Value: []byte("application/json")}, {Key: "null-header"}}, recs[i].Headers)
 		require.Equal(t, int64(1787824800123), recs[i].Timestamp)
 		require.Nil(t, recs[i+1].Key)
 		require.Equal(t, []byte{}, recs[i+2].Key)

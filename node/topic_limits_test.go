@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
-	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
@@ -28,7 +28,7 @@ var readBackPool = recordbatch.NewPool(recordbatch.Limits{Frame: 64 << 20})
 // fetchedRecords reads a fetch answer's one batch back through the
 // produce side's checks and decoder (CRC, codec, records), as a consumer
 // would, and returns its codec and records.
-func fetchedRecords(t *testing.T, raw []byte) (int, []queen.Record) {
+func fetchedRecords(t *testing.T, raw []byte) (int, []envelope.Record) {
 	t.Helper()
 	var rb kmsg.RecordBatch
 	require.Nil(t, recordbatch.ParseProduce(raw, &rb))
@@ -37,10 +37,10 @@ func fetchedRecords(t *testing.T, raw []byte) (int, []queen.Record) {
 	d.StartRequest()
 	buf, ends, f := d.Envelopes(&rb, "t", nil, nil)
 	require.Nil(t, f)
-	var out []queen.Record
+	var out []envelope.Record
 	at := 0
 	for _, end := range ends {
-		out = append(out, queen.DecodePayload(append([]byte(nil), buf[at:end]...), time.Time{}))
+		out = append(out, envelope.DecodePayload(append([]byte(nil), buf[at:end]...), time.Time{}))
 		at = end
 	}
 	return int(rb.Attributes & recordbatch.AttrCodecMask), out
@@ -75,7 +75,7 @@ func TestFetchCompressionType(t *testing.T) {
 		{"", recordbatch.CodecNone, recordbatch.CodecNone, false},
 	}
 	recs := textRecords(20)
-	var plainStored []queen.Record
+	var plainStored []envelope.Record
 	for _, tc := range cases {
 		topic := "c-" + tc.value
 		cfg := map[string]string{}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/queen-mq/queen-kafka/budget"
 	"github.com/queen-mq/queen-kafka/queen"
-	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
 // TestAnswersBudgetHoldsWhatIsRead: an answer of answerHoldMin bytes or
@@ -38,7 +38,7 @@ func TestAnswersBudgetHoldsWhatIsRead(t *testing.T) {
 	defer srv.Close()
 
 	const size = 1 << 20
-	b := recordbatch.NewBudget(size)
+	b := budget.New(size)
 	c, err := queen.New(queen.Config{URL: srv.URL, Answers: b})
 	require.NoError(t, err)
 	qs, err := c.As("tenant-token", "").Queues(context.Background())

@@ -48,7 +48,7 @@ type Config struct {
 	Answers Budget
 }
 
-// Budget is a bound on bytes held at once (recordbatch.Budget is one).
+// Budget is a bound on bytes held at once (budget.Budget is one).
 type Budget interface {
 	Acquire(ctx context.Context, n int64) error
 	Release(n int64)

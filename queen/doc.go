@@ -1,8 +1,9 @@
 // Package queen is the facade's only door to a Queen broker: one method per
 // route of the HTTP contract (../shared/queen-api.md), the wire types both the
 // client and the development broker (package queen/dev) speak, the typed
-// errors a caller maps to Kafka error codes, the record payload envelope of
-// §11 and the qk: key layout of §10.
+// errors a caller maps to Kafka error codes and the qk: key layout of §10.
+// The record payload envelope of §11 is package envelope's, and the JSON
+// string rules of every body are package internal/jsontext's.
 //
 // Keeping the contract in one package is deliberate: the facade will be
 // pointed at a real Queen later, so the client and the dev broker must agree

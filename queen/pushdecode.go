@@ -2,9 +2,10 @@ package queen
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
+
+	"github.com/queen-mq/queen-kafka/internal/jsontext"
 )
 
 // decodePushResponse parses the 201 body of POST /api/v1/push (an array of
@@ -180,7 +181,7 @@ func decodeCanonicalPush(p []byte, text string) ([]pushResultWire, bool) {
 			return "", false
 		}
 		n := bytes.IndexByte(p[i+1:], '"')
-		if n < 0 || !plainASCII(p[i+1:i+1+n]) {
+		if n < 0 || !jsontext.PlainASCII(p[i+1:i+1+n]) {
 			return "", false
 		}
 		v := text[i+1 : i+1+n]
@@ -252,23 +253,4 @@ func decodeCanonicalPush(p []byte, text string) ([]pushResultWire, bool) {
 		}
 		return nil, false
 	}
-}
-
-// plainASCII reports that b is printable ASCII without a backslash: a JSON
-// string body whose text is its value (b holds no quote: the caller cut it
-// at the first one).
-func plainASCII(b []byte) bool {
-	for len(b) >= 8 {
-		x := binary.LittleEndian.Uint64(b)
-		if x&msb8 != 0 || !plain8(x) {
-			return false
-		}
-		b = b[8:]
-	}
-	for _, c := range b {
-		if c < 0x20 || c >= 0x80 || c == '\\' {
-			return false
-		}
-	}
-	return true
 }

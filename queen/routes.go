@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/queen-kafka/internal/bufpool"
+	"github.com/queen-mq/queen-kafka/internal/jsontext"
 )
 
 // Each route is "METHOD path": call builds the request from it and every
@@ -102,7 +103,7 @@ type txnResponseWire struct {
 // payload (most of the client's CPU on the produce path), and a list of
 // PushItems rendered afterwards costs a second copy and a fresh body per
 // push. Payloads are sent verbatim, so each must hold exactly one JSON
-// value (AppendEnvelope's output always does); an empty one is sent as
+// value (envelope.Append's output always does); an empty one is sent as
 // null. Client.PushBatch sends it and gives the buffer back.
 type PushBatch struct {
 	body []byte
@@ -145,10 +146,10 @@ func (b *PushBatch) Add(queue, partition string, payload []byte, transactionID s
 	if b.headQ != queue || b.headPart != partition || b.head == nil {
 		b.headQ, b.headPart = queue, partition
 		b.head = append(b.head[:0], `{"queue":`...)
-		b.head = AppendJSONString(b.head, queue)
+		b.head = jsontext.AppendString(b.head, queue)
 		if partition != "" {
 			b.head = append(b.head, `,"partition":`...)
-			b.head = AppendJSONString(b.head, partition)
+			b.head = jsontext.AppendString(b.head, partition)
 		}
 		b.head = append(b.head, `,"payload":`...)
 	}
@@ -173,7 +174,7 @@ func (b *PushBatch) Add(queue, partition string, payload []byte, transactionID s
 	}
 	if transactionID != "" {
 		b.body = append(b.body, `,"transactionId":`...)
-		b.body = AppendJSONString(b.body, transactionID)
+		b.body = jsontext.AppendString(b.body, transactionID)
 	}
 	b.body = append(b.body, '}')
 	b.items++

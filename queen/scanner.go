@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/queen-mq/queen-kafka/internal/jsontext"
 )
 
 // errFallback asks for the encoding/json path.
 var errFallback = errors.New("fallback to encoding/json")
 
 // scanner is the one-pass JSON reader under the client's push and fetch
-// answer decoders: strings go through ScanJSONString, and every shape where
+// answer decoders: strings go through jsontext.ScanString, and every shape where
 // encoding/json has rules of its own returns errFallback so that the caller
 // decodes the whole body with encoding/json instead.
 type scanner struct {
@@ -27,7 +29,7 @@ func (s *scanner) errf(format string, args ...any) error {
 	return fmt.Errorf("response at byte %d: %s", s.i, fmt.Sprintf(format, args...))
 }
 
-func (s *scanner) ws() { s.i = SkipJSONSpace(s.b, s.i) }
+func (s *scanner) ws() { s.i = jsontext.SkipSpace(s.b, s.i) }
 
 // peek skips whitespace and returns the next byte (0 at the end).
 func (s *scanner) peek() byte {
@@ -144,7 +146,7 @@ func list[T any](s *scanner, dst []T, elem func(*T) error) ([]T, error) {
 // and whether it holds an escape or a byte that is not valid UTF-8.
 func (s *scanner) stringSpan() (span []byte, odd bool, err error) {
 	start := s.i + 1
-	end, escaped, bad := ScanJSONString(s.b, s.i)
+	end, escaped, bad := jsontext.ScanString(s.b, s.i)
 	s.i = end
 	if bad != "" {
 		return nil, false, s.errf("%s", bad)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+
+	"github.com/queen-mq/queen-kafka/internal/jsontext"
 )
 
 // Namespace is the KV namespace every facade row lives in (§10).
@@ -92,7 +94,7 @@ type FetchRequest struct {
 }
 
 // appendJSON renders the body as encoding/json would, strings escaped as
-// AppendJSONString does: a wide consumer's parked reads send 1,024 entries a
+// jsontext.AppendString does: a wide consumer's parked reads send 1,024 entries a
 // call, and reflection was most of what encoding them cost.
 func (r FetchRequest) appendJSON(b []byte) []byte {
 	b = slices.Grow(b, 64+len(r.Entries)*64)
@@ -107,9 +109,9 @@ func (r FetchRequest) appendJSON(b []byte) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, `{"queue":`...)
-			b = AppendJSONString(b, e.Queue)
+			b = jsontext.AppendString(b, e.Queue)
 			b = append(b, `,"partition":`...)
-			b = AppendJSONString(b, e.Partition)
+			b = jsontext.AppendString(b, e.Partition)
 			b = append(b, `,"offset":`...)
 			b = strconv.AppendInt(b, e.Offset, 10)
 			if e.MaxBytes != 0 {

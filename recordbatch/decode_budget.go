@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"unsafe"
+
+	"github.com/queen-mq/queen-kafka/budget"
 )
 
 // Limits are the ceilings a Pool decodes under, given by the caller (the
@@ -34,7 +36,7 @@ type Pool struct {
 	maxDecompressed int
 	maxRecordCost   int
 	recordOverhead  int
-	budget          *Budget
+	budget          *budget.Budget
 	codecs          decompressors
 	decoders        sync.Pool // *Decoder
 }
@@ -52,7 +54,7 @@ func NewPool(l Limits) *Pool {
 		maxRecordCost:   l.Frame,
 		// A record's end in the ends index, then the caller's item.
 		recordOverhead: int(unsafe.Sizeof(int(0))) + l.ItemOverhead,
-		budget:         NewBudget(int64(2*l.Frame + minDecodeBuffer)),
+		budget:         budget.New(int64(2*l.Frame + minDecodeBuffer)),
 	}
 	p.codecs.maxDecompressed = l.Frame
 	p.decoders.New = func() any { return &Decoder{pool: p} }
@@ -65,7 +67,7 @@ func (p *Pool) Get() *Decoder { return p.GetFor("") }
 // GetFor is Get for owner (the facade's connection identity): when the
 // budget is contended, the claims of one owner wait their turn with every
 // other owner's, so that one tenant flooding produce does not starve
-// another's requests (Budget).
+// another's requests (budget.Budget).
 func (p *Pool) GetFor(owner string) *Decoder {
 	d := p.decoders.Get().(*Decoder)
 	d.own.budget, d.own.owner = p.budget, owner
@@ -74,7 +76,7 @@ func (p *Pool) GetFor(owner string) *Decoder {
 }
 
 // Budget is the decode budget every decoder of the pool is paid on.
-func (p *Pool) Budget() *Budget { return p.budget }
+func (p *Pool) Budget() *budget.Budget { return p.budget }
 
 // minClaimStep is the least a claim takes from the budget at a time, so
 // that a request of many small records does not lock the budget per record.
@@ -90,8 +92,8 @@ var errBudgetBusy = errors.New("decode budget busy")
 // (records), paid for as they grow. A claim never waits while it holds
 // anything.
 type decodeClaim struct {
-	budget  *Budget
-	owner   string // whose turn a wait takes (Budget.AcquireAs)
+	budget  *budget.Budget
+	owner   string // whose turn a wait takes (budget.Budget.AcquireAs)
 	held    int64
 	scratch int64
 	records int64
@@ -112,13 +114,13 @@ func (c *decodeClaim) cover() error {
 	if use <= c.held {
 		return nil
 	}
-	if use > c.budget.size {
+	if use > c.budget.Size() {
 		// Only a coalesced group gets here (one request's ceilings fit
 		// the budget, so a claim holding all of it never grows): busy
 		// stops the group before this request.
 		return errBudgetBusy
 	}
-	step := min(max(use-c.held, c.held/2, minClaimStep), c.budget.size-c.held)
+	step := min(max(use-c.held, c.held/2, minClaimStep), c.budget.Size()-c.held)
 	if c.held+step < use || !c.budget.TryAcquire(step) {
 		return errBudgetBusy
 	}
@@ -153,12 +155,12 @@ func (c *decodeClaim) payRecords(n int) error {
 // again (so that a request contended more than once waits at most a few
 // times), then starts the claim over with that hold.
 func (c *decodeClaim) restart(ctx context.Context) error {
-	if c.held == c.budget.size {
+	if c.held == c.budget.Size() {
 		// One request's ceilings fit the budget, so this is a claim
 		// counted wrong; retrying would never end.
 		return errors.New("decode claim outgrew the whole budget")
 	}
-	want := min(max(2*c.reached, minClaimStep), c.budget.size)
+	want := min(max(2*c.reached, minClaimStep), c.budget.Size())
 	c.release()
 	if err := c.budget.AcquireAs(ctx, c.owner, want); err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 )
@@ -25,7 +25,7 @@ func compressibleFetched(n int) []recordbatch.Fetched {
 	phrase := bytes.Repeat([]byte("the quick brown fox "), 26)[:512]
 	for i, r := range batchtest.BenchRecords(n, 512) {
 		v := append(r.Value, phrase...)
-		recs = append(recs, recordbatch.Fetched{Offset: int64(100 + 2*i), Record: queen.Record{Key: r.Key, Value: v, Timestamp: 5000 + int64(i), Headers: []queen.Header{{Key: "trace", Value: []byte("abc")}}}})
+		recs = append(recs, recordbatch.Fetched{Offset: int64(100 + 2*i), Record: envelope.Record{Key: r.Key, Value: v, Timestamp: 5000 + int64(i), Headers: []envelope.Header{{Key: "trace", Value: []byte("abc")}}}})
 	}
 	return recs
 }
@@ -92,7 +92,7 @@ func TestEncoderNeverGrows(t *testing.T) {
 	for i := range noise {
 		noise[i] = byte(rng.Uint32())
 	}
-	recs := []recordbatch.Fetched{{Offset: 7, Record: queen.Record{Value: noise, Timestamp: 1}}}
+	recs := []recordbatch.Fetched{{Offset: 7, Record: envelope.Record{Value: noise, Timestamp: 1}}}
 	plain := recordbatch.AppendFetchBatch(nil, recs)
 	for _, codec := range allCodecs {
 		require.Equal(t, plain, encoder.AppendFetchBatch(nil, recs, codec), recordbatch.CodecName(codec))
@@ -145,7 +145,7 @@ func FuzzEncoderBound(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key, value []byte, n uint8, ts int64, codec uint8) {
 		var recs []recordbatch.Fetched
 		for i := range int(n%16) + 1 {
-			recs = append(recs, recordbatch.Fetched{Offset: int64(i * 3), Record: queen.Record{Key: key, Value: value[:len(value)*i/16], Timestamp: ts + int64(i)}})
+			recs = append(recs, recordbatch.Fetched{Offset: int64(i * 3), Record: envelope.Record{Key: key, Value: value[:len(value)*i/16], Timestamp: ts + int64(i)}})
 		}
 		plain := recordbatch.AppendFetchBatch(nil, recs)
 		c := allCodecs[int(codec)%len(allCodecs)]

@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/internal/bufpool"
-	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // RecordBatch v2 layout: the fixed header before the records, where the
@@ -113,7 +113,7 @@ type Decoder struct {
 	// cost no fresh allocation, zeroing or regrowth.
 	arrays [][]byte
 	rec    kmsg.Record
-	hdrs   []queen.Header
+	hdrs   []envelope.Header
 
 	// claim pays for the scratch buffer's growth and for the records'
 	// cost on the pool's budget; nil pays nothing (only the package's
@@ -287,7 +287,7 @@ func (d *Decoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, allowa
 		if d.rec.OffsetDelta != i {
 			return fail(faultf(kerr.InvalidRecord.Code, "record %d carries offset delta %d: inner offsets not in sequence", i, d.rec.OffsetDelta))
 		}
-		r := queen.Record{Key: d.rec.Key, Value: d.rec.Value, Timestamp: -1}
+		r := envelope.Record{Key: d.rec.Key, Value: d.rec.Value, Timestamp: -1}
 		d.recordBytes += int64(len(r.Key) + len(r.Value))
 		if !logAppend {
 			if ts := rb.FirstTimestamp + d.rec.TimestampDelta64; ts >= 0 {
@@ -297,13 +297,13 @@ func (d *Decoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, allowa
 		if len(d.rec.Headers) > 0 {
 			d.hdrs = d.hdrs[:0]
 			for _, h := range d.rec.Headers {
-				d.hdrs = append(d.hdrs, queen.Header{Key: h.Key, Value: h.Value})
+				d.hdrs = append(d.hdrs, envelope.Header{Key: h.Key, Value: h.Value})
 				d.recordBytes += int64(len(h.Key) + len(h.Value))
 			}
 			r.Headers = d.hdrs
 		}
 		at := len(buf)
-		buf = queen.AppendEnvelope(buf, &r)
+		buf = envelope.Append(buf, &r)
 		ends = append(ends, len(buf))
 		c := len(buf) - at + recordOverhead + d.topicLen
 		if d.recordCost += c; d.recordCost > maxRecordCost {
@@ -333,7 +333,7 @@ func (d *Decoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, allowa
 // content.
 type Fetched struct {
 	Offset int64
-	Record queen.Record
+	Record envelope.Record
 }
 
 // Seal fills in the Length and the CRC of the one encoded batch b holds.

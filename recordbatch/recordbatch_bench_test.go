@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
@@ -42,7 +43,7 @@ func BenchmarkFetchEncode(b *testing.B) {
 	var stored []queen.FetchRecord
 	var buf []byte
 	for i, r := range batchtest.BenchRecords(100, 1024) {
-		buf = queen.AppendEnvelope(buf[:0], &queen.Record{Key: r.Key, Value: r.Value, Timestamp: 1787824800123 + int64(i), Headers: []queen.Header{{Key: "trace", Value: []byte("abc")}}})
+		buf = envelope.Append(buf[:0], &envelope.Record{Key: r.Key, Value: r.Value, Timestamp: 1787824800123 + int64(i), Headers: []envelope.Header{{Key: "trace", Value: []byte("abc")}}})
 		stored = append(stored, queen.FetchRecord{Offset: int64(1000 + i), Payload: json.RawMessage(append([]byte(nil), buf...)), TS: "2026-08-28T09:15:00.123456Z"})
 	}
 	b.SetBytes(100 * 1024)
@@ -52,7 +53,7 @@ func BenchmarkFetchEncode(b *testing.B) {
 	for b.Loop() {
 		recs = recs[:0]
 		for _, fr := range stored {
-			recs = append(recs, recordbatch.Fetched{Offset: fr.Offset, Record: queen.DecodePayload(fr.Payload, queen.ParseTS(fr.TS))})
+			recs = append(recs, recordbatch.Fetched{Offset: fr.Offset, Record: envelope.DecodePayload(fr.Payload, queen.ParseTS(fr.TS))})
 		}
 		out = recordbatch.AppendFetchBatch(out[:0], recs)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
@@ -26,7 +27,7 @@ var pool = recordbatch.NewPool(recordbatch.Limits{Frame: maxDecompressed, ItemOv
 
 // decodeEnvelopes runs the produce-side decoder and reads the envelopes
 // back with the fetch-side one.
-func decodeEnvelopes(t testing.TB, raw []byte) ([]queen.Record, *recordbatch.Fault) {
+func decodeEnvelopes(t testing.TB, raw []byte) ([]envelope.Record, *recordbatch.Fault) {
 	t.Helper()
 	var rb kmsg.RecordBatch
 	if f := recordbatch.ParseProduce(raw, &rb); f != nil {
@@ -38,12 +39,12 @@ func decodeEnvelopes(t testing.TB, raw []byte) ([]queen.Record, *recordbatch.Fau
 	if f != nil {
 		return nil, f
 	}
-	var out []queen.Record
+	var out []envelope.Record
 	start := 0
 	for _, e := range ends {
 		payload := buf[start:e]
 		require.True(t, json.Valid(payload), "envelope %q", payload)
-		out = append(out, queen.DecodePayload(payload, time.UnixMilli(1)))
+		out = append(out, envelope.DecodePayload(payload, time.UnixMilli(1)))
 		start = e
 	}
 	return out, nil
@@ -72,7 +73,7 @@ func TestRecordBatchDecodeAllCodecs(t *testing.T) {
 			require.Equal(t, []byte("order-42"), got[0].Key)
 			require.Equal(t, []byte(`{"total":12}`), got[0].Value)
 			require.Equal(t, int64(1787824800123), got[0].Timestamp)
-			require.Equal(t, []queen.Header{{Key: "content-type", Value: []byte("application/json")}, {Key: "null-header"}}, got[0].Headers)
+			require.Equal(t, []envelope.Header{{Key: "content-type", Value: []byte("application/json")}, {Key: "null-header"}}, got[0].Headers)
 			require.Nil(t, got[0].Headers[1].Value, "a null header value stays null")
 
 			require.Nil(t, got[1].Key, "null key stays null")
@@ -177,9 +178,9 @@ func TestRecordBatchDecompressionBomb(t *testing.T) {
 // own reader accepts, CRC included, with offsets and timestamps preserved.
 func TestFetchBatchRoundTrip(t *testing.T) {
 	recs := []recordbatch.Fetched{
-		{Offset: 41, Record: queen.Record{Key: []byte("k"), Value: []byte("v1"), Timestamp: 1000, Headers: []queen.Header{{Key: "h", Value: []byte("x")}}}},
-		{Offset: 42, Record: queen.Record{Key: nil, Value: nil, Timestamp: 900}},
-		{Offset: 45, Record: queen.Record{Key: []byte{}, Value: bytes.Repeat([]byte("z"), 300), Timestamp: 1200}},
+		{Offset: 41, Record: envelope.Record{Key: []byte("k"), Value: []byte("v1"), Timestamp: 1000, Headers: []envelope.Header{{Key: "h", Value: []byte("x")}}}},
+		{Offset: 42, Record: envelope.Record{Key: nil, Value: nil, Timestamp: 900}},
+		{Offset: 45, Record: envelope.Record{Key: []byte{}, Value: bytes.Repeat([]byte("z"), 300), Timestamp: 1200}},
 	}
 	out := recordbatch.AppendFetchBatch([]byte("prefix"), recs)
 	require.Equal(t, "prefix", string(out[:6]))

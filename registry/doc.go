@@ -15,7 +15,7 @@
 // latest write.
 //
 // Ownership is the registry as the coordinator asks it (it implements
-// coordinator.Ownership): the owner of any key, a group id or a
+// ownership.Owners): the owner of any key, a group id or a
 // transactional id, is the live node the rendezvous hash names, and no
 // owner is known before a session is bound or while it is not trusted.
 //

@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/ownership"
 )
 
-// Ownership is coordinator.Ownership in cluster mode. A key (a group id;
+// Ownership is ownership.Owners in cluster mode. A key (a group id;
 // transactional ids go on the same ring, issue 9) is owned by the live node
 // the rendezvous hash names in the session's view. Before a session is
 // bound (a node between its construction and its join) and while the
 // session cannot answer with authority (Session.Err), no owner is known:
-// the answer is coordinator.ErrNoOwner, which the coordinator turns into
+// the answer is ownership.ErrNoOwner, which the coordinator turns into
 // COORDINATOR_NOT_AVAILABLE. Nothing else of the coordinator is known here.
 type Ownership struct {
 	self Node
@@ -29,15 +29,15 @@ func (o *Ownership) Bind(s *Session) { o.sess.Store(s) }
 func (o *Ownership) Session() *Session { return o.sess.Load() }
 
 // Owner is the live node owning key, or an error wrapping
-// coordinator.ErrNoOwner (and the session's reason, once bound).
-func (o *Ownership) Owner(key string) (coordinator.Broker, error) {
+// ownership.ErrNoOwner (and the session's reason, once bound).
+func (o *Ownership) Owner(key string) (ownership.Broker, error) {
 	s := o.Session()
 	if s == nil {
-		return coordinator.Broker{}, coordinator.ErrNoOwner
+		return ownership.Broker{}, ownership.ErrNoOwner
 	}
 	n, err := s.Owner(key)
 	if err != nil {
-		return coordinator.Broker{}, fmt.Errorf("%w: %w", coordinator.ErrNoOwner, err)
+		return ownership.Broker{}, fmt.Errorf("%w: %w", ownership.ErrNoOwner, err)
 	}
 	return broker(n), nil
 }
@@ -49,26 +49,26 @@ func (o *Ownership) Owner(key string) (coordinator.Broker, error) {
 // survivor's owner finds the key there, or is told NOT_COORDINATOR until
 // that peer's view catches up. False before the join or when the view
 // holds no other node.
-func (o *Ownership) Redirect(key string) (coordinator.Broker, bool) {
+func (o *Ownership) Redirect(key string) (ownership.Broker, bool) {
 	s := o.Session()
 	if s == nil {
-		return coordinator.Broker{}, false
+		return ownership.Broker{}, false
 	}
 	v := s.View()
 	if v.Ring == nil {
-		return coordinator.Broker{}, false
+		return ownership.Broker{}, false
 	}
 	id, ok := v.Ring.Without(o.self.ID).Owner(key)
 	if !ok {
-		return coordinator.Broker{}, false
+		return ownership.Broker{}, false
 	}
 	n, ok := v.Node(id)
 	return broker(n), ok
 }
 
 // Self is this node as FindCoordinator names it.
-func (o *Ownership) Self() coordinator.Broker { return broker(o.self) }
+func (o *Ownership) Self() ownership.Broker { return broker(o.self) }
 
-func broker(n Node) coordinator.Broker {
-	return coordinator.Broker{NodeID: n.ID, Host: n.Host, Port: int32(n.Port)}
+func broker(n Node) ownership.Broker {
+	return ownership.Broker{NodeID: n.ID, Host: n.Host, Port: int32(n.Port)}
 }

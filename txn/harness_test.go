@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/queen"
@@ -219,8 +220,8 @@ func (h *harness) add(m *Manager, cl Client, id string, pid int64, epoch int16, 
 func batch(id string, pid int64, epoch int16, topic string, partition int32, tag string, n int) *Batch {
 	b := &Batch{TransactionalID: id, ProducerID: pid, ProducerEpoch: epoch, Topic: topic, Partition: partition}
 	for i := range n {
-		rec := queen.Record{Value: []byte(tag + "-" + strconv.Itoa(i)), Timestamp: -1}
-		b.Payloads = append(b.Payloads, queen.AppendEnvelope(nil, &rec))
+		rec := envelope.Record{Value: []byte(tag + "-" + strconv.Itoa(i)), Timestamp: -1}
+		b.Payloads = append(b.Payloads, envelope.Append(nil, &rec))
 		b.Bytes += int64(len(rec.Value))
 	}
 	return b
@@ -290,7 +291,7 @@ func (h *harness) values(topic string, partition int32) ([]string, int64) {
 	}
 	var out []string
 	for _, r := range res[0].Records {
-		out = append(out, string(queen.DecodePayload(r.Payload, time.Time{}).Value))
+		out = append(out, string(envelope.DecodePayload(r.Payload, time.Time{}).Value))
 	}
 	return out, res[0].HighWatermark
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -40,7 +41,7 @@ func benchPayload() []byte {
 	for i := range v {
 		v[i] = byte(i * 7)
 	}
-	return queen.AppendEnvelope(nil, &queen.Record{Key: []byte("bench-key"), Value: v, Timestamp: 1787824800123})
+	return envelope.Append(nil, &envelope.Record{Key: []byte("bench-key"), Value: v, Timestamp: 1787824800123})
 }
 
 // runLoad runs benchInFlight workers until together they have moved b.N

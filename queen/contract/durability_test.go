@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -54,8 +55,8 @@ func TestDurabilitySIGKILL(t *testing.T) {
 				n := 1 + seq%7
 				items := make([]queen.PushItem, n)
 				for i := range items {
-					r := queen.Record{Key: []byte(fmt.Sprintf("w%d", w)), Value: []byte(fmt.Sprintf("w%d-s%d-i%d", w, seq, i)), Timestamp: int64(seq)}
-					items[i] = queen.PushItem{Queue: queue, Partition: fmt.Sprint((w + seq) % 3), Payload: queen.AppendEnvelope(nil, &r)}
+					r := envelope.Record{Key: []byte(fmt.Sprintf("w%d", w)), Value: []byte(fmt.Sprintf("w%d-s%d-i%d", w, seq, i)), Timestamp: int64(seq)}
+					items[i] = queen.PushItem{Queue: queue, Partition: fmt.Sprint((w + seq) % 3), Payload: envelope.Append(nil, &r)}
 				}
 				res, err := c.Push(loadCtx, items)
 				if err != nil {

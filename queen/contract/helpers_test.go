@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -48,11 +49,11 @@ func i64(v int64) *int64 { return &v }
 
 // env builds a payload envelope around value.
 func env(key, value string, ts int64) json.RawMessage {
-	r := queen.Record{Value: []byte(value), Timestamp: ts}
+	r := envelope.Record{Value: []byte(value), Timestamp: ts}
 	if key != "" {
 		r.Key = []byte(key)
 	}
-	return queen.AppendEnvelope(nil, &r)
+	return envelope.Append(nil, &r)
 }
 
 // pushN pushes n records to queue/partition in one call and returns offsets.

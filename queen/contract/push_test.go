@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -54,7 +55,7 @@ func TestPushAndFetchExamples(t *testing.T) {
 	if e.Records[0].TS != e.Records[1].TS {
 		t.Fatalf("one push, two segment times: %s %s", e.Records[0].TS, e.Records[1].TS)
 	}
-	rec := queen.DecodePayload(e.Records[0].Payload, queen.ParseTS(e.Records[0].TS))
+	rec := envelope.DecodePayload(e.Records[0].Payload, queen.ParseTS(e.Records[0].TS))
 	if string(rec.Key) != "key-1" || string(rec.Value) != `{"n":1}` || rec.Timestamp != 1787824800123 {
 		t.Fatalf("decoded %+v", rec)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -67,7 +68,7 @@ func TestFetchRecordTime(t *testing.T) {
 		t.Fatalf("ts must be per push: %q %q %q", f.Records[0].TS, f.Records[1].TS, f.Records[2].TS)
 	}
 	// A record without t takes ts as its timestamp through DecodePayload.
-	rec := queen.DecodePayload(f.Records[2].Payload, queen.ParseTS(f.Records[2].TS))
+	rec := envelope.DecodePayload(f.Records[2].Payload, queen.ParseTS(f.Records[2].TS))
 	if rec.Timestamp != queen.ParseTS(f.Records[2].TS).UnixMilli() {
 		t.Fatalf("timestamp %d", rec.Timestamp)
 	}

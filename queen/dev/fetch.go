@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/internal/jsontext"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -313,9 +314,9 @@ func renderFetch(out []byte, req *fetchRequest, ev *fetchEval) []byte {
 			out = append(out, ',')
 		}
 		out = append(out, `{"queue":`...)
-		out = queen.AppendJSONString(out, e.queue)
+		out = jsontext.AppendString(out, e.queue)
 		out = append(out, `,"partition":`...)
-		out = queen.AppendJSONString(out, e.part)
+		out = jsontext.AppendString(out, e.part)
 		out = append(out, `,"records":[`...)
 		for j := range s.recs {
 			r := &s.recs[j]
@@ -325,7 +326,7 @@ func renderFetch(out []byte, req *fetchRequest, ev *fetchEval) []byte {
 			out = append(out, `{"offset":`...)
 			out = strconv.AppendInt(out, s.first+int64(j), 10)
 			out = append(out, `,"transactionId":`...)
-			out = queen.AppendJSONString(out, r.transactionID())
+			out = jsontext.AppendString(out, r.transactionID())
 			out = append(out, `,"payload":`...)
 			if len(r.payload) == 0 {
 				out = append(out, "null"...)

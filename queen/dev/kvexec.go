@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/internal/jsontext"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -331,27 +332,27 @@ func appendKVResult(dst []byte, o *kvOp, r *kvResult, flat, opIndex int) []byte 
 		dst = append(dst, `,"type":"kv"`...)
 	}
 	dst = append(dst, `,"op":`...)
-	dst = queen.AppendJSONString(dst, o.name)
+	dst = jsontext.AppendString(dst, o.name)
 	switch o.kind {
 	case kvPut, kvPutIfAbsent, kvDelete, kvIncr, kvCheck:
 		dst = append(dst, `,"applied":`...)
 		dst = strconv.AppendBool(dst, r.applied)
 		dst = append(dst, `,"key":`...)
-		dst = queen.AppendJSONString(dst, o.key)
+		dst = jsontext.AppendString(dst, o.key)
 		dst = append(dst, `,"value":`...)
 		dst = appendRaw(dst, r.value)
 		dst = append(dst, `,"version":`...)
 		dst = strconv.AppendInt(dst, r.version, 10)
 		if !r.applied {
 			dst = append(dst, `,"reason":`...)
-			dst = queen.AppendJSONString(dst, r.reason)
+			dst = jsontext.AppendString(dst, r.reason)
 		}
 	case kvGet:
 		dst = append(dst, `,"found":`...)
 		dst = strconv.AppendBool(dst, r.found)
 		if r.found {
 			dst = append(dst, `,"key":`...)
-			dst = queen.AppendJSONString(dst, o.key)
+			dst = jsontext.AppendString(dst, o.key)
 			dst = append(dst, `,"value":`...)
 			dst = appendRaw(dst, r.row.value)
 			dst = append(dst, `,"version":`...)
@@ -365,7 +366,7 @@ func appendKVResult(dst []byte, o *kvOp, r *kvResult, flat, opIndex int) []byte 
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"key":`...)
-			dst = queen.AppendJSONString(dst, row.key)
+			dst = jsontext.AppendString(dst, row.key)
 			if !o.keysOnly {
 				dst = append(dst, `,"value":`...)
 				dst = appendRaw(dst, row.row.value)
@@ -382,7 +383,7 @@ func appendKVResult(dst []byte, o *kvOp, r *kvResult, flat, opIndex int) []byte 
 				if i > 0 {
 					dst = append(dst, ',')
 				}
-				dst = queen.AppendJSONString(dst, k)
+				dst = jsontext.AppendString(dst, k)
 			}
 			dst = append(dst, ']')
 		}
@@ -391,7 +392,7 @@ func appendKVResult(dst []byte, o *kvOp, r *kvResult, flat, opIndex int) []byte 
 		if o.kind == kvGetPrefix {
 			dst = append(dst, `,"nextAfter":`...)
 			if r.hasNext {
-				dst = queen.AppendJSONString(dst, r.nextAfter)
+				dst = jsontext.AppendString(dst, r.nextAfter)
 			} else {
 				dst = append(dst, "null"...)
 			}
@@ -405,10 +406,10 @@ func appendRowTimes(dst []byte, row *kvRow) []byte {
 	if row.expires == 0 {
 		dst = append(dst, "null"...)
 	} else {
-		dst = queen.AppendJSONString(dst, queen.FormatTS(time.UnixMicro(row.expires)))
+		dst = jsontext.AppendString(dst, queen.FormatTS(time.UnixMicro(row.expires)))
 	}
 	dst = append(dst, `,"updatedAt":`...)
-	return queen.AppendJSONString(dst, queen.FormatTS(time.UnixMicro(row.updated)))
+	return jsontext.AppendString(dst, queen.FormatTS(time.UnixMicro(row.updated)))
 }
 
 func appendRaw(dst, raw []byte) []byte {
@@ -424,7 +425,7 @@ func appendPrecondition(dst []byte, f *kvFailure, failedIndex int) []byte {
 	dst = append(dst, `"ok":false,"failedIndex":`...)
 	dst = strconv.AppendInt(dst, int64(failedIndex), 10)
 	dst = append(dst, `,"kvReason":`...)
-	dst = queen.AppendJSONString(dst, f.reason)
+	dst = jsontext.AppendString(dst, f.reason)
 	dst = append(dst, `,"version":`...)
 	dst = strconv.AppendInt(dst, f.version, 10)
 	dst = append(dst, `,"value":`...)

@@ -7,7 +7,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/internal/jsontext"
 )
 
 type optKind byte
@@ -185,11 +185,11 @@ func (o *queueOptions) appendEcho(dst []byte) []byte {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = queen.AppendJSONString(dst, s.name)
+		dst = jsontext.AppendString(dst, s.name)
 		dst = append(dst, ':')
 		switch s.kind {
 		case optString:
-			dst = queen.AppendJSONString(dst, o[i].str)
+			dst = jsontext.AppendString(dst, o[i].str)
 		case optInt:
 			dst = strconv.AppendInt(dst, o[i].num, 10)
 		case optBool:

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/internal/jsontext"
 )
 
 // DefaultPartition is the partition of an item that names none.
@@ -232,9 +232,9 @@ func (b *Broker) handlePush(w http.ResponseWriter, r *http.Request, c *call) {
 		out = append(out, `,"message_id":"`...)
 		out = append(out, o.msgID...)
 		out = append(out, `","transaction_id":`...)
-		out = queen.AppendJSONString(out, o.txID)
+		out = jsontext.AppendString(out, o.txID)
 		out = append(out, `,"queueName":`...)
-		out = queen.AppendJSONString(out, items[i].queue)
+		out = jsontext.AppendString(out, items[i].queue)
 		if o.duplicate {
 			out = append(out, `,"status":"duplicate","offset":`...)
 		} else {

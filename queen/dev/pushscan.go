@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"unicode/utf8"
 
-	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/internal/jsontext"
 )
 
 // scanPushBody is the push route's fast decoder: one validating pass over
@@ -50,7 +50,7 @@ type scanner struct {
 	queues tokenCache
 }
 
-func (s *scanner) ws() { s.i = queen.SkipJSONSpace(s.b, s.i) }
+func (s *scanner) ws() { s.i = jsontext.SkipSpace(s.b, s.i) }
 
 func (s *scanner) eat(c byte) bool {
 	if s.i < len(s.b) && s.b[s.i] == c {
@@ -255,13 +255,13 @@ func (s *scanner) lit(w string) bool {
 	return false
 }
 
-// str passes a string token (see queen.ScanJSONString: even invalid UTF-8
+// str passes a string token (see jsontext.ScanString: even invalid UTF-8
 // passes, as in encoding/json).
 func (s *scanner) str() bool {
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
 		return false
 	}
-	end, _, bad := queen.ScanJSONString(s.b, s.i)
+	end, _, bad := jsontext.ScanString(s.b, s.i)
 	if bad != "" {
 		return false
 	}

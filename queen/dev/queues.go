@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/internal/jsontext"
 )
 
 // handleQueues answers §2 with live partition counts.
@@ -35,15 +35,15 @@ func (b *Broker) handleQueues(w http.ResponseWriter, r *http.Request, c *call) {
 			out = append(out, ',')
 		}
 		out = append(out, `{"id":`...)
-		out = queen.AppendJSONString(out, q.id)
+		out = jsontext.AppendString(out, q.id)
 		out = append(out, `,"name":`...)
-		out = queen.AppendJSONString(out, q.name)
+		out = jsontext.AppendString(out, q.name)
 		out = append(out, `,"namespace":`...)
-		out = queen.AppendJSONString(out, q.opts[optNamespace].str)
+		out = jsontext.AppendString(out, q.opts[optNamespace].str)
 		out = append(out, `,"task":`...)
-		out = queen.AppendJSONString(out, q.opts[optTask].str)
+		out = jsontext.AppendString(out, q.opts[optTask].str)
 		out = append(out, `,"createdAt":`...)
-		out = queen.AppendJSONString(out, time.UnixMilli(q.created).UTC().Format("2006-01-02T15:04:05.000Z"))
+		out = jsontext.AppendString(out, time.UnixMilli(q.created).UTC().Format("2006-01-02T15:04:05.000Z"))
 		out = append(out, `,"partitions":`...)
 		out = strconv.AppendInt(out, int64(parts), 10)
 		out = append(out, `,"retainedBytes":`...)
@@ -151,11 +151,11 @@ func (b *Broker) handleConfigure(w http.ResponseWriter, r *http.Request, c *call
 	}
 	out := make([]byte, 0, 768)
 	out = append(out, `{"configured":true,"queue":`...)
-	out = queen.AppendJSONString(out, name)
+	out = jsontext.AppendString(out, name)
 	out = append(out, `,"namespace":`...)
-	out = queen.AppendJSONString(out, set.opts[optNamespace].str)
+	out = jsontext.AppendString(out, set.opts[optNamespace].str)
 	out = append(out, `,"task":`...)
-	out = queen.AppendJSONString(out, set.opts[optTask].str)
+	out = jsontext.AppendString(out, set.opts[optTask].str)
 	out = append(out, `,"options":`...)
 	out = set.opts.appendEcho(out)
 	out = append(out, '}')

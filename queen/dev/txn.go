@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/internal/jsontext"
 )
 
 // txnError is a transaction refused before anything was applied.
@@ -184,7 +184,7 @@ func (b *Broker) handleTxn(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	case plan.windowDup >= 0:
 		out = append(out, `","success":false,"reason":"duplicate","error":`...)
-		out = queen.AppendJSONString(out, fmt.Sprintf("item %d: transactionId %q is already stored in %s/%s", plan.windowDup, req.items[plan.windowDup].txID, req.items[plan.windowDup].queue, req.items[plan.windowDup].part))
+		out = jsontext.AppendString(out, fmt.Sprintf("item %d: transactionId %q is already stored in %s/%s", plan.windowDup, req.items[plan.windowDup].txID, req.items[plan.windowDup].queue, req.items[plan.windowDup].part))
 		writeBody(w, http.StatusOK, append(out, `,"results":[]}`...))
 		return
 	}
@@ -197,11 +197,11 @@ func (b *Broker) handleTxn(w http.ResponseWriter, r *http.Request, c *call) {
 		out = append(out, `{"index":`...)
 		out = strconv.AppendInt(out, int64(i), 10)
 		out = append(out, `,"type":"push","success":true,"transactionId":`...)
-		out = queen.AppendJSONString(out, o.txID)
+		out = jsontext.AppendString(out, o.txID)
 		out = append(out, `,"messageId":"`...)
 		out = append(out, o.msgID...)
 		out = append(out, `","queueName":`...)
-		out = queen.AppendJSONString(out, req.items[i].queue)
+		out = jsontext.AppendString(out, req.items[i].queue)
 		if o.duplicate {
 			out = append(out, `,"duplicate":true`...)
 		}

@@ -1,4 +1,4 @@
-package queen
+package envelope
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ func BenchmarkDecodePayload(b *testing.B) {
 	for i := range v {
 		v[i] = byte(i)
 	}
-	p := AppendEnvelope(nil, &Record{Key: []byte("bench-key"), Value: v, Timestamp: 1787824800123,
+	p := Append(nil, &Record{Key: []byte("bench-key"), Value: v, Timestamp: 1787824800123,
 		Headers: []Header{{Key: "content-type", Value: []byte("application/octet-stream")}}})
 	ts := time.Now()
 	b.SetBytes(int64(len(p)))
@@ -30,6 +30,6 @@ func BenchmarkAppendEnvelope(b *testing.B) {
 	buf := make([]byte, 0, 2048)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = AppendEnvelope(buf[:0], r)
+		buf = Append(buf[:0], r)
 	}
 }

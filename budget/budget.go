@@ -1,4 +1,4 @@
-package recordbatch
+package budget
 
 import (
 	"context"
@@ -10,9 +10,10 @@ import (
 // stream of small ones and one owner queueing many claims (a tenant
 // flooding produce) does not starve another's: waiters are served one per
 // owner in turn, round-robin, each owner's in arrival order. It has a try
-// that never waits, and waits bounded by a context. It serves a Pool's
-// decode budget, and the facade's connections use it for their read-ahead
-// budget. One acquisition larger than the whole budget is admitted when
+// that never waits, and waits bounded by a context. It serves the record
+// codec's decode budget (recordbatch.Pool), the facade's request frames,
+// connection read-ahead and fetch memory, and the Queen client's answers.
+// One acquisition larger than the whole budget is admitted when
 // nothing is held, so a single oversized claim waits for the rest but never
 // forever.
 type Budget struct {
@@ -33,8 +34,8 @@ type budgetWaiter struct {
 	ready chan struct{}
 }
 
-// NewBudget returns a budget of size bytes, all free.
-func NewBudget(size int64) *Budget {
+// New returns a budget of size bytes, all free.
+func New(size int64) *Budget {
 	return &Budget{free: size, size: size, queues: make(map[string][]*budgetWaiter)}
 }
 

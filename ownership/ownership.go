@@ -1,4 +1,4 @@
-package coordinator
+package ownership
 
 import "errors"
 
@@ -9,14 +9,14 @@ type Broker struct {
 	Port   int32
 }
 
-// Ownership answers which node coordinates a key: a group id today, and a
+// Owners answers which node coordinates a key: a group id today, and a
 // transactional id on the same ring once transactions span the fleet
 // (issue 9). Owner's error means the answer is unknown (the cluster
 // registry is unreachable, or this node has not joined yet): every RPC for
 // the key is then COORDINATOR_NOT_AVAILABLE, which clients retry. In a
 // cluster it is registry.Ownership; the coordinator never reads the
 // registry itself.
-type Ownership interface {
+type Owners interface {
 	Owner(key string) (Broker, error)
 	// Redirect is where a client should look for key's coordinator while
 	// Owner cannot answer, false when nothing better than "not available"
@@ -42,5 +42,5 @@ func (s Single) Redirect(string) (Broker, bool) { return Broker{}, false }
 // Self is the node.
 func (s Single) Self() Broker { return s.Node }
 
-// ErrNoOwner is what an Ownership may return while it cannot name owners.
+// ErrNoOwner is what an Owners may return while it cannot name owners.
 var ErrNoOwner = errors.New("ownership unknown: the node registry is unavailable")

@@ -1,16 +1,16 @@
-package recordbatch_test
+package budget_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/budget"
 )
 
 func TestOrderedBudget(t *testing.T) {
 	ctx := context.Background()
-	b := recordbatch.NewBudget(100)
+	b := budget.New(100)
 	if b.Acquire(ctx, 150) != nil { // more than the whole budget, alone: admitted
 		t.Fatal("a lone oversized acquisition must pass")
 	}
@@ -49,7 +49,7 @@ func TestOrderedBudget(t *testing.T) {
 // owner's in arrival order.
 func TestBudgetTurnsAcrossOwners(t *testing.T) {
 	ctx := context.Background()
-	b := recordbatch.NewBudget(10)
+	b := budget.New(10)
 	if err := b.Acquire(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestBudgetTurnsAcrossOwners(t *testing.T) {
 // TestBudgetOwnerGivesUp: a waiter whose context ends leaves its owner's
 // turn without disturbing the others'.
 func TestBudgetOwnerGivesUp(t *testing.T) {
-	b := recordbatch.NewBudget(10)
+	b := budget.New(10)
 	if err := b.Acquire(context.Background(), 10); err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,15 @@
-package queen
+package jsontext
 
 import "encoding/binary"
 
-// ScanJSONString passes the JSON string token whose opening quote is b[i]
+// ScanString passes the JSON string token whose opening quote is b[i]
 // and returns the index just past its closing quote, and whether the token
 // holds an escape (its text is then not its value). Escapes are validated
 // and raw control bytes refused, as JSON requires; every other byte passes,
 // even invalid UTF-8, whose decoding is the caller's rule. On a malformed
 // token bad says why and end is where it was found. The client's response
 // decoders and the dev broker's push scanner all read strings through it.
-func ScanJSONString(b []byte, i int) (end int, escaped bool, bad string) {
+func ScanString(b []byte, i int) (end int, escaped bool, bad string) {
 	i++ // opening quote
 	for i < len(b) {
 		// Payload strings (base64 values) are long: pass 8 plain bytes at
@@ -54,9 +54,9 @@ func ScanJSONString(b []byte, i int) (end int, escaped bool, bad string) {
 	return len(b), false, "unterminated string"
 }
 
-// SkipJSONSpace returns the index of the first byte of b at or after i
+// SkipSpace returns the index of the first byte of b at or after i
 // that is not JSON whitespace (len(b) if none is).
-func SkipJSONSpace(b []byte, i int) int {
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {
 		case ' ', '\t', '\n', '\r':
@@ -84,4 +84,23 @@ func plain8(x uint64) bool {
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// PlainASCII reports that b is printable ASCII without a backslash: a JSON
+// string body whose text is its value (b holds no quote: the caller cut it
+// at the first one).
+func PlainASCII(b []byte) bool {
+	for len(b) >= 8 {
+		x := binary.LittleEndian.Uint64(b)
+		if x&msb8 != 0 || !plain8(x) {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c < 0x20 || c >= 0x80 || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

@@ -1,4 +1,4 @@
-package queen
+package envelope
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	fastb64 "github.com/segmentio/asm/base64"
+
+	"github.com/queen-mq/queen-kafka/internal/jsontext"
 )
 
 // Header is one Kafka record header. A nil Value is a null header value.
@@ -29,10 +31,10 @@ type Record struct {
 	Timestamp int64
 }
 
-// AppendEnvelope appends r's payload envelope to dst, keys in the order h, k,
+// Append appends r's payload envelope to dst, keys in the order h, k,
 // t, v (byte-identical to a sorted-key JSON encoder), h omitted when empty and
 // t omitted when the timestamp is -1.
-func AppendEnvelope(dst []byte, r *Record) []byte {
+func Append(dst []byte, r *Record) []byte {
 	dst = append(dst, '{')
 	if len(r.Headers) > 0 {
 		dst = append(dst, `"h":[`...)
@@ -41,7 +43,7 @@ func AppendEnvelope(dst []byte, r *Record) []byte {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"k":`...)
-			dst = AppendJSONString(dst, h.Key)
+			dst = jsontext.AppendString(dst, h.Key)
 			dst = append(dst, `,"v":`...)
 			dst = appendB64(dst, h.Value)
 			dst = append(dst, '}')
@@ -77,56 +79,6 @@ func appendB64(dst, b []byte) []byte {
 	return append(dst, '"')
 }
 
-// AppendJSONString appends s as a JSON string with the minimal escaping of
-// the reference facade's encoder (serde_json): '"', '\\' and controls below
-// 0x20 only (\b \f \n \r \t short forms, else \u00xx); no HTML escaping and
-// U+2028/U+2029 raw, unlike encoding/json. Invalid UTF-8 becomes U+FFFD,
-// since JSON text cannot carry it. The facade's request bodies and the dev
-// broker's responses are both written with it.
-func AppendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0 // s[start:i] needs no escaping and is not yet copied
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				dst = append(dst, s[start:i]...)
-				dst = append(dst, "\uFFFD"...)
-				start = i + 1
-			}
-			i += size
-			continue
-		}
-		if c >= 0x20 && c != '"' && c != '\\' {
-			i++
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-		}
-		i++
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
 // DecodePayload turns a stored payload into a Kafka record. A payload is an
 // envelope only when it is strictly one (§11); anything else was written by a
 // native producer and is served as no key, value = the payload's JSON text,
@@ -152,7 +104,7 @@ func decodeEnvelope(p []byte) (Record, bool) {
 	return decodeEnvelopeStrict(p)
 }
 
-// decodeCanonical reads exactly AppendEnvelope's bytes (keys h, k, t, v in
+// decodeCanonical reads exactly Append's bytes (keys h, k, t, v in
 // that order, no whitespace, no escapes, canonical base64) in one pass. It
 // answers false for anything else, including valid envelopes in another
 // form, which decodeEnvelopeStrict then judges; FuzzEnvelopeFastPath checks
@@ -198,7 +150,7 @@ func decodeCanonical(p []byte) (Record, bool) {
 			if !lit(`{"k":`) || i >= len(p) || p[i] != '"' {
 				return Record{}, false
 			}
-			end, escaped, bad := ScanJSONString(p, i)
+			end, escaped, bad := jsontext.ScanString(p, i)
 			if bad != "" || escaped || !utf8.Valid(p[i+1:end-1]) {
 				return Record{}, false
 			}
@@ -367,19 +319,4 @@ func decodeB64Field(raw json.RawMessage) ([]byte, bool) {
 		b = []byte{}
 	}
 	return b, true
-}
-
-// ParseTS parses a fetch record's ts (§0: UTC, microseconds); a zero time
-// when it does not parse.
-func ParseTS(s string) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}
-	}
-	return t
-}
-
-// FormatTS renders t in the §0 record-time format.
-func FormatTS(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
 }

@@ -1,4 +1,4 @@
-package queen
+package envelope
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 var recordTS = time.Date(2026, 8, 28, 9, 15, 0, 123456000, time.UTC)
 
 // sortedKeyEncoding renders r the way a generic sorted-key JSON encoder
-// would (encoding/json sorts map keys), the reference AppendEnvelope must
+// would (encoding/json sorts map keys), the reference Append must
 // match byte for byte.
 func sortedKeyEncoding(t *testing.T, r *Record) []byte {
 	t.Helper()
@@ -71,7 +71,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {
-			enc := AppendEnvelope(nil, &r)
+			enc := Append(nil, &r)
 			if want := sortedKeyEncoding(t, &r); !bytes.Equal(enc, want) {
 				t.Fatalf("not byte-identical to a sorted-key encoder\n got %s\nwant %s", enc, want)
 			}
@@ -101,10 +101,10 @@ func TestEnvelopeEncodingShape(t *testing.T) {
 	r := Record{Key: []byte("order-42"), Value: []byte(`{"total":12}`), Timestamp: 1787824800123,
 		Headers: []Header{{Key: "content-type", Value: []byte("application/json")}}}
 	want := `{"h":[{"k":"content-type","v":"YXBwbGljYXRpb24vanNvbg=="}],"k":"b3JkZXItNDI=","t":1787824800123,"v":"eyJ0b3RhbCI6MTJ9"}`
-	if got := string(AppendEnvelope(nil, &r)); got != want {
+	if got := string(Append(nil, &r)); got != want {
 		t.Fatalf("§11 example\n got %s\nwant %s", got, want)
 	}
-	if got := string(AppendEnvelope([]byte("prefix"), &Record{Timestamp: -1})); got != `prefix{"k":null,"v":null}` {
+	if got := string(Append([]byte("prefix"), &Record{Timestamp: -1})); got != `prefix{"k":null,"v":null}` {
 		t.Fatalf("append / h and t omitted: %s", got)
 	}
 }
@@ -166,17 +166,7 @@ func TestDecodeNativeFallback(t *testing.T) {
 	}
 }
 
-func TestTS(t *testing.T) {
-	s := FormatTS(recordTS.In(time.FixedZone("x", 3600)))
-	if s != "2026-08-28T09:15:00.123456Z" {
-		t.Fatal(s)
-	}
-	if !ParseTS(s).Equal(recordTS) || !ParseTS("garbage").IsZero() {
-		t.Fatal("ParseTS")
-	}
-}
-
-// FuzzEnvelope: every record survives AppendEnvelope → DecodePayload, the
+// FuzzEnvelope: every record survives Append → DecodePayload, the
 // encoding is valid JSON identical to a sorted-key encoder, and decoding
 // arbitrary bytes never panics.
 func FuzzEnvelope(f *testing.F) {
@@ -197,7 +187,7 @@ func FuzzEnvelope(f *testing.F) {
 		if flags&4 != 0 {
 			r.Headers = []Header{{Key: hname, Value: hval}, {Key: hname, Value: nil}}
 		}
-		enc := AppendEnvelope(nil, &r)
+		enc := Append(nil, &r)
 		// JSON text carries no invalid UTF-8: the encoder writes U+FFFD for
 		// it, so the decoded name is compared against that replacement.
 		for i := range r.Headers {
@@ -234,7 +224,7 @@ func FuzzEnvelope(f *testing.F) {
 }
 
 // FuzzEnvelopeFastPath: wherever the canonical one-pass reader answers, the
-// strict decoder agrees; and every AppendEnvelope output whose header names
+// strict decoder agrees; and every Append output whose header names
 // need no JSON escape takes the fast path.
 func FuzzEnvelopeFastPath(f *testing.F) {
 	f.Add([]byte(`{"h":[{"k":"content-type","v":"YXBwbGljYXRpb24vanNvbg=="}],"k":"b3JkZXItNDI=","t":1787824800123,"v":"eyJ0b3RhbCI6MTJ9"}`), "n", []byte("v"))
@@ -248,7 +238,7 @@ func FuzzEnvelopeFastPath(f *testing.F) {
 			}
 		}
 		r := Record{Key: p, Value: hval, Timestamp: int64(len(p)) - 1, Headers: []Header{{Key: hname, Value: hval}}}
-		enc := AppendEnvelope(nil, &r)
+		enc := Append(nil, &r)
 		plain := utf8.ValidString(hname) && !strings.ContainsAny(hname, "\"\\")
 		for _, c := range []byte(hname) {
 			plain = plain && c >= 0x20

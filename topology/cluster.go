@@ -1,4 +1,4 @@
-package node
+package topology
 
 import (
 	"slices"
@@ -10,7 +10,7 @@ import (
 	"github.com/queen-mq/queen-kafka/registry"
 )
 
-// clusterTopology is Metadata in cluster mode, read from the registry's
+// Cluster is Metadata in cluster mode, read from the registry's
 // last view: every live node is a broker at its own advertised address, the
 // controller is the lowest live id, and each partition's leader is the
 // rendezvous owner of that partition with every live node as a replica
@@ -21,8 +21,11 @@ import (
 // exception is this node's own leadership: while it cannot vouch for its
 // membership (its heartbeat failed or is stale), it advertises no partition
 // as its own (see buildSnapshot).
-type clusterTopology struct {
-	c *cluster
+type Cluster struct {
+	self    registry.Node
+	cluster string               // QUEEN_KAFKA_CLUSTER
+	view    func() registry.View // the registry's last live set
+	vouched func() bool          // whether this node may present itself as a member
 
 	mu    sync.Mutex
 	src   *hashring.Ring // the view's ring the snapshot was built from
@@ -38,15 +41,21 @@ type topoSnapshot struct {
 	ring       *hashring.Ring // never empty
 }
 
-func newClusterTopology(c *cluster) *clusterTopology { return &clusterTopology{c: c} }
+// NewCluster is the cluster topology of the node self in the cluster named
+// cluster, read from view (the registry session's last live set) and
+// vouched (whether this node's own membership is current, see
+// buildSnapshot).
+func NewCluster(self registry.Node, cluster string, view func() registry.View, vouched func() bool) *Cluster {
+	return &Cluster{self: self, cluster: cluster, view: view, vouched: vouched}
+}
 
-func (t *clusterTopology) snapshot() *topoSnapshot {
-	v := t.c.view()
-	aside := !t.c.vouched()
+func (t *Cluster) snapshot() *topoSnapshot {
+	v := t.view()
+	aside := !t.vouched()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.snap == nil || t.src != v.Ring || t.aside != aside {
-		t.snap, t.src, t.aside = buildSnapshot(t.c.self, v, aside), v.Ring, aside
+		t.snap, t.src, t.aside = buildSnapshot(t.self, v, aside), v.Ring, aside
 	}
 	return t.snap
 }
@@ -86,17 +95,17 @@ func buildSnapshot(self registry.Node, v registry.View, aside bool) *topoSnapsho
 	return s
 }
 
-func (t *clusterTopology) brokers() []kmsg.MetadataResponseBroker {
+func (t *Cluster) Brokers() []kmsg.MetadataResponseBroker {
 	return slices.Clone(t.snapshot().brokers)
 }
 
-func (t *clusterTopology) controllerID() int32 { return t.snapshot().controller }
+func (t *Cluster) ControllerID() int32 { return t.snapshot().controller }
 
-func (t *clusterTopology) clusterID() string { return t.c.cfg.Cluster }
+func (t *Cluster) ClusterID() string { return t.cluster }
 
-func (t *clusterTopology) selfID() int32 { return t.c.self.ID }
+func (t *Cluster) SelfID() int32 { return t.self.ID }
 
-func (t *clusterTopology) leaderFor(topic string, p int32) (int32, []int32) {
+func (t *Cluster) LeaderFor(topic string, p int32) (int32, []int32) {
 	r := t.snapshot().ring
 	leader, _ := r.Leader(topic, p)
 	return leader, r.Replicas(topic, p)
