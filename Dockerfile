@@ -19,6 +19,9 @@ ARG TARGETARCH
 # --version and the registry row carry it: docker build --build-arg VERSION=$(git describe --tags --always)
 ARG VERSION=dev
 WORKDIR /src
+# The product module alone: go.work joins the test module (e2e/, its
+# clients and their cgo build), which the image neither copies nor needs.
+ENV GOWORK=off
 # Dependencies first, so a source change does not re-download modules.
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download

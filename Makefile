@@ -9,6 +9,13 @@ FUZZ     ?= .
 # queen_kafka_build_info carry it. Without git (a source tarball) it is "dev".
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/queen-mq/queen-kafka/internal/version.version=$(VERSION)
+# Two modules joined by go.work: the product at the root, the tests and every
+# test-only client (sarama, confluent-kafka-go, kafka-go, kfake, kadm,
+# k8s.io/api) in e2e/. From the root, ./... is the product's packages and
+# ./e2e/... the test module's; UNIT is every package but the e2e suite itself.
+MODULES  := . ./e2e
+ALL      := ./... ./e2e/...
+UNIT      = $$($(GO) list $(ALL) | grep -v '/e2e$$')
 
 .PHONY: all build run test unit e2e test-js chaos-short chaos fuzz fuzz-long vet fmt-check tidy-check lint bench clean
 
@@ -28,26 +35,36 @@ test: fmt-check tidy-check vet lint unit e2e chaos-short fuzz
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# go.mod and go.sum must be what `go mod tidy` makes of the imports.
-# k8s.io/api stays at v0.29.2 (only k8s/'s manifest test uses it) because
-# confluent-kafka-go's own tests reach, through testcontainers and
-# docker/buildx, k8s.io/api packages later releases dropped; a newer one
-# makes go mod tidy refuse the whole graph.
+# Each module's go.mod and go.sum must be what `go mod tidy` makes of its
+# imports. In e2e/go.mod, k8s.io/api stays at v0.29.2 (only e2e/k8s's
+# manifest test uses it) because confluent-kafka-go's own tests reach,
+# through testcontainers and docker/buildx, k8s.io/api packages later
+# releases dropped; a newer one makes go mod tidy refuse the whole graph.
+# The product module must name none of the test-only clients, and the
+# workspace must build the product's packages (and their tests) with the
+# very module versions the product module selects alone (GOWORK=off, as the
+# image and a user build it): the tests test what ships.
 tidy-check:
-	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "$$m: go.mod/go.sum are not tidy: run go mod tidy in $$m"; exit 1; }; done
+	@if GOWORK=off $(GO) list -m all | grep -E 'IBM/sarama|confluent-kafka-go|segmentio/kafka-go|franz-go/pkg/(kfake|kadm)|k8s\.io/|sigs\.k8s\.io/'; then echo "the product module requires a test-only client (above): it belongs in e2e/go.mod"; exit 1; fi
+	@mods='{{with .Module}}{{.Path}} {{.Version}}{{end}}'; \
+	  solo=$$(GOWORK=off $(GO) list -deps -test -f "$$mods" ./... | sort -u); \
+	  work=$$($(GO) list -deps -test -f "$$mods" ./... | sort -u); \
+	  [ "$$solo" = "$$work" ] || { printf 'go.work selects other versions for the product than its go.mod does.\nalone:\n%s\nin the workspace:\n%s\n' "$$solo" "$$work"; exit 1; }
 
-# staticcheck is pinned in go.mod as a tool (config: staticcheck.conf).
+# staticcheck is pinned in the product's go.mod as a tool (config:
+# staticcheck.conf); the workspace makes it run over both modules.
 lint:
-	$(GO) tool staticcheck ./...
+	$(GO) tool staticcheck $(ALL)
 
 vet:
-	$(GO) vet ./...
+	$(GO) vet $(ALL)
 
 unit:
-	$(GO) test -count=1 -timeout 10m $$($(GO) list ./... | grep -v /e2e)
+	$(GO) test -count=1 -timeout 10m $(UNIT)
 
 e2e: build
-	$(GO) test -count=1 -timeout 15m ./e2e/...
+	$(GO) test -count=1 -timeout 15m ./e2e/
 
 # @platformatic/kafka 1.35.0 (Node.js, modern protocol versions only) runs
 # e2e/js/scenario.mjs against a single facade and a 3-node cluster (build
@@ -80,7 +97,7 @@ fuzz-long:
 # processes and compare facade and direct paths inside one iteration, so they
 # run once (-benchtime 1x) and report min/median/max over their own rounds.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2s -timeout 20m $$($(GO) list ./... | grep -v /e2e)
+	$(GO) test -run '^$$' -bench . -benchtime 2s -timeout 20m $(UNIT)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./e2e/
 
 clean:

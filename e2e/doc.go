@@ -11,9 +11,17 @@
 // assertions run against a single-mode facade (TestSingleNode) and,
 // unchanged, against a cluster of three (TestClusterBodies).
 //
+// It is a module of its own (github.com/queen-mq/queen-kafka/e2e), joined to
+// the product module by the repository's go.work, so that every test-only
+// client (sarama, confluent-kafka-go and its cgo build, kafka-go, kfake,
+// kadm, k8s.io/api) is a requirement of this module and never of the
+// product's: a user who builds or imports the facade does not pull them.
+// The product's internal packages stay importable here (same path prefix).
+//
 // TestMain builds ./cmd/queen-dev and ./cmd/queen-kafka once per run from
-// the module root, or from E2E_SRC when that is set (a clean export of a
-// commit, to test committed code while a shared tree is mid-edit). kcat must
+// the product module's root, or from E2E_SRC when that is set (a clean
+// export of a commit, to test committed code while a shared tree is
+// mid-edit). kcat must
 // be installed: the kcat tests fail, never skip, without it.
 //
 // The test binary doubles as the exactly-once worker of txn_eos_test.go:

@@ -22,7 +22,8 @@ import (
 // tests run the real binaries, and fakefacade (built here) where a real
 // facade cannot show a behaviour on demand.
 
-// fakeFacade builds ./e2e/testdata/fakefacade once per run.
+// fakeFacade builds ./testdata/fakefacade once per run, in this module
+// (the test's own directory).
 var fakeFacade struct {
 	once sync.Once
 	bin  string
@@ -32,13 +33,8 @@ var fakeFacade struct {
 func fakeFacadeBin(t testing.TB) string {
 	t.Helper()
 	fakeFacade.once.Do(func() {
-		root, err := moduleRoot()
-		if err != nil {
-			fakeFacade.err = err
-			return
-		}
 		fakeFacade.bin = filepath.Join(binDir, "fake", "fakefacade")
-		fakeFacade.err = testsupport.GoBuild(root, fakeFacade.bin, "./e2e/testdata/fakefacade")
+		fakeFacade.err = testsupport.GoBuild("", fakeFacade.bin, "./testdata/fakefacade")
 	})
 	if fakeFacade.err != nil {
 		t.Fatalf("%v", fakeFacade.err)

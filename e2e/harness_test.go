@@ -88,22 +88,24 @@ func buildBinaries() error {
 	return errors.Join(errs...)
 }
 
-// moduleRoot is where the binaries are built from: the module this test
-// belongs to, or E2E_SRC when set (a clean export of a commit, for running
-// the suite against committed code while the working tree is mid-edit).
+// moduleRoot is where the binaries are built from: the product module
+// (the repository's root, which go.work joins to this test module, or
+// e2e/go.mod's replace when GOWORK=off), or E2E_SRC when set (a clean export
+// of a commit, for running the suite against committed code while the
+// working tree is mid-edit).
 func moduleRoot() (string, error) {
 	if src := os.Getenv("E2E_SRC"); src != "" {
 		return src, nil
 	}
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/queen-mq/queen-kafka").Output()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
+		return "", fmt.Errorf("go list -m github.com/queen-mq/queen-kafka: %w", err)
 	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("e2e must run inside the queen-kafka module")
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", errors.New("e2e must run inside the queen-kafka test module, next to the product module")
 	}
-	return filepath.Dir(mod), nil
+	return dir, nil
 }
 
 // freePort asks the kernel for an unused loopback port. The listener is

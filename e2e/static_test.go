@@ -3,7 +3,7 @@ package e2e
 import (
 	"testing"
 
-	"github.com/queen-mq/queen-kafka/internal/testsupport/staticgroup"
+	"github.com/queen-mq/queen-kafka/e2e/internal/staticgroup"
 )
 
 // testGroupStatic: static membership (KIP-345) through the facade binary

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/queen-mq/queen-kafka/queen/dev"
@@ -18,7 +17,8 @@ import (
 // through a served node with franz-go: two group members split four
 // partitions and commit; after they leave the group is Empty and listed;
 // after a facade restart a new member resumes exactly at the committed
-// offsets (only the records produced since arrive); kadm deletes the group.
+// offsets (only the records produced since arrive); an admin DeleteGroups
+// (kadm's request, newAdmin) deletes the group.
 func TestKgoConsumerGroupCommitsAndResumesAfterRestart(t *testing.T) {
 	addr, env := fixedAddrEnv(t, map[string]string{"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS": "0"})
 	e := newDataEnv(t, dev.Options{}, env)
@@ -79,7 +79,7 @@ func TestKgoConsumerGroupCommitsAndResumesAfterRestart(t *testing.T) {
 
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	require.NoError(t, err)
-	adm := kadm.NewClient(admCl)
+	adm := newAdmin(admCl)
 	offsets, err := adm.FetchOffsets(ctx, "billing")
 	require.NoError(t, err)
 	for p := int32(0); p < 4; p++ {
@@ -113,7 +113,7 @@ func TestKgoConsumerGroupCommitsAndResumesAfterRestart(t *testing.T) {
 	admCl, err = kgo.NewClient(kgo.SeedBrokers(addr))
 	require.NoError(t, err)
 	defer admCl.Close()
-	adm = kadm.NewClient(admCl)
+	adm = newAdmin(admCl)
 	del, err := adm.DeleteGroups(ctx, "billing")
 	require.NoError(t, err)
 	require.NoError(t, del["billing"].Err)

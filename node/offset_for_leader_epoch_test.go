@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -114,7 +113,7 @@ func TestLeaderEpochIsMinusOneEverywhere(t *testing.T) {
 	for _, r := range got {
 		require.Equal(t, int32(-1), r.LeaderEpoch, "record %d", r.Offset)
 	}
-	adm := kadm.NewClient(cl)
+	adm := newAdmin(cl)
 	md, err := adm.Metadata(ctx, "epochs")
 	require.NoError(t, err)
 	for _, p := range md.Topics["epochs"].Partitions {
@@ -125,7 +124,7 @@ func TestLeaderEpochIsMinusOneEverywhere(t *testing.T) {
 	end, _ := ends.Lookup("epochs", 0)
 	require.Equal(t, int64(3), end.Offset)
 	require.Equal(t, int32(-1), end.LeaderEpoch)
-	_, err = adm.CommitOffsets(ctx, "epochs-g", kadm.OffsetsFromRecords(*got[2]))
+	_, err = adm.CommitOffsets(ctx, "epochs-g", offsetsFromRecords(*got[2]))
 	require.NoError(t, err)
 	committed, err := adm.FetchOffsets(ctx, "epochs-g")
 	require.NoError(t, err)
@@ -136,7 +135,7 @@ func TestLeaderEpochIsMinusOneEverywhere(t *testing.T) {
 	for v := int16(0); v <= 4; v++ {
 		adm := pinned(t, addr, kmsg.OffsetForLeaderEpoch, v)
 		mark := obs.mark()
-		var req kadm.OffsetForLeaderEpochRequest
+		var req leaderEpochRequest
 		req.Add("epochs", 0, -1)
 		req.Add("epochs", 1, -1)
 		req.Add("epochs", 2, 4)

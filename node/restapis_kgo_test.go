@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,9 +32,9 @@ func servedEnv(t *testing.T, opts dev.Options) (*dataEnv, string, *recordingObse
 }
 
 // pinned is a franz-go admin client that speaks key at most at version v.
-func pinned(t *testing.T, addr string, key kmsg.Key, v int16) *kadm.Client {
+func pinned(t *testing.T, addr string, key kmsg.Key, v int16) *admin {
 	t.Helper()
-	return kadm.NewClient(pinnedClient(t, addr, key, v))
+	return newAdmin(pinnedClient(t, addr, key, v))
 }
 
 // versionsSeen are the versions of key the node answered since mark.
@@ -63,7 +62,7 @@ func TestKgoFindCoordinatorEveryVersion(t *testing.T) {
 	for v := int16(3); v <= 6; v++ {
 		adm := pinned(t, addr, kmsg.FindCoordinator, v)
 		mark := obs.mark()
-		for _, rs := range []kadm.FindCoordinatorResponses{
+		for _, rs := range []adminCoordinators{
 			adm.FindGroupCoordinators(ctx, "g1", "g2", "g3"),
 			adm.FindTxnCoordinators(ctx, "t1", "t2"),
 		} {
@@ -79,15 +78,15 @@ func TestKgoFindCoordinatorEveryVersion(t *testing.T) {
 	}
 }
 
-// TestKgoListGroupsTypes: kadm's ListGroupsByType (v5) sees the group as
-// classic; a consumer-type filter lists nothing.
+// TestKgoListGroupsTypes: kadm's ListGroupsByType request (v5, sent by
+// newAdmin) sees the group as classic; a consumer-type filter lists nothing.
 func TestKgoListGroupsTypes(t *testing.T) {
 	e, addr, obs := servedEnv(t, dev.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	e.createTopic("lg")
 	adm := pinned(t, addr, kmsg.ListGroups, 5)
-	_, err := adm.CommitOffsets(ctx, "committed", kadm.OffsetsFromRecords(kgo.Record{Topic: "lg", Partition: 0, Offset: 3}))
+	_, err := adm.CommitOffsets(ctx, "committed", offsetsFromRecords(kgo.Record{Topic: "lg", Partition: 0, Offset: 3}))
 	require.NoError(t, err)
 	mark := obs.mark()
 	listed, err := adm.ListGroupsByType(ctx, []string{"classic"})
@@ -102,7 +101,7 @@ func TestKgoListGroupsTypes(t *testing.T) {
 }
 
 // TestKgoListOffsetsSentinels: kadm's max-timestamp, local-log-start and
-// latest-tiered listings, and -6 at v11, at every version; a version below
+// latest-tiered listings (sent by newAdmin), and -6 at v11, at every version; a version below
 // a sentinel's is UNSUPPORTED_VERSION.
 func TestKgoListOffsetsSentinels(t *testing.T) {
 	t0 := time.UnixMilli(1787824800000)
@@ -116,7 +115,7 @@ func TestKgoListOffsetsSentinels(t *testing.T) {
 		e.produce("lo", 0, batchtest.Batch{FirstTS: 5, Records: batchtest.SampleRecords()}.Encode(t))
 	}
 	// lookup is partition p's answer, or its error when v is below since.
-	lookup := func(v, since int16, l kadm.ListedOffsets, err error, p int32) kadm.ListedOffset {
+	lookup := func(v, since int16, l adminListedOffsets, err error, p int32) adminListed {
 		t.Helper()
 		require.NoError(t, err, "v%d", v)
 		o, ok := l.Lookup("lo", p)
@@ -130,7 +129,7 @@ func TestKgoListOffsetsSentinels(t *testing.T) {
 	}
 	for v := int16(6); v <= 11; v++ {
 		cl := pinnedClient(t, addr, kmsg.ListOffsets, v)
-		adm := kadm.NewClient(cl)
+		adm := newAdmin(cl)
 		mark := obs.mark()
 		maxes, err := adm.ListMaxTimestampOffsets(ctx, "lo")
 		if m := lookup(v, 7, maxes, err, 0); v >= 7 {
@@ -174,6 +173,14 @@ func splitHostPort(t *testing.T, addr string) (string, int32) {
 	port, err := strconv.Atoi(p)
 	require.NoError(t, err)
 	return host, int32(port)
+}
+
+func newKgoClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return cl
 }
 
 // pinnedClient is a franz-go client with opts that speaks key at most at
@@ -243,8 +250,8 @@ func TestKgoDescribeCluster(t *testing.T) {
 	}
 }
 
-// TestKgoDeleteGroupsV3: kadm's DeleteGroups at v3 reads the cause of a
-// refusal, and deletes a group as at v2.
+// TestKgoDeleteGroupsV3: kadm's DeleteGroups request at v3 (sent by
+// newAdmin) reads the cause of a refusal, and deletes a group as at v2.
 func TestKgoDeleteGroupsV3(t *testing.T) {
 	e, addr, obs := servedEnv(t, dev.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -252,7 +259,7 @@ func TestKgoDeleteGroupsV3(t *testing.T) {
 	e.createTopic("dg")
 	for v := int16(2); v <= 3; v++ {
 		adm := pinned(t, addr, kmsg.DeleteGroups, v)
-		_, err := adm.CommitOffsets(ctx, "dg-group", kadm.OffsetsFromRecords(kgo.Record{Topic: "dg", Partition: 0, Offset: 3}))
+		_, err := adm.CommitOffsets(ctx, "dg-group", offsetsFromRecords(kgo.Record{Topic: "dg", Partition: 0, Offset: 3}))
 		require.NoError(t, err)
 		mark := obs.mark()
 		rs, err := adm.DeleteGroups(ctx, "dg-group", "dg-never")

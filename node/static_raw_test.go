@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -22,7 +21,7 @@ func TestGroupAPIsAtBoundaryVersionsOnTheWire(t *testing.T) {
 	_, addr, _ := servedEnv(t, dev.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := kadm.NewClient(newKgoClient(t, addr)).CreateTopic(ctx, 2, 1, nil, "raw-in")
+	_, err := newAdmin(newKgoClient(t, addr)).CreateTopic(ctx, 2, 1, nil, "raw-in")
 	require.NoError(t, err)
 
 	join := func(k *kclient, member, instance string) *kmsg.JoinGroupResponse {
@@ -132,7 +131,7 @@ func TestOffsetsByTopicIDOnTheWire(t *testing.T) {
 	_, addr, obs := servedEnv(t, dev.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	adm := kadm.NewClient(newKgoClient(t, addr))
+	adm := newAdmin(newKgoClient(t, addr))
 	_, err := adm.CreateTopic(ctx, 2, 1, nil, "byid-in")
 	require.NoError(t, err)
 	var id [16]byte
@@ -194,9 +193,9 @@ func TestOffsetsByTopicIDOnTheWire(t *testing.T) {
 	require.Len(t, a.Topics[0].Partitions, 1)
 	require.Equal(t, int64(42), a.Topics[0].Partitions[0].Offset)
 
-	// franz-go (kadm) commits and reads back at v10, by id.
-	var offs kadm.Offsets
-	offs.Add(kadm.Offset{Topic: "byid-in", Partition: 0, At: 7, LeaderEpoch: -1})
+	// franz-go (kadm's requests, newAdmin) commits and reads back at v10, by id.
+	var offs adminOffsets
+	offs.Add(adminOffset{Topic: "byid-in", Partition: 0, At: 7, LeaderEpoch: -1})
 	committed, err := adm.CommitOffsets(ctx, "byid-kadm", offs)
 	require.NoError(t, err)
 	require.NoError(t, committed.Error())

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every Fuzz* target of the module, each for a time (the short run of
+# Runs every Fuzz* target of both modules (the product's and e2e's, joined by
+# go.work), each for a time (the short run of
 # `make fuzz`, default 5s) or a count of executions (`make fuzz-long`,
 # 10000000x). go test -fuzz takes one target of one package per run, so the
 # targets are discovered here rather than listed by hand (a new target
@@ -46,6 +47,6 @@ while IFS= read -r pkg; do
     # A run that ends inside its baseline (the corpus alone) prints no count.
     summary+=("$t: $(grep -oE 'elapsed: [^,]+, execs: [0-9]+' "$log" | tail -1 || true)")
   done
-done < <(go list ./...)
+done < <(go list ./... ./e2e/...)
 printf '%s\n' "${summary[@]}"
 echo "fuzz: $found targets ran ($flakes forgiven deadline races)"

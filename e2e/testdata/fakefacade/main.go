@@ -9,7 +9,7 @@
 //   - env: writes its environment, one "env NAME=value" line each, then
 //     idles.
 //
-// e2e builds it in the test (go build ./e2e/testdata/fakefacade).
+// e2e builds it in the test (go build ./testdata/fakefacade, in the e2e module).
 package main
 
 import (

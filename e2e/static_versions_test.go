@@ -1,4 +1,4 @@
-package node
+package e2e
 
 import (
 	"context"
@@ -7,12 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/queen-mq/queen-kafka/internal/testsupport/staticgroup"
-	"github.com/queen-mq/queen-kafka/queen/dev"
+	"github.com/queen-mq/queen-kafka/e2e/internal/staticgroup"
 )
 
 // staticSteps pin franz-go to each step of the static-membership window:
@@ -33,16 +31,19 @@ var staticSteps = []struct {
 // TestKgoStaticMembership runs staticgroup's scenario (three franz-go
 // static members; a rolling restart that rebalances nothing; a commit read
 // back; a duplicate instance id fenced) with franz-go pinned at every step
-// of the versions that carry group_instance_id.
+// of the versions that carry group_instance_id, against a facade binary of
+// its own.
 func TestKgoStaticMembership(t *testing.T) {
+	t.Parallel()
+	dev, _ := sharedEnv(t)
 	// Each franz-go client holds a few connections; a step holds seven.
-	addr, env := fixedAddrEnv(t, map[string]string{"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS": "0", "QUEEN_KAFKA_MAX_CONNECTIONS": "256"})
-	e := newDataEnv(t, dev.Options{}, env)
-	serveTestNode(t, e.n)
+	fac := startFacade(t, dev, map[string]string{"QUEEN_KAFKA_MAX_CONNECTIONS": "256"})
+	addr := fac.addr
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	const topic, parts = "static-in", 6
-	adm := kadm.NewClient(newKgoClient(t, addr))
+	const parts = 6
+	topic := uniq("static-in")
+	adm := kadm.NewClient(newKgo(t, []string{addr}))
 	_, err := adm.CreateTopic(ctx, parts, 1, nil, topic)
 	require.NoError(t, err)
 
@@ -56,15 +57,7 @@ func TestKgoStaticMembership(t *testing.T) {
 			} {
 				v.SetMaxKeyVersion(kv[0], kv[1])
 			}
-			staticgroup.Run(t, []string{addr}, "static-"+st.name, topic, parts, v)
+			staticgroup.Run(t, []string{addr}, uniq("static-"+st.name), topic, parts, v)
 		})
 	}
-}
-
-func newKgoClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
-	require.NoError(t, err)
-	t.Cleanup(cl.Close)
-	return cl
 }
