@@ -8,7 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/internal/idlesweep"
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // catalogTTL is how stale the queue list may be: a queue created natively
@@ -128,7 +130,7 @@ type catalogs struct {
 	deps  *catalogDeps
 	mu    sync.Mutex
 	m     map[string]*catalog
-	sweep idleSweep
+	sweep idlesweep.Sweep
 }
 
 func newCatalogs(deps catalogDeps) *catalogs {
@@ -144,7 +146,7 @@ func newCatalogs(deps catalogDeps) *catalogs {
 // widths must outlive a quiet spell.
 const idleCredentialCatalog = 30 * time.Minute
 
-func (cs *catalogs) forConn(c *Conn) *catalog {
+func (cs *catalogs) forConn(c *transport.Conn) *catalog {
 	id := ""
 	if c != nil {
 		id = c.Identity()
@@ -159,7 +161,7 @@ func (cs *catalogs) forConn(c *Conn) *catalog {
 	}
 	now := cs.deps.now()
 	if cat == nil {
-		sweepIdle(&cs.sweep, now, cs.m, func(id string, cat *catalog) bool {
+		idlesweep.Run(&cs.sweep, now, cs.m, func(id string, cat *catalog) bool {
 			return strings.HasPrefix(id, credentialIdentity) && now.Sub(cat.used) > idleCredentialCatalog
 		})
 		cat = &catalog{deps: cs.deps, widest: make(map[queueKey]int32)}
@@ -175,7 +177,7 @@ func (cs *catalogs) forConn(c *Conn) *catalog {
 // catalogTTL. When a refresh fails but an older listing exists, that listing
 // answers (a Queen blip does not unknow every topic); with none, the Queen
 // error is returned for the caller to map.
-func (cs *catalogs) topicWidth(ctx context.Context, c *Conn, topic string) (width int32, exists bool, err error) {
+func (cs *catalogs) topicWidth(ctx context.Context, c *transport.Conn, topic string) (width int32, exists bool, err error) {
 	cat := cs.forConn(c)
 	if err := cat.ensure(ctx, c, false); err != nil && !cat.loaded() {
 		return 0, false, err
@@ -191,7 +193,7 @@ func (cs *catalogs) topicWidth(ctx context.Context, c *Conn, topic string) (widt
 // its record as of the last listing (every catalogTTL, on every node, from
 // Queen KV), or as altered through this node since. An alter through
 // another node therefore applies here within catalogTTL.
-func (cs *catalogs) cachedTopicConfig(c *Conn, topic string) kafkaTopicConfig {
+func (cs *catalogs) cachedTopicConfig(c *transport.Conn, topic string) kafkaTopicConfig {
 	t, _ := cs.forConn(c).lookup(topic)
 	return topicConfigOf(t.cfg)
 }
@@ -256,7 +258,7 @@ func (cat *catalog) width(t topicInfo) int32 {
 // the answer. An unforced caller that already holds a listing waits for
 // the refresh only until staleRefreshWait after it began, and is then
 // answered from what it holds (nil).
-func (cat *catalog) ensure(ctx context.Context, c *Conn, force bool) error {
+func (cat *catalog) ensure(ctx context.Context, c *transport.Conn, force bool) error {
 	cat.mu.Lock()
 	if !force && !cat.loadedAt.IsZero() && cat.deps.now().Sub(cat.loadedAt) < catalogTTL {
 		cat.mu.Unlock()
@@ -298,7 +300,7 @@ func (cat *catalog) ensure(ctx context.Context, c *Conn, force bool) error {
 
 // queenFor is the client the catalogue reads Queen with for c: the
 // connection's credential, or the node's own when there is no connection.
-func (cat *catalog) queenFor(c *Conn) catalogQueen {
+func (cat *catalog) queenFor(c *transport.Conn) catalogQueen {
 	if c == nil {
 		return cat.deps.queen
 	}

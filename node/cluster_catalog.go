@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // clusterSyncBudget bounds how long one request waits for the cluster-mode
@@ -24,13 +25,13 @@ const clusterSyncBudget = time.Second
 // clients give up on UNKNOWN_TOPIC_OR_PARTITION after a few quick retries
 // (kafka-go after none), far inside catalogTTL. Single mode keeps the TTL
 // alone, unchanged.
-func (cat *catalog) find(ctx context.Context, c *Conn, topic string) (topicInfo, bool) {
+func (cat *catalog) find(ctx context.Context, c *transport.Conn, topic string) (topicInfo, bool) {
 	return cat.findRefreshing(ctx, c, func() (topicInfo, bool) { return cat.lookup(topic) })
 }
 
 // findRefreshing is look, and in cluster mode, on a miss, look again after
 // a listing that begins after the miss.
-func (cat *catalog) findRefreshing(ctx context.Context, c *Conn, look func() (topicInfo, bool)) (topicInfo, bool) {
+func (cat *catalog) findRefreshing(ctx context.Context, c *transport.Conn, look func() (topicInfo, bool)) (topicInfo, bool) {
 	t, ok := look()
 	if ok || !cat.deps.clustered {
 		return t, ok
@@ -53,7 +54,7 @@ func (cat *catalog) findRefreshing(ctx context.Context, c *Conn, look func() (to
 // through another, as kafka-go's writer does, must find it. A request
 // naming topics costs one KV read instead (syncNamed). Single mode keeps
 // catalogTTL alone.
-func (cat *catalog) syncForMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRequest) {
+func (cat *catalog) syncForMetadata(ctx context.Context, c *transport.Conn, req *kmsg.MetadataRequest) {
 	if !cat.deps.clustered {
 		return
 	}
@@ -76,7 +77,7 @@ func (cat *catalog) syncForMetadata(ctx context.Context, c *Conn, req *kmsg.Meta
 // node's next Metadata reports a widening made at any node, as a broker's
 // does. A failed read changes nothing: the cached answer stands, as it
 // would within catalogTTL anyway.
-func (cat *catalog) syncNamed(ctx context.Context, c *Conn, topics []kmsg.MetadataRequestTopic) {
+func (cat *catalog) syncNamed(ctx context.Context, c *transport.Conn, topics []kmsg.MetadataRequestTopic) {
 	held := make(map[string]topicInfo, len(topics))
 	var keys []string
 	for _, rt := range topics {
@@ -144,7 +145,7 @@ const widenRefreshFloor = 100 * time.Millisecond
 // listing and the client, holding that node's fresh Metadata, was sent here
 // as the leader. tv.width is raised to what was learned. Single mode
 // answers from tv alone, unchanged.
-func (cs *catalogs) knownPartition(ctx context.Context, c *Conn, topic string, tv *topicVerdict, p int32) bool {
+func (cs *catalogs) knownPartition(ctx context.Context, c *transport.Conn, topic string, tv *topicVerdict, p int32) bool {
 	if p < tv.width {
 		return true
 	}
@@ -168,7 +169,7 @@ func (cs *catalogs) knownPartition(ctx context.Context, c *Conn, topic string, t
 
 // findByID is find by topic id: the id may be of a topic another node
 // created a moment ago.
-func (cat *catalog) findByID(ctx context.Context, c *Conn, id [16]byte) (topicInfo, bool) {
+func (cat *catalog) findByID(ctx context.Context, c *transport.Conn, id [16]byte) (topicInfo, bool) {
 	if id == ([16]byte{}) {
 		return topicInfo{}, false
 	}

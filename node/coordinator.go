@@ -7,6 +7,7 @@ import (
 	"net"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // newCoordinator builds the group coordinator of a node configured by cfg,
@@ -53,12 +54,12 @@ func selfBroker(cfg Config) coordinator.Broker {
 // client id and host as DescribeGroups reports them, the identity that
 // keys the group registry, the credential its KV calls carry, and the
 // connection's catalogue, which says which partitions a commit may write.
-func (c *Conn) groupClient() coordinator.Client {
+func (n *Node) groupClient(c *transport.Conn) coordinator.Client {
 	host := c.RemoteAddr()
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return coordinator.Client{ID: c.ClientID(), Host: "/" + host, Identity: c.Identity(), KV: c.Queen(), Topics: servedTopics{c.n.cats, c}}
+	return coordinator.Client{ID: c.ClientID(), Host: "/" + host, Identity: c.Identity(), KV: c.Queen(), Topics: servedTopics{n.cats, c}}
 }
 
 // servedTopics is coordinator.Topics over the connection's catalogue: a
@@ -66,7 +67,7 @@ func (c *Conn) groupClient() coordinator.Client {
 // width, is not served.
 type servedTopics struct {
 	cats *catalogs
-	c    *Conn
+	c    *transport.Conn
 }
 
 func (t servedTopics) Width(ctx context.Context, topic string) (int32, bool, error) {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // handleCreatePartitions widens topics. A Queen queue declares no width,
@@ -13,7 +15,7 @@ import (
 // next Metadata reports. A decrease and an equal count are refused with
 // Apache Kafka's own sentences; a manual assignment is refused because the
 // facade places no replicas.
-func (n *Node) handleCreatePartitions(ctx context.Context, c *Conn, req *kmsg.CreatePartitionsRequest) (kmsg.Response, error) {
+func (n *Node) handleCreatePartitions(ctx context.Context, c *transport.Conn, req *kmsg.CreatePartitionsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	cat := n.cats.forConn(c)
 	refreshErr := cat.ensure(ctx, c, true)
@@ -44,7 +46,7 @@ func (n *Node) handleCreatePartitions(ctx context.Context, c *Conn, req *kmsg.Cr
 	return resp, nil
 }
 
-func (n *Node) widenTopic(ctx context.Context, c *Conn, cat *catalog, t kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string, int32) {
+func (n *Node) widenTopic(ctx context.Context, c *transport.Conn, cat *catalog, t kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string, int32) {
 	if topicNameError(t.Topic) != "" || internalTopic(t.Topic) {
 		return kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.", 0
 	}
@@ -68,17 +70,17 @@ func (n *Node) widenTopic(ctx context.Context, c *Conn, cat *catalog, t kmsg.Cre
 	rec, err := n.raiseFloor(ctx, c, info, t.Count)
 	if err != nil {
 		code, throttle, msg := topicWriteFault(err)
-		c.log.Warn("create partitions failed", "topic", t.Topic, "err", err)
+		c.Logger().Warn("create partitions failed", "topic", t.Topic, "err", err)
 		return code, msg, throttle
 	}
 	cat.setCfg(t.Topic, rec)
-	c.log.Info("topic widened", "topic", t.Topic, "from", cur, "to", t.Count, "client_id", c.ClientID())
+	c.Logger().Info("topic widened", "topic", t.Topic, "from", cur, "to", t.Count, "client_id", c.ClientID())
 	return 0, "", 0
 }
 
 // raiseFloor writes the topic's new width into its record, keeping the rest
 // of the record. A record written concurrently is re-read once.
-func (n *Node) raiseFloor(ctx context.Context, c *Conn, info topicInfo, width int32) (*topicCfg, error) {
+func (n *Node) raiseFloor(ctx context.Context, c *transport.Conn, info topicInfo, width int32) (*topicCfg, error) {
 	q := c.Queen()
 	for attempt := 0; ; attempt++ {
 		rec, version, err := readTopicCfg(ctx, q, info.queue.Name)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // handleDescribeConfigs answers truthfully and therefore briefly: a key is
@@ -18,7 +20,7 @@ import (
 // than defaults nothing checks.
 // Broker resources answer no entries: the facade's settings are its
 // environment, not Kafka broker configs.
-func (n *Node) handleDescribeConfigs(ctx context.Context, c *Conn, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
+func (n *Node) handleDescribeConfigs(ctx context.Context, c *transport.Conn, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	cat := n.cats.forConn(c)
 	var refreshed bool
@@ -45,7 +47,7 @@ func (n *Node) handleDescribeConfigs(ctx context.Context, c *Conn, req *kmsg.Des
 	return resp, nil
 }
 
-func (n *Node) describeTopic(ctx context.Context, c *Conn, cat *catalog, refreshErr error, req *kmsg.DescribeConfigsRequest, r kmsg.DescribeConfigsRequestResource, rr *kmsg.DescribeConfigsResponseResource, resp *kmsg.DescribeConfigsResponse) {
+func (n *Node) describeTopic(ctx context.Context, c *transport.Conn, cat *catalog, refreshErr error, req *kmsg.DescribeConfigsRequest, r kmsg.DescribeConfigsRequestResource, rr *kmsg.DescribeConfigsResponseResource, resp *kmsg.DescribeConfigsResponse) {
 	name := r.ResourceName
 	if topicNameError(name) != "" || internalTopic(name) {
 		setDescribeError(rr, kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.")

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // What a Kafka client is answered when a call to Queen fails, in one place:
@@ -212,9 +213,9 @@ func createFault(err error, version int16) (code int16, throttleMs int32, msg st
 }
 
 // alterFault is one alter's answer to a refused topic write.
-func alterFault(c *Conn, name string, err error) alterOutcome {
+func alterFault(c *transport.Conn, name string, err error) alterOutcome {
 	code, throttle, msg := topicWriteFault(err)
-	c.log.Warn("alter topic config failed", "topic", name, "err", err)
+	c.Logger().Warn("alter topic config failed", "topic", name, "err", err)
 	return alterOutcome{code: code, msg: msg, throttle: throttle}
 }
 
@@ -294,7 +295,7 @@ func errorMessage(code int16, msg string) *string {
 
 // logQueenFault records a failed data-path call for the operator: a
 // throttle is routine and only a debug line, anything else a warning.
-func logQueenFault(c *Conn, route string, err error) {
+func logQueenFault(c *transport.Conn, route string, err error) {
 	if _, ok := queen.RetryAfter(err); ok {
 		c.Logger().Debug("queen throttled a data-path call", "route", route, "err", err)
 		return

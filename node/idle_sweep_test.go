@@ -1,7 +1,7 @@
 package node
 
 import (
-	"context"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // TestIdleCredentialCatalogsAreDropped: the topic list of a credential
@@ -18,9 +19,12 @@ import (
 func TestIdleCredentialCatalogsAreDropped(t *testing.T) {
 	clk := testsupport.NewFakeClock(time.Unix(1_800_000_000, 0))
 	cs := newCatalogs(catalogDeps{now: clk.Now})
-	conn := func(id string) *Conn {
-		c := &Conn{}
-		c.identity.Store(&id)
+	srv := transport.NewServer(transport.Config{})
+	conn := func(id string) *transport.Conn {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		c := srv.NewConn(a)
+		c.SetCredential(nil, id)
 		return c
 	}
 	filed := func() []string {
@@ -43,27 +47,4 @@ func TestIdleCredentialCatalogsAreDropped(t *testing.T) {
 	cs.forConn(conn("cred:new"))
 	require.Equal(t, []string{"cred:busy", "cred:new", "tenant:a"}, filed())
 	require.Same(t, tenant, cs.forConn(conn("tenant:a")), "a tenant's list is kept however quiet")
-}
-
-// TestIdleIdentitiesAreForgotten: a credential's answer unused for
-// idleIdentity is forgotten when another credential is asked about, and
-// asked again if it comes back; one being asked is never dropped.
-func TestIdleIdentitiesAreForgotten(t *testing.T) {
-	dq, _ := newDevQueen(t)
-	clk := testsupport.NewFakeClock(time.Unix(1_800_000_000, 0))
-	ids := newIdentities()
-	ids.now = clk.Now
-	asking := &identityAsk{done: make(chan struct{})}
-	ids.m[credentialKey("", "asking")] = asking
-	_, err := ids.identity(context.Background(), dq.q, credentialKey("", "old"), testLogger())
-	require.NoError(t, err)
-
-	clk.Advance(idleIdentity + idleSweepEvery)
-	_, err = ids.identity(context.Background(), dq.q, credentialKey("", "new"), testLogger())
-	require.NoError(t, err)
-	ids.mu.Lock()
-	defer ids.mu.Unlock()
-	require.NotContains(t, ids.m, credentialKey("", "old"), "idle: forgotten")
-	require.Contains(t, ids.m, credentialKey("", "new"))
-	require.Same(t, asking, ids.m[credentialKey("", "asking")], "an ask under way stays")
 }

@@ -8,9 +8,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
-func deleteTopics(t *testing.T, n *Node, c *Conn, version int16, names ...string) *kmsg.DeleteTopicsResponse {
+func deleteTopics(t *testing.T, n *Node, c *transport.Conn, version int16, names ...string) *kmsg.DeleteTopicsResponse {
 	req := kmsg.NewPtrDeleteTopicsRequest()
 	req.Version = version
 	req.TopicNames = names
@@ -65,7 +67,7 @@ func TestDeleteTopicsAuthFailure(t *testing.T) {
 	}
 }
 
-func createPartitions(t *testing.T, n *Node, c *Conn, topic string, count int32, assign bool) kmsg.CreatePartitionsResponseTopic {
+func createPartitions(t *testing.T, n *Node, c *transport.Conn, topic string, count int32, assign bool) kmsg.CreatePartitionsResponseTopic {
 	req := kmsg.NewPtrCreatePartitionsRequest()
 	req.Version = 3
 	tp := kmsg.NewCreatePartitionsRequestTopic()
@@ -178,7 +180,7 @@ func TestDescribeConfigs(t *testing.T) {
 	}
 }
 
-func incrementalAlter(t *testing.T, n *Node, c *Conn, topic string, op kmsg.IncrementalAlterConfigOp, name string, value *string) kmsg.IncrementalAlterConfigsResponseResource {
+func incrementalAlter(t *testing.T, n *Node, c *transport.Conn, topic string, op kmsg.IncrementalAlterConfigOp, name string, value *string) kmsg.IncrementalAlterConfigsResponseResource {
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	req.Version = 1
 	r := kmsg.NewIncrementalAlterConfigsRequestResource()

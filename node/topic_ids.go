@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // Topic ids (KIP-516). A topic's id is its Queen queue's id from the queue
@@ -73,7 +74,7 @@ func (cat *catalog) TopicByID(id [16]byte) (string, bool) {
 // topicWidth and, in cluster mode, once more on a miss (findByID). ok is
 // false for an id no live topic has: the caller answers UNKNOWN_TOPIC_ID.
 // err is the Queen failure when no listing at all could be had.
-func (cs *catalogs) topicByID(ctx context.Context, c *Conn, id [16]byte) (name string, width int32, ok bool, err error) {
+func (cs *catalogs) topicByID(ctx context.Context, c *transport.Conn, id [16]byte) (name string, width int32, ok bool, err error) {
 	cat := cs.forConn(c)
 	if err := cat.ensure(ctx, c, false); err != nil && !cat.loaded() {
 		return "", 0, false, err

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // topicVerdicts is what one data-path request (Produce, Fetch, ListOffsets)
@@ -14,7 +16,7 @@ import (
 // read its catalogue.
 type topicVerdicts struct {
 	cats     *catalogs
-	c        *Conn
+	c        *transport.Conn
 	fault    queenFault
 	throttle *int32 // the response's throttle_time_ms
 	seen     map[string]topicVerdict
@@ -28,7 +30,7 @@ type idVerdict struct {
 	tv   topicVerdict
 }
 
-func (n *Node) topicVerdicts(c *Conn, fault queenFault, throttle *int32) *topicVerdicts {
+func (n *Node) topicVerdicts(c *transport.Conn, fault queenFault, throttle *int32) *topicVerdicts {
 	return &topicVerdicts{cats: n.cats, c: c, fault: fault, throttle: throttle, seen: make(map[string]topicVerdict)}
 }
 

@@ -1,19 +1,13 @@
-package node
+package transport
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
-	"net"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/queen"
-	"github.com/queen-mq/queen-kafka/queen/dev"
 )
 
 // FuzzRequestHeader drives the request header parser (api key, version,
@@ -88,111 +82,6 @@ func requestHeaderSeeds() [][]byte {
 	}
 }
 
-// FuzzRequestBody runs every advertised request body through the node's
-// own request path: the header built for (key, version), the gate of the
-// version table and kmsg's decode (decodeRequest), then the handler the
-// table dispatches to (Conn.dispatch) against an in-process dev Queen. A
-// handler panic, which dispatch turns into an error that closes one
-// connection, fails the target; so does an admitted request outside the
-// advertised window. Keys are taken modulo the table so the fuzzer spends
-// its time on offered APIs.
-func FuzzRequestBody(f *testing.F) {
-	for _, s := range requestBodySeeds() {
-		f.Add(s.row, s.version, s.body)
-	}
-	b := devbroker.Start(f, dev.Options{Logger: testLogger()}, nil)
-	n := newNodeOn(f, b.URL, nil)
-	f.Fuzz(func(t *testing.T, row uint8, version int16, body []byte) {
-		r := apiTable[int(row)%len(apiTable)]
-		h := requestHeader{key: r.key, version: version, correlationID: 1, clientID: "fuzz"}
-		if req := kmsg.RequestForKey(r.key); version >= 0 {
-			req.SetVersion(version)
-			h.flexible = req.IsFlexible()
-		}
-		q, err := decodeRequest(append(headerBytes(h), body...))
-		if err != nil {
-			return
-		}
-		if q.preset != nil {
-			return // ApiVersions outside its window: the preset answer
-		}
-		if q.hdr.version < r.min || q.hdr.version > r.max {
-			t.Fatalf("admitted %s v%d outside v%d-v%d", kmsg.NameForKey(r.key), q.hdr.version, r.min, r.max)
-		}
-		a, peer := net.Pipe()
-		defer a.Close()
-		defer peer.Close()
-		c := newConn(n, a)
-		// A handler that waits (a long poll, a join) ends with the context.
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer cancel()
-		if _, _, err := c.dispatch(ctx, []queued{q}); err != nil && strings.Contains(err.Error(), "handler panic") {
-			t.Fatalf("%s v%d: %v", kmsg.NameForKey(r.key), q.hdr.version, err)
-		}
-	})
-}
-
-type bodySeed struct {
-	row     uint8
-	version int16
-	body    []byte
-}
-
-// requestBodySeeds is every row at its lowest and highest version with a
-// default body, plus a few bodies that name a topic.
-func requestBodySeeds() []bodySeed {
-	var out []bodySeed
-	for i, r := range apiTable {
-		for _, v := range []int16{r.min, r.max} {
-			req := kmsg.RequestForKey(r.key)
-			req.SetVersion(v)
-			out = append(out, bodySeed{uint8(i), v, req.AppendTo(nil)})
-		}
-	}
-	rowOf := func(key int16) uint8 {
-		for i, r := range apiTable {
-			if r.key == key {
-				return uint8(i)
-			}
-		}
-		panic("no row")
-	}
-	meta := kmsg.NewPtrMetadataRequest()
-	meta.Version = 9
-	meta.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("orders")}}
-	create := kmsg.NewPtrCreateTopicsRequest()
-	create.Version = 5
-	ct := kmsg.NewCreateTopicsRequestTopic()
-	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "orders", 2, 1
-	create.Topics = []kmsg.CreateTopicsRequestTopic{ct}
-	commit := kmsg.NewPtrOffsetCommitRequest()
-	commit.Version = 6
-	commit.Group = "g"
-	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "orders", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3}}}}
-	// Fetch sessions: a full fetch opening one, an incremental one with a
-	// forgotten partition, and one by topic id.
-	var fetches []bodySeed
-	for _, v := range []int16{12, 13} {
-		for _, epoch := range []int32{0, 1} {
-			fr := kmsg.NewPtrFetchRequest()
-			fr.Version, fr.SessionID, fr.SessionEpoch = v, epoch*7, epoch
-			ft := kmsg.NewFetchRequestTopic()
-			ft.Topic, ft.TopicID = "orders", [16]byte{1}
-			ft.Partitions = []kmsg.FetchRequestTopicPartition{kmsg.NewFetchRequestTopicPartition()}
-			fr.Topics = []kmsg.FetchRequestTopic{ft}
-			fg := kmsg.NewFetchRequestForgottenTopic()
-			fg.Topic, fg.TopicID, fg.Partitions = "orders", [16]byte{1}, []int32{1}
-			fr.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{fg}
-			fetches = append(fetches, bodySeed{rowOf(fr.Key()), v, fr.AppendTo(nil)})
-		}
-	}
-	return append(append(out, fetches...),
-		bodySeed{rowOf(meta.Key()), 9, meta.AppendTo(nil)},
-		bodySeed{rowOf(create.Key()), 5, create.AppendTo(nil)},
-		bodySeed{rowOf(commit.Key()), 6, commit.AppendTo(nil)},
-	)
-}
-
 // FuzzSaslPlain drives the SASL PLAIN message parser, both as the bytes of
 // a SaslAuthenticate request and as the bare token frame of the v0 flow:
 // never a panic, and an accepted message has a non-empty username and
@@ -204,7 +93,7 @@ func FuzzSaslPlain(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		q, err := rawTokenRequest(msg)
+		q, err := testTable.rawTokenRequest(msg)
 		if err != nil {
 			t.Fatalf("raw token refused: %v", err)
 		}

@@ -1,22 +1,25 @@
-package node
+// Package idlesweep drops the idle entries of a map filed by identity or
+// credential (the catalogue's per-identity catalogues, SASL's credential
+// tenants) without walking it on every lookup.
+package idlesweep
 
 import "time"
 
-// idleSweepEvery spaces the sweeps of a map filed by identity or
-// credential: a sweep walks the whole map, so it runs when an entry is
-// added, at most this often, rather than on every lookup.
-const idleSweepEvery = time.Minute
+// Every spaces the sweeps of a map: a sweep walks the whole map, so it
+// runs when an entry is added, at most this often, rather than on every
+// lookup.
+const Every = time.Minute
 
-// idleSweep is when a map may next be swept.
-type idleSweep struct{ next time.Time }
+// Sweep is when a map may next be swept.
+type Sweep struct{ next time.Time }
 
-// sweepIdle deletes the entries of m that gone says may go, when the
-// sweep is due at now; the caller holds m's lock.
-func sweepIdle[K comparable, V any](s *idleSweep, now time.Time, m map[K]V, gone func(K, V) bool) {
+// Run deletes the entries of m that gone says may go, when the sweep is
+// due at now; the caller holds m's lock.
+func Run[K comparable, V any](s *Sweep, now time.Time, m map[K]V, gone func(K, V) bool) {
 	if now.Before(s.next) {
 		return
 	}
-	s.next = now.Add(idleSweepEvery)
+	s.next = now.Add(Every)
 	for k, v := range m {
 		if gone(k, v) {
 			delete(m, k)
@@ -24,8 +27,8 @@ func sweepIdle[K comparable, V any](s *idleSweep, now time.Time, m map[K]V, gone
 	}
 }
 
-// isDone reports whether ch is closed.
-func isDone(ch <-chan struct{}) bool {
+// IsDone reports whether ch is closed.
+func IsDone(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
 		return true
