@@ -29,16 +29,12 @@ type Observer interface {
 }
 
 // nopObserver is the observer of a node nobody watches.
-type nopObserver struct{}
+type nopObserver struct{ transport.NopObserver }
 
-func (nopObserver) Request(int16, int16, int16, int, time.Duration, time.Duration) {}
-func (nopObserver) Sent(int)                                                       {}
-func (nopObserver) Accepted()                                                      {}
-func (nopObserver) Refused(string)                                                 {}
-func (nopObserver) Produced(int, int)                                              {}
-func (nopObserver) Fetched(int, int)                                               {}
-func (nopObserver) FetchLag(int64)                                                 {}
-func (nopObserver) Committed(int)                                                  {}
+func (nopObserver) Produced(int, int) {}
+func (nopObserver) Fetched(int, int)  {}
+func (nopObserver) FetchLag(int64)    {}
+func (nopObserver) Committed(int)     {}
 
 // wireObserver is the node's observer as the wire hears it: n.obs at the
 // time of each call.

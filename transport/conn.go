@@ -180,9 +180,9 @@ func (c *Conn) mustAuthenticate() bool {
 	return c.srv.cfg.SASL && !c.authenticated.Load()
 }
 
-// MarkAuthenticated lifts the pre-authentication limits: every API of the
+// markAuthenticated lifts the pre-authentication limits: every API of the
 // table, and frames up to the general ceiling.
-func (c *Conn) MarkAuthenticated() { c.authenticated.Store(true) }
+func (c *Conn) markAuthenticated() { c.authenticated.Store(true) }
 
 // deadline is now plus d, and never past the authentication deadline while
 // the connection still owes one: every read and the TLS handshake of an

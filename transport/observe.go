@@ -23,13 +23,14 @@ type Observer interface {
 	Refused(reason string)
 }
 
-// nopObserver is the observer of a server nobody watches.
-type nopObserver struct{}
+// NopObserver hears nothing: the observer of a server nobody watches, and
+// what an observer embeds for the calls it ignores.
+type NopObserver struct{}
 
-func (nopObserver) Request(int16, int16, int16, int, time.Duration, time.Duration) {}
-func (nopObserver) Sent(int)                                                       {}
-func (nopObserver) Accepted()                                                      {}
-func (nopObserver) Refused(string)                                                 {}
+func (NopObserver) Request(int16, int16, int16, int, time.Duration, time.Duration) {}
+func (NopObserver) Sent(int)                                                       {}
+func (NopObserver) Accepted()                                                      {}
+func (NopObserver) Refused(string)                                                 {}
 
 // observe reports one answered request, then hands it to Config.Answered.
 func (s *Server) observe(q queued, resp kmsg.Response, took time.Duration) {

@@ -71,7 +71,7 @@ func saslAuthenticate(ctx context.Context, c *Conn, req *kmsg.SASLAuthenticateRe
 	}
 	c.SetCredential(q, identity)
 	c.sasl.Store(saslDone)
-	c.MarkAuthenticated()
+	c.markAuthenticated()
 	c.log.Info("SASL authenticated", "user", user, "identity", identity)
 	return resp, nil
 }

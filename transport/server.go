@@ -131,7 +131,7 @@ func NewServer(cfg Config) *Server {
 		cfg.Now = time.Now
 	}
 	if cfg.Observer == nil {
-		cfg.Observer = nopObserver{}
+		cfg.Observer = NopObserver{}
 	}
 	return &Server{
 		IdleTimeout:  idleTimeout,
