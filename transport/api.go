@@ -16,7 +16,8 @@ type Single func(ctx context.Context, c *Conn, req kmsg.Request) (kmsg.Response,
 
 func (Single) handler() {}
 
-// Handle adapts a typed handler, e.g. Handle(n.handleFetch).
+// Handle adapts a handler typed on its request, e.g. a
+// func(context.Context, *Conn, *kmsg.MetadataRequest).
 func Handle[T kmsg.Request](fn func(context.Context, *Conn, T) (kmsg.Response, error)) Single {
 	return func(ctx context.Context, c *Conn, r kmsg.Request) (kmsg.Response, error) {
 		return fn(ctx, c, r.(T))

@@ -551,8 +551,8 @@ func (c *Conn) AnswerQueued(ctx context.Context, frames [][]byte) error {
 	return c.answerLoop(ctx, queue)
 }
 
-// writeAnswer sends one request's answer (none for a nil resp: acks=0
-// owes nothing) and reports whether the connection lives on.
+// writeAnswer sends one request's answer (none for a nil resp: the
+// request is owed no frame) and reports whether the connection lives on.
 func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
 	// The request's bytes are garbage once handled; the response is
 	// bounded separately.
@@ -561,7 +561,7 @@ func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
 	buf := *bufp
 	defer func() { *bufp = buf }()
 	if resp == nil {
-		return true // acks=0: nothing is owed
+		return true // nothing is owed
 	}
 	if buf == nil {
 		if p, _ := writeBuffers.Get().(*[]byte); p != nil {
