@@ -4,19 +4,21 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // call dispatches req through its version-table row, as a connection does.
-func call[T kmsg.Response](t *testing.T, n *Node, c *Conn, req kmsg.Request) T {
+func call[T kmsg.Response](t *testing.T, n *Node, c *transport.Conn, req kmsg.Request) T {
 	t.Helper()
-	row, ok := rowFor(req.Key())
+	row, ok := transport.NewTable(n.apiTable()).Row(req.Key())
 	if !ok {
 		t.Fatalf("%s is not in the version table", kmsg.NameForKey(req.Key()))
 	}
-	if v := req.GetVersion(); v < row.min || v > row.max {
+	if v := req.GetVersion(); v < row.Min || v > row.Max {
 		t.Fatalf("%s v%d outside the advertised window", kmsg.NameForKey(req.Key()), v)
 	}
-	resp, err := row.handler(n, t.Context(), c, req)
+	resp, err := runRow(t.Context(), row, c, req)
 	if err != nil {
 		t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
 	}
@@ -32,7 +34,7 @@ type createSpec struct {
 	configs    map[string]string
 }
 
-func createTopics(t *testing.T, n *Node, c *Conn, version int16, validateOnly bool, specs ...createSpec) *kmsg.CreateTopicsResponse {
+func createTopics(t *testing.T, n *Node, c *transport.Conn, version int16, validateOnly bool, specs ...createSpec) *kmsg.CreateTopicsResponse {
 	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.Version = version
@@ -50,7 +52,7 @@ func createTopics(t *testing.T, n *Node, c *Conn, version int16, validateOnly bo
 	return call[*kmsg.CreateTopicsResponse](t, n, c, req)
 }
 
-func describeTopicConfigs(t *testing.T, n *Node, c *Conn, topic string, names ...string) kmsg.DescribeConfigsResponseResource {
+func describeTopicConfigs(t *testing.T, n *Node, c *transport.Conn, topic string, names ...string) kmsg.DescribeConfigsResponseResource {
 	t.Helper()
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	req.Version = 4

@@ -7,13 +7,14 @@ import (
 
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/faults"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // handleAlterConfigs is the deprecated FULL-REPLACEMENT form, honoured
 // literally: a key the request does not name returns to its default.
 // Keys the facade does not apply are refused, since accepting one would
 // report a setting nothing enforces.
-func (n *Node) handleAlterConfigs(ctx context.Context, c *Conn, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
+func (n *Node) handleAlterConfigs(ctx context.Context, c *transport.Conn, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	for _, r := range req.Resources {
 		out := n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *catalogue.TopicConfig) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/faults"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // alterOutcome is one resource's answer to an alter.
@@ -36,7 +37,7 @@ func alterFault(log *slog.Logger, name string, err error) alterOutcome {
 // again with the change, retentionEnabled stated explicitly. The facade's
 // own keys (compression.type, max.message.bytes) touch no queue option, so
 // they are altered on every topic, in its record alone.
-func (n *Node) alterTopicConfig(ctx context.Context, c *Conn, resType kmsg.ConfigResourceType, name string, validateOnly bool, change func(*catalogue.TopicConfig) error) alterOutcome {
+func (n *Node) alterTopicConfig(ctx context.Context, c *transport.Conn, resType kmsg.ConfigResourceType, name string, validateOnly bool, change func(*catalogue.TopicConfig) error) alterOutcome {
 	if resType != kmsg.ConfigResourceTypeTopic {
 		return alterOutcome{code: kerr.InvalidRequest.Code, msg: fmt.Sprintf("Config resource type %s cannot be altered through this facade: its own settings are environment variables, and topics are the only resource it configures.", resType)}
 	}
@@ -98,6 +99,6 @@ func (n *Node) alterTopicConfig(ctx context.Context, c *Conn, resType kmsg.Confi
 		return alterOutcome{code: kerr.RequestTimedOut.Code, msg: fmt.Sprintf("Topic %s was altered concurrently; retry.", name)}
 	}
 	cat.SetRecord(name, next)
-	c.log.Info("topic config altered", "topic", name, "configs", next.Kafka, "retention", next.Set, "client_id", c.ClientID())
+	c.Logger().Info("topic config altered", "topic", name, "configs", next.Kafka, "retention", next.Set, "client_id", c.ClientID())
 	return alterOutcome{}
 }

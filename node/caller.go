@@ -4,12 +4,13 @@ import (
 	"strings"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // callerOf is the connection as the catalogue knows a caller: the identity
 // its topic list is filed under and the Queen client that reads it. A nil
 // connection is the node itself.
-func callerOf(c *Conn) catalogue.Caller {
+func callerOf(c *transport.Conn) catalogue.Caller {
 	if c == nil {
 		return catalogue.Caller{}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 	"github.com/queen-mq/queen-kafka/registry"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // clusterEnv is a cluster node's environment at the fastest timing the
@@ -100,7 +101,7 @@ func findCoordinator(t *testing.T, n *Node, key string, typ int8) *kmsg.FindCoor
 	return call[*kmsg.FindCoordinatorResponse](t, n, testConn(t, n), req)
 }
 
-func joinGroup(t *testing.T, n *Node, c *Conn, group string) *kmsg.JoinGroupResponse {
+func joinGroup(t *testing.T, n *Node, c *transport.Conn, group string) *kmsg.JoinGroupResponse {
 	t.Helper()
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Version = 3 // before KIP-394, so the first join is answered a member id at once

@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 func TestApiVersionsOverTCP(t *testing.T) {
@@ -22,8 +24,8 @@ func TestApiVersionsOverTCP(t *testing.T) {
 		if resp.ErrorCode != 0 {
 			t.Fatalf("v%d: error %d", v, resp.ErrorCode)
 		}
-		if len(resp.ApiKeys) != len(apiTable) {
-			t.Fatalf("v%d: %d keys, want %d", v, len(resp.ApiKeys), len(apiTable))
+		if len(resp.ApiKeys) != len(apiRows) {
+			t.Fatalf("v%d: %d keys, want %d", v, len(resp.ApiKeys), len(apiRows))
 		}
 	}
 }
@@ -104,8 +106,8 @@ func TestUnsupportedKeyOrVersionClosesConnection(t *testing.T) {
 
 	k = dial(t, addr)
 	m := kmsg.NewPtrMetadataRequest()
-	row, _ := rowFor(m.Key())
-	m.Version = row.max + 1 // above the window (kmsg encodes it as its newest)
+	row, _ := testTable.Row(m.Key())
+	m.Version = row.Max + 1 // above the window (kmsg encodes it as its newest)
 	k.send(m)
 	k.expectClosed()
 }
@@ -114,7 +116,7 @@ func TestOversizedFrameCloses(t *testing.T) {
 	n, _ := newTestNode(t, nil)
 	k := dial(t, serveTestNode(t, n))
 	var size [4]byte
-	binary.BigEndian.PutUint32(size[:], maxFrame+1)
+	binary.BigEndian.PutUint32(size[:], transport.MaxFrame+1)
 	if _, err := k.nc.Write(size[:]); err != nil {
 		t.Fatal(err)
 	}
@@ -156,8 +158,8 @@ func TestMaxConnectionsClosesNewConnection(t *testing.T) {
 
 func TestIdleAndHalfFrameTimeouts(t *testing.T) {
 	n, _ := newTestNode(t, nil)
-	n.idleTimeout = 200 * time.Millisecond
-	n.frameTimeout = 100 * time.Millisecond
+	n.srv.IdleTimeout = 200 * time.Millisecond
+	n.srv.FrameTimeout = 100 * time.Millisecond
 	addr := serveTestNode(t, n)
 	dial(t, addr).expectClosed() // sends nothing: idle
 	k := dial(t, addr)
@@ -183,7 +185,7 @@ func TestShutdownDrainsThenReleases(t *testing.T) {
 	var connsAtRelease = -1
 	n.OnRelease(func(context.Context) error {
 		n.mu.Lock()
-		connsAtRelease = len(n.conns)
+		connsAtRelease = n.srv.Connections()
 		n.mu.Unlock()
 		return nil
 	})

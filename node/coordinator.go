@@ -8,6 +8,7 @@ import (
 	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/ownership"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // newCoordinator builds the group coordinator of a node configured by cfg,
@@ -54,10 +55,10 @@ func selfBroker(cfg config.Facade) ownership.Broker {
 // client id and host as DescribeGroups reports them, the identity that
 // keys the group registry, the credential its KV calls carry, and the
 // connection's catalogue, which says which partitions a commit may write.
-func (c *Conn) groupClient() coordinator.Client {
+func (n *Node) groupClient(c *transport.Conn) coordinator.Client {
 	host := c.RemoteAddr()
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return coordinator.Client{ID: c.ClientID(), Host: "/" + host, Identity: c.Identity(), KV: c.Queen(), Topics: c.n.cats.Topics(callerOf(c))}
+	return coordinator.Client{ID: c.ClientID(), Host: "/" + host, Identity: c.Identity(), KV: c.Queen(), Topics: n.cats.Topics(callerOf(c))}
 }

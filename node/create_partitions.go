@@ -9,6 +9,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/faults"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // handleCreatePartitions widens topics. A Queen queue declares no width,
@@ -16,7 +17,7 @@ import (
 // next Metadata reports. A decrease and an equal count are refused with
 // Apache Kafka's own sentences; a manual assignment is refused because the
 // facade places no replicas.
-func (n *Node) handleCreatePartitions(ctx context.Context, c *Conn, req *kmsg.CreatePartitionsRequest) (kmsg.Response, error) {
+func (n *Node) handleCreatePartitions(ctx context.Context, c *transport.Conn, req *kmsg.CreatePartitionsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	cat := n.cats.For(callerOf(c))
 	refreshErr := cat.Ensure(ctx, callerOf(c), true)
@@ -47,7 +48,7 @@ func (n *Node) handleCreatePartitions(ctx context.Context, c *Conn, req *kmsg.Cr
 	return resp, nil
 }
 
-func (n *Node) widenTopic(ctx context.Context, c *Conn, cat *catalogue.Catalogue, t kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string, int32) {
+func (n *Node) widenTopic(ctx context.Context, c *transport.Conn, cat *catalogue.Catalogue, t kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string, int32) {
 	if catalogue.TopicNameError(t.Topic) != "" || catalogue.InternalTopic(t.Topic) {
 		return kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.", 0
 	}
@@ -71,17 +72,17 @@ func (n *Node) widenTopic(ctx context.Context, c *Conn, cat *catalogue.Catalogue
 	rec, err := n.raiseFloor(ctx, c, info, t.Count)
 	if err != nil {
 		code, throttle, msg := faults.TopicWrite(err)
-		c.log.Warn("create partitions failed", "topic", t.Topic, "err", err)
+		c.Logger().Warn("create partitions failed", "topic", t.Topic, "err", err)
 		return code, msg, throttle
 	}
 	cat.SetRecord(t.Topic, rec)
-	c.log.Info("topic widened", "topic", t.Topic, "from", cur, "to", t.Count, "client_id", c.ClientID())
+	c.Logger().Info("topic widened", "topic", t.Topic, "from", cur, "to", t.Count, "client_id", c.ClientID())
 	return 0, "", 0
 }
 
 // raiseFloor writes the topic's new width into its record, keeping the rest
 // of the record. A record written concurrently is re-read once.
-func (n *Node) raiseFloor(ctx context.Context, c *Conn, info catalogue.Topic, width int32) (*catalogue.Record, error) {
+func (n *Node) raiseFloor(ctx context.Context, c *transport.Conn, info catalogue.Topic, width int32) (*catalogue.Record, error) {
 	q := c.Queen()
 	for attempt := 0; ; attempt++ {
 		rec, version, err := catalogue.ReadRecord(ctx, q, info.Name())

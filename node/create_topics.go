@@ -10,6 +10,7 @@ import (
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // createPlan is one topic of a CreateTopics request that passed validation.
@@ -28,7 +29,7 @@ type createPlan struct {
 // qk:topiccfg:<topic> BEFORE the queue is created, so that no Metadata can
 // see the queue without its floor; the configure call sends the queue and
 // its retention only, and only for a queue the refreshed listing lacks.
-func (n *Node) handleCreateTopics(ctx context.Context, c *Conn, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
+func (n *Node) handleCreateTopics(ctx context.Context, c *transport.Conn, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
 	seen := make(map[string]int, len(req.Topics))
@@ -136,7 +137,7 @@ func (n *Node) planCreate(t kmsg.CreateTopicsRequestTopic) (createPlan, int16, s
 
 // createTopic records the declared width, then creates the queue, and
 // returns the record's version.
-func (n *Node) createTopic(ctx context.Context, c *Conn, p createPlan) (int64, error) {
+func (n *Node) createTopic(ctx context.Context, c *transport.Conn, p createPlan) (int64, error) {
 	q := c.Queen()
 	_, version, err := catalogue.ReadRecord(ctx, q, p.name)
 	if err != nil {
@@ -153,7 +154,7 @@ func (n *Node) createTopic(ctx context.Context, c *Conn, p createPlan) (int64, e
 	if _, err := q.Configure(ctx, p.name, bag); err != nil {
 		return 0, fmt.Errorf("create queue %s: %w", p.name, err)
 	}
-	c.log.Info("topic created", "topic", p.name, "partitions", p.width, "retention", bag, "client_id", c.ClientID())
+	c.Logger().Info("topic created", "topic", p.name, "partitions", p.width, "retention", bag, "client_id", c.ClientID())
 	return version, nil
 }
 
@@ -179,9 +180,9 @@ func (n *Node) queueOptions(opts map[string]any) map[string]any {
 // bindCreated stamps the new queues' ids into their records, so that a
 // record outliving its queue (deleted natively, recreated) is recognised as
 // stale. Best effort: a record without a qid still applies to its queue.
-func (n *Node) bindCreated(ctx context.Context, c *Conn, cat *catalogue.Catalogue, created []createPlan) {
+func (n *Node) bindCreated(ctx context.Context, c *transport.Conn, cat *catalogue.Catalogue, created []createPlan) {
 	if err := cat.Ensure(ctx, callerOf(c), true); err != nil {
-		c.log.Warn("created topics not re-listed", "err", err)
+		c.Logger().Warn("created topics not re-listed", "err", err)
 	}
 	var ops []queen.KVOp
 	for _, p := range created {
@@ -196,7 +197,7 @@ func (n *Node) bindCreated(ctx context.Context, c *Conn, cat *catalogue.Catalogu
 		}
 		op, err := catalogue.PutRecordOp(p.name, rec, p.version)
 		if err != nil {
-			c.log.Warn("topic record not bound to its queue id", "topic", p.name, "err", err)
+			c.Logger().Warn("topic record not bound to its queue id", "topic", p.name, "err", err)
 			continue
 		}
 		ops = append(ops, op)
@@ -205,16 +206,16 @@ func (n *Node) bindCreated(ctx context.Context, c *Conn, cat *catalogue.Catalogu
 		chunk := ops[:min(len(ops), 128)]
 		ops = ops[len(chunk):]
 		if _, err := c.Queen().KV(ctx, chunk); err != nil {
-			c.log.Warn("topic records not bound to their queue ids", "err", err)
+			c.Logger().Warn("topic records not bound to their queue ids", "err", err)
 		}
 	}
 }
 
 // failCreates answers plans with the mapped failure (faults.Create).
-func failCreates(c *Conn, req *kmsg.CreateTopicsRequest, resp *kmsg.CreateTopicsResponse, plans []createPlan, err error) {
+func failCreates(c *transport.Conn, req *kmsg.CreateTopicsRequest, resp *kmsg.CreateTopicsResponse, plans []createPlan, err error) {
 	code, throttle, msg := faults.Create(err, req.Version)
 	resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
-	c.log.Warn("create topics failed", "err", err)
+	c.Logger().Warn("create topics failed", "err", err)
 	for _, p := range plans {
 		rt := &resp.Topics[p.idx]
 		if code == kerr.TopicAlreadyExists.Code {

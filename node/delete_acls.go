@@ -5,11 +5,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // handleDeleteAcls refuses every filter with SECURITY_DISABLED and an
 // empty matching_acls.
-func (n *Node) handleDeleteAcls(_ context.Context, _ *Conn, req *kmsg.DeleteACLsRequest) (kmsg.Response, error) {
+func (n *Node) handleDeleteAcls(_ context.Context, _ *transport.Conn, req *kmsg.DeleteACLsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
 	for i := range resp.Results {

@@ -10,6 +10,7 @@ import (
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // DeleteTopics v1–v6. v6 names each topic by name or by id (KIP-516) and
@@ -18,7 +19,7 @@ import (
 // handleDeleteTopics drops each named queue, and then its qk:topiccfg
 // record and every group's committed offsets of it (Queen's delete leaves
 // the KV store alone).
-func (n *Node) handleDeleteTopics(ctx context.Context, c *Conn, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
+func (n *Node) handleDeleteTopics(ctx context.Context, c *transport.Conn, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	cat := n.cats.For(callerOf(c))
 	answer := func(name *string, id [16]byte, code int16, msg string, throttle int32) {
@@ -60,7 +61,7 @@ func (n *Node) handleDeleteTopics(ctx context.Context, c *Conn, req *kmsg.Delete
 			name, _, ok, err := n.cats.ResolveID(ctx, callerOf(c), t.TopicID)
 			if err != nil {
 				code, throttle, msg := faults.TopicWrite(err)
-				c.log.Warn("delete topic by id: topic list unavailable", "err", err)
+				c.Logger().Warn("delete topic by id: topic list unavailable", "err", err)
 				answer(nil, t.TopicID, code, msg, throttle)
 				continue
 			}
@@ -75,33 +76,33 @@ func (n *Node) handleDeleteTopics(ctx context.Context, c *Conn, req *kmsg.Delete
 	return resp, nil
 }
 
-func (n *Node) deleteTopic(ctx context.Context, c *Conn, cat *catalogue.Catalogue, name string) (int16, string, int32) {
+func (n *Node) deleteTopic(ctx context.Context, c *transport.Conn, cat *catalogue.Catalogue, name string) (int16, string, int32) {
 	if !catalogue.Addressable(name) {
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("There is no queue named %q: it is not a name a Kafka topic can have here.", name), 0
 	}
 	res, err := c.Queen().DeleteQueue(ctx, name)
 	if err != nil {
 		code, throttle, msg := faults.TopicWrite(err)
-		c.log.Warn("delete topic failed", "topic", name, "err", err)
+		c.Logger().Warn("delete topic failed", "topic", name, "err", err)
 		return code, msg, throttle
 	}
 	cat.Removed(name)
 	// The record goes whether or not the queue existed: a leftover record
 	// must not give a future queue of this name a floor it never declared.
 	if _, err := c.Queen().KV(ctx, []queen.KVOp{{Op: queen.OpDelete, NS: queen.Namespace, Key: queen.TopicCfgKey(name)}}); err != nil {
-		c.log.Warn("topic record not deleted; a queue recreated under this name ignores it by its id", "topic", name, "err", err)
+		c.Logger().Warn("topic record not deleted; a queue recreated under this name ignores it by its id", "topic", name, "err", err)
 	}
 	// So do the groups' committed offsets, for the same reason: a queue
 	// recreated under this name restarts at offset 0, and an old group
 	// resuming at its old positions would skip the new records silently.
-	if removed, err := n.coord.DeleteTopicOffsets(ctx, c.groupClient(), name); err != nil {
-		c.log.Warn("committed offsets of the deleted topic not all removed; a group may resume a recreated topic at stale offsets", "topic", name, "removed", removed, "err", err)
+	if removed, err := n.coord.DeleteTopicOffsets(ctx, n.groupClient(c), name); err != nil {
+		c.Logger().Warn("committed offsets of the deleted topic not all removed; a group may resume a recreated topic at stale offsets", "topic", name, "removed", removed, "err", err)
 	} else if removed > 0 {
-		c.log.Info("committed offsets of the deleted topic removed", "topic", name, "offsets", removed)
+		c.Logger().Info("committed offsets of the deleted topic removed", "topic", name, "offsets", removed)
 	}
 	if !res.Deleted {
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("There is no queue named %q, so there is no topic to delete.", name), 0
 	}
-	c.log.Info("topic deleted", "topic", name, "client_id", c.ClientID())
+	c.Logger().Info("topic deleted", "topic", name, "client_id", c.ClientID())
 	return 0, "", 0
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // DescribeCluster v0–v2 (KIP-700): the brokers, cluster id and controller
@@ -22,7 +24,7 @@ import (
 //
 // cluster_authorized_operations is Kafka's "omitted" sentinel, as
 // DescribeGroups answers it: there is no ACL model to compute it from.
-func (n *Node) handleDescribeCluster(_ context.Context, _ *Conn, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
+func (n *Node) handleDescribeCluster(_ context.Context, _ *transport.Conn, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.ClusterAuthorizedOperations = math.MinInt32
 	const brokerEndpoint, controllerEndpoint = 1, 2

@@ -10,6 +10,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/faults"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // handleDescribeConfigs answers truthfully and therefore briefly: a key is
@@ -21,7 +22,7 @@ import (
 // than defaults nothing checks.
 // Broker resources answer no entries: the facade's settings are its
 // environment, not Kafka broker configs.
-func (n *Node) handleDescribeConfigs(ctx context.Context, c *Conn, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
+func (n *Node) handleDescribeConfigs(ctx context.Context, c *transport.Conn, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	cat := n.cats.For(callerOf(c))
 	var refreshed bool
@@ -48,7 +49,7 @@ func (n *Node) handleDescribeConfigs(ctx context.Context, c *Conn, req *kmsg.Des
 	return resp, nil
 }
 
-func (n *Node) describeTopic(ctx context.Context, c *Conn, cat *catalogue.Catalogue, refreshErr error, req *kmsg.DescribeConfigsRequest, r kmsg.DescribeConfigsRequestResource, rr *kmsg.DescribeConfigsResponseResource, resp *kmsg.DescribeConfigsResponse) {
+func (n *Node) describeTopic(ctx context.Context, c *transport.Conn, cat *catalogue.Catalogue, refreshErr error, req *kmsg.DescribeConfigsRequest, r kmsg.DescribeConfigsRequestResource, rr *kmsg.DescribeConfigsResponseResource, resp *kmsg.DescribeConfigsResponse) {
 	name := r.ResourceName
 	if catalogue.TopicNameError(name) != "" || catalogue.InternalTopic(name) {
 		setDescribeError(rr, kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.")

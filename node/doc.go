@@ -1,8 +1,8 @@
-// Package node is one facade node: the Kafka listener, its connections and
-// framing, the version table that both builds the ApiVersions answer and
-// gates every request, the topic catalogue, and one file per Kafka API
-// handler. Its configuration is package config's Facade, read and
-// validated before New. Records, topics and
+// Package node is one facade node: the Kafka handlers behind the wire
+// (package transport: the listener, connections, framing, SASL, dispatch),
+// the version table's rows (versions.go, each naming its handler), the
+// configuration read from the environment, the topic catalogue, and one
+// file per Kafka API handler. Records, topics and
 // offsets live in Queen and are reached through package queen. What a
 // client is answered when a Queen call fails is one table, faults.go. The
 // record codec and its decode budget are package recordbatch's; producer
@@ -31,11 +31,17 @@
 // and the catalogue kept current with topics other nodes create or widen.
 // With the variable unset none of it is built.
 //
-// Every request passes one dispatch point (dispatch.go), whether answered
-// alone or coalesced with the Produce requests behind it, and is reported
+// Every request passes one dispatch point (transport's), whether answered
+// alone or in a group with the Produce requests behind it, and is reported
 // there to the node's Observer (observe.go); the Queen client reports each
 // call to its queen.Observer. Package metrics implements both, and the
 // operator listener (ops.go, package operator) serves its registry beside
 // /healthz, /readyz and pprof. The node's parts answer their state for a
 // scrape through Stats methods (coordinator, producer, txn, registry).
+//
+// A Produce's path, socket to Queen and back: transport (read, gate, group
+// the Produce requests waiting, dispatch) -> produce.go's batch handler, top
+// to bottom (admit, decode with recordbatch, sequence with producer, push)
+// -> queen; back through dispatch, which observes every answer and writes
+// those owed a frame (acks=0: none).
 package node

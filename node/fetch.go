@@ -15,6 +15,7 @@ import (
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // Fetch v4–v18. One request is one call to Queen's fetch route (chunked at
@@ -98,7 +99,7 @@ type fetchSlot struct {
 	next    int64 // the offset after the last record taken (offset when none)
 }
 
-func (n *Node) handleFetch(ctx context.Context, c *Conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
+func (n *Node) handleFetch(ctx context.Context, c *transport.Conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	fs := n.sessions.Begin(fetchSessionRequest(c, req))
 	if fs.Error != 0 {
@@ -182,7 +183,7 @@ func (n *Node) newFetchFill(req *kmsg.FetchRequest) *fetchFill {
 // the read did not fail): each slot the mapped code with no records, the
 // throttle raised; a fatal mapping, or a long poll cut by the node's stop,
 // is returned to close the connection.
-func (n *Node) failedRead(ctx context.Context, c *Conn, resp *kmsg.FetchResponse, f *fetchFill, slots []fetchSlot, err error) error {
+func (n *Node) failedRead(ctx context.Context, c *transport.Conn, resp *kmsg.FetchResponse, f *fetchFill, slots []fetchSlot, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -220,7 +221,7 @@ func unreadAnswer(sp *kmsg.FetchResponseTopicPartition, req *kmsg.FetchRequest) 
 
 // fetchSessionRequest is the session side of req; below v7, a sessionless
 // fetch. From v13 topics are named by id, and so are the session's.
-func fetchSessionRequest(c *Conn, req *kmsg.FetchRequest) fetchsession.Request {
+func fetchSessionRequest(c *transport.Conn, req *kmsg.FetchRequest) fetchsession.Request {
 	r := fetchsession.Request{ID: 0, Epoch: fetchsession.FinalEpoch, UsesIDs: req.Version >= 13}
 	if req.Version >= 7 {
 		r.ID, r.Epoch = req.SessionID, req.SessionEpoch
@@ -345,7 +346,7 @@ type fetchFill struct {
 // handOver gives what the response holds of the node's budget to c, which
 // gives it back once the response is written (or the connection closes):
 // the batches live until then. Without a connection it is given back now.
-func (f *fetchFill) handOver(c *Conn) {
+func (f *fetchFill) handOver(c *transport.Conn) {
 	held := f.held
 	f.held = 0
 	switch {
@@ -353,7 +354,7 @@ func (f *fetchFill) handOver(c *Conn) {
 	case c == nil:
 		f.mem.Release(held)
 	default:
-		c.answerHeld.Add(held)
+		c.HoldAnswer(f.mem, held)
 	}
 }
 
@@ -493,7 +494,7 @@ func recordBound(r *envelope.Record) int {
 // wait is over. No chunk is asked once the response budget is spent. A
 // chunk Queen refuses as a bad or too large request fails its own
 // partitions only; any other failure is the whole fetch's, returned.
-func (f *fetchFill) chunked(ctx context.Context, c *Conn, slots []fetchSlot, entries []queen.FetchEntry, wait time.Duration, minBytes int) error {
+func (f *fetchFill) chunked(ctx context.Context, c *transport.Conn, slots []fetchSlot, entries []queen.FetchEntry, wait time.Duration, minBytes int) error {
 	chunks := (len(entries) + queen.MaxFetchEntries - 1) / queen.MaxFetchEntries
 	deadline := time.Now().Add(wait)
 	for round := 0; ; round++ {
@@ -536,7 +537,7 @@ func (f *fetchFill) chunked(ctx context.Context, c *Conn, slots []fetchSlot, ent
 // readChunk reads one chunk's partitions ss (entries es) and fills them.
 // got is Queen's delivered payload bytes (each record at least 1, as its
 // minBytes counts), answered that an error is among the answers.
-func (f *fetchFill) readChunk(ctx context.Context, c *Conn, ss []*fetchSlot, es []queen.FetchEntry, waitMs, minBytes int) (got int, answered bool, err error) {
+func (f *fetchFill) readChunk(ctx context.Context, c *transport.Conn, ss []*fetchSlot, es []queen.FetchEntry, waitMs, minBytes int) (got int, answered bool, err error) {
 	for _, s := range ss {
 		f.unfill(s) // read again: this answer replaces the last one
 	}

@@ -254,7 +254,7 @@ func TestKgoConsumerAtEachFetchVersion(t *testing.T) {
 	conns := func() int {
 		e.n.mu.Lock()
 		defer e.n.mu.Unlock()
-		return len(e.n.conns)
+		return e.n.srv.Connections()
 	}
 
 	for v := int16(4); v <= 18; v++ {

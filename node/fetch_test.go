@@ -204,7 +204,7 @@ func TestFetchResponsesShareTheNodeBudget(t *testing.T) {
 	require.Empty(t, ps[1].RecordBatches)
 	require.Equal(t, 150_000-held, e.n.fetchMem.Free())
 
-	e.c.releaseAnswer() // the connection wrote its answers
+	e.c.ReleaseAnswer() // the connection wrote its answers
 	require.Equal(t, int64(150_000), e.n.fetchMem.Free())
 }
 

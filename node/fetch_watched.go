@@ -13,6 +13,7 @@ import (
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/fetchwatch"
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // The watched fetch: an incremental fetch of a session wider than one Queen
@@ -41,21 +42,21 @@ import (
 // with its session (and closed with it), a sessionless fetch's with its
 // connection (closed with it); one parked through another credential is
 // replaced.
-func (n *Node) watchRound(c *Conn, fs *fetchsession.Fetch, wait time.Duration) *fetchwatch.Round {
+func (n *Node) watchRound(c *transport.Conn, fs *fetchsession.Fetch, wait time.Duration) *fetchwatch.Round {
 	if fs.Kind == fetchsession.Full || len(fs.Partitions) <= queen.MaxFetchEntries || wait <= 0 || c == nil {
 		return nil
 	}
 	q := c.Queen()
 	var w *fetchwatch.Watch
 	if fs.Kind == fetchsession.Sessionless {
-		w = c.fetchWatch.Load()
+		w = stateOf(c).fetchWatch.Load()
 	} else {
 		w, _ = fs.Attachment().(*fetchwatch.Watch)
 	}
 	if w == nil || w.Reader() != fetchwatch.Reader(q) {
 		w = fetchwatch.New(n.stopping, q, fetchwatch.Config{Calls: n.parked, Owner: c.Identity()})
 		if fs.Kind == fetchsession.Sessionless {
-			c.keepFetchWatch(w)
+			keepFetchWatch(c, w)
 		} else {
 			fs.Attach(w)
 		}
@@ -91,7 +92,7 @@ type watchedFetch struct {
 	refused bool     // a partition carries an error: answer at once
 }
 
-func (n *Node) fetchWatched(ctx context.Context, c *Conn, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, fs *fetchsession.Fetch, round *fetchwatch.Round, wait time.Duration) (kmsg.Response, error) {
+func (n *Node) fetchWatched(ctx context.Context, c *transport.Conn, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, fs *fetchsession.Fetch, round *fetchwatch.Round, wait time.Duration) (kmsg.Response, error) {
 	deadline := time.Now().Add(wait)
 	wf := &watchedFetch{n: n, req: req, fs: fs, round: round, f: n.newFetchFill(req),
 		topics: n.cats.Verdicts(callerOf(c), faults.Fetch, &resp.ThrottleMillis), touched: make(map[int]*touchedPart)}
@@ -276,7 +277,7 @@ func (wf *watchedFetch) gathered() int {
 
 // waitUnparked waits the plain way (fetchFill.chunked, in slices) on the
 // cold partitions no call is parked on, and returns the read's failure.
-func (wf *watchedFetch) waitUnparked(ctx context.Context, c *Conn, resp *kmsg.FetchResponse, deadline time.Time, minBytes int) error {
+func (wf *watchedFetch) waitUnparked(ctx context.Context, c *transport.Conn, resp *kmsg.FetchResponse, deadline time.Time, minBytes int) error {
 	rest := wf.round.Unparked()
 	if len(rest) == 0 {
 		return nil

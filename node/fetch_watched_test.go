@@ -381,7 +381,7 @@ func TestWatchedSessionlessFetch(t *testing.T) {
 	n42, _ := batchRecords(moved[42].RecordBatches)
 	require.Equal(t, 2, n42, "read again from offset 0")
 
-	e.c.close()
+	e.c.Close()
 	require.Eventually(t, func() bool { return e.n.parked.Parked() == 0 }, 5*time.Second, time.Millisecond)
 }
 

@@ -14,11 +14,13 @@ import (
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/producer"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // testEnv is the minimum environment a node boots with.
@@ -115,10 +117,10 @@ func (e *dataEnv) producerState(pid int64) *producerEpochs {
 }
 
 // testConn is a Conn for driving handlers directly.
-func testConn(t *testing.T, n *Node) *Conn {
+func testConn(t *testing.T, n *Node) *transport.Conn {
 	a, b := net.Pipe()
 	t.Cleanup(func() { a.Close(); b.Close() })
-	return newConn(n, a)
+	return n.srv.NewConn(a)
 }
 
 // kclient is a minimal Kafka client over one TCP connection.
@@ -155,16 +157,19 @@ func (k *kclient) send(req kmsg.Request) int32 {
 func (k *kclient) recv(req kmsg.Request) (int32, kmsg.Response) {
 	k.t.Helper()
 	_ = k.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	frame, err := readFrame(k.br, maxFrame)
+	frame, err := transport.ReadFrame(k.br, transport.MaxFrame)
 	if err != nil {
 		k.t.Fatalf("read response: %v", err)
 	}
 	corr := int32(binary.BigEndian.Uint32(frame))
 	body := frame[4:]
 	if req.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
-		if body, err = skipTags(body); err != nil {
+		r := &kbin.Reader{Src: body}
+		kmsg.SkipTags(r)
+		if err := r.Complete(); err != nil {
 			k.t.Fatalf("response header: %v", err)
 		}
+		body = r.Src
 	}
 	resp := req.ResponseKind()
 	if err := resp.ReadFrom(body); err != nil {
@@ -194,4 +199,36 @@ func (k *kclient) expectClosed() {
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		k.t.Fatalf("connection still open after 5s")
 	}
+}
+
+// apiRows is the version table's rows as tests read them (keys, windows,
+// reasons): their handlers are bound to no node.
+var apiRows = (*Node)(nil).apiTable()
+
+// testTable is apiRows indexed, as the wire gates requests with it.
+var testTable = transport.NewTable(apiRows)
+
+// runRow runs req through row's handler, a Single or a Batch of one.
+func runRow(ctx context.Context, row transport.Row, c *transport.Conn, req kmsg.Request) (kmsg.Response, error) {
+	switch h := row.Handler.(type) {
+	case transport.Single:
+		return h(ctx, c, req)
+	case *transport.Batch:
+		resps, _, err := h.Answer(ctx, c, []kmsg.Request{req})
+		if err != nil {
+			return nil, err
+		}
+		return resps[0], nil
+	}
+	panic("a row without a handler")
+}
+
+// handleProduce runs one produce request as Produce's batch handler runs a
+// group of one, and returns its whole answer (acks=0 included).
+func (n *Node) handleProduce(ctx context.Context, c *transport.Conn, req *kmsg.ProduceRequest) (kmsg.Response, error) {
+	resps, _, err := n.answerProduce(ctx, c, []kmsg.Request{req})
+	if err != nil {
+		return nil, err
+	}
+	return resps[0], nil
 }

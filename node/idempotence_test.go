@@ -13,6 +13,7 @@ import (
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 func idemBatch(t testing.TB, pid int64, epoch int16, seq int32, n int) []byte {
@@ -24,7 +25,7 @@ func idemBatch(t testing.TB, pid int64, epoch int16, seq int32, n int) []byte {
 }
 
 // initProducer asks the node for a producer id (v4, no transactional id).
-func (e *dataEnv) initProducer(c *Conn, pid int64, epoch int16) *kmsg.InitProducerIDResponse {
+func (e *dataEnv) initProducer(c *transport.Conn, pid int64, epoch int16) *kmsg.InitProducerIDResponse {
 	e.t.Helper()
 	req := kmsg.NewPtrInitProducerIDRequest()
 	req.Version, req.ProducerID, req.ProducerEpoch, req.TransactionTimeoutMillis = 4, pid, epoch, 60000
@@ -170,7 +171,7 @@ func TestIdempotentConcurrentRetry(t *testing.T) {
 	e.createTopic("orders")
 	pid := e.initProducer(e.c, -1, -1).ProducerID
 	batch := idemBatch(t, pid, 0, 0, 10)
-	conns := []*Conn{e.c, testConn(t, e.n), testConn(t, e.n), testConn(t, e.n)}
+	conns := []*transport.Conn{e.c, testConn(t, e.n), testConn(t, e.n), testConn(t, e.n)}
 	var wg sync.WaitGroup
 	bases := make([]int64, len(conns))
 	codes := make([]int16, len(conns))

@@ -9,12 +9,13 @@ import (
 
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/faults"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // handleIncrementalAlterConfigs is what `kafka-configs.sh --alter` sends:
 // SET and DELETE on every applied key, APPEND and SUBTRACT on the
 // list-typed cleanup.policy, each applied to the topic's recorded configs.
-func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, c *Conn, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
+func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, c *transport.Conn, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	for _, r := range req.Resources {
 		out := n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *catalogue.TopicConfig) error {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/producer"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // InitProducerId v0–v5 (v3 producer id and epoch, KIP-360; v4 PRODUCER_FENCED
@@ -21,7 +22,7 @@ import (
 // INVALID_REQUEST there, as Kafka's coordinator answers it); in cluster
 // mode only the id's owner on the ring claims it, and another node answers
 // NOT_COORDINATOR (issue 9).
-func (n *Node) handleInitProducerID(ctx context.Context, c *Conn, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
+func (n *Node) handleInitProducerID(ctx context.Context, c *transport.Conn, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
 	if req.TransactionalID != nil {
 		if code := n.txnOwnerCode(*req.TransactionalID); code != 0 {
 			resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
@@ -29,7 +30,7 @@ func (n *Node) handleInitProducerID(ctx context.Context, c *Conn, req *kmsg.Init
 			resp.ErrorCode = code
 			return resp, nil
 		}
-		resp := n.txns.InitProducerID(ctx, c.txnClient(), req)
+		resp := n.txns.InitProducerID(ctx, txnClient(c), req)
 		if resp.ErrorCode == 0 {
 			// The sequencer fences the claim's older epochs too.
 			n.sequencer.Grant(producer.Key{Scope: c.Identity(), ID: resp.ProducerID}, resp.ProducerEpoch)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // ListOffsets v1–v11.
@@ -89,7 +90,7 @@ type offsetSearch struct {
 	finished bool
 }
 
-func (n *Node) handleListOffsets(ctx context.Context, c *Conn, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
+func (n *Node) handleListOffsets(ctx context.Context, c *transport.Conn, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
 	var searches []*offsetSearch

@@ -5,40 +5,36 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
-	"net"
 	"net/http"
-	"os"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// stubProduce answers Produce (v3-9) with handler until the test ends.
-func stubProduce(t *testing.T, handler func(*Node, context.Context, *Conn, kmsg.Request) (kmsg.Response, error)) {
-	key := kmsg.Produce.Int16()
-	saved, had := apiIndex[key]
-	apiIndex[key] = apiRow{key: key, min: 3, max: 9, handler: handler}
-	t.Cleanup(func() {
-		if had {
-			apiIndex[key] = saved
-		} else {
-			delete(apiIndex, key)
+// stubProduce makes n's wire answer Produce (v3-9) with handler; n is not
+// served yet.
+func stubProduce(n *Node, handler transport.Single) {
+	rows := n.apiTable()
+	for i, r := range rows {
+		if r.Key == kmsg.Produce.Int16() {
+			rows[i] = transport.Row{Key: r.Key, Min: 3, Max: 9, Handler: handler}
 		}
-	})
+	}
+	n.srv = n.newServer(transport.NewTable(rows))
 }
 
 // A handler answering nil (acks=0 produce) sends no frame, and the next
 // request's answer is the next frame on the wire.
 func TestNilResponseSendsNoFrame(t *testing.T) {
-	stubProduce(t, func(*Node, context.Context, *Conn, kmsg.Request) (kmsg.Response, error) {
+	n, _ := newTestNode(t, nil)
+	stubProduce(n, func(context.Context, *transport.Conn, kmsg.Request) (kmsg.Response, error) {
 		return nil, nil
 	})
-	n, _ := newTestNode(t, nil)
 	k := dial(t, serveTestNode(t, n))
 	p := kmsg.NewPtrProduceRequest()
 	p.Version, p.Acks = 7, 0
@@ -101,10 +97,10 @@ func TestForwardSNIHost(t *testing.T) {
 // A handler whose answer cannot be encoded closes its connection; the
 // process and the other connections carry on.
 func TestPanickingAnswerClosesOnlyThatConnection(t *testing.T) {
-	stubProduce(t, func(*Node, context.Context, *Conn, kmsg.Request) (kmsg.Response, error) {
+	n, _ := newTestNode(t, nil)
+	stubProduce(n, func(context.Context, *transport.Conn, kmsg.Request) (kmsg.Response, error) {
 		panic("handler bug")
 	})
-	n, _ := newTestNode(t, nil)
 	addr := serveTestNode(t, n)
 	good := dial(t, addr)
 	bad := dial(t, addr)
@@ -132,30 +128,11 @@ func TestPreAuthenticationGate(t *testing.T) {
 
 	big := dial(t, addr)
 	var size [4]byte
-	binary.BigEndian.PutUint32(size[:], preAuthMaxFrame+1)
+	binary.BigEndian.PutUint32(size[:], transport.PreAuthMaxFrame+1)
 	if _, err := big.nc.Write(size[:]); err != nil {
 		t.Fatal(err)
 	}
 	big.expectClosed()
-}
-
-// Out of file descriptors (the process's or the system's) is waited out;
-// a closed listener is the end of serving, not an error to retry.
-func TestRetriableAccept(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{&net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}, true},
-		{&net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.ENFILE)}, true},
-		{&net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.ENOBUFS)}, true},
-		{&net.OpError{Op: "accept", Net: "tcp", Err: net.ErrClosed}, false},
-		{&net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EBADF)}, false},
-	} {
-		if got := retriableAccept(tc.err); got != tc.want {
-			t.Errorf("retriableAccept(%v) = %v, want %v", tc.err, got, tc.want)
-		}
-	}
 }
 
 // On a SASL listener a connection that has not authenticated by its
@@ -165,7 +142,7 @@ func TestRetriableAccept(t *testing.T) {
 func TestAuthenticationDeadline(t *testing.T) {
 	_, url := newDevQueenTokens(t, saslTokens)
 	n := newNodeOn(t, url, map[string]string{"QUEEN_KAFKA_SASL": "plain"})
-	n.authTimeout = 300 * time.Millisecond
+	n.srv.AuthTimeout = 300 * time.Millisecond
 	addr := serveTestNode(t, n)
 
 	authed := saslLogin(t, addr, "svc", "tok-a")
@@ -195,7 +172,7 @@ func TestAuthenticationDeadlineBoundsTheCheck(t *testing.T) {
 		return 0, "", ""
 	})
 	n := newNodeOn(t, url, map[string]string{"QUEEN_KAFKA_SASL": "plain"})
-	n.authTimeout = 300 * time.Millisecond
+	n.srv.AuthTimeout = 300 * time.Millisecond
 	addr := serveTestNode(t, n)
 	saslClosedUnanswered(t, addr, "tok-a")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/faults"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // maxAutoCreates bounds the topics one Metadata request may create: the
@@ -22,7 +23,7 @@ const maxAutoCreates = 100
 
 // handleMetadata answers brokers and topics from the topology and the
 // catalogue, auto-creating named topics the client allows it to.
-func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRequest) (kmsg.Response, error) {
+func (n *Node) handleMetadata(ctx context.Context, c *transport.Conn, req *kmsg.MetadataRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Brokers = n.topo.Brokers()
 	cid := n.topo.ClusterID()
@@ -34,7 +35,7 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 	if refreshErr != nil && !cat.Loaded() {
 		code, throttle, _ := faults.Topic(refreshErr)
 		resp.ThrottleMillis = throttle
-		c.log.Warn("metadata: topic list unavailable", "err", refreshErr)
+		c.Logger().Warn("metadata: topic list unavailable", "err", refreshErr)
 		for _, rt := range req.Topics {
 			resp.Topics = append(resp.Topics, n.metaTopicError(rt.Topic, code))
 		}
@@ -44,7 +45,7 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 		// The previous listing answers, and a 429 still reaches the client
 		// as throttle_time_ms so that it backs off as asked.
 		_, resp.ThrottleMillis, _ = faults.Topic(refreshErr)
-		c.log.Warn("metadata: answering from the previous topic list", "err", refreshErr)
+		c.Logger().Warn("metadata: answering from the previous topic list", "err", refreshErr)
 	}
 
 	cat.SyncForMetadata(ctx, callerOf(c), req) // cluster mode only: another node may have created or widened a topic
@@ -115,11 +116,11 @@ func (n *Node) handleMetadata(ctx context.Context, c *Conn, req *kmsg.MetadataRe
 		if _, err := c.Queen().Configure(ctx, name, n.queueOptions(nil)); err != nil {
 			code, throttle, _ := faults.Topic(err)
 			resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
-			c.log.Warn("metadata: auto-create failed", "topic", name, "err", err)
+			c.Logger().Warn("metadata: auto-create failed", "topic", name, "err", err)
 			resp.Topics = append(resp.Topics, n.metaTopicError(rt.Topic, code))
 			continue
 		}
-		c.log.Info("topic auto-created", "topic", name, "client_id", c.ClientID())
+		c.Logger().Info("topic auto-created", "topic", name, "client_id", c.ClientID())
 		cat.Added(name, nil)
 		t, _ := cat.Lookup(name)
 		autoCreated = append(autoCreated, len(resp.Topics))
@@ -145,7 +146,7 @@ func namesByIDOrNull(req *kmsg.MetadataRequest) bool {
 // metaTopicByID answers a topic requested by id: the topic, or Kafka's
 // UNKNOWN_TOPIC_ID entry (null name, the id asked for). A failed catalogue
 // read is answered as for a name.
-func (n *Node) metaTopicByID(ctx context.Context, c *Conn, id [16]byte, throttle *int32) kmsg.MetadataResponseTopic {
+func (n *Node) metaTopicByID(ctx context.Context, c *transport.Conn, id [16]byte, throttle *int32) kmsg.MetadataResponseTopic {
 	name, width, ok, err := n.cats.ResolveID(ctx, callerOf(c), id)
 	if err != nil {
 		code, th, _ := faults.Topic(err)
@@ -166,7 +167,7 @@ func (n *Node) metaTopicByID(ctx context.Context, c *Conn, id [16]byte, throttle
 // queues exist now, so one listing names them. Without it the client
 // learns the ids at its next Metadata; a failed listing leaves them zero
 // (Kafka's "no id"), never a provisional id.
-func (n *Node) idsOfCreated(ctx context.Context, c *Conn, cat *catalogue.Catalogue, resp *kmsg.MetadataResponse, idx []int) {
+func (n *Node) idsOfCreated(ctx context.Context, c *transport.Conn, cat *catalogue.Catalogue, resp *kmsg.MetadataResponse, idx []int) {
 	if err := cat.Ensure(ctx, callerOf(c), true); err != nil {
 		return
 	}
@@ -180,7 +181,7 @@ func (n *Node) idsOfCreated(ctx context.Context, c *Conn, cat *catalogue.Catalog
 // metaAllTopics lists every addressable topic, within the 200,000-partition
 // budget: a short listing is something a client can act on, a connection
 // reset is not.
-func (n *Node) metaAllTopics(c *Conn, cat *catalogue.Catalogue, resp *kmsg.MetadataResponse) {
+func (n *Node) metaAllTopics(c *transport.Conn, cat *catalogue.Catalogue, resp *kmsg.MetadataResponse) {
 	budget := catalogue.MaxListedPartitions
 	omitted, omittedParts := 0, 0
 	for _, t := range cat.List() {
@@ -198,7 +199,7 @@ func (n *Node) metaAllTopics(c *Conn, cat *catalogue.Catalogue, resp *kmsg.Metad
 		resp.Topics = append(resp.Topics, n.metaTopic(name, w, t.ID()))
 	}
 	if omitted > 0 {
-		c.log.Warn("metadata: all-topics listing cut at the partition budget", "omitted_topics", omitted, "omitted_partitions", omittedParts, "budget", catalogue.MaxListedPartitions)
+		c.Logger().Warn("metadata: all-topics listing cut at the partition budget", "omitted_topics", omitted, "omitted_partitions", omittedParts, "budget", catalogue.MaxListedPartitions)
 	}
 }
 

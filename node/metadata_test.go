@@ -15,6 +15,7 @@ import (
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // withClock drives the catalogue's TTL from a fake clock, without sleeping.
@@ -25,7 +26,7 @@ func withClock(n *Node) *testsupport.FakeClock {
 	return clk
 }
 
-func metadata(t *testing.T, n *Node, c *Conn, version int16, allow bool, topics ...string) *kmsg.MetadataResponse {
+func metadata(t *testing.T, n *Node, c *transport.Conn, version int16, allow bool, topics ...string) *kmsg.MetadataResponse {
 	t.Helper()
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = version

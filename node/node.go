@@ -2,23 +2,21 @@ package node
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/queen-mq/queen-kafka/budget"
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/fetchwatch"
 	"github.com/queen-mq/queen-kafka/internal/clock"
-	"github.com/queen-mq/queen-kafka/internal/ratelog"
 	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/metrics"
 	"github.com/queen-mq/queen-kafka/operator"
@@ -27,39 +25,23 @@ import (
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/topology"
+	"github.com/queen-mq/queen-kafka/transport"
 	"github.com/queen-mq/queen-kafka/txn"
 )
 
-// Connection timeouts of the operator page's ceilings.
-const (
-	idleTimeout  = 10 * time.Minute // no request started
-	frameTimeout = 30 * time.Second // a frame begun and not finished
-	// authTimeout is how long a connection to a SASL listener has, from
-	// accept, to authenticate (TLS handshake included). An unauthenticated
-	// socket holds one of QUEEN_KAFKA_MAX_CONNECTIONS' slots, so idle ones
-	// must not be able to lock every real client out.
-	authTimeout = 10 * time.Second
-	// maxInFlight is how many decoded requests one connection may have
-	// read ahead of the one being answered.
-	maxInFlight = 16
-	// framesPerConnection is the share of the node's frame budget each of
-	// QUEEN_KAFKA_MAX_CONNECTIONS is counted for (frameBudget).
-	framesPerConnection = preAuthMaxFrame
-	// maxSeqWindows is how many idempotent producers, and how many
-	// producer-partitions' sequence windows, a node tracks; the least
-	// recently used are evicted past it and recover through KIP-360.
-	maxSeqWindows = 65536
-)
+// maxSeqWindows is how many idempotent producers, and how many
+// producer-partitions' sequence windows, a node tracks; the least recently
+// used are evicted past it and recover through KIP-360.
+const maxSeqWindows = 65536
 
-// Node is one facade node: the listener, its connections, the topic
-// catalogue, and the Queen client every call goes through.
+// Node is one facade node: the Kafka handlers behind the wire (srv), the
+// topic catalogue, and the Queen client every call goes through.
 type Node struct {
 	cfg   config.Facade
 	log   *slog.Logger
 	queen *queen.Client
 	topo  topology.Layout
 	cats  *catalogue.Catalogues
-	ids   *identities      // SASL credentials' tenants (GET /auth/me)
 	now   func() time.Time // the node's clock; tests substitute it (withClock sets the catalogue's too)
 	// producer ids (InitProducerId) and sequence windows (Produce)
 	producerIDs *producer.IDs
@@ -69,12 +51,9 @@ type Node struct {
 	txnShared   *txn.Shared              // cluster mode: staging in Queen at any node; nil in single mode
 	sessions    *fetchsession.Cache      // KIP-227 fetch sessions (fetch.go), this process's only
 	parked      *fetchwatch.Calls        // the bound on wide sessions' parked Queen reads (fetch_watched.go)
-	// connIDs numbers the connections (what a transaction's binding names
-	// its owner by).
-	connIDs atomic.Uint64
-	// frames is the node's budget of request frame bytes being read or
-	// read and not yet answered, across every connection (frameBudget).
-	frames *budget.Budget
+	// srv is the wire: the listener, its connections, framing, SASL and
+	// dispatch into the version table's handlers (versions.go).
+	srv *transport.Server
 	// answers is the node's budget of Queen answers being read and
 	// decoded (answerMemory).
 	answers *budget.Budget
@@ -95,24 +74,7 @@ type Node struct {
 	health  queenHealth
 	http    *operator.Server
 
-	// Timeouts are fields so that framing tests can shorten them.
-	idleTimeout  time.Duration
-	frameTimeout time.Duration
-	authTimeout  time.Duration
-
-	// acceptWarn and refuseWarn space the warnings of a failing accept and
-	// of connections refused past QUEEN_KAFKA_MAX_CONNECTIONS.
-	acceptWarn, refuseWarn ratelog.Every
-
-	mu       sync.Mutex
-	ln       net.Listener
-	conns    map[*Conn]struct{}
-	draining bool
-	connWG   sync.WaitGroup
-	// cancelServed ends the context of every served connection, and so of
-	// every request still being handled: Shutdown's last resort when the
-	// drain's time is up. Set by Serve.
-	cancelServed context.CancelFunc
+	mu sync.Mutex
 	// stopping ends when Shutdown begins: a wait that has no answer to lose
 	// (a Fetch's long poll) is cut by it rather than waited out (untilStop).
 	stopping context.Context
@@ -127,36 +89,18 @@ type Node struct {
 // answer may hold 64 MiB, and every consumer's fetch makes such calls.
 const answerMemory = 256 << 20
 
-// frameBudget is the node's budget of request frame bytes: room for every
-// connection to have a small frame (framesPerConnection, the
-// pre-authentication ceiling) in flight at once, and never less than two
-// maximum frames, so that one 100 MiB request is never alone in the
-// process. It is 256 MiB at the default 4,096 connections. A frame's buffer
-// only takes its share as its bytes arrive (readBody).
-func frameBudget(maxConnections int) int64 {
-	return max(2*maxFrame, int64(maxConnections)*framesPerConnection)
-}
-
 // New builds a node from a validated Config. Nothing is bound yet.
 func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	if log == nil {
 		log = slog.Default()
 	}
 	n := &Node{
-		cfg:          cfg,
-		log:          log,
-		idleTimeout:  idleTimeout,
-		frameTimeout: frameTimeout,
-		authTimeout:  authTimeout,
-		frames:       budget.New(frameBudget(cfg.MaxConnections)),
-		fetchMem:     budget.New(fetchMemory),
-		answers:      budget.New(answerMemory),
-		batches:      recordbatch.NewEncoder(),
-		cancelServed: func() {},
-		conns:        make(map[*Conn]struct{}),
-		now:          time.Now,
-		acceptWarn:   ratelog.Every{Window: warnEvery},
-		refuseWarn:   ratelog.Every{Window: warnEvery},
+		cfg:      cfg,
+		log:      log,
+		fetchMem: budget.New(fetchMemory),
+		answers:  budget.New(answerMemory),
+		batches:  recordbatch.NewEncoder(),
+		now:      time.Now,
 	}
 	n.metrics = metrics.New(version.String(), n.snapshot)
 	n.obs = n.metrics
@@ -174,7 +118,6 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 		n.topo, own = n.cluster.topo, n.cluster.owners
 	}
 	n.cats = catalogue.New(catalogue.Deps{DefaultPartitions: cfg.DefaultPartitions, Now: n.now, Queen: q, Clustered: n.cluster != nil, Transient: transientIdentity})
-	n.ids = newIdentities()
 	n.producerIDs = producer.NewIDs()
 	n.sequencer = producer.NewSequencer(maxSeqWindows)
 	n.sessions = fetchsession.New(fetchsession.Config{})
@@ -184,7 +127,24 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	if cfg.Clustered() {
 		n.txnShared = newTxnShared(cfg, q, log, n.coord, clock.Wall{})
 	}
+	n.srv = n.newServer(transport.NewTable(n.apiTable()))
 	return n, nil
+}
+
+// newServer is the wire in front of the node's handlers: table is the
+// version table (apiTable), the node's configuration its listener's, and
+// the node hears of connections and answers through its hooks.
+func (n *Node) newServer(table *transport.Table) *transport.Server {
+	return transport.NewServer(transport.Config{
+		Addr: n.cfg.Addr, TLSCertificate: n.cfg.TLSCertificate, SASL: n.cfg.SASL != "", ForwardSNIHost: n.cfg.ForwardSNIHost,
+		MaxConnections: n.cfg.MaxConnections, Queen: n.queen, Table: table, Log: n.log,
+		Observer: wireObserver{n}, Now: func() time.Time { return n.now() },
+		Self:      func() (string, int32) { return n.topo.ClusterID(), n.topo.SelfID() },
+		SASLFault: faults.SASL,
+		ConnValue: func(*transport.Conn) any { return &connState{} },
+		Forget:    func(c *transport.Conn) { n.txns.Disconnected(c.ID()) },
+		ErrorCode: hotErrorCode, Answered: n.observeAnswer,
+	})
 }
 
 // Config returns the node's configuration.
@@ -204,47 +164,28 @@ func (n *Node) OnRelease(fn func(context.Context) error) {
 // Listen binds QUEEN_KAFKA_ADDR (with TLS when configured) and returns the
 // bound address; Serve then accepts on it.
 func (n *Node) Listen() (net.Addr, error) {
-	ln, err := net.Listen("tcp", n.cfg.Addr)
+	addr, err := n.srv.Listen()
 	if err != nil {
-		return nil, fmt.Errorf("listen on QUEEN_KAFKA_ADDR=%s: %w", n.cfg.Addr, err)
-	}
-	if n.cfg.TLSCertificate != nil {
-		// No ALPN: Kafka has no registered protocol id and no client offers one.
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*n.cfg.TLSCertificate}, MinVersion: tls.VersionTLS12})
-	}
-	if err := n.listenHTTP(); err != nil {
-		_ = ln.Close()
 		return nil, err
 	}
-	n.mu.Lock()
-	n.ln = ln
-	n.mu.Unlock()
-	return ln.Addr(), nil
+	if err := n.listenHTTP(); err != nil {
+		n.srv.Unlisten()
+		return nil, err
+	}
+	return addr, nil
 }
 
 // Serve accepts connections until Shutdown (nil) or a listener failure.
 // It binds first when Listen was not called.
 func (n *Node) Serve(ctx context.Context) error {
-	n.mu.Lock()
-	ln := n.ln
-	n.mu.Unlock()
-	if ln == nil {
+	if addr, _ := n.srv.Bound(); addr == "" {
 		if _, err := n.Listen(); err != nil {
 			return err
 		}
-		n.mu.Lock()
-		ln = n.ln
-		n.mu.Unlock()
 	}
-	// Not cancelled when the accept loop ends (that is the start of a
-	// stop): the connections drain on it, and Shutdown cancels it.
-	ctx, cancel := context.WithCancel(ctx)
-	n.mu.Lock()
-	n.cancelServed = cancel
-	n.mu.Unlock()
 	// The transaction timeout sweep runs while the node serves.
 	n.txns.Start()
-	return n.acceptLoop(ctx, ln)
+	return n.srv.Serve(ctx)
 }
 
 // Shutdown stops the node in three explicit steps: close the listener so no
@@ -259,18 +200,16 @@ func (n *Node) Serve(ctx context.Context) error {
 // connection closed; the release steps still run, on what is left and at
 // least releaseBudget, since a late release is only slower.
 func (n *Node) Shutdown(ctx context.Context) error {
-	n.closeListener()
+	n.srv.Close()
 	n.stop()
 	n.coord.Close()
 	drainCtx, cancelDrain := ctx, context.CancelFunc(func() {})
 	if dl, ok := ctx.Deadline(); ok {
 		drainCtx, cancelDrain = context.WithDeadline(ctx, dl.Add(-drainAfterCancel-releaseBudget))
 	}
-	drainErr := n.drain(drainCtx)
+	drainErr := n.srv.Drain(drainCtx, drainAfterCancel)
 	cancelDrain()
-	n.mu.Lock()
-	n.cancelServed()
-	n.mu.Unlock()
+	n.srv.Cancel()
 	n.txns.Close()
 	releaseCtx, cancelRelease := releaseContext(ctx)
 	releaseErr := n.release(releaseCtx)
@@ -280,8 +219,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	return errors.Join(drainErr, releaseErr, n.closeHTTP(ctx))
 }
 
-// errStopping ends a request whose wait the node's stop cut short.
-var errStopping = errors.New("the node is stopping: a parked wait was cut and its connection closed")
+// errStopping ends a request whose wait the node's stop cut short; the
+// wire closes its connection as a stop.
+var errStopping = transport.ErrStopping
 
 // untilStop is ctx, ended as well when the node begins to stop. It is for
 // waits that have no answer to lose, so that a stop does not wait them out;
@@ -320,42 +260,6 @@ func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
 		dl = least
 	}
 	return context.WithDeadline(free, dl)
-}
-
-func (n *Node) closeListener() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.draining = true
-	if n.ln != nil {
-		_ = n.ln.Close()
-	}
-}
-
-func (n *Node) drain(ctx context.Context) error {
-	n.mu.Lock()
-	for c := range n.conns {
-		c.stopReading()
-	}
-	n.mu.Unlock()
-	done := make(chan struct{})
-	go func() { n.connWG.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		n.mu.Lock()
-		n.cancelServed()
-		for c := range n.conns {
-			c.close()
-		}
-		n.mu.Unlock()
-		select {
-		case <-done:
-		case <-time.After(drainAfterCancel):
-			return fmt.Errorf("drain cut short (%w), and connections still being handled %s after their cancellation are left behind", ctx.Err(), drainAfterCancel)
-		}
-		return fmt.Errorf("drain cut short: %w", ctx.Err())
-	}
 }
 
 func (n *Node) release(ctx context.Context) error {

@@ -7,23 +7,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // Observer hears what the node does, for /metrics (package metrics
-// implements it). Its methods are called on the request path: each must be
+// implements it): what the wire does (every request answered, acks=0
+// included, frames sent, connections accepted and refused), and what the
+// handlers do. Its methods are called on the request path: each must be
 // cheap, never block, and be safe for concurrent use.
 type Observer interface {
-	// Request is one request answered (acks=0 included, though no frame is
-	// sent): its API key and version, the first non-zero error code of its
-	// answer (0: none), its frame's bytes, the throttle its answer carries,
-	// and how long its answer took (dispatch).
-	Request(key, version, code int16, bytes int, throttle, took time.Duration)
-	// Sent is one response frame written, its bytes.
-	Sent(bytes int)
-	// Accepted is one connection accepted; Refused one closed at accept,
-	// with why: "max_connections" or "draining".
-	Accepted()
-	Refused(reason string)
+	transport.Observer
 	// Produced is what one produce group wrote: the records and batches
 	// pushed to Queen or staged in a transaction.
 	Produced(records, batches int)
@@ -36,29 +29,31 @@ type Observer interface {
 }
 
 // nopObserver is the observer of a node nobody watches.
-type nopObserver struct{}
+type nopObserver struct{ transport.NopObserver }
 
-func (nopObserver) Request(int16, int16, int16, int, time.Duration, time.Duration) {}
-func (nopObserver) Sent(int)                                                       {}
-func (nopObserver) Accepted()                                                      {}
-func (nopObserver) Refused(string)                                                 {}
-func (nopObserver) Produced(int, int)                                              {}
-func (nopObserver) Fetched(int, int)                                               {}
-func (nopObserver) FetchLag(int64)                                                 {}
-func (nopObserver) Committed(int)                                                  {}
+func (nopObserver) Produced(int, int) {}
+func (nopObserver) Fetched(int, int)  {}
+func (nopObserver) FetchLag(int64)    {}
+func (nopObserver) Committed(int)     {}
 
-// observe reports one answered request, and what its answer says of the
-// data path: records fetched and their lag, offsets committed.
-func (n *Node) observe(q queued, resp kmsg.Response, took time.Duration) {
-	var throttle time.Duration
-	if t, ok := resp.(kmsg.ThrottleResponse); ok {
-		ms, _ := t.Throttle()
-		throttle = time.Duration(ms) * time.Millisecond
-	}
-	n.obs.Request(q.hdr.key, q.hdr.version, responseErrorCode(resp), int(q.size)+4, throttle, took)
+// wireObserver is the node's observer as the wire hears it: n.obs at the
+// time of each call.
+type wireObserver struct{ n *Node }
+
+func (w wireObserver) Request(key, version, code int16, bytes int, throttle, took time.Duration) {
+	w.n.obs.Request(key, version, code, bytes, throttle, took)
+}
+func (w wireObserver) Sent(bytes int)        { w.n.obs.Sent(bytes) }
+func (w wireObserver) Accepted()             { w.n.obs.Accepted() }
+func (w wireObserver) Refused(reason string) { w.n.obs.Refused(reason) }
+
+// observeAnswer reports what an answer says of the data path, after the
+// wire observed the request: records fetched and their lag, offsets
+// committed.
+func (n *Node) observeAnswer(req kmsg.Request, resp kmsg.Response) {
 	switch r := resp.(type) {
 	case *kmsg.FetchResponse:
-		n.observeFetch(q.req.(*kmsg.FetchRequest), r)
+		n.observeFetch(req.(*kmsg.FetchRequest), r)
 	case *kmsg.OffsetCommitResponse:
 		committed := 0
 		for i := range r.Topics {
@@ -72,6 +67,36 @@ func (n *Node) observe(q queued, resp kmsg.Response, took time.Duration) {
 			n.obs.Committed(committed)
 		}
 	}
+}
+
+// hotErrorCode reads the first error code of a Produce or Fetch answer,
+// the hot path, directly (transport.Config.ErrorCode): the same code the
+// wire's walk by shape finds, without reflection.
+func hotErrorCode(resp kmsg.Response) (int16, bool) {
+	switch r := resp.(type) {
+	case *kmsg.ProduceResponse:
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				if code := r.Topics[i].Partitions[j].ErrorCode; code != 0 {
+					return code, true
+				}
+			}
+		}
+		return 0, true
+	case *kmsg.FetchResponse:
+		if r.ErrorCode != 0 {
+			return r.ErrorCode, true
+		}
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				if code := r.Topics[i].Partitions[j].ErrorCode; code != 0 {
+					return code, true
+				}
+			}
+		}
+		return 0, true
+	}
+	return 0, false
 }
 
 // observeFetch counts the records and bytes of a Fetch answer and each

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // OffsetCommit v2–v10 (v7 instance id, v10 topics by id): committed offsets are Queen KV rows (§10), written by
@@ -11,11 +13,11 @@ import (
 // the connection's catalogue, or it lies past the topic's width — is
 // answered UNKNOWN_TOPIC_OR_PARTITION and never written; the coordinator
 // asks the catalogue through the client's Topics (catalogue.Catalogues.Topics).
-func (n *Node) handleOffsetCommit(ctx context.Context, c *Conn, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
+func (n *Node) handleOffsetCommit(ctx context.Context, c *transport.Conn, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 	if req.Version >= 10 {
 		return n.offsetCommitByID(ctx, c, req), nil // offsets_by_id.go
 	}
-	return n.coord.OffsetCommit(ctx, c.groupClient(), req), nil
+	return n.coord.OffsetCommit(ctx, n.groupClient(c), req), nil
 }
 
 type topicPartition struct {

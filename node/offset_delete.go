@@ -4,9 +4,11 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // OffsetDelete v0: a topic a live member subscribes to is refused.
-func (n *Node) handleOffsetDelete(ctx context.Context, c *Conn, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
-	return n.coord.OffsetDelete(ctx, c.groupClient(), req), nil
+func (n *Node) handleOffsetDelete(ctx context.Context, c *transport.Conn, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
+	return n.coord.OffsetDelete(ctx, n.groupClient(c), req), nil
 }

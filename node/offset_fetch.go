@@ -4,12 +4,14 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // OffsetFetch v1–v10 (v8 several groups, v10 topics by id), answered at every node: the store is the answer.
-func (n *Node) handleOffsetFetch(ctx context.Context, c *Conn, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
+func (n *Node) handleOffsetFetch(ctx context.Context, c *transport.Conn, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	if req.Version >= 10 {
 		return n.offsetFetchByID(ctx, c, req), nil // offsets_by_id.go
 	}
-	return n.coord.OffsetFetch(ctx, c.groupClient(), req), nil
+	return n.coord.OffsetFetch(ctx, n.groupClient(c), req), nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // OffsetForLeaderEpoch v0–v4 (KIP-101, KIP-320): the end offset of a
@@ -34,7 +36,7 @@ import (
 // TestLeaderEpochIsMinusOneEverywhere holds every API that reports one to it.
 const partitionLeaderEpoch = -1
 
-func (n *Node) handleOffsetForLeaderEpoch(ctx context.Context, c *Conn, req *kmsg.OffsetForLeaderEpochRequest) (kmsg.Response, error) {
+func (n *Node) handleOffsetForLeaderEpoch(ctx context.Context, c *transport.Conn, req *kmsg.OffsetForLeaderEpochRequest) (kmsg.Response, error) {
 	// The end offset is ListOffsets' LATEST: the same topic checks,
 	// refusals, bounds probe and Queen fault mapping, asked in one call.
 	lo := kmsg.NewPtrListOffsetsRequest()

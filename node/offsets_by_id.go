@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/coordinator"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // OffsetCommit v10 and OffsetFetch v10 (KIP-848, stable in Kafka 4.2) name
@@ -18,7 +19,7 @@ import (
 
 // idTopics resolves ids, in order: the name of each ("" when it has none)
 // and the code its partitions are answered instead (0 when resolved).
-func (n *Node) idTopics(ctx context.Context, c *Conn, ids [][16]byte) ([]string, []int16) {
+func (n *Node) idTopics(ctx context.Context, c *transport.Conn, ids [][16]byte) ([]string, []int16) {
 	names, codes := make([]string, len(ids)), make([]int16, len(ids))
 	for i, id := range ids {
 		name, _, ok, err := n.cats.ResolveID(ctx, callerOf(c), id)
@@ -36,7 +37,7 @@ func (n *Node) idTopics(ctx context.Context, c *Conn, ids [][16]byte) ([]string,
 
 // offsetCommitByID answers an OffsetCommit v10 through the name-keyed
 // coordinator.
-func (n *Node) offsetCommitByID(ctx context.Context, c *Conn, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+func (n *Node) offsetCommitByID(ctx context.Context, c *transport.Conn, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	ids := make([][16]byte, len(req.Topics))
 	for i, t := range req.Topics {
 		ids[i] = t.TopicID
@@ -45,7 +46,7 @@ func (n *Node) offsetCommitByID(ctx context.Context, c *Conn, req *kmsg.OffsetCo
 	for i := range req.Topics {
 		req.Topics[i].Topic = names[i] // "" is never served, so never written
 	}
-	resp := n.coord.OffsetCommit(ctx, c.groupClient(), req)
+	resp := n.coord.OffsetCommit(ctx, n.groupClient(c), req)
 	for i := range resp.Topics {
 		resp.Topics[i].TopicID = ids[i]
 		if codes[i] != 0 {
@@ -61,7 +62,7 @@ func (n *Node) offsetCommitByID(ctx context.Context, c *Conn, req *kmsg.OffsetCo
 // coordinator. A group asking for every topic is answered the committed
 // topics that have an id in the catalogue; one without (a queue deleted
 // natively, or not yet listed) cannot be named in a v10 answer.
-func (n *Node) offsetFetchByID(ctx context.Context, c *Conn, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+func (n *Node) offsetFetchByID(ctx context.Context, c *transport.Conn, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	// The request keeps its ids (only names are filled in), so the answer
 	// is named from them; only the codes of unresolved ids are kept.
 	codes := make([][]int16, len(req.Groups))
@@ -77,7 +78,7 @@ func (n *Node) offsetFetchByID(ctx context.Context, c *Conn, req *kmsg.OffsetFet
 			g.Topics[ti].Topic = names[ti]
 		}
 	}
-	resp := n.coord.OffsetFetch(ctx, c.groupClient(), req)
+	resp := n.coord.OffsetFetch(ctx, n.groupClient(c), req)
 	cat := n.cats.For(callerOf(c))
 	for gi := range resp.Groups {
 		g := &resp.Groups[gi]

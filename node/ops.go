@@ -77,13 +77,8 @@ func (n *Node) closeHTTP(ctx context.Context) error {
 //     asks Queen itself (one KV read, at most once per second) rather than
 //     wait for traffic a not-ready node no longer gets.
 func (n *Node) Ready(ctx context.Context) []operator.Check {
-	n.mu.Lock()
-	bound, draining := n.ln != nil, n.draining
-	addr := ""
-	if bound {
-		addr = n.ln.Addr().String()
-	}
-	n.mu.Unlock()
+	addr, draining := n.srv.Bound()
+	bound := addr != ""
 	listener := operator.Check{Name: "listener", OK: bound && !draining, Detail: "kafka listener on " + addr}
 	switch {
 	case draining:
@@ -192,9 +187,7 @@ func (h *queenHealth) probe(ctx context.Context, q *queen.Client) {
 
 // snapshot is the node's state for a scrape.
 func (n *Node) snapshot() metrics.Snapshot {
-	n.mu.Lock()
-	conns := len(n.conns)
-	n.mu.Unlock()
+	conns := n.srv.Connections()
 	cs, ps, ts := n.coord.Stats(), n.sequencer.Stats(), n.txns.Stats()
 	s := metrics.Snapshot{
 		OpenConnections:   conns,
@@ -208,7 +201,7 @@ func (n *Node) snapshot() metrics.Snapshot {
 		TxnCommitted:      ts.Committed,
 		TxnAborted:        ts.Aborted,
 		DecodeBudget:      budgetUse(decoding.Budget()),
-		FrameBudget:       budgetUse(n.frames),
+		FrameBudget:       budgetUse(n.srv.Frames),
 		FetchBudget:       budgetUse(n.fetchMem),
 		AnswerBudget:      budgetUse(n.answers),
 	}

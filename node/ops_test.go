@@ -78,9 +78,8 @@ func TestOperatorListenerBindFailure(t *testing.T) {
 	m, _ := newTestNode(t, map[string]string{"QUEEN_KAFKA_HTTP_ADDR": taken})
 	_, err := m.Listen()
 	require.ErrorContains(t, err, "QUEEN_KAFKA_HTTP_ADDR="+taken)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	require.Nil(t, m.ln)
+	bound, _ := m.srv.Bound()
+	require.Empty(t, bound)
 }
 
 // TestReadyzFollowsQueenInSingleMode: a call that fails for want of Queen

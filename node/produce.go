@@ -1,8 +1,15 @@
 package node
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -10,7 +17,9 @@ import (
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/producer"
+	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/transport"
 	"github.com/queen-mq/queen-kafka/txn"
 )
 
@@ -34,6 +43,83 @@ import (
 // ApiVersions never advertises, so a transaction still adds its partitions
 // with AddPartitionsToTxn (clients cap a transaction at v11 then). v13 names
 // topics by id (catalogue.Verdicts.OfID): an unknown id is UNKNOWN_TOPIC_ID.
+
+// A Kafka producer keeps several produce requests in flight on one
+// connection (five for an idempotent one), and the connection answers them
+// one at a time. Those already read and waiting when one's turn comes are
+// written as ONE push with it and then answered in order, each as if it had
+// been pushed alone: one push keeps them in order, and a request costs the
+// facade and Queen one round trip fewer.
+const (
+	// maxCoalesce is how many produce requests may share a push.
+	maxCoalesce = 5
+	// coalesceFrameBytes bounds the frames of a group: sharing a push pays
+	// for small requests, whose round trips dominate; a large one is its
+	// own push, answered without waiting for the ones behind it, so that
+	// the producer can send the next while this one is stored.
+	coalesceFrameBytes = 512 << 10
+	// coalesceBodyBytes bounds the push body of a group of two or more
+	// requests, far under Queen's body ceiling (QUEEN_MAX_BODY_BYTES, 64 MiB
+	// by default), so that requests which fit alone never meet it together.
+	coalesceBodyBytes = 16 << 20
+	// itemOverhead is a push item's bytes around its payload, less the
+	// topic name: {"queue":"","partition":"123","payload":},
+	itemOverhead = 48
+	// dedupKeyShape sizes an item's transactionId and its field name.
+	dedupKeyShape = `,"transactionId":"kafka:1234567890:12:1234567890"`
+)
+
+// decoding is every produce request's decoder pool and the decode budget
+// they share across the process: a request may decompress a frame's worth
+// and its records may cost a frame's worth once decoded, each record its
+// queen.PushItem and that item's framing in the push body beyond its
+// envelope.
+var decoding = recordbatch.NewPool(recordbatch.Limits{
+	Frame:        transport.MaxFrame,
+	ItemOverhead: int(unsafe.Sizeof(queen.PushItem{})) + itemOverhead,
+})
+
+// produceBatch is Produce's row handler, and the only way into the
+// produce path: the wire hands it the Produce requests read and waiting on
+// a connection, at most maxCoalesce of them and coalesceFrameBytes of
+// frames, and it answers the first taken (produceGroup) with their whole
+// answers. acks=0 is owed no frame (produceAnswer); a produce's frame is
+// garbage once answered, as its records are envelopes in their own buffer
+// by then and its strings are copies.
+func (n *Node) produceBatch() *transport.Batch {
+	return &transport.Batch{
+		MaxRequests: maxCoalesce,
+		MaxBytes:    coalesceFrameBytes,
+		Answer:      n.answerProduce,
+		Owed:        produceAnswer,
+		Recycle:     true,
+	}
+}
+
+// answerProduce runs reqs, consecutive Produce requests of one connection,
+// as one group (produceGroup) and returns the answers of the first taken.
+func (n *Node) answerProduce(ctx context.Context, c *transport.Conn, reqs []kmsg.Request) ([]kmsg.Response, int, error) {
+	prs := make([]*kmsg.ProduceRequest, len(reqs))
+	for i, r := range reqs {
+		prs[i] = r.(*kmsg.ProduceRequest)
+	}
+	answers, taken, err := n.produceGroup(ctx, c, prs)
+	if err != nil {
+		return nil, 0, err
+	}
+	resps := make([]kmsg.Response, taken)
+	for i, a := range answers[:taken] {
+		resps[i] = a
+	}
+	return resps, taken, nil
+}
+
+// groupReq is one request of a group on its way through.
+type groupReq struct {
+	req  *kmsg.ProduceRequest
+	resp *kmsg.ProduceResponse
+	live []*producePart // admitted, in request order
+}
 
 // producePart is one partition of a produce request on its way through.
 type producePart struct {
@@ -61,35 +147,109 @@ type producePart struct {
 	req int
 }
 
-// handleProduce answers one request as a group of one. Its answer is
-// whole even under acks=0: dispatch, which observes it, drops the frame
-// (produceAnswer).
-func (n *Node) handleProduce(ctx context.Context, c *Conn, req *kmsg.ProduceRequest) (kmsg.Response, error) {
-	resps, _, err := n.produceGroup(ctx, c, []*kmsg.ProduceRequest{req})
-	if err != nil {
-		return nil, err
-	}
-	return resps[0], nil
-}
+// produceGroup runs reqs, consecutive Produce requests of one connection,
+// as one push and returns each request's response. It takes requests from
+// the front while the push body stays under coalesceBodyBytes (the first
+// always) and returns how many it took; the rest are left for another
+// group. Every phase keeps request order, so the answers are the ones
+// running the requests one after another gives:
+//
+//   - lay out and admit each request on its own (topics, partitions,
+//     framing, checksums), then decode its batches into envelopes, with
+//     its own decompression allowance;
+//   - sequence the idempotent batches of the whole group under their
+//     producers' locks (producer.Sequencer.Sequence), so that a batch of
+//     request 2 follows request 1's batch of the same producer-partition:
+//     a gap refuses only that batch and writes nothing of it, a repeat of
+//     an earlier batch is answered with that batch's offsets;
+//   - push every batch kept (see pushGroup);
+//   - settle in request order against the live windows
+//     (producer.Sequencer.Settle), remembering each written batch, and
+//     answer each partition as settled. A batch is answered as written
+//     only if it was, so a batch behind one whose write failed is refused
+//     as it would have been alone.
+func (n *Node) produceGroup(ctx context.Context, c *transport.Conn, reqs []*kmsg.ProduceRequest) ([]*kmsg.ProduceResponse, int, error) {
+	// The group's decoded records are paid for on the process-wide budget
+	// until its push is over.
+	d := decoding.GetFor(c.Identity())
+	var chunk []byte
+	var ends []int
+	defer d.Release() // the push is over before release
 
-// produceAnswer is what a produce request is owed: its response, or under
-// acks=0 nothing, its failures logged since they exist only here.
-func produceAnswer(c *Conn, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) kmsg.Response {
-	if req.Acks != 0 {
-		return resp
+	var group []*groupReq
+	body := 0
+	txnID := ""
+	for i, req := range reqs {
+		// A transactional produce is a group of its own: it stages, and
+		// pushes nothing.
+		if id := transactionalID(req); i == 0 {
+			txnID = id
+		} else if id != "" || txnID != "" {
+			break
+		}
+		r := &groupReq{req: req, resp: req.ResponseKind().(*kmsg.ProduceResponse)}
+		parts := produceParts(req, r.resp)
+		live, err := n.admitProduce(ctx, c, req.Version, r.resp, parts, txnID)
+		if err != nil {
+			return nil, 0, err
+		}
+		markChunk, markEnds := chunk, len(ends)
+		var grown int
+		var busy bool
+		chunk, ends, grown, busy = encodeParts(d, live, chunk, ends)
+		for busy && i == 0 {
+			// The first request holds nothing else of the group: it gives
+			// back its budget and its buffers, waits for room, and decodes
+			// again. A request after it is left for a later group instead,
+			// so that nothing waits while holding budget.
+			chunk, ends = nil, nil
+			if err := d.Restart(ctx); err != nil {
+				return nil, 0, err
+			}
+			chunk, ends, grown, busy = encodeParts(d, live, chunk, ends)
+		}
+		if i > 0 && (busy || body+grown > coalesceBodyBytes) {
+			chunk, ends = markChunk, ends[:markEnds]
+			break
+		}
+		body += grown
+		for _, p := range live {
+			p.req = i
+		}
+		r.live = live
+		group = append(group, r)
 	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if p.ErrorCode != 0 {
-				msg := ""
-				if p.ErrorMessage != nil {
-					msg = *p.ErrorMessage
-				}
-				c.Logger().Warn("acks=0 produce failed", "topic", t.Topic, "partition", p.Partition, "error", kerr.ErrorForCode(p.ErrorCode), "reason", msg)
+
+	batches := groupBatches(group)
+	unlock := n.sequencer.Sequence(c.Identity(), batches)
+	defer unlock()
+	if n.cfg.DedupKeys {
+		keyParts(group)
+	}
+	if txnID != "" {
+		n.stageGroup(ctx, c, txnID, group[0], ends)
+	} else if err := pushGroup(ctx, c, group, ends); err != nil {
+		return nil, 0, err
+	}
+	n.sequencer.Settle(batches)
+
+	now := n.now().UnixMilli()
+	resps := make([]*kmsg.ProduceResponse, len(group))
+	records, written := 0, 0
+	for i, r := range group {
+		resps[i] = r.resp
+		for _, p := range r.live {
+			p.answer(now)
+			if p.batch.Write {
+				r.resp.ThrottleMillis = max(r.resp.ThrottleMillis, p.throttle)
+			}
+			if p.batch.Answer.Stored {
+				records, written = records+int(p.rb.NumRecords), written+1
 			}
 		}
 	}
-	return nil
+	n.obs.Produced(records, written)
+	return resps, len(group), nil
 }
 
 // produceParts lays out the response in request order and returns one
@@ -131,7 +291,7 @@ func transactionalID(req *kmsg.ProduceRequest) string {
 // partition not added); a transactional batch anywhere else is refused.
 // timeout_ms is not acted on: the Queen client's own ten-second budget
 // bounds a produce (seed 001).
-func (n *Node) admitProduce(ctx context.Context, c *Conn, version int16, resp *kmsg.ProduceResponse, parts []*producePart, txnID string) ([]*producePart, error) {
+func (n *Node) admitProduce(ctx context.Context, c *transport.Conn, version int16, resp *kmsg.ProduceResponse, parts []*producePart, txnID string) ([]*producePart, error) {
 	var live []*producePart
 	topics := n.cats.Verdicts(callerOf(c), faults.Produce, &resp.ThrottleMillis)
 	seen := make(map[topicPartition]bool, len(parts))
@@ -204,4 +364,293 @@ func (p *producePart) fail(code int16, msg string) {
 	if msg != "" {
 		p.resp.ErrorMessage = &msg // encoded from v8 only
 	}
+}
+
+// encodeParts decodes the batches of one request's live partitions into
+// envelopes under one decompression allowance: each batch's envelopes
+// (p.env, each ending at its entry of ends) follow the previous batch's in
+// chunk while they fit, and start an array of their own when they do not,
+// so that no batch's envelopes are ever copied to grow a shared buffer. A
+// batch that does not decode keeps its fault, answered only if sequencing
+// would have written it. grown estimates the push body bytes the request
+// adds; chunk is returned as the array the next batch continues in. busy
+// is the budget refusing to grow without waiting: the request's decode is
+// abandoned and must be run again.
+func encodeParts(d *recordbatch.Decoder, live []*producePart, chunk []byte, ends []int) ([]byte, []int, int, bool) {
+	grown := 0
+	d.StartRequest()
+	for _, p := range live {
+		from := len(ends)
+		room := chunk[len(chunk):]
+		env, next, f := d.Envelopes(&p.rb, p.topic, room, ends)
+		ends = next
+		if f.Busy() {
+			return chunk, ends, grown, true
+		}
+		p.batch.Fault = f
+		if f != nil {
+			continue
+		}
+		if cap(env) == cap(room) {
+			chunk = chunk[:len(chunk)+len(env)]
+		} else {
+			chunk = env // envelopes took an array of their own
+		}
+		p.env, p.items, p.recordBytes = env, [2]int{from, len(ends)}, d.RecordBytes()
+		grown += len(env) + (len(ends)-from)*(itemOverhead+len(p.topic))
+	}
+	return chunk, ends, grown, false
+}
+
+// groupBatches is the group's live partitions as sequencing sees them,
+// request by request.
+func groupBatches(group []*groupReq) [][]*producer.Batch {
+	batches := make([][]*producer.Batch, len(group))
+	for i, r := range group {
+		batches[i] = make([]*producer.Batch, len(r.live))
+		for j, p := range r.live {
+			b := &p.batch
+			b.Topic, b.Partition = p.topic, p.resp.Partition
+			b.ProducerID, b.Epoch = p.rb.ProducerID, p.rb.ProducerEpoch
+			b.FirstSeq, b.Records = p.rb.FirstSequence, p.rb.NumRecords
+			batches[i][j] = b
+		}
+	}
+	return batches
+}
+
+// keyParts gives each idempotent or transactional batch to be written its
+// records' Queen transactionIds (producer.DedupKeys), so that a retry whose
+// first write Queen stored, and whose window this node lost or never held,
+// is answered duplicate with the original offsets instead of stored again.
+func keyParts(group []*groupReq) {
+	for _, r := range group {
+		for _, p := range r.live {
+			if p.batch.Write && p.rb.ProducerID >= 0 {
+				p.keys = producer.DedupKeys(p.rb.ProducerID, p.rb.ProducerEpoch, p.rb.FirstSequence, p.items[1]-p.items[0])
+			}
+		}
+	}
+}
+
+// stageGroup is pushGroup for a transactional request (r, the group's
+// only one): each batch sequencing kept is staged in transaction id, under
+// its producer's lock still, so a retried batch is staged once; it is
+// answered base_offset -1, as nothing is in the log until EndTxn(commit).
+func (n *Node) stageGroup(ctx context.Context, c *transport.Conn, id string, r *groupReq, ends []int) {
+	for _, p := range r.live {
+		if !p.batch.Write {
+			continue
+		}
+		payloads := make([]json.RawMessage, 0, p.items[1]-p.items[0])
+		start := 0
+		for i := p.items[0]; i < p.items[1]; i++ {
+			payloads = append(payloads, json.RawMessage(p.env[start:ends[i]]))
+			start = ends[i]
+		}
+		code, msg := n.txnStage(ctx, c, &txn.Batch{TransactionalID: id, ProducerID: p.rb.ProducerID, ProducerEpoch: p.rb.ProducerEpoch, FirstSeq: p.rb.FirstSequence,
+			Topic: p.topic, Partition: p.resp.Partition, Payloads: payloads, Keys: p.keys, Bytes: p.recordBytes})
+		p.batch.Outcome = producer.Outcome{Base: -1, Code: code, Msg: msg}
+	}
+}
+
+// pushGroup writes the envelopes of every batch to be written and records
+// each batch's outcome. Queen keeps order within a partition and promises
+// nothing across partitions, even inside one push (queen-api §5), so a
+// group touching several partitions is written by up to maxPushShards
+// concurrent pushes, each holding whole partitions: every batch of one
+// partition, and so every chain of idempotent batches, stays in one push,
+// in group order. One push at a time per connection left Queen idle while
+// it decoded, and the facade idle while Queen stored. A canceled call is
+// returned.
+func pushGroup(ctx context.Context, c *transport.Conn, group []*groupReq, ends []int) error {
+	var written []*producePart
+	count := 0
+	for _, r := range group {
+		for _, p := range r.live {
+			if p.batch.Write {
+				written = append(written, p)
+				count += p.items[1] - p.items[0]
+			}
+		}
+	}
+	if count == 0 {
+		return nil
+	}
+	shards := shardParts(written, count)
+	if len(shards) == 1 {
+		return pushShard(ctx, c, shards[0], ends)
+	}
+	errs := make([]error, len(shards))
+	var wg sync.WaitGroup
+	for i := 1; i < len(shards); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					errs[i] = fmt.Errorf("push panic: %v", r)
+				}
+			}()
+			errs[i] = pushShard(ctx, c, shards[i], ends)
+		}()
+	}
+	errs[0] = pushShard(ctx, c, shards[0], ends)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+const (
+	// maxPushShards bounds the concurrent pushes of one group.
+	maxPushShards = 4
+	// minShardItems keeps small groups in one push, where a second call
+	// would cost more than it overlaps.
+	minShardItems = 256
+)
+
+// shardParts splits written (in group order) into pushes holding whole
+// partitions, balanced by item count, each in group order.
+func shardParts(written []*producePart, count int) [][]*producePart {
+	load := make(map[topicPartition]int)
+	var keys []topicPartition
+	for _, p := range written {
+		k := topicPartition{p.topic, p.resp.Partition}
+		if _, ok := load[k]; !ok {
+			keys = append(keys, k)
+		}
+		load[k] += p.items[1] - p.items[0]
+	}
+	n := min(maxPushShards, len(keys), count/minShardItems)
+	if n <= 1 {
+		return [][]*producePart{written}
+	}
+	// Largest partitions first, each to the lightest push so far.
+	slices.SortStableFunc(keys, func(a, b topicPartition) int { return cmp.Compare(load[b], load[a]) })
+	sums := make([]int, n)
+	shardOf := make(map[topicPartition]int, len(keys))
+	for _, k := range keys {
+		i := slices.Index(sums, slices.Min(sums))
+		shardOf[k] = i
+		sums[i] += load[k]
+	}
+	shards := make([][]*producePart, n)
+	for _, p := range written {
+		i := shardOf[topicPartition{p.topic, p.resp.Partition}]
+		shards[i] = append(shards[i], p)
+	}
+	return shards
+}
+
+// pushByRequest pushes parts (in group order) as one push per request, one
+// after another, so that each partition's chain stays in order.
+func pushByRequest(ctx context.Context, c *transport.Conn, parts []*producePart, ends []int) error {
+	for len(parts) > 0 {
+		n := 1
+		for n < len(parts) && parts[n].req == parts[0].req {
+			n++
+		}
+		if err := pushShard(ctx, c, parts[:n], ends); err != nil {
+			return err
+		}
+		parts = parts[n:]
+	}
+	return nil
+}
+
+// pushShard pushes the envelopes of parts as one call and records each
+// part's outcome; a failed call is every part's outcome, with the throttle
+// a 429 carries. A canceled call is returned.
+func pushShard(ctx context.Context, c *transport.Conn, parts []*producePart, ends []int) error {
+	size := 0
+	for _, p := range parts {
+		size += len(p.env) + (p.items[1]-p.items[0])*(itemOverhead+len(p.topic)+len(dedupKeyShape))
+	}
+	push := queen.NewPushBatch(size)
+	for _, p := range parts {
+		part := strconv.FormatInt(int64(p.resp.Partition), 10)
+		from := push.Len()
+		start := 0
+		for i := p.items[0]; i < p.items[1]; i++ {
+			key := ""
+			if p.keys != nil {
+				key = p.keys[i-p.items[0]]
+			}
+			push.Add(p.topic, part, p.env[start:ends[i]], key)
+			start = ends[i]
+		}
+		p.pushed = [2]int{from, push.Len()}
+	}
+	results, err := c.Queen().PushBatch(ctx, push)
+	if err != nil && queen.KindOf(err) == queen.KindTooLarge && parts[0].req != parts[len(parts)-1].req {
+		// Over Queen's body ceiling (QUEEN_MAX_BODY_BYTES, which may be
+		// set below coalesceBodyBytes) together: each request is pushed
+		// on its own, in group order, and answered as it would be alone.
+		return pushByRequest(ctx, c, parts, ends)
+	}
+	if err != nil {
+		faults.Log(c.Logger(), "push", err)
+		code, throttle, msg, fatal := faults.Produce(err)
+		if fatal != nil {
+			return fatal
+		}
+		for _, p := range parts {
+			p.batch.Outcome = producer.Outcome{Base: -1, Code: code, Msg: msg}
+			p.throttle = throttle
+		}
+		return nil
+	}
+	for _, p := range parts {
+		rs := results[p.pushed[0]:p.pushed[1]]
+		base, code, msg := faults.PartitionOutcome(rs)
+		p.batch.Outcome = producer.Outcome{Base: base, Code: code, Msg: msg, Duplicate: code == 0 && allDuplicate(rs)}
+	}
+	return nil
+}
+
+// allDuplicate reports a batch Queen's dedup window answered whole: every
+// record was stored by an earlier push (its keys, keyParts), so this push
+// stored nothing and the offsets are the original's.
+func allDuplicate(rs []queen.PushResult) bool {
+	for _, r := range rs {
+		if r.Status != queen.StatusDuplicate {
+			return false
+		}
+	}
+	return len(rs) > 0
+}
+
+// answer writes the partition's answer as sequencing settled it: refused,
+// or at its base offset, with the append time of a LogAppendTime batch its
+// own write stored.
+func (p *producePart) answer(now int64) {
+	a := &p.batch.Answer
+	if a.Code != 0 {
+		p.fail(a.Code, a.Msg)
+		return
+	}
+	p.resp.BaseOffset = a.Base
+	if a.Stored && p.rb.Attributes&recordbatch.AttrLogAppendTime != 0 {
+		p.resp.LogAppendTime = now
+	}
+}
+
+// produceAnswer is what a produce request is owed: its response, or under
+// acks=0 nothing, its failures logged since they exist only here.
+func produceAnswer(c *transport.Conn, r kmsg.Request, rr kmsg.Response) kmsg.Response {
+	req, resp := r.(*kmsg.ProduceRequest), rr.(*kmsg.ProduceResponse)
+	if req.Acks != 0 {
+		return resp
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				msg := ""
+				if p.ErrorMessage != nil {
+					msg = *p.ErrorMessage
+				}
+				c.Logger().Warn("acks=0 produce failed", "topic", t.Topic, "partition", p.Partition, "error", kerr.ErrorForCode(p.ErrorCode), "reason", msg)
+			}
+		}
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/queen-mq/queen-kafka/queen/dev"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // The served side of the decode budget (package recordbatch tests the
@@ -38,13 +39,13 @@ func TestProduceBombsCostAFrame(t *testing.T) {
 	require.Equal(t, kerr.MessageTooLarge.Code, p.ErrorCode)
 	require.Contains(t, *p.ErrorMessage, "decompresses past")
 	t.Logf("gzip bomb (%d bytes): %d MiB allocated", len(gz), alloc>>20)
-	require.Less(t, alloc, uint64(maxFrame)*5/2, "refusing a gzip bomb allocated %d MiB", alloc>>20)
+	require.Less(t, alloc, uint64(transport.MaxFrame)*5/2, "refusing a gzip bomb allocated %d MiB", alloc>>20)
 
 	alloc = batchtest.AllocatedBy(func() { p = e.produce("bombs", 0, zs) })
 	require.Equal(t, kerr.MessageTooLarge.Code, p.ErrorCode)
 	require.Contains(t, *p.ErrorMessage, "records cost past")
 	t.Logf("zstd empty-records bomb (%d bytes): %d MiB allocated", len(zs), alloc>>20)
-	require.Less(t, alloc, uint64(maxFrame)*3/2, "refusing a many-records bomb allocated %d MiB", alloc>>20)
+	require.Less(t, alloc, uint64(transport.MaxFrame)*3/2, "refusing a many-records bomb allocated %d MiB", alloc>>20)
 
 	res, _ := e.stored("bombs", 0)
 	require.Equal(t, int64(0), res.HighWatermark, "nothing of a bomb is written")
@@ -84,7 +85,7 @@ func TestProduceBombsShareOneBudget(t *testing.T) {
 		require.Equal(t, kerr.MessageTooLarge.Code, code, "bomb %d", i)
 	}
 	require.LessOrEqual(t, decodeBudget.Peak(), decodeBudget.Size())
-	require.Greater(t, decodeBudget.Peak(), int64(maxFrame), "the bombs did reach the ceiling")
+	require.Greater(t, decodeBudget.Peak(), int64(transport.MaxFrame), "the bombs did reach the ceiling")
 	require.Equal(t, decodeBudget.Size(), decodeBudget.Free())
 }
 

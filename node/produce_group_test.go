@@ -325,43 +325,6 @@ func peekBody(r *http.Request) string {
 	return string(b)
 }
 
-// TestNextGroupKeepsOrder: consecutive waiting Produce requests group up to
-// maxCoalesce; any other request, and a Produce past the frame bound,
-// waits for its own turn, and the order never changes.
-func TestNextGroupKeepsOrder(t *testing.T) {
-	produce := func(id int32, size int64) queued {
-		return queued{size: size, hdr: requestHeader{key: kmsg.Produce.Int16(), correlationID: id}, req: kmsg.NewPtrProduceRequest()}
-	}
-	meta := func(id int32) queued {
-		return queued{hdr: requestHeader{key: kmsg.Metadata.Int16(), correlationID: id}, req: kmsg.NewPtrMetadataRequest()}
-	}
-	in := []queued{produce(1, 10), produce(2, 10), meta(3)}
-	for id := int32(4); id <= 10; id++ {
-		in = append(in, produce(id, 10))
-	}
-	in = append(in, produce(11, coalesceFrameBytes), produce(12, 10))
-	queue := make(chan queued, len(in))
-	for _, q := range in {
-		queue <- q
-	}
-	close(queue)
-	var got [][]int32
-	var carry []queued
-	for {
-		group, rest, ok := nextGroup(queue, carry)
-		if !ok {
-			break
-		}
-		var ids []int32
-		for _, q := range group {
-			ids = append(ids, q.hdr.correlationID)
-		}
-		got = append(got, ids)
-		carry = rest
-	}
-	require.Equal(t, [][]int32{{1, 2}, {3}, {4, 5, 6, 7, 8}, {9, 10}, {11}, {12}}, got)
-}
-
 // TestCoalescedProduceWindowEvictedMidGroup: a written batch is answered
 // as written even when remembering an earlier batch of the group evicted
 // its window meanwhile (the node tracks a bounded number of windows).

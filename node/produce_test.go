@@ -21,6 +21,7 @@ import (
 	"github.com/queen-mq/queen-kafka/queen/dev"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // dataEnv is a node in front of an in-process queen-dev broker, with a
@@ -28,7 +29,7 @@ import (
 type dataEnv struct {
 	t       testing.TB
 	n       *Node
-	c       *Conn
+	c       *transport.Conn
 	q       *queen.Client
 	url     string
 	fetches atomic.Int64 // POST /api/v1/fetch calls seen
@@ -61,10 +62,10 @@ func (e *dataEnv) node(env map[string]string) *Node {
 }
 
 // conn is a Conn of n for driving handlers directly.
-func (e *dataEnv) conn(n *Node) *Conn {
+func (e *dataEnv) conn(n *Node) *transport.Conn {
 	a, b := net.Pipe()
 	e.t.Cleanup(func() { a.Close(); b.Close() })
-	return newConn(n, a)
+	return n.srv.NewConn(a)
 }
 
 func (e *dataEnv) createTopic(name string) {
@@ -103,7 +104,7 @@ func produceReq(version, acks int16, topic string, partition int32, raw []byte) 
 }
 
 // produceOn sends one batch through c and returns the partition answer.
-func (e *dataEnv) produceOn(c *Conn, version int16, topic string, partition int32, raw []byte) (*kmsg.ProduceResponse, kmsg.ProduceResponseTopicPartition) {
+func (e *dataEnv) produceOn(c *transport.Conn, version int16, topic string, partition int32, raw []byte) (*kmsg.ProduceResponse, kmsg.ProduceResponseTopicPartition) {
 	e.t.Helper()
 	resp, err := e.n.handleProduce(context.Background(), c, produceReq(version, -1, topic, partition, raw))
 	require.NoError(e.t, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen/dev"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // saslTokens are the dev broker's credentials: two tenants, and tenant a's
@@ -174,11 +175,9 @@ func TestSaslIdentityAskedOncePerCredential(t *testing.T) {
 	if got := dq.count("GET /auth/me"); got != 2 {
 		t.Fatalf("/auth/me asked %d times for two credentials", got)
 	}
-	n.ids.mu.Lock()
-	defer n.ids.mu.Unlock()
-	for _, a := range n.ids.m {
-		if a.tenant != "a" || a.err != nil {
-			t.Fatalf("identity answer %+v, want tenant a kept", a)
+	for _, id := range n.srv.Identities() {
+		if id != "tenant:a" {
+			t.Fatalf("identity answer %q, want tenant a kept", id)
 		}
 	}
 }
@@ -325,7 +324,7 @@ func TestSaslV0RawToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = k.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	answer, err := readFrame(k.br, maxFrame)
+	answer, err := transport.ReadFrame(k.br, transport.MaxFrame)
 	if err != nil || len(answer) != 0 {
 		t.Fatalf("raw token answer %x, %v; want an empty frame", answer, err)
 	}
@@ -455,7 +454,7 @@ func TestSaslPipelinedAuthentication(t *testing.T) {
 	if _, resp := k.recv(hs); resp.(*kmsg.SASLHandshakeResponse).ErrorCode != 0 {
 		t.Fatalf("pipelined v0 handshake: code %d", resp.(*kmsg.SASLHandshakeResponse).ErrorCode)
 	}
-	if answer, err := readFrame(k.br, maxFrame); err != nil || len(answer) != 0 {
+	if answer, err := transport.ReadFrame(k.br, transport.MaxFrame); err != nil || len(answer) != 0 {
 		t.Fatalf("pipelined raw token answer %x, %v", answer, err)
 	}
 	if corr, resp := k.recv(md); corr != 2 || len(resp.(*kmsg.MetadataResponse).Topics) != 1 {

@@ -10,9 +10,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
-func deleteTopics(t *testing.T, n *Node, c *Conn, version int16, names ...string) *kmsg.DeleteTopicsResponse {
+func deleteTopics(t *testing.T, n *Node, c *transport.Conn, version int16, names ...string) *kmsg.DeleteTopicsResponse {
 	req := kmsg.NewPtrDeleteTopicsRequest()
 	req.Version = version
 	req.TopicNames = names
@@ -67,7 +68,7 @@ func TestDeleteTopicsAuthFailure(t *testing.T) {
 	}
 }
 
-func createPartitions(t *testing.T, n *Node, c *Conn, topic string, count int32, assign bool) kmsg.CreatePartitionsResponseTopic {
+func createPartitions(t *testing.T, n *Node, c *transport.Conn, topic string, count int32, assign bool) kmsg.CreatePartitionsResponseTopic {
 	req := kmsg.NewPtrCreatePartitionsRequest()
 	req.Version = 3
 	tp := kmsg.NewCreatePartitionsRequestTopic()
@@ -180,7 +181,7 @@ func TestDescribeConfigs(t *testing.T) {
 	}
 }
 
-func incrementalAlter(t *testing.T, n *Node, c *Conn, topic string, op kmsg.IncrementalAlterConfigOp, name string, value *string) kmsg.IncrementalAlterConfigsResponseResource {
+func incrementalAlter(t *testing.T, n *Node, c *transport.Conn, topic string, op kmsg.IncrementalAlterConfigOp, name string, value *string) kmsg.IncrementalAlterConfigsResponseResource {
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	req.Version = 1
 	r := kmsg.NewIncrementalAlterConfigsRequestResource()

@@ -17,6 +17,7 @@ import (
 	"github.com/queen-mq/queen-kafka/queen/dev"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // The tests of the facade's own topic configs: compression.type (the
@@ -112,7 +113,7 @@ func TestFetchCompressionType(t *testing.T) {
 }
 
 // describeValue is one config's described value.
-func describeValue(t *testing.T, n *Node, c *Conn, topic, name string) string {
+func describeValue(t *testing.T, n *Node, c *transport.Conn, topic, name string) string {
 	t.Helper()
 	rr := describeTopicConfigs(t, n, c, topic, name)
 	require.Equal(t, int16(0), rr.ErrorCode)

@@ -10,6 +10,7 @@ import (
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/producer"
+	"github.com/queen-mq/queen-kafka/transport"
 	"github.com/queen-mq/queen-kafka/txn"
 )
 
@@ -76,7 +77,7 @@ func (n *Node) txnOwnerCode(id string) int16 {
 
 // txnAdmit is the transactional Produce's check before sequencing: the
 // owner's binding in single mode, the qk:txn: row in cluster mode.
-func (n *Node) txnAdmit(ctx context.Context, c *Conn, b *txn.Batch) (int16, string) {
+func (n *Node) txnAdmit(ctx context.Context, c *transport.Conn, b *txn.Batch) (int16, string) {
 	if n.cluster != nil && !n.cluster.vouched() {
 		// The stage is in Queen KV, which this node cannot reach (its
 		// heartbeat is failing): waiting out a call per batch would run
@@ -85,17 +86,17 @@ func (n *Node) txnAdmit(ctx context.Context, c *Conn, b *txn.Batch) (int16, stri
 		return kerr.NotLeaderForPartition.Code, "this node cannot reach the registry; refresh metadata and produce to the partition's leader"
 	}
 	if n.txnShared != nil {
-		return n.txnShared.Admit(ctx, c.txnClient(), b)
+		return n.txnShared.Admit(ctx, txnClient(c), b)
 	}
-	return n.txns.Admit(c.txnClient(), b)
+	return n.txns.Admit(txnClient(c), b)
 }
 
 // txnStage stages one sequenced batch of a transactional Produce.
-func (n *Node) txnStage(ctx context.Context, c *Conn, b *txn.Batch) (int16, string) {
+func (n *Node) txnStage(ctx context.Context, c *transport.Conn, b *txn.Batch) (int16, string) {
 	if n.txnShared != nil {
-		return n.txnShared.Produce(ctx, c.txnClient(), b)
+		return n.txnShared.Produce(ctx, txnClient(c), b)
 	}
-	return n.txns.Produce(ctx, c.txnClient(), b)
+	return n.txns.Produce(ctx, txnClient(c), b)
 }
 
 // txnIDs is the node's producer id allocator as package txn asks for it.
@@ -108,8 +109,8 @@ func (a txnIDs) Next(ctx context.Context, scope string, kv txn.Queen) (int64, er
 // txnClient is the connection as package txn needs it: the identity that
 // scopes transactional ids, the credential its calls carry, and the
 // connection itself, whose close starts the linger of what it holds.
-func (c *Conn) txnClient() txn.Client {
-	return txn.Client{Identity: c.Identity(), Queen: c.Queen(), Owner: c.id}
+func txnClient(c *transport.Conn) txn.Client {
+	return txn.Client{Identity: c.Identity(), Queen: c.Queen(), Owner: c.ID()}
 }
 
 // txnPartitions is the node's verdict on the partitions a transaction
@@ -118,7 +119,7 @@ func (c *Conn) txnClient() txn.Client {
 // UNKNOWN_TOPIC_OR_PARTITION; a bad name INVALID_TOPIC_EXCEPTION; a
 // catalogue Queen would not give is answered by the transaction rule,
 // retriable. Each topic is looked up once per request.
-func (n *Node) txnPartitions(c *Conn) txn.PartitionCheck {
+func (n *Node) txnPartitions(c *transport.Conn) txn.PartitionCheck {
 	var throttle int32
 	v := n.cats.Verdicts(callerOf(c), faults.Transaction, &throttle)
 	return func(ctx context.Context, topic string, partition int32) int16 {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // seedWindows is seed 001's support matrix: the 32 advertised APIs. Our
@@ -70,7 +72,7 @@ func TestNotOfferedKeysAreNotAdvertised(t *testing.T) {
 		t.Fatalf("seed lists 20 absences, table here has %d", len(seedNotOffered))
 	}
 	for _, k := range seedNotOffered {
-		if _, ok := rowFor(k.Int16()); ok && beyondSeed[k] == "" {
+		if _, ok := testTable.Row(k.Int16()); ok && beyondSeed[k] == "" {
 			t.Errorf("%s (key %d) is advertised; seed 001 says it is not offered and no issue added it", kmsg.NameForKey(k.Int16()), k)
 		}
 	}
@@ -83,14 +85,14 @@ func TestEverySeedRowIsAdvertised(t *testing.T) {
 		t.Fatalf("seed lists 32 APIs, the table here has %d", len(seedWindows))
 	}
 	for k := range seedWindows {
-		if _, ok := rowFor(k.Int16()); !ok {
+		if _, ok := testTable.Row(k.Int16()); !ok {
 			t.Errorf("%s (key %d) is in seed 001's support matrix and not advertised", kmsg.NameForKey(k.Int16()), k)
 		}
 	}
-	for _, r := range apiTable {
-		k := kmsg.Key(r.key)
+	for _, r := range apiRows {
+		k := kmsg.Key(r.Key)
 		if _, ok := seedWindows[k]; !ok && beyondSeed[k] == "" {
-			t.Errorf("%s (key %d) is advertised, not in seed 001's matrix, and in no issue's list", kmsg.NameForKey(r.key), r.key)
+			t.Errorf("%s (key %d) is advertised, not in seed 001's matrix, and in no issue's list", kmsg.NameForKey(r.Key), r.Key)
 		}
 	}
 }
@@ -98,31 +100,31 @@ func TestEverySeedRowIsAdvertised(t *testing.T) {
 func TestEveryRowHasAHandlerAndContainsTheSeedWindow(t *testing.T) {
 	seen := map[int16]bool{}
 	prev := int16(-1)
-	for _, r := range apiTable {
-		name := kmsg.NameForKey(r.key)
-		if r.handler == nil {
+	for _, r := range apiRows {
+		name := kmsg.NameForKey(r.Key)
+		if r.Handler == nil {
 			t.Errorf("%s: advertised without a handler", name)
 		}
-		if strings.TrimSpace(r.why) == "" || strings.ContainsAny(r.why, "|\n") {
+		if strings.TrimSpace(r.Why) == "" || strings.ContainsAny(r.Why, "|\n") {
 			t.Errorf("%s: the row needs a one-line reason without '|' for the README's matrix", name)
 		}
-		if seen[r.key] {
+		if seen[r.Key] {
 			t.Errorf("%s: two rows", name)
 		}
-		seen[r.key] = true
-		if r.key <= prev {
-			t.Errorf("%s: rows must be sorted by key (%d after %d)", name, r.key, prev)
+		seen[r.Key] = true
+		if r.Key <= prev {
+			t.Errorf("%s: rows must be sorted by key (%d after %d)", name, r.Key, prev)
 		}
-		prev = r.key
-		if r.min > r.max {
-			t.Errorf("%s: window v%d-v%d is empty", name, r.min, r.max)
+		prev = r.Key
+		if r.Min > r.Max {
+			t.Errorf("%s: window v%d-v%d is empty", name, r.Min, r.Max)
 		}
-		if w, ok := seedWindows[kmsg.Key(r.key)]; ok && (r.min > w[0] || r.max < w[1]) {
-			t.Errorf("%s: window v%d-v%d drops part of the seed's v%d-v%d", name, r.min, r.max, w[0], w[1])
+		if w, ok := seedWindows[kmsg.Key(r.Key)]; ok && (r.Min > w[0] || r.Max < w[1]) {
+			t.Errorf("%s: window v%d-v%d drops part of the seed's v%d-v%d", name, r.Min, r.Max, w[0], w[1])
 		}
 		// Every advertised version must be decodable by kmsg.
-		if req := kmsg.RequestForKey(r.key); req == nil || req.MaxVersion() < r.max {
-			t.Errorf("%s: kmsg cannot decode up to v%d", name, r.max)
+		if req := kmsg.RequestForKey(r.Key); req == nil || req.MaxVersion() < r.Max {
+			t.Errorf("%s: kmsg cannot decode up to v%d", name, r.Max)
 		}
 	}
 }
@@ -134,16 +136,16 @@ const (
 	matrixEnd   = "<!-- support-matrix:end -->"
 )
 
-// supportMatrix is the README's table, rendered from apiTable.
+// supportMatrix is the README's table, rendered from apiRows.
 func supportMatrix() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n| API | Key | Versions | Where the window ends, and why |\n| --- | --- | --- | --- |\n", matrixBegin)
-	for _, r := range apiTable {
-		versions := fmt.Sprintf("v%d–v%d", r.min, r.max)
-		if r.min == r.max {
-			versions = fmt.Sprintf("v%d", r.min)
+	for _, r := range apiRows {
+		versions := fmt.Sprintf("v%d–v%d", r.Min, r.Max)
+		if r.Min == r.Max {
+			versions = fmt.Sprintf("v%d", r.Min)
 		}
-		fmt.Fprintf(&b, "| `%s` | %d | %s | %s |\n", kmsg.NameForKey(r.key), r.key, versions, r.why)
+		fmt.Fprintf(&b, "| `%s` | %d | %s | %s |\n", kmsg.NameForKey(r.Key), r.Key, versions, r.Why)
 	}
 	b.WriteString(matrixEnd)
 	return b.String()
@@ -178,17 +180,17 @@ func TestApiVersionsAnswerIsTheTable(t *testing.T) {
 	n, _ := newTestNode(t, nil)
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.Version = 3
-	r, err := n.handleApiVersions(t.Context(), testConn(t, n), req)
+	r, err := transport.ApiVersions(t.Context(), testConn(t, n), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys := r.(*kmsg.ApiVersionsResponse).ApiKeys
-	if len(keys) != len(apiTable) {
-		t.Fatalf("%d keys for %d rows", len(keys), len(apiTable))
+	if len(keys) != len(apiRows) {
+		t.Fatalf("%d keys for %d rows", len(keys), len(apiRows))
 	}
 	for i, k := range keys {
-		if k.ApiKey != apiTable[i].key || k.MinVersion != apiTable[i].min || k.MaxVersion != apiTable[i].max {
-			t.Errorf("key %d: %+v vs row %+v", i, k, apiTable[i])
+		if k.ApiKey != apiRows[i].Key || k.MinVersion != apiRows[i].Min || k.MaxVersion != apiRows[i].Max {
+			t.Errorf("key %d: %+v vs row %+v", i, k, apiRows[i])
 		}
 	}
 }

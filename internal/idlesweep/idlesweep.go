@@ -27,3 +27,13 @@ func Run[K comparable, V any](s *Sweep, now time.Time, m map[K]V, gone func(K, V
 		}
 	}
 }
+
+// IsDone reports whether ch is closed.
+func IsDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

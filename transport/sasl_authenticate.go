@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"bytes"
@@ -12,7 +12,10 @@ import (
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
-// handleSaslAuthenticate verifies a PLAIN credential. The password is the
+// SASLAuthenticate is the handler of SaslAuthenticate's row.
+var SASLAuthenticate = Handle(saslAuthenticate)
+
+// saslAuthenticate verifies a PLAIN credential. The password is the
 // Queen bearer token and the username a label (logged, checked against
 // nothing). The token is verified by one call to list the queues as that
 // token: 401/403 is SASL_AUTHENTICATION_FAILED and the connection closes
@@ -23,7 +26,7 @@ import (
 // GET /auth/me names (identities); a failure to ask that (transport, 429,
 // 5xx) closes the connection the same way, since it is no answer. session_lifetime_ms stays 0: this facade
 // runs no re-authentication timer, and 0 stops clients from running one.
-func (n *Node) handleSaslAuthenticate(ctx context.Context, c *Conn, req *kmsg.SASLAuthenticateRequest) (kmsg.Response, error) {
+func saslAuthenticate(ctx context.Context, c *Conn, req *kmsg.SASLAuthenticateRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	refuse := func(code int16, msg string) (kmsg.Response, error) {
 		resp.ErrorCode, resp.ErrorMessage = code, &msg
@@ -47,28 +50,28 @@ func (n *Node) handleSaslAuthenticate(ctx context.Context, c *Conn, req *kmsg.SA
 		return refuse(kerr.SaslAuthenticationFailed.Code, "malformed SASL PLAIN token: want [authzid] NUL username NUL password, username and password not empty")
 	}
 	host := ""
-	if n.cfg.ForwardSNIHost {
+	if c.srv.cfg.ForwardSNIHost {
 		host = c.ServerName()
 	}
-	q := n.queen.As(token, host)
+	q := c.srv.cfg.Queen.As(token, host)
 	// The asks to Queen end with the authentication deadline: a slow Queen
 	// must not let an unauthenticated connection hold its slot past it.
 	ctx, cancel := context.WithDeadline(ctx, c.authBy)
 	defer cancel()
 	if _, err := q.Queues(ctx); err != nil {
-		if code, msg, ok := saslFault(err); ok {
+		if code, msg, ok := c.srv.cfg.SASLFault(err); ok {
 			c.log.Info("SASL authentication refused by Queen, closing connection", "user", user, "status", queen.KindOf(err).String())
 			return refuse(code, msg)
 		}
 		return nil, fmt.Errorf("SASL PLAIN user %q: verifying the token with Queen (closing with no error code, which clients retry): %w", user, err)
 	}
-	identity, err := n.ids.identity(ctx, q, credentialKey(host, token), c.log)
+	identity, err := c.srv.ids.identity(ctx, q, credentialKey(host, token), c.log)
 	if err != nil {
 		return nil, fmt.Errorf("SASL PLAIN user %q: asking Queen which tenant the token acts for (closing with no error code, which clients retry; filed under its credential instead, its consumer groups would split from its tenant's): %w", user, err)
 	}
 	c.SetCredential(q, identity)
 	c.sasl.Store(saslDone)
-	c.MarkAuthenticated()
+	c.markAuthenticated()
 	c.log.Info("SASL authenticated", "user", user, "identity", identity)
 	return resp, nil
 }
@@ -89,14 +92,14 @@ func parsePlain(msg []byte) (user, password string, ok bool) {
 // rawTokenRequest is the frame after a v0 SaslHandshake: the bare PLAIN
 // message, with no request header. It is handled as a SaslAuthenticate v0
 // and answered as a bare frame (Conn.writeAnswer).
-func rawTokenRequest(frame []byte) (queued, error) {
-	row, ok := rowFor(kmsg.SASLAuthenticate.Int16())
+func (t *Table) rawTokenRequest(frame []byte) (queued, error) {
+	row, ok := t.Row(kmsg.SASLAuthenticate.Int16())
 	if !ok {
 		return queued{}, refuse("SASL token frame, but SaslAuthenticate is not offered")
 	}
 	req := kmsg.NewPtrSASLAuthenticateRequest()
 	req.SASLAuthBytes = frame
-	return queued{hdr: requestHeader{key: row.key}, row: row, req: req, raw: true}, nil
+	return queued{hdr: requestHeader{key: row.Key}, row: row, req: req, raw: true}, nil
 }
 
 // appendRawToken frames a v0 flow's answer: the server's bare token (empty

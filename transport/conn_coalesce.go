@@ -1,20 +1,22 @@
-package node
+package transport
 
-import "github.com/twmb/franz-go/pkg/kmsg"
-
-// coalescable reports whether q may share a push with the Produce requests
-// around it.
-func coalescable(q queued) bool {
-	return q.preset == nil && q.hdr.key == kmsg.Produce.Int16()
+// batchOf is q's batch handler when q may be answered in a group with the
+// requests of its API behind it.
+func batchOf(q queued) *Batch {
+	if q.preset != nil {
+		return nil
+	}
+	b, _ := q.row.Handler.(*Batch)
+	return b
 }
 
 // nextGroup takes the next request to answer, from carry (requests already
 // taken off the queue, in order) and then the queue, and returns it with
-// what is left of carry. A Produce comes with the Produce requests right
-// behind it that are already read and waiting, up to maxCoalesce and
-// coalesceFrameBytes of frames; nothing is waited for, and a request of
-// another kind, or past the bounds, stays behind for its own turn. ok is
-// false once the queue is closed and drained.
+// what is left of carry. A request of a batch API comes with the requests
+// of its API right behind it that are already read and waiting, up to its
+// Batch's MaxRequests and MaxBytes of frames; nothing is waited for, and a
+// request of another API, or past the bounds, stays behind for its own
+// turn. ok is false once the queue is closed and drained.
 func nextGroup(queue <-chan queued, carry []queued) (group, rest []queued, ok bool) {
 	if len(carry) == 0 {
 		q, ok := <-queue
@@ -23,13 +25,15 @@ func nextGroup(queue <-chan queued, carry []queued) (group, rest []queued, ok bo
 		}
 		carry = []queued{q}
 	}
-	if !coalescable(carry[0]) {
+	b := batchOf(carry[0])
+	if b == nil {
 		return carry[:1:1], carry[1:], true
 	}
-	group = make([]queued, 0, maxCoalesce)
+	key := carry[0].hdr.key
+	group = make([]queued, 0, b.MaxRequests)
 	size := int64(0)
 	joins := func(q queued) bool {
-		return coalescable(q) && (len(group) == 0 || len(group) < maxCoalesce && size+q.size <= coalesceFrameBytes)
+		return q.hdr.key == key && batchOf(q) == b && (len(group) == 0 || len(group) < b.MaxRequests && size+q.size <= b.MaxBytes)
 	}
 	for len(carry) > 0 && joins(carry[0]) {
 		size += carry[0].size
@@ -38,7 +42,7 @@ func nextGroup(queue <-chan queued, carry []queued) (group, rest []queued, ok bo
 	if len(carry) > 0 {
 		return group, carry, true
 	}
-	for len(group) < maxCoalesce && size < coalesceFrameBytes {
+	for len(group) < b.MaxRequests && size < b.MaxBytes {
 		select {
 		case q, ok := <-queue:
 			if !ok {

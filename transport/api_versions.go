@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"context"
@@ -7,7 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// handleApiVersions answers ApiVersions v0–v5 with the version table.
+// ApiVersions answers ApiVersions v0–v5 with the version table: the
+// handler of its row.
 // Supported and finalized features are never sent, at any version: the
 // facade negotiates none (no transaction.version, group.version...).
 //
@@ -20,36 +21,42 @@ import (
 //     name, a load balancer) is answered REBOOTSTRAP_REQUIRED, with no keys;
 //     a node id without a cluster id, or the reverse, is INVALID_REQUEST.
 //     The ids are those Metadata answers.
-func (n *Node) handleApiVersions(_ context.Context, _ *Conn, req *kmsg.ApiVersionsRequest) (kmsg.Response, error) {
+var ApiVersions = Handle(apiVersions)
+
+func apiVersions(_ context.Context, c *Conn, req *kmsg.ApiVersionsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	if req.Version >= 5 {
 		switch {
 		case (req.ClusterID == nil) != (req.NodeID == -1):
 			resp.ErrorCode = kerr.InvalidRequest.Code
 			return resp, nil
-		case req.ClusterID != nil && (*req.ClusterID != n.topo.ClusterID() || req.NodeID != n.topo.SelfID()):
+		case req.ClusterID != nil && !c.srv.isSelf(*req.ClusterID, req.NodeID):
 			resp.ErrorCode = kerr.RebootstrapRequired.Code
 			return resp, nil
 		}
 	}
-	resp.ApiKeys = advertisedKeys()
+	resp.ApiKeys = c.srv.cfg.Table.Advertised()
 	return resp, nil
+}
+
+// isSelf reports whether a client expecting broker nodeID of clusterID
+// reached this one.
+func (s *Server) isSelf(clusterID string, nodeID int32) bool {
+	if s.cfg.Self == nil {
+		return false
+	}
+	cluster, self := s.cfg.Self()
+	return clusterID == cluster && nodeID == self
 }
 
 // unsupportedApiVersions is the answer to an ApiVersions version outside
 // the window: UNSUPPORTED_VERSION with the table, encoded at v0 as the
 // protocol prescribes, so that a client that led with a newer version
 // reads the window and retries within it.
-func unsupportedApiVersions() kmsg.Response {
+func (t *Table) unsupportedApiVersions() kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 0
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = advertisedKeys()
+	resp.ApiKeys = t.Advertised()
 	return resp
-}
-
-// advertisedKeys is a copy of the table's answer, so that a response
-// being encoded never aliases another's.
-func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
-	return append([]kmsg.ApiVersionsResponseApiKey(nil), advertised...)
 }

@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"context"
@@ -24,12 +24,15 @@ const (
 // Matched exactly, as Kafka's broker matches mechanism names.
 const saslPlain = "PLAIN"
 
-// handleSaslHandshake picks the mechanism and the flow (v0 raw token, v1
+// SASLHandshake is the handler of SaslHandshake's row.
+var SASLHandshake = Handle(saslHandshake)
+
+// saslHandshake picks the mechanism and the flow (v0 raw token, v1
 // SaslAuthenticate). A mechanism other than PLAIN is answered
 // UNSUPPORTED_SASL_MECHANISM with the list and the connection closes, as
 // Kafka's authenticator does. Outside authentication (no SASL on this
 // listener, or already authenticated) the answer is ILLEGAL_SASL_STATE.
-func (n *Node) handleSaslHandshake(_ context.Context, c *Conn, req *kmsg.SASLHandshakeRequest) (kmsg.Response, error) {
+func saslHandshake(_ context.Context, c *Conn, req *kmsg.SASLHandshakeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	if !c.mustAuthenticate() {
 		resp.ErrorCode = kerr.IllegalSaslState.Code

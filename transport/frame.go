@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"encoding/binary"
@@ -11,13 +11,13 @@ import (
 	"github.com/queen-mq/queen-kafka/internal/bufpool"
 )
 
-// Frame ceilings of the operator page. maxFrame bounds every request and
-// response; preAuthMaxFrame is what a connection that must still
+// Frame ceilings of the operator page. MaxFrame bounds every request and
+// response; PreAuthMaxFrame is what a connection that must still
 // authenticate (SASL) may send, so an unauthenticated peer cannot make the
 // facade allocate.
 const (
-	maxFrame        = 100 << 20
-	preAuthMaxFrame = 64 << 10
+	MaxFrame        = 100 << 20
+	PreAuthMaxFrame = 64 << 10
 )
 
 // errFrameTooLarge is a size prefix above the connection's ceiling.
@@ -46,7 +46,7 @@ const pooledWholeFrame = 4
 
 // readFrame reads one size-prefixed frame, refusing a size outside
 // [0, limit] before allocating anything.
-func readFrame(r io.Reader, limit int32) ([]byte, error) {
+func ReadFrame(r io.Reader, limit int32) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"context"
@@ -24,14 +24,14 @@ const (
 // file descriptors above all) is waited out and retried: the connections
 // already served are unaffected by it, and ending Serve for it would end
 // the process without draining or handing its node id back.
-func (n *Node) acceptLoop(ctx context.Context, ln net.Listener) error {
+func (s *Server) acceptLoop(ctx context.Context, ln net.Listener) error {
 	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			n.mu.Lock()
-			draining := n.draining
-			n.mu.Unlock()
+			s.mu.Lock()
+			draining := s.draining
+			s.mu.Unlock()
 			if draining || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
@@ -39,7 +39,7 @@ func (n *Node) acceptLoop(ctx context.Context, ln net.Listener) error {
 				return err
 			}
 			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
-			n.acceptWarn.Warn(n.log, n.now(), "accept failed, retrying with backoff; connections already served carry on", "err", err, "backoff", backoff)
+			s.acceptWarn.Warn(s.cfg.Log, s.cfg.Now(), "accept failed, retrying with backoff; connections already served carry on", "err", err, "backoff", backoff)
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
@@ -48,7 +48,7 @@ func (n *Node) acceptLoop(ctx context.Context, ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		c := n.admit(nc)
+		c := s.admit(nc)
 		if c == nil {
 			continue
 		}
@@ -74,32 +74,36 @@ func retriableAccept(err error) bool {
 	return false
 }
 
-// admit registers nc, or closes it when the node is full or draining.
-func (n *Node) admit(nc net.Conn) *Conn {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.draining {
-		n.obs.Refused("draining")
+// admit registers nc, or closes it when the server is full or draining.
+func (s *Server) admit(nc net.Conn) *Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		s.cfg.Observer.Refused("draining")
 		_ = nc.Close()
 		return nil
 	}
-	if len(n.conns) >= n.cfg.MaxConnections {
-		n.obs.Refused("max_connections")
-		n.refuseWarn.Warn(n.log, n.now(), "connection refused: QUEEN_KAFKA_MAX_CONNECTIONS reached", "remote", nc.RemoteAddr().String(), "max_connections", n.cfg.MaxConnections)
+	if len(s.conns) >= s.cfg.MaxConnections {
+		s.cfg.Observer.Refused("max_connections")
+		s.refuseWarn.Warn(s.cfg.Log, s.cfg.Now(), "connection refused: QUEEN_KAFKA_MAX_CONNECTIONS reached", "remote", nc.RemoteAddr().String(), "max_connections", s.cfg.MaxConnections)
 		_ = nc.Close()
 		return nil
 	}
-	n.obs.Accepted()
-	c := newConn(n, nc)
-	n.conns[c] = struct{}{}
-	n.connWG.Add(1)
+	s.cfg.Observer.Accepted()
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.connWG.Add(1)
 	return c
 }
 
-func (n *Node) forget(c *Conn) {
-	n.mu.Lock()
-	delete(n.conns, c)
-	n.mu.Unlock()
-	n.txns.Disconnected(c.id)
-	n.connWG.Done()
+// forget unregisters c once it has ended and every request of it is
+// done, and tells the server's Forget hook.
+func (s *Server) forget(c *Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	if s.cfg.Forget != nil {
+		s.cfg.Forget(c)
+	}
+	s.connWG.Done()
 }

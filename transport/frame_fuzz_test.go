@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"bytes"
@@ -21,22 +21,22 @@ func FuzzFrameDecode(f *testing.F) {
 	f.Add(fm.AppendRequest(nil, meta, 2))
 	f.Add([]byte{0, 0, 0, 6, 0xff, 0xff, 1, 2, 3, 4})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		frame, err := readFrame(bytes.NewReader(data), preAuthMaxFrame)
+		frame, err := ReadFrame(bytes.NewReader(data), PreAuthMaxFrame)
 		if err != nil {
 			return
 		}
-		q, err := decodeRequest(frame)
+		q, err := testTable.decode(frame)
 		if err != nil {
 			return
 		}
-		if q.hdr.version < q.row.min || (q.hdr.version > q.row.max && q.preset == nil) {
-			t.Fatalf("admitted %d v%d outside v%d-v%d", q.hdr.key, q.hdr.version, q.row.min, q.row.max)
+		if q.hdr.version < q.row.Min || (q.hdr.version > q.row.Max && q.preset == nil) {
+			t.Fatalf("admitted %d v%d outside v%d-v%d", q.hdr.key, q.hdr.version, q.row.Min, q.row.Max)
 		}
 		if q.req == nil {
 			return
 		}
 		again := kmsg.NewRequestFormatter().AppendRequest(nil, q.req, q.hdr.correlationID)
-		if _, err := decodeRequest(again[4:]); err != nil {
+		if _, err := testTable.decode(again[4:]); err != nil {
 			t.Fatalf("re-encoded request does not decode: %v", err)
 		}
 	})

@@ -1,19 +1,12 @@
-package node
+package transport
 
 import (
 	"bytes"
-	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"testing"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/queen-mq/queen-kafka/budget"
 	"github.com/queen-mq/queen-kafka/internal/bufpool"
-	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
 // A body's buffer grows with the bytes that arrived: a peer that declares
@@ -21,12 +14,12 @@ import (
 func TestReadBodyGrowsWithWhatArrived(t *testing.T) {
 	var charged []int64
 	charge := func(n int64) error { charged = append(charged, n); return nil }
-	_, held, err := readBody(bytes.NewReader(make([]byte, 10)), maxFrame, charge)
+	_, held, err := readBody(bytes.NewReader(make([]byte, 10)), MaxFrame, charge)
 	if !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("a body cut short: err %v, want unexpected EOF", err)
 	}
 	if held != frameChunk || len(charged) != 1 {
-		t.Fatalf("10 bytes of a declared %d charged %d in %v, want one chunk of %d", maxFrame, held, charged, frameChunk)
+		t.Fatalf("10 bytes of a declared %d charged %d in %v, want one chunk of %d", MaxFrame, held, charged, frameChunk)
 	}
 
 	// A whole body is charged exactly its size, in doubling steps.
@@ -86,51 +79,4 @@ func TestReadBodyLeavesPooledFramesToTheCollector(t *testing.T) {
 	if r.room > frameChunk {
 		t.Fatalf("10 bytes of a declared %d read into %d bytes of buffer, want at most %d", size, r.room, frameChunk)
 	}
-}
-
-// The node's frame budget is shared by every connection: a request that
-// cannot get its share within its frame's deadline closes its connection;
-// frames being read hold what they have allocated, until they end; and a
-// connection that ends, however, gives back all it held.
-func TestFrameBudgetAcrossConnections(t *testing.T) {
-	n, _ := newTestNode(t, nil)
-	n.frames = budget.New(4 * frameChunk)
-	n.frameTimeout = time.Second
-	addr := serveTestNode(t, n)
-
-	// With the whole budget held elsewhere, a request waits out its
-	// frame's deadline and its connection is closed.
-	if err := n.frames.Acquire(context.Background(), n.frames.Size()); err != nil {
-		t.Fatal(err)
-	}
-	starved := dial(t, addr)
-	starved.send(kmsg.NewPtrApiVersionsRequest())
-	starved.expectClosed()
-	n.frames.Release(n.frames.Size())
-
-	// A holds the whole budget with a frame it is still sending; B's
-	// request is answered once A goes.
-	a := dial(t, addr)
-	var prefix [4]byte
-	binary.BigEndian.PutUint32(prefix[:], maxFrame)
-	if _, err := a.nc.Write(append(prefix[:], make([]byte, 2*frameChunk)...)); err != nil {
-		t.Fatal(err)
-	}
-	testsupport.WaitFor(t, 10*time.Second, "A's frame to hold the budget", func() bool { return n.frames.Free() == 0 })
-	b := dial(t, addr)
-	corr := b.send(kmsg.NewPtrApiVersionsRequest())
-	a.nc.Close()
-	if got, resp := b.recv(kmsg.NewPtrApiVersionsRequest()); got != corr || resp.(*kmsg.ApiVersionsResponse).ErrorCode != 0 {
-		t.Fatalf("ApiVersions behind a frame holding the budget: correlation %d, %+v", got, resp)
-	}
-
-	// Pipelined requests read and never answered: the connection goes,
-	// and so does every byte it held.
-	c := dial(t, addr)
-	for range 8 {
-		c.send(kmsg.NewPtrApiVersionsRequest())
-	}
-	c.nc.Close()
-	b.nc.Close()
-	testsupport.WaitFor(t, 10*time.Second, "every byte of the frame budget back", func() bool { return n.frames.Free() == n.frames.Size() })
 }

@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"io"
@@ -13,12 +13,11 @@ import (
 // connection holds a response buffer of at most keptWriteBuffer, so
 // thousands of idle connections do not pin their last large answer's.
 func TestConnectionKeepsNoLargeWriteBuffer(t *testing.T) {
-	n, _ := newTestNode(t, nil)
 	a, peer := net.Pipe()
 	defer a.Close()
 	defer peer.Close()
 	go func() { _, _ = io.Copy(io.Discard, peer) }()
-	c := newConn(n, a)
+	c := NewServer(Config{}).NewConn(a)
 
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = 12

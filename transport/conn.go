@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"bufio"
@@ -18,7 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/budget"
-	"github.com/queen-mq/queen-kafka/fetchwatch"
 	"github.com/queen-mq/queen-kafka/internal/bufpool"
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -26,11 +25,15 @@ import (
 // Conn is one client connection. Requests are read ahead (at most
 // maxInFlight decoded and waiting) and answered strictly one at a time in
 // arrival order, which is also what a Kafka broker does: a producer's
-// ordering across pipelined produces depends on it. Produce requests
-// already waiting behind one another are written as one push and then
-// answered in that order (conn_coalesce.go, produce_group.go).
+// ordering across pipelined produces depends on it. Requests of a batch
+// API already waiting behind one another are answered as one group, in
+// that order (conn_coalesce.go, Batch).
+//
+// Handlers see a connection through its exported methods only: its Queen
+// client and identity, its client id, logger, id and peer, the value the
+// server's ConnValue hook made for it, and the answer bytes it holds.
 type Conn struct {
-	n      *Node
+	srv    *Server
 	id     uint64 // unique in the process
 	nc     net.Conn
 	br     *bufio.Reader
@@ -39,7 +42,7 @@ type Conn struct {
 	// serverName is set once by the handshake, before any request is read.
 	serverName string
 	// authBy is when a connection that must authenticate (SASL) is closed
-	// if it has not: accept time plus the node's authTimeout.
+	// if it has not: accept time plus the server's AuthTimeout.
 	authBy time.Time
 
 	queen    atomic.Pointer[queen.Client]
@@ -50,16 +53,16 @@ type Conn struct {
 	// answered: at most maxInFlight requests, and at most one maximum
 	// frame's worth of bytes, so read-ahead never multiplies the ceiling.
 	budget *budget.Budget
-	// framesHeld is what this connection holds of the node's frame budget
-	// (Node.frames): the buffers of its frames being read and of those read
+	// framesHeld is what this connection holds of the server's frame budget
+	// (Server.Frames): the buffers of its frames being read and of those read
 	// and not yet answered.
 	framesHeld atomic.Int64
-	// answerHeld is what the answers being written hold of the node's
-	// fetch response budget (fetchFill.handOver). A connection writes its
-	// answers in order, so one written gives back all of it: a second
-	// fetch handled before the first is written is counted short only
-	// that long.
-	answerHeld atomic.Int64
+	// answerHeld is what the answers being written hold of answerBudget
+	// (HoldAnswer). A connection writes its answers in order, so one
+	// written gives back all of it: a second answer handled before the
+	// first is written is counted short only that long.
+	answerHeld   atomic.Int64
+	answerBudget atomic.Pointer[budget.Budget]
 
 	authenticated atomic.Bool
 	stopping      atomic.Bool
@@ -77,22 +80,30 @@ type Conn struct {
 	// read, and under which ceiling, follows the answer before it.
 	turn chan struct{}
 
-	// fetchWatch is the watch of this connection's wide sessionless fetches
-	// (fetch_watched.go), closed with the connection.
-	fetchWatch atomic.Pointer[fetchwatch.Watch]
+	// value is what the server's ConnValue hook made for this connection
+	// (the handlers' own per-connection state), closed with it when it
+	// has a Close method.
+	value any
 }
 
-// keepFetchWatch makes w the connection's sessionless fetch watch, closing
-// the one it replaces; a closed connection closes w at once.
-func (c *Conn) keepFetchWatch(w *fetchwatch.Watch) {
-	if old := c.fetchWatch.Swap(w); old != nil {
-		old.Close()
-	}
-	if c.closed.Load() {
-		if w := c.fetchWatch.Swap(nil); w != nil {
-			w.Close()
-		}
-	}
+// Value is what the server's ConnValue hook made for this connection: the
+// handlers' per-connection state, which the wire knows nothing of.
+func (c *Conn) Value() any { return c.value }
+
+// Closed reports whether the connection has been closed: a handler that
+// hands the connection something to close with it checks this after.
+func (c *Conn) Closed() bool { return c.closed.Load() }
+
+// ID numbers the connection, unique in the process (what a transaction's
+// binding names its owner by).
+func (c *Conn) ID() uint64 { return c.id }
+
+// HoldAnswer hands the connection n bytes the answer being handled holds
+// of budget b: they are given back to b when the connection writes its
+// next answer, or ends. A connection's answers hold of one budget.
+func (c *Conn) HoldAnswer(b *budget.Budget, n int64) {
+	c.answerBudget.Store(b)
+	c.answerHeld.Add(n)
 }
 
 // queued is one decoded request waiting for its turn. preset is an answer
@@ -100,7 +111,7 @@ func (c *Conn) keepFetchWatch(w *fetchwatch.Watch) {
 type queued struct {
 	size   int64 // frame bytes held against the read-ahead budget
 	hdr    requestHeader
-	row    apiRow
+	row    Row
 	req    kmsg.Request
 	preset kmsg.Response
 	// lockstep: read before authentication; the reader waits for its answer.
@@ -111,28 +122,31 @@ type queued struct {
 	frame []byte
 }
 
-// recycle gives a Produce request's frame back to the pool once it is
-// answered: nothing of a produce outlives its answer (its records are
-// envelopes in their own buffer by then, its strings are copies). Other
-// requests' frames are left to the collector, since a handler may keep
-// bytes they alias (a group member's metadata, a SASL token).
+// recycle gives a request's frame back to the pool once it is answered,
+// when its batch handler says nothing of a request outlives its answer
+// (Batch.Recycle). Other requests' frames are left to the collector, since
+// a handler may keep bytes they alias (a group member's metadata, a SASL
+// token).
 func (q *queued) recycle() {
-	if q.hdr.key == kmsg.Produce.Int16() && q.frame != nil {
+	if b, ok := q.row.Handler.(*Batch); ok && b.Recycle && q.frame != nil {
 		bufpool.Put(q.frame)
 		q.frame, q.req = nil, nil
 	}
 }
 
-func newConn(n *Node, nc net.Conn) *Conn {
-	c := &Conn{n: n, id: n.connIDs.Add(1), nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: budget.New(maxFrame), turn: make(chan struct{}, 1)}
-	c.log = n.log.With("remote", c.remote)
-	if n.cfg.SASL != "" {
-		c.authBy = time.Now().Add(n.authTimeout)
+func newConn(s *Server, nc net.Conn) *Conn {
+	c := &Conn{srv: s, id: s.connIDs.Add(1), nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: budget.New(MaxFrame), turn: make(chan struct{}, 1)}
+	c.log = s.cfg.Log.With("remote", c.remote)
+	if s.cfg.SASL {
+		c.authBy = time.Now().Add(s.AuthTimeout)
 	}
-	c.queen.Store(n.queen)
+	c.queen.Store(s.cfg.Queen)
 	empty := ""
 	c.identity.Store(&empty)
 	c.clientID.Store(&empty)
+	if s.cfg.ConnValue != nil {
+		c.value = s.cfg.ConnValue(c)
+	}
 	return c
 }
 
@@ -163,12 +177,12 @@ func (c *Conn) Logger() *slog.Logger { return c.log }
 // mustAuthenticate reports whether the connection still owes a SASL
 // authentication (QUEEN_KAFKA_SASL set and not yet done).
 func (c *Conn) mustAuthenticate() bool {
-	return c.n.cfg.SASL != "" && !c.authenticated.Load()
+	return c.srv.cfg.SASL && !c.authenticated.Load()
 }
 
-// MarkAuthenticated lifts the pre-authentication limits: every API of the
+// markAuthenticated lifts the pre-authentication limits: every API of the
 // table, and frames up to the general ceiling.
-func (c *Conn) MarkAuthenticated() { c.authenticated.Store(true) }
+func (c *Conn) markAuthenticated() { c.authenticated.Store(true) }
 
 // deadline is now plus d, and never past the authentication deadline while
 // the connection still owes one: every read and the TLS handshake of an
@@ -187,14 +201,14 @@ func (c *Conn) authExpired() bool {
 	return c.mustAuthenticate() && !time.Now().Before(c.authBy)
 }
 
-// frameLimit is the ceiling of the next request frame: preAuthMaxFrame
+// frameLimit is the ceiling of the next request frame: PreAuthMaxFrame
 // before a SASL listener's connection has authenticated, so that an
-// unauthenticated peer cannot make the facade allocate, maxFrame after.
+// unauthenticated peer cannot make the facade allocate, MaxFrame after.
 func (c *Conn) frameLimit() int32 {
 	if c.mustAuthenticate() {
-		return preAuthMaxFrame
+		return PreAuthMaxFrame
 	}
-	return maxFrame
+	return MaxFrame
 }
 
 // preAuthKeys are what a connection may send before it authenticates:
@@ -206,12 +220,15 @@ var preAuthKeys = map[int16]bool{
 	kmsg.SASLAuthenticate.Int16(): true,
 }
 
+// Close closes the connection; its value is closed with it.
+func (c *Conn) Close() { c.close() }
+
 func (c *Conn) close() {
 	c.closeOnce.Do(func() {
 		_ = c.nc.Close()
 		c.closed.Store(true)
-		if w := c.fetchWatch.Swap(nil); w != nil {
-			w.Close()
+		if v, ok := c.value.(interface{ Close() }); ok {
+			v.Close()
 		}
 	})
 }
@@ -224,7 +241,7 @@ func (c *Conn) stopReading() {
 }
 
 func (c *Conn) serve(parent context.Context) {
-	defer c.n.forget(c)
+	defer c.srv.forget(c)
 	defer c.close()
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
@@ -246,19 +263,19 @@ func (c *Conn) serve(parent context.Context) {
 		c.close()
 		for range queue { // let the reader finish after a failure
 		}
-		// Requests read and never answered give back the node's frame
+		// Requests read and never answered give back the server's frame
 		// budget here, as the reader's last partial frame already did.
-		c.n.frames.Release(c.framesHeld.Swap(0))
-		c.releaseAnswer()
+		c.srv.Frames.Release(c.framesHeld.Swap(0))
+		c.ReleaseAnswer()
 	}()
-	c.answerLoop(ctx, queue)
+	_ = c.answerLoop(ctx, queue)
 }
 
-// releaseAnswer gives back what the answers written held of the node's
-// fetch response budget.
-func (c *Conn) releaseAnswer() {
+// ReleaseAnswer gives back what the answers written held (HoldAnswer): the
+// connection does it once it has written an answer, and when it ends.
+func (c *Conn) ReleaseAnswer() {
 	if held := c.answerHeld.Swap(0); held > 0 {
-		c.n.fetchMem.Release(held)
+		c.answerBudget.Load().Release(held)
 	}
 }
 
@@ -270,16 +287,16 @@ func (c *Conn) handshake(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	hctx, cancel := context.WithDeadline(ctx, c.deadline(c.n.frameTimeout))
+	hctx, cancel := context.WithDeadline(ctx, c.deadline(c.srv.FrameTimeout))
 	defer cancel()
 	if err := tc.HandshakeContext(hctx); err != nil {
 		return err
 	}
 	c.serverName = tc.ConnectionState().ServerName
-	if c.n.cfg.ForwardSNIHost && c.serverName != "" {
+	if c.srv.cfg.ForwardSNIHost && c.serverName != "" {
 		// A proxy that routes by host may put two hosts in two tenants,
 		// so they never share a catalogue.
-		c.SetCredential(c.n.queen.As("", c.serverName), "host:"+c.serverName)
+		c.SetCredential(c.srv.cfg.Queen.As("", c.serverName), "host:"+c.serverName)
 	}
 	return nil
 }
@@ -327,7 +344,7 @@ func (e errRefused) Error() string { return e.msg }
 func refuse(format string, args ...any) error { return errRefused{fmt.Sprintf(format, args...)} }
 
 func (c *Conn) readRequest(ctx context.Context) (queued, error) {
-	if err := c.nc.SetReadDeadline(c.deadline(c.n.idleTimeout)); err != nil {
+	if err := c.nc.SetReadDeadline(c.deadline(c.srv.IdleTimeout)); err != nil {
 		return queued{}, err
 	}
 	if c.stopping.Load() {
@@ -338,7 +355,7 @@ func (c *Conn) readRequest(ctx context.Context) (queued, error) {
 	}
 	// A frame has begun: the rest of it has frameTimeout to arrive, except
 	// while the connection waits for its read-ahead budget.
-	if err := c.nc.SetReadDeadline(c.deadline(c.n.frameTimeout)); err != nil {
+	if err := c.nc.SetReadDeadline(c.deadline(c.srv.FrameTimeout)); err != nil {
 		return queued{}, err
 	}
 	prefix, err := c.br.Peek(4)
@@ -352,7 +369,7 @@ func (c *Conn) readRequest(ctx context.Context) (queued, error) {
 	if c.budget.Acquire(ctx, int64(size)) != nil {
 		return queued{}, net.ErrClosed // the connection is ending
 	}
-	frameBy := c.deadline(c.n.frameTimeout)
+	frameBy := c.deadline(c.srv.FrameTimeout)
 	if err := c.nc.SetReadDeadline(frameBy); err != nil {
 		c.budget.Release(int64(size))
 		return queued{}, err
@@ -366,9 +383,9 @@ func (c *Conn) readRequest(ctx context.Context) (queued, error) {
 	}
 	var q queued
 	if c.sasl.Load() == saslRawToken {
-		q, err = rawTokenRequest(frame)
+		q, err = c.srv.cfg.Table.rawTokenRequest(frame)
 	} else {
-		q, err = decodeRequest(frame)
+		q, err = c.srv.cfg.Table.decode(frame)
 	}
 	if err == nil && c.mustAuthenticate() && !preAuthKeys[q.hdr.key] {
 		err = refuse("%s before SASL authentication", kmsg.NameForKey(q.hdr.key))
@@ -383,7 +400,7 @@ func (c *Conn) readRequest(ctx context.Context) (queued, error) {
 	return q, nil
 }
 
-// chargeFrame is readBody's charge against the node's budget of frame
+// chargeFrame is readBody's charge against the server's budget of frame
 // bytes. Waiting for it counts against the frame's deadline, by: a frame
 // stalled on the budget is a stalled frame, and closing it gives back what
 // it held, so that frames each holding part of the budget cannot wait on
@@ -392,7 +409,7 @@ func (c *Conn) chargeFrame(ctx context.Context, by time.Time) func(int64) error 
 	return func(n int64) error {
 		wctx, cancel := context.WithDeadline(ctx, by)
 		defer cancel()
-		if err := c.n.frames.Acquire(wctx, n); err != nil {
+		if err := c.srv.Frames.Acquire(wctx, n); err != nil {
 			return fmt.Errorf("waiting for the node's frame budget: %w", os.ErrDeadlineExceeded)
 		}
 		c.framesHeld.Add(n)
@@ -401,7 +418,7 @@ func (c *Conn) chargeFrame(ctx context.Context, by time.Time) func(int64) error 
 }
 
 // release gives back what a request's frame held: its read-ahead bytes
-// and, read whole, as much of the node's frame budget.
+// and, read whole, as much of the server's frame budget.
 func (c *Conn) release(size int64) {
 	c.budget.Release(size)
 	c.releaseFrames(size)
@@ -409,7 +426,7 @@ func (c *Conn) release(size int64) {
 
 func (c *Conn) releaseFrames(n int64) {
 	c.framesHeld.Add(-n)
-	c.n.frames.Release(n)
+	c.srv.Frames.Release(n)
 }
 
 func midFrame(err error) error {
@@ -419,25 +436,25 @@ func midFrame(err error) error {
 	return err
 }
 
-// decodeRequest turns one frame into a request the version table admits.
+// decode turns one frame into a request the version table admits.
 // A key outside the table or a version outside its window is refused (the
 // connection closes with no answer, as Apache Kafka does with a request it
 // cannot parse), except ApiVersions, whose unknown versions are answered
 // UNSUPPORTED_VERSION with the table so that a newer client retries lower.
-func decodeRequest(frame []byte) (queued, error) {
+func (t *Table) decode(frame []byte) (queued, error) {
 	hdr, body, err := parseHeader(frame)
 	if err != nil {
 		return queued{}, refuse("malformed request: %v", err)
 	}
-	row, ok := rowFor(hdr.key)
+	row, ok := t.Row(hdr.key)
 	if !ok {
 		return queued{}, refuse("unsupported request: api key %d (%s) is not offered", hdr.key, kmsg.NameForKey(hdr.key))
 	}
-	if hdr.version < row.min || hdr.version > row.max {
+	if hdr.version < row.Min || hdr.version > row.Max {
 		if hdr.key == kmsg.ApiVersions.Int16() {
-			return queued{hdr: hdr, row: row, preset: unsupportedApiVersions()}, nil
+			return queued{hdr: hdr, row: row, preset: t.unsupportedApiVersions()}, nil
 		}
-		return queued{}, refuse("unsupported request: %s v%d is outside the advertised window v%d-v%d", kmsg.NameForKey(hdr.key), hdr.version, row.min, row.max)
+		return queued{}, refuse("unsupported request: %s v%d is outside the advertised window v%d-v%d", kmsg.NameForKey(hdr.key), hdr.version, row.Min, row.Max)
 	}
 	req, err := decodeBody(hdr, body)
 	if err != nil {
@@ -458,36 +475,39 @@ func (c *Conn) logReadEnd(err error) {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		c.log.Info("connection closed mid-frame")
 	case errors.Is(err, os.ErrDeadlineExceeded) && c.authExpired():
-		c.log.Info("closing connection: not authenticated in time", "auth_timeout", c.n.authTimeout)
+		c.log.Info("closing connection: not authenticated in time", "auth_timeout", c.srv.AuthTimeout)
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		c.log.Info("closing idle or stalled connection", "idle_timeout", c.n.idleTimeout, "frame_timeout", c.n.frameTimeout)
+		c.log.Info("closing idle or stalled connection", "idle_timeout", c.srv.IdleTimeout, "frame_timeout", c.srv.FrameTimeout)
 	default:
 		c.log.Info("connection read failed", "err", err)
 	}
 }
 
-func (c *Conn) answerLoop(ctx context.Context, queue <-chan queued) {
+// answerLoop answers the queue's requests in order until it is closed and
+// drained, or a request or a write ends the connection; it returns the
+// error that did (nil for a drained queue or a failed write).
+func (c *Conn) answerLoop(ctx context.Context, queue <-chan queued) error {
 	var buf []byte
 	var carry []queued // read, not yet answered, ahead of the queue
 	for {
 		group, rest, ok := nextGroup(queue, carry)
 		if !ok {
-			return
+			return nil
 		}
 		resps, taken, err := c.dispatch(ctx, group)
-		if errors.Is(err, errStopping) {
+		if errors.Is(err, ErrStopping) {
 			c.log.Info("closing connection: the node is stopping", "api", kmsg.NameForKey(group[0].hdr.key))
-			return
+			return err
 		}
 		if err != nil {
 			q := group[0]
 			c.log.Warn("request failed, closing connection", "api", kmsg.NameForKey(q.hdr.key), "version", q.hdr.version, "client_id", q.hdr.clientID, "err", err)
-			return
+			return err
 		}
 		carry = append(group[taken:len(group):len(group)], rest...)
 		for i, q := range group[:taken] {
 			if !c.writeAnswer(q, resps[i], &buf) {
-				return
+				return nil
 			}
 			if q.lockstep {
 				c.turn <- struct{}{}
@@ -496,8 +516,43 @@ func (c *Conn) answerLoop(ctx context.Context, queue <-chan queued) {
 	}
 }
 
-// writeAnswer sends one request's answer (none for a nil resp: acks=0
-// owes nothing) and reports whether the connection lives on.
+// Dispatch decodes frame (a request without its size prefix) through the
+// version table and runs it as a request read alone, returning what the
+// connection would send for it (nil: no frame) without sending it. It
+// drives handlers without a socket (tests, fuzzing); a frame the table
+// refuses is its error.
+func (c *Conn) Dispatch(ctx context.Context, frame []byte) (kmsg.Response, error) {
+	q, err := c.srv.cfg.Table.decode(frame)
+	if err != nil {
+		return nil, err
+	}
+	resps, _, err := c.dispatch(ctx, []queued{q})
+	if err != nil {
+		return nil, err
+	}
+	return resps[0], nil
+}
+
+// AnswerQueued answers frames (requests without their size prefix) as if
+// all had been read and were waiting, in order, grouped as a served
+// connection groups them, writing each answer to the connection. It
+// returns the error that ended the answers, or a frame's refusal (tests).
+func (c *Conn) AnswerQueued(ctx context.Context, frames [][]byte) error {
+	queue := make(chan queued, len(frames))
+	for _, f := range frames {
+		q, err := c.srv.cfg.Table.decode(f)
+		if err != nil {
+			return err
+		}
+		q.size = int64(len(f))
+		queue <- q
+	}
+	close(queue)
+	return c.answerLoop(ctx, queue)
+}
+
+// writeAnswer sends one request's answer (none for a nil resp: the
+// request is owed no frame) and reports whether the connection lives on.
 func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
 	// The request's bytes are garbage once handled; the response is
 	// bounded separately.
@@ -506,7 +561,7 @@ func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
 	buf := *bufp
 	defer func() { *bufp = buf }()
 	if resp == nil {
-		return true // acks=0: nothing is owed
+		return true // nothing is owed
 	}
 	if buf == nil {
 		if p, _ := writeBuffers.Get().(*[]byte); p != nil {
@@ -521,19 +576,19 @@ func (c *Conn) writeAnswer(q queued, resp kmsg.Response, bufp *[]byte) bool {
 	} else {
 		buf = appendResponse(buf[:0], q.hdr.correlationID, q.hdr.flexible, resp)
 	}
-	if len(buf)-4 > maxFrame {
-		c.log.Error("response above the frame ceiling, closing connection", "api", kmsg.NameForKey(q.hdr.key), "bytes", len(buf)-4, "limit", maxFrame)
+	if len(buf)-4 > MaxFrame {
+		c.log.Error("response above the frame ceiling, closing connection", "api", kmsg.NameForKey(q.hdr.key), "bytes", len(buf)-4, "limit", MaxFrame)
 		return false
 	}
-	if err := c.nc.SetWriteDeadline(time.Now().Add(c.n.idleTimeout)); err != nil {
+	if err := c.nc.SetWriteDeadline(time.Now().Add(c.srv.IdleTimeout)); err != nil {
 		return false
 	}
 	if _, err := c.nc.Write(buf); err != nil {
 		c.log.Info("response write failed, closing connection", "err", err)
 		return false
 	}
-	c.n.obs.Sent(len(buf))
-	c.releaseAnswer()
+	c.srv.cfg.Observer.Sent(len(buf))
+	c.ReleaseAnswer()
 	switch {
 	case cap(buf) > maxPooledWriteBuffer:
 		buf = nil // left to the collector

@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/internal/idlesweep"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -27,7 +28,7 @@ import (
 type identities struct {
 	mu    sync.Mutex
 	m     map[[sha256.Size]byte]*identityAsk
-	sweep idleSweep
+	sweep idlesweep.Sweep
 	now   func() time.Time
 }
 
@@ -67,8 +68,8 @@ func (ids *identities) identity(ctx context.Context, q *queen.Client, key [sha25
 	ids.mu.Lock()
 	a, known := ids.m[key]
 	if !known {
-		sweepIdle(&ids.sweep, now, ids.m, func(_ [sha256.Size]byte, a *identityAsk) bool {
-			return now.Sub(a.used) > idleIdentity && isDone(a.done)
+		idlesweep.Run(&ids.sweep, now, ids.m, func(_ [sha256.Size]byte, a *identityAsk) bool {
+			return now.Sub(a.used) > idleIdentity && idlesweep.IsDone(a.done)
 		})
 		a = &identityAsk{done: make(chan struct{})}
 		ids.m[key] = a
@@ -100,9 +101,25 @@ func (ids *identities) identity(ctx context.Context, q *queen.Client, key [sha25
 	return a.name(key), a.err
 }
 
-// credentialIdentity prefixes the identity of a credential that stands for
+// names is the identity each remembered credential is filed under ("" for
+// one still being asked).
+func (ids *identities) names() []string {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	var out []string
+	for key, a := range ids.m {
+		if !idlesweep.IsDone(a.done) {
+			out = append(out, "")
+			continue
+		}
+		out = append(out, a.name(key))
+	}
+	return out
+}
+
+// CredentialIdentity prefixes the identity of a credential that stands for
 // itself (Queen names no tenant for it).
-const credentialIdentity = "cred:"
+const CredentialIdentity = "cred:"
 
 // name is the identity an answer files the credential under.
 func (a *identityAsk) name(key [sha256.Size]byte) string {
@@ -112,7 +129,7 @@ func (a *identityAsk) name(key [sha256.Size]byte) string {
 	if a.tenant != "" {
 		return "tenant:" + a.tenant
 	}
-	return credentialIdentity + hex.EncodeToString(key[:16])
+	return CredentialIdentity + hex.EncodeToString(key[:16])
 }
 
 // transientIdentityFailure is a failure to ask that asking again may not

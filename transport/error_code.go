@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"reflect"
@@ -10,32 +10,10 @@ import (
 // responseErrorCode is the error code a request is counted under: the
 // first non-zero ErrorCode of its answer, the top level's before its
 // topics' and partitions', or 0 when every one is 0 (or there is no
-// answer). Produce and Fetch, the hot path, are read directly; every other
-// answer is walked by its type's shape, learnt once.
+// answer). Every answer is walked by its type's shape, learnt once; the
+// hot path's answers are read directly by Config.ErrorCode.
 func responseErrorCode(resp kmsg.Response) int16 {
-	switch r := resp.(type) {
-	case nil:
-		return 0
-	case *kmsg.ProduceResponse:
-		for i := range r.Topics {
-			for j := range r.Topics[i].Partitions {
-				if code := r.Topics[i].Partitions[j].ErrorCode; code != 0 {
-					return code
-				}
-			}
-		}
-		return 0
-	case *kmsg.FetchResponse:
-		if r.ErrorCode != 0 {
-			return r.ErrorCode
-		}
-		for i := range r.Topics {
-			for j := range r.Topics[i].Partitions {
-				if code := r.Topics[i].Partitions[j].ErrorCode; code != 0 {
-					return code
-				}
-			}
-		}
+	if resp == nil {
 		return 0
 	}
 	v := reflect.ValueOf(resp)

@@ -15,6 +15,7 @@ import (
 	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // seenRequest is one Request call an observer heard.
@@ -58,19 +59,14 @@ func runQueued(t *testing.T, n *Node, reqs []kmsg.Request) []kmsg.Response {
 	t.Helper()
 	a, b := net.Pipe()
 	t.Cleanup(func() { a.Close(); b.Close() })
-	c := newConn(n, a)
-	queue := make(chan queued, len(reqs))
+	c := n.srv.NewConn(a)
+	frames := make([][]byte, len(reqs))
 	fmtr := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
 	for i, req := range reqs {
-		frame := fmtr.AppendRequest(nil, req, int32(i+1))
-		q, err := decodeRequest(frame[4:])
-		require.NoError(t, err)
-		q.size = int64(len(frame) - 4) // as readRequest holds it
-		queue <- q
+		frames[i] = fmtr.AppendRequest(nil, req, int32(i+1))[4:]
 	}
-	close(queue)
 	done := make(chan struct{})
-	go func() { defer close(done); c.answerLoop(context.Background(), queue) }()
+	go func() { defer close(done); _ = c.AnswerQueued(context.Background(), frames) }()
 	k := &kclient{t: t, nc: b, br: bufio.NewReader(b)}
 	out := make([]kmsg.Response, len(reqs))
 	for i, req := range reqs {
@@ -140,44 +136,12 @@ func TestDispatchObservesEveryRequestOnce(t *testing.T) {
 	require.Equal(t, seenRequest{produce, 9, kerr.UnknownTopicOrPartition.Code}, seen[len(seen)-1])
 }
 
-// TestResponseErrorCode: the first non-zero code, the top level before
-// what it holds, for the hand-read APIs and the walked ones alike.
-func TestResponseErrorCode(t *testing.T) {
-	require.Equal(t, int16(0), responseErrorCode(nil))
-
-	fetch := kmsg.NewPtrFetchResponse()
-	fetch.Topics = []kmsg.FetchResponseTopic{{Partitions: []kmsg.FetchResponseTopicPartition{{}, {ErrorCode: kerr.OffsetOutOfRange.Code}}}}
-	require.Equal(t, kerr.OffsetOutOfRange.Code, responseErrorCode(fetch))
-	fetch.ErrorCode = kerr.FetchSessionIDNotFound.Code
-	require.Equal(t, kerr.FetchSessionIDNotFound.Code, responseErrorCode(fetch))
-
-	meta := kmsg.NewPtrMetadataResponse()
-	require.Equal(t, int16(0), responseErrorCode(meta))
-	meta.Topics = []kmsg.MetadataResponseTopic{{}, {Partitions: []kmsg.MetadataResponseTopicPartition{{ErrorCode: kerr.LeaderNotAvailable.Code}}}}
-	require.Equal(t, kerr.LeaderNotAvailable.Code, responseErrorCode(meta))
-
-	join := kmsg.NewPtrJoinGroupResponse()
-	join.ErrorCode = kerr.RebalanceInProgress.Code
-	require.Equal(t, kerr.RebalanceInProgress.Code, responseErrorCode(join))
-
-	commit := kmsg.NewPtrOffsetCommitResponse()
-	commit.Topics = []kmsg.OffsetCommitResponseTopic{{Partitions: []kmsg.OffsetCommitResponseTopicPartition{{ErrorCode: kerr.IllegalGeneration.Code}}}}
-	require.Equal(t, kerr.IllegalGeneration.Code, responseErrorCode(commit))
-}
-
 // dispatchOne runs req on c as the connection runs a request read alone,
 // and returns what the connection would send (nil: no frame).
-func dispatchOne(t testing.TB, c *Conn, req kmsg.Request) (kmsg.Response, error) {
+func dispatchOne(t testing.TB, c *transport.Conn, req kmsg.Request) (kmsg.Response, error) {
 	t.Helper()
 	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test")).AppendRequest(nil, req, 1)
-	q, err := decodeRequest(frame[4:])
-	require.NoError(t, err)
-	resps, taken, err := c.dispatch(context.Background(), []queued{q})
-	if err != nil {
-		return nil, err
-	}
-	require.Equal(t, 1, taken)
-	return resps[0], nil
+	return c.Dispatch(context.Background(), frame[4:])
 }
 
 // TestBatchRecords: the records and last offset of a fetched record set,

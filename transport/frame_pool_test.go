@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ func TestReadFrameAfterSmallerPooledFrames(t *testing.T) {
 		r := bytes.NewReader(stream)
 		var held [][]byte
 		for i := range sizes {
-			frame, err := readFrame(r, maxFrame)
+			frame, err := ReadFrame(r, MaxFrame)
 			if err != nil {
 				t.Fatalf("frame %d of %d bytes: %v", i, sizes[i], err)
 			}
