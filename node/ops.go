@@ -73,9 +73,11 @@ func (n *Node) closeHTTP(ctx context.Context) error {
 //     succeeded and is recent enough to act on); in single mode, the last
 //     call to Queen of any connection did not fail for want of Queen
 //     (transport, timeout, 408/502/503/504, 5xx; any other answer, a 401 or
-//     a 429 included, is Queen answering). After such a failure /readyz
-//     asks Queen itself (one KV read, at most once per second) rather than
-//     wait for traffic a not-ready node no longer gets.
+//     a 429 included, is Queen answering), and some call has been answered
+//     since boot (an unreachable QUEEN_URL is not ready before any traffic
+//     finds it out). Until a call is answered, and after such a failure,
+//     /readyz asks Queen itself (one KV read, at most once per second)
+//     rather than wait for traffic a not-ready node no longer gets.
 func (n *Node) Ready(ctx context.Context) []operator.Check {
 	n.mu.Lock()
 	bound, draining := n.ln != nil, n.draining
@@ -127,12 +129,16 @@ func (n *Node) queenCheck(ctx context.Context) operator.Check {
 		return c
 	}
 	f := n.health.failure()
-	if f != nil {
+	if f != nil || !n.health.answered.Load() {
 		n.health.probe(ctx, n.queen)
 		f = n.health.failure()
 	}
 	if f != nil {
 		c.OK, c.Detail = false, fmt.Sprintf("%s failed (%s) %s ago", f.route, f.kind, time.Since(f.at).Round(time.Millisecond))
+		return c
+	}
+	if !n.health.answered.Load() {
+		c.OK, c.Detail = false, "no call to Queen answered since boot"
 		return c
 	}
 	c.Detail = "last call answered"
@@ -144,6 +150,9 @@ func (n *Node) queenCheck(ctx context.Context) operator.Check {
 type queenHealth struct {
 	next   queen.Observer
 	failed atomic.Pointer[queenFailure] // nil: the last verdict was an answer
+	// answered is set by the first call Queen answers: until then the
+	// node does not know Queen is reachable, whatever failed says.
+	answered atomic.Bool
 
 	probeMu  sync.Mutex
 	probedAt time.Time
@@ -168,6 +177,9 @@ func (h *queenHealth) QueenCall(route string, outcome queen.Kind, d time.Duratio
 	default:
 		if h.failed.Load() != nil {
 			h.failed.Store(nil)
+		}
+		if !h.answered.Load() {
+			h.answered.Store(true)
 		}
 	}
 	if h.next != nil {

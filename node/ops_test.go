@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -115,6 +116,37 @@ func TestReadyzFollowsQueenInSingleMode(t *testing.T) {
 		return code == 200
 	})
 	require.Greater(t, fq.count("POST /api/v1/kv"), probes, "readiness asked Queen itself")
+}
+
+// TestReadyzWaitsForQueenAtBoot: a node is not ready before a call to
+// Queen has been answered since boot: with QUEEN_URL unreachable /readyz
+// fails from the first ask (the probe finds Queen out); with Queen failing
+// from boot it fails until Queen answers, then it is ready.
+func TestReadyzWaitsForQueenAtBoot(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+	n := newNodeOn(t, dead, map[string]string{"QUEEN_KAFKA_HTTP_ADDR": "127.0.0.1:0"})
+	serveTestNode(t, n)
+	code, body := httpGet(t, "http://"+n.HTTPAddr().String()+"/readyz")
+	require.Equal(t, 503, code, body)
+	require.Contains(t, body, "[-]queen: ")
+	require.Contains(t, body, "[+]listener")
+
+	fq, url := newDevQueen(t)
+	fq.setFault(func(*http.Request) (int, string, string) { return 503, "", "down" })
+	m := newNodeOn(t, url, map[string]string{"QUEEN_KAFKA_HTTP_ADDR": "127.0.0.1:0"})
+	serveTestNode(t, m)
+	readyz := "http://" + m.HTTPAddr().String() + "/readyz"
+	code, body = httpGet(t, readyz)
+	require.Equal(t, 503, code, body)
+	require.Contains(t, body, "[-]queen: ")
+	fq.setFault(nil)
+	testsupport.WaitFor(t, 10*time.Second, "ready once Queen answers the probe", func() bool {
+		code, _ := httpGet(t, readyz)
+		return code == 200
+	})
 }
 
 // TestConnectionMetrics: accepted and refused connections, open ones, and
