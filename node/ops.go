@@ -191,7 +191,10 @@ func (h *queenHealth) failure() *queenFailure { return h.failed.Load() }
 
 // probe asks Queen once (a read of the producer-id row, which any
 // credential may make and which changes nothing), unless a probe ran less
-// than probeEvery ago; its outcome reaches failed through QueenCall.
+// than probeEvery ago; its outcome reaches failed through QueenCall. The
+// read is a getMany: the facade sends only the contract's four KV ops
+// (§10), which is also what a Cloud gateway classifies without the KV
+// feature gate (§0.3).
 func (h *queenHealth) probe(ctx context.Context, q *queen.Client) {
 	h.probeMu.Lock()
 	defer h.probeMu.Unlock()
@@ -199,7 +202,7 @@ func (h *queenHealth) probe(ctx context.Context, q *queen.Client) {
 		return
 	}
 	h.probedAt = time.Now()
-	_, _ = q.KV(ctx, []queen.KVOp{{Op: queen.OpGet, NS: queen.Namespace, Key: queen.ProducerIDsKey}})
+	_, _ = q.KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: []string{queen.ProducerIDsKey}}})
 }
 
 // snapshot is the node's state for a scrape.

@@ -149,6 +149,39 @@ func TestReadyzWaitsForQueenAtBoot(t *testing.T) {
 	})
 }
 
+// TestReadinessProbeUsesContractOps: the probe /readyz sends to Queen is
+// one of the contract's four KV ops (§10: put, delete, getMany,
+// getPrefix), in namespace queen-kafka, on a qk: key.
+func TestReadinessProbeUsesContractOps(t *testing.T) {
+	n, fq := newTestNode(t, map[string]string{"QUEEN_KAFKA_HTTP_ADDR": "127.0.0.1:0"})
+	serveTestNode(t, n)
+	fq.setFault(func(*http.Request) (int, string, string) { return 503, "", "down" })
+	code, body := httpGet(t, "http://"+n.HTTPAddr().String()+"/readyz")
+	require.Equal(t, 503, code, body)
+	require.Positive(t, fq.count("POST /api/v1/kv"), "readiness asked Queen")
+	fq.mu.Lock()
+	defer fq.mu.Unlock()
+	for _, b := range fq.bodies["POST /api/v1/kv"] {
+		ops, _ := b["operations"].([]any)
+		require.NotEmpty(t, ops, "%v", b)
+		for _, o := range ops {
+			op := o.(map[string]any)
+			require.Contains(t, []string{"put", "delete", "getMany", "getPrefix"}, op["op"], "%v", op)
+			require.Equal(t, "queen-kafka", op["ns"])
+			keys, _ := op["keys"].([]any)
+			if k, ok := op["key"]; ok {
+				keys = append(keys, k)
+			}
+			if p, ok := op["prefix"]; ok {
+				keys = append(keys, p)
+			}
+			for _, k := range keys {
+				require.True(t, strings.HasPrefix(k.(string), "qk:"), "%v", op)
+			}
+		}
+	}
+}
+
 // TestConnectionMetrics: accepted and refused connections, open ones, and
 // the frame bytes each way, as a scrape reads them.
 func TestConnectionMetrics(t *testing.T) {
