@@ -65,7 +65,7 @@ func run() int {
 		// One line, naming the variable: a facade that starts on bad
 		// configuration does not fail, it lies.
 		slog.New(slog.NewTextHandler(os.Stderr, nil)).Error("fatal configuration", "err", err)
-		return 2
+		return config.ExitConfig
 	}
 	log := config.NewLogger(os.Stderr, cfg.LogLevel, cfg.LogJSON)
 	slog.SetDefault(log)
@@ -73,8 +73,9 @@ func run() int {
 
 	n, err := node.New(cfg, log)
 	if err != nil {
+		// Only the configuration can fail it (the Queen URL).
 		log.Error("fatal boot", "err", err)
-		return 2
+		return config.ExitConfig
 	}
 	addr, err := n.Listen()
 	if err != nil {
