@@ -9,7 +9,13 @@
 #   docker build -t queen-kafka .
 #   docker run --rm -p 9092:9092 -e QUEEN_URL=http://queen:6632 \
 #     -e QUEEN_KAFKA_ADVERTISED_ADDR=localhost:9092 queen-kafka
-#   docker run --rm -p 6632:6632 --entrypoint /app/bin/queen-dev queen-kafka
+#   docker run --rm -p 6632:6632 -e QUEEN_DEV_ADDR=0.0.0.0:6632 \
+#     -e QUEEN_DEV_DATA=/home/nonroot/queen-dev --entrypoint /app/bin/queen-dev queen-kafka
+#
+# queen-dev's defaults suit a laptop, not a container: it listens on
+# 127.0.0.1 (unreachable through -p) and writes ./.queen-dev under /app,
+# which the nonroot user cannot write. /home/nonroot is that user's own
+# (mount a volume there to keep the data).
 
 ARG GO_VERSION=1.26
 

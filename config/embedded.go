@@ -11,6 +11,13 @@ import (
 	"github.com/sethvargo/go-envconfig"
 )
 
+// ExitConfig is the facade's exit status when its configuration is refused
+// at boot (sysexits' EX_CONFIG): the same environment is refused again, so
+// embedded mode's supervisor does not restart it. It is not 2, which is
+// also what Go's runtime exits with on a panic or a fatal error (its own
+// out-of-memory among them): a child that crashed must come back.
+const ExitConfig = 78
+
 // MinGrace is QUEEN_KAFKA_SHUTDOWN_GRACE_MS's floor, the seed's: a grace of
 // zero is a SIGKILL with extra steps. The range's ceiling (an hour) only
 // refuses nonsense: a stop that may take longer is a typo.

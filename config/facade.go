@@ -14,6 +14,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/queen-mq/queen-kafka/internal/memlimit"
 	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
@@ -61,6 +62,13 @@ type Facade struct {
 	// answers of every topic whose compression.type is unset: the
 	// broker-wide compression.type of a Kafka broker.
 	FetchCompression int // QUEEN_KAFKA_FETCH_COMPRESSION
+
+	// MemoryLimit is QUEEN_KAFKA_MEMORY_LIMIT in bytes, 0 for auto (a
+	// share of the container's limit, decided at boot by package
+	// memlimit). GoMemLimit is GOMEMLIMIT as set ("" when not), which the
+	// Go runtime applied itself and which wins.
+	MemoryLimit int64  // QUEEN_KAFKA_MEMORY_LIMIT
+	GoMemLimit  string // GOMEMLIMIT
 
 	LogLevel slog.Level // LOG_LEVEL, or RUST_LOG when set
 	LogJSON  bool       // QUEEN_LOG_JSON
@@ -199,6 +207,13 @@ func LoadFacade(ctx context.Context, l envconfig.Lookuper) (Facade, error) {
 	if c.ForwardSNIHost && !c.TLSEnabled() {
 		return Facade{}, errors.New("QUEEN_KAFKA_FORWARD_SNI_HOST=true requires TLS (QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY): a plaintext connection carries no server name to forward")
 	}
+
+	if raw.MemoryLimit != "auto" {
+		if c.MemoryLimit, err = memlimit.ParseSize(raw.MemoryLimit); err != nil {
+			return Facade{}, fmt.Errorf("QUEEN_KAFKA_MEMORY_LIMIT=%q is invalid: %w, or auto", raw.MemoryLimit, err)
+		}
+	}
+	c.GoMemLimit = raw.GoMemLimit
 
 	level := raw.LogLevel
 	levelVar := "LOG_LEVEL"

@@ -278,3 +278,28 @@ func TestConfigLogRedactsSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigMemoryLimit: QUEEN_KAFKA_MEMORY_LIMIT is auto (0) by default,
+// a size in bytes or with a suffix, from 32 MiB to 1 TiB; anything else is
+// a boot refusal naming it. GOMEMLIMIT is only recorded: Go applied it.
+func TestConfigMemoryLimit(t *testing.T) {
+	c, err := loadEnv(t, baseEnv())
+	if err != nil || c.MemoryLimit != 0 || c.GoMemLimit != "" {
+		t.Fatalf("default: %d %q %v", c.MemoryLimit, c.GoMemLimit, err)
+	}
+	for raw, want := range map[string]int64{"auto": 0, "460Mi": 460 << 20, "1GiB": 1 << 30, "33554432": 32 << 20, " 1TiB ": 1 << 40} {
+		env := baseEnv()
+		env["QUEEN_KAFKA_MEMORY_LIMIT"], env["GOMEMLIMIT"] = raw, "400MiB"
+		c, err := loadEnv(t, env)
+		if err != nil || c.MemoryLimit != want || c.GoMemLimit != "400MiB" {
+			t.Errorf("%q: %d %q %v, want %d", raw, c.MemoryLimit, c.GoMemLimit, err, want)
+		}
+	}
+	for _, raw := range []string{"31MiB", "2TiB", "512MB", "lots", "-1", "0", "Auto"} {
+		env := baseEnv()
+		env["QUEEN_KAFKA_MEMORY_LIMIT"] = raw
+		if _, err := loadEnv(t, env); err == nil || !strings.Contains(err.Error(), "QUEEN_KAFKA_MEMORY_LIMIT=") || !strings.Contains(err.Error(), "32MiB to 1TiB") {
+			t.Errorf("%q: %v", raw, err)
+		}
+	}
+}

@@ -167,7 +167,7 @@ func WriteFacadeHelp(w io.Writer, prog string) error {
 // validates them).
 func WriteDevHelp(w io.Writer, prog string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: Queen-compatible development broker (not Queen).\n\nUsage: %s [-h]\n\nConfiguration is by environment only:\n\n", prog, prog)
+	fmt.Fprintf(&b, "%s: Queen-compatible development broker (not Queen).\n\nUsage: %s [-h | --version]\n\nConfiguration is by environment only:\n\n", prog, prog)
 	for _, v := range Variables(DevMode) {
 		b.WriteString(helpLine(v))
 	}

@@ -440,6 +440,39 @@ func TestEmbeddedAuthWarning(t *testing.T) {
 	}
 }
 
+// TestEmbeddedConfigRefusalIsNotRestarted: a facade child that refuses its
+// configuration at boot (here QUEEN_KAFKA_MEMORY_LIMIT) exits 78 and is left
+// down: /status says phase failed with no restart, queen-dev logs why once,
+// after the child's own line naming the variable, and keeps serving.
+func TestEmbeddedConfigRefusalIsNotRestarted(t *testing.T) {
+	t.Parallel()
+	requireBin(t, queenDevBin)
+	requireBin(t, queenKafkBin)
+	env := embeddedEnv(t, map[string]string{"QUEEN_KAFKA_MEMORY_LIMIT": "lots"})
+	p := &testsupport.Proc{Name: "queen-dev (embedded)", Bin: queenDevBin, Env: testsupport.EnvList(env)}
+	t.Cleanup(p.Kill)
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.AttachLogs(t)
+	line, err := p.WaitLine(boundRE.MatchString, 15*time.Second)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, p.Out)
+	}
+	e := &embedded{Proc: p, url: "http://" + boundRE.FindStringSubmatch(line)[1]}
+	e.waitLog(t, "QUEEN_KAFKA_MEMORY_LIMIT")
+	e.waitLog(t, "queen-kafka facade refused its configuration (embedded); not restarting it", `exit="exit status 78"`)
+	st := e.awaitKafka(t, "failed", func(k kafkaStatus) bool { return k.Phase == "failed" })
+	time.Sleep(2500 * time.Millisecond) // past the first two backoffs
+	_, k := getStatus(t, e.url)
+	if k.Phase != "failed" || k.Restarts != 0 || k.PID != nil || st.LastExit == nil || *st.LastExit != "exit status 78" {
+		t.Fatalf("after a configuration refusal: %+v (lastExit %v)", *k, st.LastExit)
+	}
+	if n := strings.Count(e.Out.String(), "refused its configuration"); n != 1 {
+		t.Errorf("the refusal logged %d times, want once", n)
+	}
+}
+
 // TestEmbeddedBootRefusals: the two mistakes the seed refuses at boot (a
 // QUEEN_KAFKA_BIN that is not a file, embedded mode without
 // QUEEN_KAFKA_ADVERTISED_ADDR) and the supervisor's own bad values are a

@@ -73,9 +73,11 @@ func (n *Node) closeHTTP(ctx context.Context) error {
 //     succeeded and is recent enough to act on); in single mode, the last
 //     call to Queen of any connection did not fail for want of Queen
 //     (transport, timeout, 408/502/503/504, 5xx; any other answer, a 401 or
-//     a 429 included, is Queen answering). After such a failure /readyz
-//     asks Queen itself (one KV read, at most once per second) rather than
-//     wait for traffic a not-ready node no longer gets.
+//     a 429 included, is Queen answering), and some call has been answered
+//     since boot (an unreachable QUEEN_URL is not ready before any traffic
+//     finds it out). Until a call is answered, and after such a failure,
+//     /readyz asks Queen itself (one KV read, at most once per second)
+//     rather than wait for traffic a not-ready node no longer gets.
 func (n *Node) Ready(ctx context.Context) []operator.Check {
 	addr, draining := n.srv.Bound()
 	bound := addr != ""
@@ -122,12 +124,16 @@ func (n *Node) queenCheck(ctx context.Context) operator.Check {
 		return c
 	}
 	f := n.health.failure()
-	if f != nil {
+	if f != nil || !n.health.answered.Load() {
 		n.health.probe(ctx, n.queen)
 		f = n.health.failure()
 	}
 	if f != nil {
 		c.OK, c.Detail = false, fmt.Sprintf("%s failed (%s) %s ago", f.route, f.kind, time.Since(f.at).Round(time.Millisecond))
+		return c
+	}
+	if !n.health.answered.Load() {
+		c.OK, c.Detail = false, "no call to Queen answered since boot"
 		return c
 	}
 	c.Detail = "last call answered"
@@ -139,6 +145,9 @@ func (n *Node) queenCheck(ctx context.Context) operator.Check {
 type queenHealth struct {
 	next   queen.Observer
 	failed atomic.Pointer[queenFailure] // nil: the last verdict was an answer
+	// answered is set by the first call Queen answers: until then the
+	// node does not know Queen is reachable, whatever failed says.
+	answered atomic.Bool
 
 	probeMu  sync.Mutex
 	probedAt time.Time
@@ -164,6 +173,9 @@ func (h *queenHealth) QueenCall(route string, outcome queen.Kind, d time.Duratio
 		if h.failed.Load() != nil {
 			h.failed.Store(nil)
 		}
+		if !h.answered.Load() {
+			h.answered.Store(true)
+		}
 	}
 	if h.next != nil {
 		h.next.QueenCall(route, outcome, d)
@@ -174,7 +186,10 @@ func (h *queenHealth) failure() *queenFailure { return h.failed.Load() }
 
 // probe asks Queen once (a read of the producer-id row, which any
 // credential may make and which changes nothing), unless a probe ran less
-// than probeEvery ago; its outcome reaches failed through QueenCall.
+// than probeEvery ago; its outcome reaches failed through QueenCall. The
+// read is a getMany: the facade sends only the contract's four KV ops
+// (§10), which is also what a Cloud gateway classifies without the KV
+// feature gate (§0.3).
 func (h *queenHealth) probe(ctx context.Context, q *queen.Client) {
 	h.probeMu.Lock()
 	defer h.probeMu.Unlock()
@@ -182,7 +197,7 @@ func (h *queenHealth) probe(ctx context.Context, q *queen.Client) {
 		return
 	}
 	h.probedAt = time.Now()
-	_, _ = q.KV(ctx, []queen.KVOp{{Op: queen.OpGet, NS: queen.Namespace, Key: queen.ProducerIDsKey}})
+	_, _ = q.KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: []string{queen.ProducerIDsKey}}})
 }
 
 // snapshot is the node's state for a scrape.

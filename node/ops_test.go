@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -114,6 +115,70 @@ func TestReadyzFollowsQueenInSingleMode(t *testing.T) {
 		return code == 200
 	})
 	require.Greater(t, fq.count("POST /api/v1/kv"), probes, "readiness asked Queen itself")
+}
+
+// TestReadyzWaitsForQueenAtBoot: a node is not ready before a call to
+// Queen has been answered since boot: with QUEEN_URL unreachable /readyz
+// fails from the first ask (the probe finds Queen out); with Queen failing
+// from boot it fails until Queen answers, then it is ready.
+func TestReadyzWaitsForQueenAtBoot(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+	n := newNodeOn(t, dead, map[string]string{"QUEEN_KAFKA_HTTP_ADDR": "127.0.0.1:0"})
+	serveTestNode(t, n)
+	code, body := httpGet(t, "http://"+n.HTTPAddr().String()+"/readyz")
+	require.Equal(t, 503, code, body)
+	require.Contains(t, body, "[-]queen: ")
+	require.Contains(t, body, "[+]listener")
+
+	fq, url := newDevQueen(t)
+	fq.setFault(func(*http.Request) (int, string, string) { return 503, "", "down" })
+	m := newNodeOn(t, url, map[string]string{"QUEEN_KAFKA_HTTP_ADDR": "127.0.0.1:0"})
+	serveTestNode(t, m)
+	readyz := "http://" + m.HTTPAddr().String() + "/readyz"
+	code, body = httpGet(t, readyz)
+	require.Equal(t, 503, code, body)
+	require.Contains(t, body, "[-]queen: ")
+	fq.setFault(nil)
+	testsupport.WaitFor(t, 10*time.Second, "ready once Queen answers the probe", func() bool {
+		code, _ := httpGet(t, readyz)
+		return code == 200
+	})
+}
+
+// TestReadinessProbeUsesContractOps: the probe /readyz sends to Queen is
+// one of the contract's four KV ops (§10: put, delete, getMany,
+// getPrefix), in namespace queen-kafka, on a qk: key.
+func TestReadinessProbeUsesContractOps(t *testing.T) {
+	n, fq := newTestNode(t, map[string]string{"QUEEN_KAFKA_HTTP_ADDR": "127.0.0.1:0"})
+	serveTestNode(t, n)
+	fq.setFault(func(*http.Request) (int, string, string) { return 503, "", "down" })
+	code, body := httpGet(t, "http://"+n.HTTPAddr().String()+"/readyz")
+	require.Equal(t, 503, code, body)
+	require.Positive(t, fq.count("POST /api/v1/kv"), "readiness asked Queen")
+	fq.mu.Lock()
+	defer fq.mu.Unlock()
+	for _, b := range fq.bodies["POST /api/v1/kv"] {
+		ops, _ := b["operations"].([]any)
+		require.NotEmpty(t, ops, "%v", b)
+		for _, o := range ops {
+			op := o.(map[string]any)
+			require.Contains(t, []string{"put", "delete", "getMany", "getPrefix"}, op["op"], "%v", op)
+			require.Equal(t, "queen-kafka", op["ns"])
+			keys, _ := op["keys"].([]any)
+			if k, ok := op["key"]; ok {
+				keys = append(keys, k)
+			}
+			if p, ok := op["prefix"]; ok {
+				keys = append(keys, p)
+			}
+			for _, k := range keys {
+				require.True(t, strings.HasPrefix(k.(string), "qk:"), "%v", op)
+			}
+		}
+	}
 }
 
 // TestConnectionMetrics: accepted and refused connections, open ones, and

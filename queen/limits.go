@@ -17,10 +17,13 @@ const (
 	maxErrorBody = 64 << 10
 	// answerSlack covers JSON framing the contract does not count.
 	answerSlack = 1 << 20
-	// maxFetchRendered is §6's cap on a fetch answer's rendered body, which
-	// is also QUEEN_MAX_BODY_BYTES: the one record a call always delivers
-	// past the budgets was pushed in a body no larger than this.
+	// maxFetchRendered is §6's cap on a fetch answer's rendered body. The
+	// server checks it before each record, so a body just short of it may
+	// still take one more whole record.
 	maxFetchRendered = 64 << 20
+	// maxRecordRendered bounds that one record: it was pushed in one
+	// request, which QUEEN_MAX_BODY_BYTES (default 64 MiB, §0) caps.
+	maxRecordRendered = 64 << 20
 	// fetchEntryFrame is what one fetch result costs besides its records
 	// and its queue and partition echo: field names, the two bounds,
 	// an error code.
@@ -49,14 +52,16 @@ const (
 )
 
 // fetchAnswerLimit is the most a fetch answer for req may hold. §6 caps the
-// rendered body at 64 MiB, except that the first record of a call is always
-// delivered, even past every budget; that record was pushed in a body of at
-// most QUEEN_MAX_BODY_BYTES (64 MiB), and once it is over the cap nothing
-// follows it. So the records are at most 64 MiB and one record's framing,
+// rendered body at 64 MiB, but checks the cap before each record, not after:
+// a body one byte short of it still takes the next record whole, and that
+// record was pushed in a body of at most QUEEN_MAX_BODY_BYTES (64 MiB). So
+// the records are at most the cap plus one whole record and its framing,
 // whatever the entries ask for (a small maxBytes cannot tighten this: the
-// first record ignores it); each result also echoes its queue and partition.
+// first record of a call ignores it); each result also echoes its queue and
+// partition. Refusing less would refuse a legitimate answer, and the
+// consumer, retrying the same offsets, would never get past it.
 func fetchAnswerLimit(req FetchRequest) int64 {
-	n := int64(answerSlack) + maxFetchRendered + fetchRecordFrame
+	n := int64(answerSlack) + maxFetchRendered + maxRecordRendered + fetchRecordFrame
 	for i := range req.Entries {
 		n += fetchEntryFrame + int64(len(req.Entries[i].Queue)+len(req.Entries[i].Partition))
 	}

@@ -116,3 +116,42 @@ func TestFetchAnswerLimitHoldsTheContractMaximum(t *testing.T) {
 	wide := FetchRequest{Entries: make([]FetchEntry, MaxFetchEntries)}
 	require.Greater(t, fetchAnswerLimit(wide)-fetchAnswerLimit(FetchRequest{}), int64(MaxFetchEntries*fetchEntryFrame-1))
 }
+
+// §6 checks the rendered-body cap before each record: a body one record
+// short of 64 MiB still takes the next record whole, and that record may be
+// as large as a push body (QUEEN_MAX_BODY_BYTES). Such an answer is
+// legitimate and must be read, not refused as too long (a refusal makes the
+// consumer retry the same offsets forever).
+func TestFetchAnswerOverCapByOneWholeRecordIsRead(t *testing.T) {
+	const pushCeiling = 64 << 20 // QUEEN_MAX_BODY_BYTES's default (§0)
+	head := `{"entries":[{"queue":"t","partition":"0","records":[`
+	rec := func(off int, payloadLen int) string {
+		return `{"offset":` + strconv.Itoa(off) + `,"transactionId":"m` + strconv.Itoa(off) +
+			`","payload":"` + strings.Repeat("a", payloadLen) + `","ts":"2026-12-05T08:00:00.000000Z"}`
+	}
+	// The first record leaves the body just short of the cap; the second
+	// was pushed alone in a body at the ceiling.
+	first := rec(0, 64<<20-len(head)-200)
+	second := rec(1, pushCeiling-256)
+	body := head + first + "," + second + `],"highWatermark":2,"logStartOffset":0}]}`
+	require.Less(t, len(head)+len(first), 64<<20)
+	require.Greater(t, len(body), 64<<20+pushCeiling-1024)
+	for _, declare := range []bool{true, false} {
+		t.Run("declared="+strconv.FormatBool(declare), func(t *testing.T) {
+			f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ string) {
+				w.Header().Set("Content-Type", "application/json")
+				if declare {
+					w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+				}
+				w.WriteHeader(http.StatusOK)
+				_, _ = w.Write([]byte(body))
+			})
+			res, err := f.client(t, "").Fetch(context.Background(), FetchRequest{Entries: []FetchEntry{{Queue: "t", Partition: "0", MaxBytes: 1 << 20}}})
+			require.NoError(t, err)
+			require.Len(t, res, 1)
+			require.Len(t, res[0].Records, 2)
+			require.Equal(t, int64(1), res[0].Records[1].Offset)
+			require.Len(t, res[0].Records[1].Payload, pushCeiling-256+2)
+		})
+	}
+}

@@ -11,7 +11,9 @@
 // secrets, with QUEEN_URL set to the loopback of the address the broker
 // actually bound unless the operator set a non-empty QUEEN_URL); the child's life: its own process
 // group, PR_SET_PDEATHSIG=SIGKILL on Linux, restart on a backoff that
-// doubles from 1 s to 30 s and resets after an hour of healthy running, and
+// doubles from 1 s to 30 s and resets after an hour of healthy running
+// (but never after an exit with config.ExitConfig, a configuration the
+// child refused at boot and would refuse again: phase failed), and
 // a stop that is SIGTERM to the group then SIGKILL after the grace; the
 // forwarding of the child's stdout and stderr into the broker's log
 // (escape sequences and control bytes stripped, 4 KiB a line, 200 lines per

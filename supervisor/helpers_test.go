@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
@@ -70,6 +71,12 @@ func fakeChild(mode string) {
 		fmt.Print(strings.Repeat("é", 3000) + "\n") // 6,000 bytes
 		fmt.Print("no newline at the end")
 		os.Exit(3)
+	case "badconfig": // the facade refusing its configuration at boot
+		fmt.Fprintln(os.Stderr, `level=ERROR msg="fatal configuration" err="QUEEN_KAFKA_X: out of range"`)
+		os.Exit(config.ExitConfig)
+	case "crash": // what Go's runtime exits with on a panic
+		fmt.Fprintln(os.Stderr, "panic: boom")
+		os.Exit(2)
 	default:
 		fmt.Println("unknown mode", mode)
 		os.Exit(1)

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -42,6 +43,10 @@ const (
 	PhaseBackoff  = "backoff" // the child exited; waiting to restart it
 	PhaseStopping = "stopping"
 	PhaseStopped  = "stopped"
+	// PhaseFailed: the child refused its configuration at boot
+	// (config.ExitConfig). The same environment would be refused again,
+	// so it is not restarted; the broker runs on without it.
+	PhaseFailed = "failed"
 )
 
 // Status is the "kafka" block of the broker's GET /status.
@@ -185,6 +190,13 @@ func (s *Supervisor) loop(env []string, url, from string) {
 			up = s.clock.Now().Sub(c.started)
 			s.exited(c.state, up)
 			s.reap(c)
+			if c.code == config.ExitConfig {
+				s.setPhase(PhaseFailed)
+				s.log.Error("queen-kafka facade refused its configuration (embedded); not restarting it: the same environment would be refused again. Its own log line above names the variable; fix it and restart queen-dev",
+					"exit", c.state, "bin", s.cfg.Bin)
+				<-s.stop
+				return
+			}
 		}
 		delay := s.beginBackoff(up)
 		s.log.Warn("queen-kafka facade exited (embedded); restarting after the backoff",
@@ -230,6 +242,7 @@ type child struct {
 	started time.Time
 	exited  chan struct{} // closed once reaped; state is then set
 	state   string        // how it ended, as os.ProcessState says it
+	code    int           // its exit status, -1 when a signal ended it
 	output  sync.WaitGroup
 }
 
@@ -278,9 +291,9 @@ func (s *Supervisor) spawn(env []string) (*child, error) {
 		var ee *exec.ExitError
 		switch {
 		case err == nil || errors.As(err, &ee):
-			c.state = cmd.ProcessState.String()
+			c.state, c.code = cmd.ProcessState.String(), cmd.ProcessState.ExitCode()
 		default:
-			c.state = "wait: " + err.Error()
+			c.state, c.code = "wait: "+err.Error(), -1
 		}
 		close(c.exited)
 	}()

@@ -282,3 +282,35 @@ func TestStartLineRedactsQueenURL(t *testing.T) {
 	assert.Equal(t, FromExplicit, starts[0]["queen_url_from"])
 	assert.NotContains(t, h.logs.String(), "hunter2")
 }
+
+// TestConfigRefusalIsNotRestarted: a child that refuses its configuration
+// at boot (config.ExitConfig) is not restarted, since the same environment
+// is refused again: phase failed, said once in the broker's log, and a stop
+// ends it as usual. A child that exits 2 (Go's panic) is restarted.
+func TestConfigRefusalIsNotRestarted(t *testing.T) {
+	h := newHarness(t, "badconfig")
+	st := h.await(t, "failed", func(st Status) bool { return st.Phase == PhaseFailed })
+	require.NotNil(t, st.LastExit)
+	assert.Equal(t, "exit status 78", *st.LastExit)
+	assert.Nil(t, st.PID)
+	assert.Zero(t, st.Restarts)
+	assert.Zero(t, st.BackoffMs, "no restart is coming")
+	h.clk.Advance(time.Hour)
+	time.Sleep(50 * time.Millisecond)
+	st = h.Status()
+	assert.Equal(t, PhaseFailed, st.Phase, "never restarted")
+	assert.Zero(t, st.Restarts)
+	eventually(t, "the child's own line forwarded", func() bool { return strings.Contains(h.logs.String(), "QUEEN_KAFKA_X") })
+	why := h.logs.records("queen-kafka facade refused its configuration (embedded); not restarting it: the same environment would be refused again. Its own log line above names the variable; fix it and restart queen-dev")
+	require.Len(t, why, 1, "said once")
+	assert.Equal(t, "exit status 78", why[0]["exit"])
+	assert.Empty(t, h.logs.records("queen-kafka facade exited (embedded); restarting after the backoff"))
+	h.Stop()
+	assert.Equal(t, PhaseStopped, h.Status().Phase)
+
+	c := newHarness(t, "crash")
+	st = c.await(t, "backoff after a crash", func(st Status) bool { return st.Phase == PhaseBackoff })
+	assert.Equal(t, "exit status 2", *st.LastExit)
+	c.clk.Advance(time.Second)
+	c.await(t, "restarted", func(st Status) bool { return st.Restarts == 1 })
+}

@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,7 +24,9 @@ import (
 //   - rolled back on the fence (kv_precondition): PRODUCER_FENCED, nothing
 //     was written and the stage is dropped — unless the row the fence met
 //     is this very commit's, which landed on an earlier attempt whose
-//     answer was lost: then 0;
+//     answer was lost: then 0. The row is known from the verdict's value
+//     and version, or, when the verdict does not report them (§7.4 lets
+//     them be null), from a read of the row;
 //   - rolled back as duplicate: Queen already holds records of this
 //     transaction (their keys are producer.DedupKeys), which only a landed
 //     attempt of this commit can have stored: 0 if the row shows it;
@@ -106,6 +109,22 @@ func (m *Manager) commit(ctx context.Context, cl Client, t *binding) int16 {
 			t.version = res[0].Version
 		case errors.As(err, &te) && te.Fenced() && te.KVIndex == 0:
 			mk, ok := readMarker(te.Value)
+			version := te.Version
+			if !ok || version == 0 {
+				// §7.4 lets the verdict's value and version be null; the
+				// row itself is what the contract promises, so read it:
+				// a retry of a commit that landed meets its own row.
+				row, rv, found, rerr := m.readRow(ctx, cl, t)
+				if rerr != nil {
+					m.log.Warn("transaction commit: the fence was lost and the qk:txn: row could not be read; the stage is kept for the retry", "transactional_id", t.key.ID, "err", rerr)
+					return m.fault(rerr)
+				}
+				mk, ok = marker{}, false
+				if found {
+					mk, ok = readMarker(row)
+				}
+				version = rv
+			}
 			var landed bool
 			var moved error
 			if ok && m.cfg.Cluster {
@@ -115,7 +134,7 @@ func (m *Manager) commit(ctx context.Context, cl Client, t *binding) int16 {
 			case landed:
 				// This transaction's commit landed, here or through another
 				// owner; the answer was lost.
-				t.version = te.Version
+				t.version = version
 			case moved != nil:
 				m.log.Info("transaction commit: the row moved under this node for the same producer; the client finds the coordinator again", "transactional_id", t.key.ID, "err", moved)
 				m.forget(t)
@@ -123,16 +142,16 @@ func (m *Manager) commit(ctx context.Context, cl Client, t *binding) int16 {
 			case ok && m.ownCommit(t, mk):
 				// An earlier attempt of this very commit landed; its answer
 				// was lost.
-				t.version = te.Version
+				t.version = version
 			case ok && attempt == 0 && m.ownRow(t, mk):
 				// The row moved by a write of this process whose answer
 				// was lost (an abort's marker): the version is ours to
 				// expect.
-				t.version = te.Version
+				t.version = version
 				req.KV[0] = m.markerOp(t, rowCommitted, t.seq+1, true)
 				continue
 			default:
-				m.log.Warn("transaction commit fenced: another producer holds the transactional id; nothing was written", "transactional_id", t.key.ID, "producer_id", t.pid, "epoch", t.epoch, "records", t.records, "kv_reason", te.KVReason, "version", te.Version)
+				m.log.Warn("transaction commit fenced: another producer holds the transactional id; nothing was written", "transactional_id", t.key.ID, "producer_id", t.pid, "epoch", t.epoch, "records", t.records, "kv_reason", te.KVReason, "version", version)
 				t.fenced = true
 				m.decided(t, outcomeAborted)
 				return kerr.ProducerFenced.Code
@@ -189,12 +208,35 @@ func (m *Manager) commitOps(t *binding, offsets []queen.KVOp) []queen.KVOp {
 // landed reads t's row and reports whether it is this process's commit of
 // t's current transaction, with the row's version.
 func (m *Manager) landed(ctx context.Context, cl Client, t *binding) (int64, bool) {
-	res, err := m.kv(cl).KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: []string{queen.TxnKey(t.key.ID)}}})
-	if err != nil || len(res) != 1 || len(res[0].Rows) != 1 {
+	row, version, found, err := m.readRow(ctx, cl, t)
+	if err != nil || !found {
 		return 0, false
 	}
-	mk, ok := readMarker(res[0].Rows[0].Value)
-	return res[0].Rows[0].Version, ok && m.ownCommit(t, mk)
+	mk, ok := readMarker(row)
+	return version, ok && m.ownCommit(t, mk)
+}
+
+// readRow reads t's qk:txn: row (§7: a live row comes back with its value
+// and version). found is false when the row is absent; a row the answer
+// left unread (truncated) is an error, never an absence.
+func (m *Manager) readRow(ctx context.Context, cl Client, t *binding) (value []byte, version int64, found bool, err error) {
+	key := queen.TxnKey(t.key.ID)
+	res, err := m.kv(cl).KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: []string{key}}})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if len(res) != 1 {
+		return nil, 0, false, fmt.Errorf("read of %s: %d results", key, len(res))
+	}
+	for _, r := range res[0].Rows {
+		if r.Key == key {
+			return r.Value, r.Version, true, nil
+		}
+	}
+	if slices.Contains(res[0].Missing, key) {
+		return nil, 0, false, nil
+	}
+	return nil, 0, false, fmt.Errorf("read of %s: the answer left the row unread", key)
 }
 
 // ownRow reports a row this process wrote for t's producer id and epoch.

@@ -37,7 +37,14 @@ const testTimeout = 60 * time.Second
 
 func newHarness(t *testing.T, lim Limits) *harness {
 	t.Helper()
-	q := devbroker.Start(t, dev.Options{Logger: slog.New(slog.DiscardHandler)}, nil).Client
+	return newHarnessOn(t, lim, dev.Options{})
+}
+
+// newHarnessOn is newHarness over a dev broker built from opts.
+func newHarnessOn(t *testing.T, lim Limits, opts dev.Options) *harness {
+	t.Helper()
+	opts.Logger = slog.New(slog.DiscardHandler)
+	q := devbroker.Start(t, opts, nil).Client
 	h := &harness{t: t, q: q, clock: testsupport.NewFakeClock(time.Unix(1_787_824_800, 0)), ids: &countingIDs{next: 7}, groups: &fakeGroups{codes: map[string]int16{}}}
 	h.wire = &flakyQueen{inner: q}
 	h.m = h.manager(lim)

@@ -7,8 +7,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -19,6 +21,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/queen-mq/queen-kafka/config"
+	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 	"github.com/queen-mq/queen-kafka/supervisor"
 )
@@ -45,17 +48,38 @@ func loadConfig(l envconfig.Lookuper) (*settings, error) {
 }
 
 func main() {
-	flag.Usage = func() { config.WriteDevHelp(flag.CommandLine.Output(), "queen-dev") }
-	flag.Parse()
-	if flag.NArg() > 0 {
-		flag.Usage()
-		os.Exit(2)
+	if code, done := flags(flag.CommandLine, os.Args[1:], os.Stdout); done {
+		os.Exit(code)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if err := run(log); err != nil {
 		log.Error("queen-dev: " + err.Error())
 		os.Exit(1)
 	}
+}
+
+// flags answers -h and --version (also -version and version, as
+// queen-kafka does); any other argument is refused with the usage, since
+// queen-dev is configured by its environment alone. done is false when
+// there is nothing to answer and queen-dev should run.
+func flags(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, done bool) {
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() { config.WriteDevHelp(fs.Output(), "queen-dev") }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, true
+		}
+		return 2, true
+	}
+	if *showVersion || fs.NArg() == 1 && fs.Arg(0) == "version" {
+		fmt.Fprintln(stdout, "queen-dev", version.String())
+		return 0, true
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return 2, true
+	}
+	return 0, false
 }
 
 func run(log *slog.Logger) error {

@@ -19,6 +19,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
+	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 )
@@ -235,5 +236,26 @@ func TestBinaryDamagedWALRefusesBoot(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
 		t.Error("the refused log was modified")
+	}
+}
+
+// TestBinaryVersion: queen-dev --version (and -version, version) prints
+// its name and the build's version, as queen-kafka --version does, and
+// exits 0 without booting; an unknown argument is refused with exit 2.
+func TestBinaryVersion(t *testing.T) {
+	for _, arg := range []string{"--version", "-version", "version"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$", arg)
+		cmd.Env = append(os.Environ(), "QUEEN_DEV_TEST_MAIN=1", "QUEEN_DEV_ADDR=nohost")
+		out, err := cmd.CombinedOutput()
+		if err != nil || string(out) != "queen-dev "+version.String()+"\n" {
+			t.Errorf("%s: %v %q", arg, err, out)
+		}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "--bogus")
+	cmd.Env = append(os.Environ(), "QUEEN_DEV_TEST_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "-h") {
+		t.Errorf("unknown argument: %v %s", err, out)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/queen-mq/queen-kafka/config"
+	"github.com/queen-mq/queen-kafka/internal/memlimit"
 	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/node"
 )
@@ -65,16 +66,18 @@ func run() int {
 		// One line, naming the variable: a facade that starts on bad
 		// configuration does not fail, it lies.
 		slog.New(slog.NewTextHandler(os.Stderr, nil)).Error("fatal configuration", "err", err)
-		return 2
+		return config.ExitConfig
 	}
 	log := config.NewLogger(os.Stderr, cfg.LogLevel, cfg.LogJSON)
 	slog.SetDefault(log)
 	cfg.LogBoot(log)
+	setMemoryLimit(cfg, log, "/")
 
 	n, err := node.New(cfg, log)
 	if err != nil {
+		// Only the configuration can fail it (the Queen URL).
 		log.Error("fatal boot", "err", err)
-		return 2
+		return config.ExitConfig
 	}
 	addr, err := n.Listen()
 	if err != nil {
@@ -126,6 +129,32 @@ func run() int {
 	}
 	log.Info("stopped")
 	return code
+}
+
+// setMemoryLimit sets the Go memory limit from the configuration and the
+// container's cgroup under root (package memlimit decides), and logs it.
+// A cgroup that cannot be read is a warning, not a fatal boot: the facade
+// runs as it would outside a container.
+func setMemoryLimit(cfg config.Facade, log *slog.Logger, root string) memlimit.Decision {
+	d, err := memlimit.Decide(cfg.GoMemLimit, cfg.MemoryLimit, root)
+	if err != nil {
+		log.Warn("the container's memory limit could not be read; QUEEN_KAFKA_MEMORY_LIMIT sets one", "err", err)
+	}
+	limit := memlimit.Apply(d)
+	attrs := []any{"from", d.From}
+	if limit == memlimit.None {
+		attrs = append(attrs, "limit", "none")
+	} else {
+		attrs = append(attrs, "limit_bytes", limit)
+	}
+	if d.Container > 0 {
+		attrs = append(attrs, "container_bytes", d.Container, "cgroup_file", d.File)
+	}
+	if cfg.MemoryLimit > 0 && d.Container > 0 && cfg.MemoryLimit >= d.Container && d.From == memlimit.FromSetting {
+		log.Warn("QUEEN_KAFKA_MEMORY_LIMIT is not below the container's memory limit: the kernel kills the process before the collector works harder", "limit_bytes", cfg.MemoryLimit, "container_bytes", d.Container)
+	}
+	log.Info("memory limit", attrs...)
+	return d
 }
 
 // join runs the cluster claim (a no-op in single mode). stop reports that

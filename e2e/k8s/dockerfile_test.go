@@ -60,3 +60,54 @@ func TestDockerfileShipsWhatTheManifestRuns(t *testing.T) {
 		t.Error("entrypoint does not exec /app/bin/queen-kafka by default")
 	}
 }
+
+// The Dockerfile's queen-dev example must work as written in the image:
+// queen-dev listening on every interface (its default, 127.0.0.1, is not
+// reachable through -p) and its data under a directory the image's user
+// can write (its default, ./.queen-dev, is under the root-owned WORKDIR).
+func TestDockerfileQueenDevExampleRuns(t *testing.T) {
+	raw, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(raw)
+	// The example, its continuation lines joined.
+	var example string
+	lines := strings.Split(df, "\n")
+	for i, l := range lines {
+		if !strings.Contains(l, "docker run") {
+			continue
+		}
+		cmd := strings.TrimPrefix(l, "#")
+		for strings.HasSuffix(strings.TrimSpace(cmd), `\`) && i+1 < len(lines) {
+			i++
+			cmd = strings.TrimSuffix(strings.TrimSpace(cmd), `\`) + " " + strings.TrimPrefix(lines[i], "#")
+		}
+		if strings.Contains(cmd, "/app/bin/queen-dev") {
+			example = cmd
+		}
+	}
+	if example == "" {
+		t.Fatal("no docker run example of queen-dev in the Dockerfile")
+	}
+	env := map[string]string{}
+	for _, m := range regexp.MustCompile(`-e\s+(\w+)=(\S+)`).FindAllStringSubmatch(example, -1) {
+		env[m[1]] = m[2]
+	}
+	host, port, ok := strings.Cut(env["QUEEN_DEV_ADDR"], ":")
+	if !ok || (host != "" && host != "0.0.0.0" && host != "[::]") {
+		t.Errorf("queen-dev example listens on %q, not every interface: %s", env["QUEEN_DEV_ADDR"], example)
+	}
+	if !strings.Contains(example, "-p "+port+":"+port) && !strings.Contains(example, ":"+port+" ") {
+		t.Errorf("queen-dev example publishes no port %s: %s", port, example)
+	}
+	// distroless's nonroot user (the image's USER) owns /home/nonroot;
+	// /tmp is world-writable. Nothing else in the image is writable by it.
+	data := env["QUEEN_DEV_DATA"]
+	if !strings.HasPrefix(data, "/home/nonroot/") && !strings.HasPrefix(data, "/tmp/") {
+		t.Errorf("queen-dev example writes its data to %q, which the image's user cannot write: %s", data, example)
+	}
+	if !regexp.MustCompile(`(?m)^USER\s+65532:65532\s*$`).MatchString(df) {
+		t.Error("the image's user is no longer distroless's nonroot (65532): revisit the writable directories above")
+	}
+}

@@ -42,6 +42,12 @@ type Options struct {
 	SweepInterval time.Duration
 	// Logger receives operational log lines; nil means slog.Default().
 	Logger *slog.Logger
+	// BareVerdicts answers a transaction rolled back on a lost KV
+	// precondition without its failedIndex, kvReason, version and value
+	// (all null), as §7.4 lets a server that could not report them: a
+	// client must still decide from what the contract promises (a read of
+	// the row). Off, they are reported, as the real server normally does.
+	BareVerdicts bool
 	// Status adds top-level blocks to GET /status beside "status":"ok"
 	// (cmd/queen-dev adds "kafka" in embedded mode); nil adds none.
 	Status func() map[string]any

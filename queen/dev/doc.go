@@ -89,7 +89,10 @@
 //     format.
 //   - Transactions: the KV rider applies first, then the records; "ack"
 //     operations, timers and requiredLeases are refused with 400 (queen-dev
-//     has no lease consumption).
+//     has no lease consumption). A rollback on a lost precondition reports
+//     failedIndex, kvReason, version and value, or, with
+//     Options.BareVerdicts, all four null, as §7.4 lets a server that could
+//     not report them answer.
 //   - Retention (retentionEnabled + retentionSeconds ≥ 1) is a background
 //     sweep raising logStartOffset; offsets are never renumbered and empty
 //     partitions are never removed.

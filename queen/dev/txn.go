@@ -179,7 +179,11 @@ func (b *Broker) handleTxn(w http.ResponseWriter, r *http.Request, c *call) {
 	switch {
 	case fail != nil:
 		out = append(out, `","success":false,"reason":"kv_precondition","error":"kv_precondition_failed","results":[],`...)
-		out = appendPrecondition(out, fail, n+fail.op.index)
+		if b.opts.BareVerdicts {
+			out = append(out, `"ok":false,"failedIndex":null,"kvReason":null,"version":null,"value":null`...)
+		} else {
+			out = appendPrecondition(out, fail, n+fail.op.index)
+		}
 		writeBody(w, http.StatusOK, append(out, '}'))
 		return
 	case plan.windowDup >= 0:

@@ -185,3 +185,28 @@ func TestTxnRefusals(t *testing.T) {
 		})
 	}
 }
+
+// With BareVerdicts a lost precondition is answered as a server that could
+// not report the detail answers it (§7.4): the verdict, its four detail
+// fields null, nothing written.
+func TestTxnBareVerdict(t *testing.T) {
+	e := newEnv(t, Options{BareVerdicts: true})
+	res, err := e.qc.KV(ctx(t), []queen.KVOp{put("qk:txn:tx-1", `{"pid":7,"epoch":0,"state":"open"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := e.b.Mutations()
+	st, raw := e.post("/api/v1/transaction", fmt.Sprintf(txnExample, res[0].Version+1000))
+	v := wantStatus(t, st, raw, 200).(map[string]any)
+	if v["success"] != false || v["reason"] != "kv_precondition" || v["ok"] != false {
+		t.Fatalf("not a verdict: %s", raw)
+	}
+	for _, k := range []string{"failedIndex", "kvReason", "version", "value"} {
+		if f, ok := v[k]; !ok || f != nil {
+			t.Errorf("%s = %v, want null: %s", k, f, raw)
+		}
+	}
+	if e.b.Mutations() != before {
+		t.Error("rolled-back transaction wrote something")
+	}
+}
