@@ -21,7 +21,8 @@
 // from the one the fence last carried.
 //
 // It does not own, and must not reach for:
-//   - the wire: package node decodes and encodes;
+//   - the wire: package transport reads and writes the frames, package
+//     node's handlers call in with decoded requests;
 //   - the Queen HTTP client (package queen): the coordinator sees only the
 //     narrow KV interface, and writes no rows but its own three families;
 //   - who owns a key (a group id; later a transactional id) in a cluster:
@@ -29,8 +30,8 @@
 //     cluster mode and ownership.Single otherwise; the coordinator never
 //     reads the registry, and
 //     cluster mode tells it of a changed live set through DropUnowned;
-//   - which topics and partitions exist: the node's catalogue answers
-//     through the Client's Topics, and OffsetCommit writes only the
+//   - which topics and partitions exist: the caller's catalogue (package
+//     catalogue) answers through the Client's Topics, and OffsetCommit writes only the
 //     partitions it serves.
 //
 // Every method takes and returns kmsg types and never fails as a Go error:

@@ -2,9 +2,14 @@
 // binaries, built once per run and started as separate processes on
 // loopback, driven by real Kafka clients (franz-go kgo/kadm, IBM/sarama,
 // segmentio/kafka-go, librdkafka through confluent-kafka-go, which needs cgo,
-// and the kcat command-line tool) and by plain HTTP against queen-dev. Nothing here reaches into the product's packages: what
+// and the kcat command-line tool) and by plain HTTP against queen-dev. What
 // is asserted is what a client or an operator can observe on the wire, in
-// exit codes and in logs.
+// exit codes and in logs; the product's packages are imported only for
+// their pure rules and vocabulary, never to drive a facade: the stored
+// envelope and Queen's wire types (envelope, queen), who owns a key
+// (hashring), the dedup keys a batch must carry (producer), the record
+// codec the benchmarks' direct paths and floor run and its test batches
+// (recordbatch, recordbatch/batchtest), and the --help text (config).
 //
 // The package has no non-test code beyond this comment. The bodies in
 // single_test.go take the bootstrap address as a parameter so that the same

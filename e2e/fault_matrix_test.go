@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// facadeCatalogTTL is the facade's catalogue TTL (node.catalogTTL): past it
+// facadeCatalogTTL is the facade's catalogue TTL (catalogue.TTL): past it
 // a request finds its listing stale and asks for a refresh.
 const facadeCatalogTTL = 3 * time.Second
 
@@ -287,7 +287,7 @@ func answered(t *testing.T, what string, code, wantCode int16, throttle, wantThr
 }
 
 // matrixRoute is one route's column: the Kafka code its operation is
-// answered under each fault (node/faults.go's table, queen-api.md §0.2,
+// answered under each fault (faults/faults.go's table, queen-api.md §0.2,
 // seed 001 "Throttling"), the throttle a 429 with Retry-After 1 carries,
 // and run, which acknowledges what must not be lost, drives the operation
 // under the fault, clears it, and proves the same operation succeeds and

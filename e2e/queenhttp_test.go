@@ -12,7 +12,7 @@ import (
 )
 
 // Plain HTTP against queen-dev, written from the contract
-// (../shared/queen-api.md) rather than through package queen, so that a bug
+// (queen-api.md) rather than through package queen, so that a bug
 // shared by the facade's client and these tests cannot hide itself.
 
 var httpc = &http.Client{Timeout: 15 * time.Second}

@@ -22,7 +22,7 @@ import (
 // GROUP_AUTHORIZATION_FAILED, a 429 COORDINATOR_NOT_AVAILABLE and never a
 // throttle) is the coordinator's own (coordinator/errors.go, kvCode), since
 // only it knows a lost fence; fetch entries' in-band `error` values are read
-// where the entries are (node's fillFetch).
+// where the entries are (node's Fetch handler).
 
 // faultRule is what one API family answers for each way a Queen call can
 // fail (queen.Kind).

@@ -29,8 +29,9 @@
 //     only some of them reports just those (Fetch.AnswerSome).
 //
 // It does not own, and must not reach for:
-//   - the wire: package node decodes the request into a Request and lays
-//     the answer out; nothing here sees a kmsg type;
+//   - the wire: package node's Fetch handler turns the decoded request
+//     into a Request and lays the answer out; nothing here sees a kmsg
+//     type;
 //   - the data: a session holds no records and no offsets of its own, and
 //     answers nothing from memory. What a fetch reads of Queen is the
 //     node's: every partition is read from Queen, or watched there by a

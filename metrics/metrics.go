@@ -164,7 +164,7 @@ func (m *Metrics) children(key int16) *keyChildren {
 	return nil
 }
 
-// Request is one request answered (node.Observer).
+// Request is one request answered (transport.Observer).
 func (m *Metrics) Request(key, version, code int16, bytes int, throttle, took time.Duration) {
 	api := apiName(key)
 	kc := m.children(key)
@@ -193,13 +193,13 @@ func (m *Metrics) Request(key, version, code int16, bytes int, throttle, took ti
 	}
 }
 
-// Sent is one response frame written (node.Observer).
+// Sent is one response frame written (transport.Observer).
 func (m *Metrics) Sent(bytes int) { m.respBytes.Add(float64(bytes)) }
 
-// Accepted is one connection accepted (node.Observer).
+// Accepted is one connection accepted (transport.Observer).
 func (m *Metrics) Accepted() { m.accepted.Inc() }
 
-// Refused is one connection closed at accept (node.Observer).
+// Refused is one connection closed at accept (transport.Observer).
 func (m *Metrics) Refused(reason string) { m.refused.WithLabelValues(reason).Inc() }
 
 // Produced is what one produce group stored (node.Observer).

@@ -36,8 +36,9 @@
 // and Settle like an idempotent one, its Outcome the stage's (Base -1, as
 // a staged batch has no offset yet).
 //
-// It does not own: the Kafka wire (package node parses requests and writes
-// the answers; this package sees Batch headers and outcomes), the record
+// It does not own: the Kafka wire (package transport reads the requests and
+// writes the answers package node's Produce handler builds; this package
+// sees Batch headers and outcomes), the record
 // codec (package recordbatch; a batch that did not decode comes with its
 // recordbatch.Fault), the push to Queen (the caller writes), the mapping of
 // a Queen failure to a Kafka code (the caller's), and any transaction state.

@@ -1,5 +1,5 @@
 // Package queen is the facade's only door to a Queen broker: one method per
-// route of the HTTP contract (../shared/queen-api.md), the wire types both the
+// route of the HTTP contract (queen-api.md), the wire types both the
 // client and the development broker (package queen/dev) speak, the typed
 // errors a caller maps to Kafka error codes and the qk: key layout of §10.
 // The record payload envelope of §11 is package envelope's, and the JSON
@@ -10,9 +10,9 @@
 // with the document rather than with each other.
 //
 // It does not own, and must not reach for: anything of Kafka (it imports no
-// kmsg or kerr; which Kafka code a typed error answers is node/faults.go's,
+// kmsg or kerr; which Kafka code a typed error answers is package faults',
 // and for the group APIs coordinator's kvCode); what a qk: row holds beyond
 // its key (each family's value is its owner's: coordinator, producer,
-// registry, txn, node's topic configs); or queen-dev's storage (queen/dev
+// registry, txn, catalogue's topic configs); or queen-dev's storage (queen/dev
 // imports this package, never the reverse).
 package queen

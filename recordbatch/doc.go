@@ -18,11 +18,11 @@
 // Limits. A claim never waits while holding budget: a Busy fault asks the
 // caller to Restart, which gives everything back before it waits.
 //
-// It does not own: the Kafka wire of requests and responses (package node
-// decodes the frames and answers; this package sees one partition's record
-// bytes), the Queen HTTP client or any call to Queen (it only writes and
+// It does not own: the Kafka wire of requests and responses (package
+// transport reads and writes the frames, package node's handlers answer
+// them; this package sees one partition's record bytes), the Queen HTTP client or any call to Queen (it only writes and
 // reads package envelope's format), producer ids and sequence numbers
 // (ParseProduce reads them; deciding a batch's sequence is not done here),
 // the facade's configuration (the ceilings come in as Limits), and which
-// codec a topic's answers use (package node's compression.type).
+// codec a topic's answers use (its compression.type, package catalogue's).
 package recordbatch

@@ -35,14 +35,15 @@
 // id it does not hold, so a commit resumed after a restart or an ownership
 // move lands what Queen holds.
 //
-// It does not own: the wire (package node decodes, and decodes the record
-// batches into payload envelopes before they are staged), producer id
+// It does not own: the wire (package transport decodes the requests, and
+// package node's handlers decode the record batches into payload envelopes
+// before they are staged), producer id
 // allocation (the IDs seam) and sequence windows (the node checks a
 // batch's sequence between Admit and Produce, under its producer's lock,
 // so that a retried batch is staged once), consumer group membership (the
 // Groups seam; the coordinator package also owns the layout of the
 // qk:group: and qk:groups: rows a commit writes), which Kafka code a
-// failed call to Queen is (Config.Fault, the node's fault table), the
+// failed call to Queen is (Config.Fault, package faults' table as the node wires it), the
 // Queen HTTP client (the narrow Queen interface), which node owns a
 // transactional id (the node gates each request to the ring's owner), or
 // where a stage lives (the Stages seam: Memory in single mode, QueenStages

@@ -57,7 +57,7 @@ type Config struct {
 	Log    *slog.Logger
 	Limits Limits // a zero field takes DefaultLimits'
 	// Fault maps a failed call to Queen (the claim's put, the commit) to
-	// the code answered — the node's fault table; nil answers
+	// the code answered — package faults' table; nil answers
 	// COORDINATOR_NOT_AVAILABLE, retriable, for every failure. A rollback
 	// on the fence is not a failure: it is PRODUCER_FENCED, decided here.
 	Fault func(err error) int16

@@ -1,6 +1,6 @@
 // Command queen-dev is the project's Queen-compatible development broker
-// (not Queen): the HTTP routes of ../shared/queen-api.md over durable
-// embedded storage. See package queen/dev for behaviour, storage and fault
+// (not Queen): the HTTP routes of the Queen contract (queen-api.md) over
+// durable embedded storage. See package queen/dev for behaviour, storage and fault
 // injection, and package supervisor for embedded mode (QUEEN_KAFKA_EMBEDDED),
 // in which queen-dev spawns and supervises the facade as its child.
 package main

@@ -1,6 +1,6 @@
 // Package dev is queen-dev, the project's Queen-compatible development
 // broker. It is NOT Queen: it serves exactly the HTTP routes of the contract
-// the facade uses (../shared/queen-api.md §1: queue list, configure, delete,
+// the facade uses (queen-api.md §1: queue list, configure, delete,
 // push, fetch, kv, transaction, auth/me) plus its own GET /health and
 // GET /status (Options.Status adds blocks to the latter: cmd/queen-dev's
 // embedded mode adds "kafka"), with the contract's status codes and
