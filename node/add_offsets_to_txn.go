@@ -8,8 +8,8 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// AddOffsetsToTxn v0–v3 (v4 exists for transaction protocol 2, which does
-// not send it). The consumer group whose offsets the transaction commits.
+// handleAddOffsetsToTxn names the consumer group whose offsets the
+// transaction commits.
 func (n *Node) handleAddOffsetsToTxn(ctx context.Context, c *transport.Conn, req *kmsg.AddOffsetsToTxnRequest) (kmsg.Response, error) {
 	if code := n.txnOwnerCode(req.TransactionalID); code != 0 {
 		resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)

@@ -8,9 +8,8 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// AddPartitionsToTxn v0–v3 (v4 is KIP-890's broker-to-broker verification,
-// a different request). The partitions a transactional Produce may stage,
-// each checked against the catalogue first.
+// handleAddPartitionsToTxn names the partitions a transactional Produce
+// may stage, each checked against the catalogue first.
 func (n *Node) handleAddPartitionsToTxn(ctx context.Context, c *transport.Conn, req *kmsg.AddPartitionsToTxnRequest) (kmsg.Response, error) {
 	if code := n.txnOwnerCode(req.TransactionalID); code != 0 {
 		return n.txns.AddPartitionsToTxn(ctx, txnClient(c), req, func(context.Context, string, int32) int16 { return code }), nil

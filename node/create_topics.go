@@ -23,8 +23,6 @@ type createPlan struct {
 	config  catalogue.TopicConfig
 }
 
-// CreateTopics v2–v7; v7 answers each created topic's id.
-
 // handleCreateTopics creates queues. The declared width is recorded under
 // qk:topiccfg:<topic> BEFORE the queue is created, so that no Metadata can
 // see the queue without its floor; the configure call sends the queue and
@@ -230,7 +228,7 @@ func setCreateError(rt *kmsg.CreateTopicsResponseTopic, code int16, msg string) 
 	rt.ErrorMessage = &msg
 }
 
-// fillCreated reports the created topic (v5+): width, factor and the
+// fillCreated reports the created topic: width, factor and the
 // configs that are applied (fetchDefault: QUEEN_KAFKA_FETCH_COMPRESSION).
 func fillCreated(rt *kmsg.CreateTopicsResponseTopic, p createPlan, fetchDefault int) {
 	rt.NumPartitions = p.width

@@ -13,9 +13,6 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// DeleteTopics v1–v6. v6 names each topic by name or by id (KIP-516) and
-// answers both.
-
 // handleDeleteTopics drops each named queue, and then its qk:topiccfg
 // record and every group's committed offsets of it (Queen's delete leaves
 // the KV store alone).

@@ -10,18 +10,10 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// DescribeCluster v0–v2 (KIP-700): the brokers, cluster id and controller
-// id of the same topology Metadata answers, so the two never disagree.
-//
-// Version notes:
-//   - v1: endpoint_type (KIP-919). Every node is a broker endpoint: asking
-//     for controllers (2) is MISMATCHED_ENDPOINT_TYPE and an unknown type
-//     UNSUPPORTED_ENDPOINT_TYPE, both INVALID_REQUEST at v0, as Kafka
-//     answers on a broker listener;
-//   - v2: include_fenced_brokers and is_fenced (KIP-1073). A node is in the
-//     live set or absent, never registered-but-fenced, so no broker is
-//     fenced and the flag changes nothing.
-//
+// handleDescribeCluster answers the brokers, cluster id and controller id
+// of the same topology Metadata answers, so the two never disagree. Every
+// node is a broker endpoint, and a node is in the live set or absent, never
+// registered-but-fenced.
 // cluster_authorized_operations is Kafka's "omitted" sentinel, as
 // DescribeGroups answers it: there is no ACL model to compute it from.
 func (n *Node) handleDescribeCluster(_ context.Context, _ *transport.Conn, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {

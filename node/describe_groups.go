@@ -8,8 +8,7 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// DescribeGroups v0–v6 (v4 instance ids, v6 GROUP_ID_NOT_FOUND for a group
-// that does not exist), authorized operations omitted (Kafka's sentinel).
+// handleDescribeGroups describes groups; package coordinator answers.
 func (n *Node) handleDescribeGroups(ctx context.Context, c *transport.Conn, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
 	return n.coord.DescribeGroups(ctx, n.groupClient(c), req), nil
 }

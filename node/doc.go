@@ -1,43 +1,38 @@
-// Package node is one facade node: the Kafka handlers behind the wire
-// (package transport: the listener, connections, framing, SASL, dispatch),
-// the version table's rows (versions.go, each naming its handler), the
-// configuration read from the environment, the topic catalogue, and one
-// file per Kafka API handler. Records, topics and
-// offsets live in Queen and are reached through package queen. What a
-// client is answered when a Queen call fails is one table, faults.go. The
-// record codec and its decode budget are package recordbatch's; producer
-// ids and the sequencing of idempotent batches package producer's.
+// Package node is one facade node: the Kafka handlers, one file per API
+// (produce.go, fetch.go, metadata.go...), the version table's rows
+// (versions.go: each API's window, its handler, and the one place its
+// version reasoning is written, from which the README's support matrix is
+// generated), and the wiring of the rooms a node is built from:
+//   - transport, the wire: listener, connections, framing, SASL, dispatch;
+//     node hands it the table and hears of connections and answers through
+//     its Config hooks (observe.go);
+//   - catalogue, the topics (widths, ids, verdicts), asked with the caller's
+//     identity and Queen client (caller.go), never a connection;
+//   - config, the facade's variables, read once and passed in validated;
+//   - faults, the one table of what a client is answered when a Queen call
+//     fails;
+//   - topology, the brokers, cluster id and controller Metadata answers
+//     (single mode's own, or the registry's live set in cluster mode);
+//   - coordinator, consumer groups and committed offsets, asked back only
+//     through ownership.Owners and the client's Topics (coordinator.go);
+//   - txn, transactional ids, their stages and commits, asked back through
+//     producer ids, the group rule and the partitions a transaction may name
+//     (transactions.go);
+//   - producer, producer ids and the sequencing of idempotent batches;
+//   - registry, cluster mode's qk:node: session, wired in cluster.go from
+//     explicit parts between Listen and Serve (with QUEEN_KAFKA_NODE_ID
+//     unset none of it is built);
+//   - metrics and operator: every answered request and every Queen call
+//     reported to metrics, served by the operator listener (ops.go) beside
+//     /healthz, /readyz and pprof; the parts answer a scrape through their
+//     Stats methods.
 //
-// It does not own group state: membership, committed offsets and their
-// qk:group:/qk:groups:/qk:fence: rows are package coordinator's, which the
-// group and offset handlers call and which asks back only through narrow
-// seams: ownership.Owners (who coordinates a key) and the Client's Topics
-// (which partitions this node serves, answered from the connection's
-// catalogue).
-// It does not own the registry's qk:node: rows either, nor transactions:
-// transactional ids, their qk:txn: rows, stages, caps and commits are
-// package txn's, which the transaction handlers, InitProducerId's
-// transactional branch and a transactional Produce call (transactions.go
-// wires it), and which asks back through narrow seams: producer ids, the
-// group coordinator's membership rule, the partitions a transaction may
-// name, and the fault table's transaction row.
-//
-// Cluster mode (QUEEN_KAFKA_NODE_ID set) is wired here, in cluster*.go, from
-// explicit parts and without a pointer back to the Node: the registry
-// session (package registry) started from its registry.Config and the Queen
-// KV route between Listen and Serve; registry.Ownership handed to the
-// coordinator, whose DropUnowned runs at every change of the live set;
-// Metadata's brokers and leaders read from the live set (package topology);
-// and the catalogue kept current with topics other nodes create or widen.
-// With the variable unset none of it is built.
-//
-// Every request passes one dispatch point (transport's), whether answered
-// alone or in a group with the Produce requests behind it, and is reported
-// there to the node's Observer (observe.go); the Queen client reports each
-// call to its queen.Observer. Package metrics implements both, and the
-// operator listener (ops.go, package operator) serves its registry beside
-// /healthz, /readyz and pprof. The node's parts answer their state for a
-// scrape through Stats methods (coordinator, producer, txn, registry).
+// It must not reach for what those rooms own: frames, sockets or SASL state
+// (a handler sees a connection only through *transport.Conn's exported
+// methods and its connState), the catalogue's caches and refresh, group or
+// transaction state and their KV rows, the registry's rows, the record codec
+// (package recordbatch) or Queen's HTTP routes other than through package
+// queen. A handler decides what a request means and asks the rooms.
 //
 // A Produce's path, socket to Queen and back: transport (read, gate, group
 // the Produce requests waiting, dispatch) -> produce.go's batch handler, top

@@ -8,8 +8,7 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// EndTxn v0–v3 (v5's response carries the epoch bump of transaction
-// protocol 2, not performed here). A commit is one POST /api/v1/transaction
+// handleEndTxn ends a transaction. A commit is one POST /api/v1/transaction
 // of the whole stage; an abort writes no record.
 func (n *Node) handleEndTxn(ctx context.Context, c *transport.Conn, req *kmsg.EndTxnRequest) (kmsg.Response, error) {
 	if code := n.txnOwnerCode(req.TransactionalID); code != 0 {

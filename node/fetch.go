@@ -18,8 +18,8 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// Fetch v4–v18. One request is one call to Queen's fetch route (chunked at
-// 1,024 partitions), and the long poll is that route's own: max_wait_ms
+// A Fetch is one call to Queen's fetch route (chunked at 1,024
+// partitions), and the long poll is that route's own: max_wait_ms
 // (clamped to 30 s) and min_bytes ride the call. Partitions are filled in
 // request order against the partition and response budgets (the response
 // capped at 32 MiB); the first record of the response is always delivered
@@ -27,47 +27,18 @@ import (
 // records are re-encoded as ONE RecordBatch v2 carrying their
 // original key, value, headers and timestamp, compressed with the codec the
 // topic's compression.type (else QUEEN_KAFKA_FETCH_COMPRESSION) names, where
-// the request's version carries it (zstd from v10; below, uncompressed:
-// catalogue.TopicConfig.FetchCodec says why). Both isolation levels read
-// the same log: nothing uncommitted is ever in it.
+// the request's version carries it (catalogue.TopicConfig.FetchCodec says
+// why). Both isolation levels read the same log: nothing uncommitted is
+// ever in it.
 //
-// Version notes:
-//   - v7: fetch sessions (KIP-227), package fetchsession. An incremental
-//     fetch reads every partition of its session, in the session's order
-//     (answered partitions move to its back), and its answer carries only
-//     the partitions with records, an error, or bounds other than last
-//     answered. A session wider than one Queen call is read through the
-//     long polls it keeps parked at Queen between fetches
-//     (fetch_watched.go, package fetchwatch), one narrower is read here.
-//     The session protocol's refusals are the top-level error_code,
-//     answered alone.
-//   - v8: no change (throttling after the response, which this facade's
-//     throttle_time_ms already is).
-//   - v9: current_leader_epoch (KIP-320). Every leader epoch this facade
-//     reports is -1 ("none"), in Metadata, ListOffsets and every record
-//     batch, so a client fences nothing and the field is not checked, as
-//     ListOffsets v4+ does not check its own.
-//   - v10: zstd record batches may be answered: a zstd topic's answers are
-//     zstd from here, uncompressed below.
-//   - v11: rack_id is accepted and preferred_read_replica is -1 (read here,
-//     KIP-392 follower fetching has no followers to point at).
-//   - v12: the flexible encoding; last_fetched_epoch is -1 from every client
-//     of a facade whose epochs are -1, and diverging_epoch stays -1/-1
-//     (the log is never truncated under a consumer).
-//   - v13: topics by id (KIP-516), the catalogue's (catalogue/ids.go), in the
-//     request, the forgotten topics, the answer and the session, which is
-//     keyed by id; an id no topic has is UNKNOWN_TOPIC_ID per partition. A
-//     session opened below v13 fetched at v13 or above, or the other way
-//     round, is FETCH_SESSION_TOPIC_ID_ERROR.
-//   - v14: no change (OFFSET_MOVED_TO_TIERED_STORAGE, never answered: no
-//     tiered storage).
-//   - v15: replica_state replaces replica_id (KIP-903), a follower's; a
-//     consumer's is -1, and no fetch is served as a follower's.
-//   - v16: the leader hints of KIP-951 (node_endpoints, current_leader)
-//     accompany NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH only, which
-//     this facade never answers: every node serves every partition.
-//   - v17: replica_directory_id (KIP-853), a follower's; v18: the
-//     follower's high_watermark (KIP-1166). Neither is a consumer's.
+// An incremental fetch (package fetchsession) reads every partition of its
+// session, in the session's order (answered partitions move to its back),
+// and its answer carries only the partitions with records, an error, or
+// bounds other than last answered. A session wider than one Queen call is
+// read through the long polls it keeps parked at Queen between fetches
+// (fetch_watched.go, package fetchwatch), one narrower is read here. The
+// session protocol's refusals are the top-level error_code, answered alone.
+// Versions: see its row in versions.go.
 //
 // Memory: a chunk's Queen answer is turned into its partitions' batches as
 // it arrives and dropped, so one fetch holds at most one answer (bounded by

@@ -8,7 +8,8 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// Heartbeat v0–v4 (v3 instance id; no error in the sync phase: seed 001's deviation).
+// handleHeartbeat keeps a member alive; no error in the sync phase (seed
+// 001's deviation).
 func (n *Node) handleHeartbeat(ctx context.Context, c *transport.Conn, req *kmsg.HeartbeatRequest) (kmsg.Response, error) {
 	return n.coord.Heartbeat(ctx, n.groupClient(c), req), nil
 }

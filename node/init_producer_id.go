@@ -10,14 +10,9 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// InitProducerId v0–v5 (v3 producer id and epoch, KIP-360; v4 PRODUCER_FENCED
-// rather than INVALID_PRODUCER_EPOCH; v5 the client accepts
-// TRANSACTION_ABORTABLE, KIP-890, which this API never answers, so v5 is
-// v4 here, as in Kafka: transaction protocol 2 is negotiated by the
-// transaction.version feature, which ApiVersions never advertises). Without a transactional id the answer is a
+// handleInitProducerID: without a transactional id the answer is a
 // producer id unique across nodes and restarts at epoch 0, whatever id and
-// epoch a v3+ request carries (KIP-360's recovery of an idempotent
-// producer is a new id, as Kafka answers it). A transactional
+// epoch the request carries. A transactional
 // id is package txn's claim in single mode (an empty one is
 // INVALID_REQUEST there, as Kafka's coordinator answers it); in cluster
 // mode only the id's owner on the ring claims it, and another node answers

@@ -8,7 +8,7 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// JoinGroup v0–v9 (v5+ static membership: coordinator/static.go). The request parks until the join phase completes, and
+// handleJoinGroup parks the request until the join phase completes, and
 // the connection answers nothing else meanwhile: requests are answered in
 // order, which is what a Kafka broker does too (clients heartbeat on their
 // own schedule and do not pipeline behind a JoinGroup).

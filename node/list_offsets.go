@@ -12,30 +12,15 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// ListOffsets v1–v11.
-//
-// Version notes:
-//   - v2: isolation level; v4: current leader epoch (never fenced: every
-//     leader epoch here is -1); v5: OFFSET_NOT_AVAILABLE may be sent (it is
-//     not); v6: flexible;
-//   - v7: -3, MAX_TIMESTAMP (KIP-734): the earliest offset holding the
-//     largest timestamp, with that timestamp. On the append clock (below)
-//     the largest is the last record's, so the answer is exact: the first
-//     record of the last push;
-//   - v8: -4, EARLIEST_LOCAL_TIMESTAMP (KIP-405): the log start, as Kafka
-//     answers it without tiered storage; v9: -5, LATEST_TIERED_TIMESTAMP
-//     (KIP-1005): offset -1 and timestamp -1, Kafka's answer when nothing
-//     is tiered;
-//   - v10: timeout_ms (KIP-1075), which bounds only reads of tiered storage
-//     in Kafka and so changes nothing here;
-//   - v11: -6, EARLIEST_PENDING_UPLOAD_TIMESTAMP (KIP-1023): -1/-1, as
-//     Kafka answers it when nothing is tiered.
-//
-// A sentinel below the version that introduced it, or a negative timestamp
-// that is no sentinel, is UNSUPPORTED_VERSION for its partition, as Kafka's
-// ReplicaManager answers it (isListOffsetsTimestampUnsupported). -1
-// (latest) and -2 (earliest) come from one bounds probe of Queen's fetch
-// route (maxWaitMs 0): the high watermark and the log start.
+// ListOffsets answers each partition's offset for a timestamp. -1 (latest)
+// and -2 (earliest) come from one bounds probe of Queen's fetch route
+// (maxWaitMs 0): the high watermark and the log start. -3 (MAX_TIMESTAMP),
+// the earliest offset holding the largest timestamp, is exact on the append
+// clock (below): the first record of the last push. A negative timestamp
+// that is no sentinel, or one below the version that introduced it, is
+// UNSUPPORTED_VERSION for its partition, as Kafka's ReplicaManager answers
+// it (isListOffsetsTimestampUnsupported). Versions: see its row in
+// versions.go.
 //
 // A concrete timestamp is answered EXACTLY, on Queen's APPEND clock: the
 // fetch route's record `ts` is the commit time of the push that stored the

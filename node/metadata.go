@@ -16,11 +16,6 @@ import (
 // creates the next hundred.
 const maxAutoCreates = 100
 
-// Metadata v0–v13. v10 adds topic ids to the answer (catalogue/ids.go), v11
-// drops the cluster's authorized operations, v12 lets a request name topics
-// by id (null names), v13 adds a top-level error code, always 0 here: the
-// facade never asks a client to rebootstrap (KIP-1102).
-
 // handleMetadata answers brokers and topics from the topology and the
 // catalogue, auto-creating named topics the client allows it to.
 func (n *Node) handleMetadata(ctx context.Context, c *transport.Conn, req *kmsg.MetadataRequest) (kmsg.Response, error) {

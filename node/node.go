@@ -89,7 +89,7 @@ type Node struct {
 // answer may hold 64 MiB, and every consumer's fetch makes such calls.
 const answerMemory = 256 << 20
 
-// New builds a node from a validated Config. Nothing is bound yet.
+// New builds a node from a validated config.Facade. Nothing is bound yet.
 func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	if log == nil {
 		log = slog.Default()

@@ -8,11 +8,12 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// OffsetCommit v2–v10 (v7 instance id, v10 topics by id): committed offsets are Queen KV rows (§10), written by
-// the coordinator. A partition this node cannot serve — its topic is not in
-// the connection's catalogue, or it lies past the topic's width — is
+// handleOffsetCommit: committed offsets are Queen KV rows (§10), written
+// by the coordinator. A partition this node cannot serve — its topic is not
+// in the connection's catalogue, or it lies past the topic's width — is
 // answered UNKNOWN_TOPIC_OR_PARTITION and never written; the coordinator
-// asks the catalogue through the client's Topics (catalogue.Catalogues.Topics).
+// asks the catalogue through the client's Topics
+// (catalogue.Catalogues.Topics).
 func (n *Node) handleOffsetCommit(ctx context.Context, c *transport.Conn, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 	if req.Version >= 10 {
 		return n.offsetCommitByID(ctx, c, req), nil // offsets_by_id.go

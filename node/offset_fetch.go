@@ -8,7 +8,7 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// OffsetFetch v1–v10 (v8 several groups, v10 topics by id), answered at every node: the store is the answer.
+// handleOffsetFetch is answered at every node: the store is the answer.
 func (n *Node) handleOffsetFetch(ctx context.Context, c *transport.Conn, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	if req.Version >= 10 {
 		return n.offsetFetchByID(ctx, c, req), nil // offsets_by_id.go

@@ -8,9 +8,8 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// OffsetForLeaderEpoch v0–v4 (KIP-101, KIP-320): the end offset of a
-// leader epoch, which a consumer compares with its position to detect a
-// truncated log.
+// OffsetForLeaderEpoch answers the end offset of a leader epoch, which a
+// consumer compares with its position to detect a truncated log.
 //
 // Every partition here has ONE leader epoch, -1, the epoch Metadata,
 // ListOffsets, OffsetFetch and every fetched batch's partition_leader_epoch
@@ -23,15 +22,13 @@ import (
 //     undefined would make a client reset a position that nothing truncated;
 //   - any other leader_epoch is one this log never had: epoch -1 and end
 //     offset -1, Kafka's UNDEFINED answer for an epoch beyond its cache;
-//   - current_leader_epoch (v2+) is not fenced, as ListOffsets does not fence
+//   - current_leader_epoch is not fenced, as ListOffsets does not fence
 //     it: the epoch never changes, so no client's can be stale.
 //
-// Version notes: v1 answers the epoch; v2 adds current_leader_epoch and
-// throttle_time_ms; v3 adds replica_id (a follower's id, or -1/-2 for a
-// consumer), which, as in Kafka, changes nothing in the answer; v4 is
-// flexible. An unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION
+// An unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION
 // and a failed Queen call maps as ListOffsets' does: the answer is built
 // from ListOffsets' LATEST for every partition named.
+
 // partitionLeaderEpoch is every partition's one leader epoch (see above);
 // TestLeaderEpochIsMinusOneEverywhere holds every API that reports one to it.
 const partitionLeaderEpoch = -1

@@ -10,10 +10,10 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// OffsetCommit v10 and OffsetFetch v10 (KIP-848, stable in Kafka 4.2) name
-// topics by id only. Committed offsets are keyed by topic name (§10), so
-// the node resolves each id to its name through the catalogue before the
-// coordinator sees the request, and names the answer's topics by id again.
+// OffsetCommit and OffsetFetch requests that name topics by id: committed
+// offsets are keyed by topic name (§10), so the node resolves each id to
+// its name through the catalogue before the coordinator sees the request,
+// and names the answer's topics by id again.
 // An id no topic has is UNKNOWN_TOPIC_ID on each of its partitions; a
 // catalogue that cannot be read is the group APIs' Queen code.
 

@@ -23,7 +23,7 @@ import (
 	"github.com/queen-mq/queen-kafka/txn"
 )
 
-// Produce v3–v13. Each record becomes one Queen message whose payload is the
+// Each produced record becomes one Queen message whose payload is the
 // envelope of seed 001; Kafka partition n is Queen partition "n". A request
 // is ONE push (Queen stores each partition's items together, at contiguous
 // offsets), and the base offset answered is the one Queen assigned. Produce
@@ -33,16 +33,8 @@ import (
 // processed the same and answered with no frame. A transactional produce
 // writes nothing: its batches, sequenced like idempotent ones, are staged
 // in the transaction (package txn) and answered base_offset -1 until
-// EndTxn(commit) writes them all.
-//
-// v10 (KIP-951) adds leader hints to NOT_LEADER_OR_FOLLOWER answers, which
-// Produce never gives: any node writes any partition. v11 lets a broker
-// answer TRANSACTION_ABORTABLE; the facade keeps its v10 codes, valid at
-// every version. v12 changes only what a transactional produce means under
-// the finalized feature transaction.version >= 2 (KIP-890 part 2), which
-// ApiVersions never advertises, so a transaction still adds its partitions
-// with AddPartitionsToTxn (clients cap a transaction at v11 then). v13 names
-// topics by id (catalogue.Verdicts.OfID): an unknown id is UNKNOWN_TOPIC_ID.
+// EndTxn(commit) writes them all. Topics named by id resolve through
+// catalogue.Verdicts.OfID.
 
 // A Kafka producer keeps several produce requests in flight on one
 // connection (five for an idempotent one), and the connection answers them

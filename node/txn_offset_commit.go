@@ -8,8 +8,7 @@ import (
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
-// TxnOffsetCommit v0–v3 (the floor matters: Java's builder throws below v3
-// when group metadata is set). Offsets staged beside the records, checked
+// handleTxnOffsetCommit stages offsets beside the records, checked
 // against the group as OffsetCommit is, and written by EndTxn(commit). In
 // cluster mode clients send it to the GROUP's coordinator, which stages the
 // offsets in Queen for the transactional id's owner (txn.Shared).

@@ -11,19 +11,22 @@ import (
 // so an advertised version is a handled version).
 // Windows contain seed 001's support matrix (nothing a seed advertised is
 // withdrawn) and go beyond it where an issue says so. One row per API,
-// sorted by key number, its reason on the second line; add a row when the
+// sorted by key number, its reason on the second line. A row's Why is the
+// one place its API's version reasoning is written (what each version adds
+// and how the facade answers it, where the window ends and why); handler
+// comments say what the handler does and point here. Add a row when the
 // handler lands, then regenerate the README's matrix:
 // go test ./node/ -run TestREADMESupportMatrix -update.
 func (n *Node) apiTable() []transport.Row {
 	return []transport.Row{
 		{Key: kmsg.Produce.Int16(), Min: 3, Max: 13, Handler: n.produceBatch(), // 0
-			Why: "Floor: v3 is the first version whose records are RecordBatch v2. v10's leader hints ride only on NOT_LEADER_OR_FOLLOWER, which Produce never answers; v11's TRANSACTION_ABORTABLE is never needed (v10's codes stand); v12 changes only transactions under `transaction.version` >= 2, never advertised, so AddPartitionsToTxn stays required; v13 names topics by id. Ceiling: kmsg's newest."},
+			Why: "Floor: v3 is the first version whose records are RecordBatch v2. v10's leader hints ride only on NOT_LEADER_OR_FOLLOWER, which Produce never answers (any node writes any partition); v11's TRANSACTION_ABORTABLE is never answered (v10's codes stand at every version); v12 changes only transactions under `transaction.version` >= 2, never advertised, so AddPartitionsToTxn stays required; v13 names topics by id (an id no topic has is UNKNOWN_TOPIC_ID). Ceiling: kmsg's newest."},
 		{Key: kmsg.Fetch.Int16(), Min: 4, Max: 18, Handler: transport.Handle(n.handleFetch), // 1
-			Why: "Ceiling: v18 is the newest schema. v7+ fetch sessions (KIP-227) with a per-node cache of 1,000; v13+ topics by id; leader epochs -1 (nothing is fenced or diverges), preferred_read_replica -1; v15–v18 add follower-only fields and leader hints for errors never answered. v4 is the schema's own floor."},
+			Why: "Ceiling: v18 is the newest schema; v4 is the schema's own floor. v7's fetch sessions (KIP-227) live in a per-node cache of 1,000, their refusals answered as the top-level error alone; v9's current_leader_epoch is not checked (every leader epoch is -1); v10 lets a zstd topic be answered zstd (uncompressed below); v11's preferred_read_replica is -1 (no followers); v12's diverging_epoch stays -1/-1 (the log is never truncated); v13 names topics by id, in requests, answers and sessions (an id no topic has is UNKNOWN_TOPIC_ID, a session crossing v13 either way FETCH_SESSION_TOPIC_ID_ERROR); v8, v14 and v15–v18 add throttling this facade already answers, tiered storage, follower-only fields and leader hints for errors never answered."},
 		{Key: kmsg.ListOffsets.Int16(), Min: 1, Max: 11, Handler: transport.Handle(n.handleListOffsets), // 2
-			Why: "The whole schema: v7's MAX_TIMESTAMP is exact on the append clock; v8's -4 is the log start, v9's -5 and v11's -6 are -1, as Kafka answers them without tiered storage; v10's timeout only bounds tiered reads. A sentinel below its version is UNSUPPORTED_VERSION, as in Kafka. v1 is the schema's own floor."},
+			Why: "The whole schema: v4's current leader epoch is not fenced (every epoch is -1) and v5's OFFSET_NOT_AVAILABLE is never answered; v7's MAX_TIMESTAMP is exact on the append clock; v8's -4 is the log start, v9's -5 and v11's -6 are -1/-1, as Kafka answers them without tiered storage; v10's timeout only bounds tiered reads. A sentinel below its version is UNSUPPORTED_VERSION, as in Kafka. v1 is the schema's own floor."},
 		{Key: kmsg.Metadata.Int16(), Min: 0, Max: 13, Handler: transport.Handle(n.handleMetadata), // 3
-			Why: "v10 answers topic ids (the Queen queue's id), v12 takes topics by id, v13's top-level error is always 0 (no rebootstrap is ever asked). Ceiling: kmsg's newest."},
+			Why: "Below v4 a named topic is always auto-created, from v4 only if the request allows it; v10 answers topic ids (the Queen queue's id), v11 drops the cluster's authorized operations, v12 takes topics by id (never auto-created; an id below v12 is INVALID_REQUEST, as in Kafka), v13's top-level error is always 0 (no rebootstrap is ever asked). Ceiling: kmsg's newest."},
 		{Key: kmsg.OffsetCommit.Int16(), Min: 2, Max: 10, Handler: transport.Handle(n.handleOffsetCommit), // 8
 			Why: "Kafka's ceiling (4.2): v10 names topics by id, resolved through the catalogue (an id no topic has is UNKNOWN_TOPIC_ID). v7's `group_instance_id` is fenced as Kafka fences it (FENCED_INSTANCE_ID); v9's generation is a classic group's. Floor: v0 and v1 are the ZooKeeper-era offset store."},
 		{Key: kmsg.OffsetFetch.Int16(), Min: 1, Max: 10, Handler: transport.Handle(n.handleOffsetFetch), // 9
@@ -43,17 +46,17 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.ListGroups.Int16(), Min: 0, Max: 5, Handler: transport.Handle(n.handleListGroups), // 16
 			Why: "The whole schema: every group is `classic` (v5's `group_type`), the only protocol served; v4's `states_filter` and v5's `types_filter` are honoured."},
 		{Key: kmsg.SASLHandshake.Int16(), Min: 0, Max: 1, Handler: transport.SASLHandshake, // 17
-			Why: "Both versions: the two SASL flows (raw tokens after v0, SaslAuthenticate after v1)."},
+			Why: "Both versions: the two SASL flows (raw tokens after v0, SaslAuthenticate after v1); PLAIN is the one mechanism."},
 		{Key: kmsg.ApiVersions.Int16(), Min: 0, Max: 5, Handler: transport.ApiVersions, // 18
-			Why: "The whole schema: no features are advertised at any version (v4 only changes how they may be), and v5's cluster and node ids are checked against Metadata's, REBOOTSTRAP_REQUIRED on a misrouted connection. Versions above the window get the v0 fallback."},
+			Why: "The whole schema: no features are advertised at any version (v4 only changes how they may be); v3's client software name and version are logged, never refused; v5's cluster and node ids are checked against Metadata's, REBOOTSTRAP_REQUIRED on a misrouted connection and INVALID_REQUEST for one without the other. A version outside the window is answered UNSUPPORTED_VERSION with the table, encoded at v0."},
 		{Key: kmsg.CreateTopics.Int16(), Min: 2, Max: 7, Handler: transport.Handle(n.handleCreateTopics), // 19
-			Why: "v4 lets -1 mean 'you choose', v5 carries the created topic's configs back, v6 understands THROTTLING_QUOTA_EXCEEDED, v7 answers the new queue's id. Ceiling: kmsg's newest."},
+			Why: "v4 lets -1 mean the default (QUEEN_KAFKA_DEFAULT_PARTITIONS, every live broker for the factor; accepted at every version), v5 carries the created topic's width, factor and applied configs back, v6 answers a throttled create THROTTLING_QUOTA_EXCEEDED, v7 answers the new queue's id. Ceiling: kmsg's newest."},
 		{Key: kmsg.DeleteTopics.Int16(), Min: 1, Max: 6, Handler: transport.Handle(n.handleDeleteTopics), // 20
 			Why: "v5 adds `error_message`, v6 names topics by name or id (an unknown id is UNKNOWN_TOPIC_ID). Ceiling: kmsg's newest."},
 		{Key: kmsg.InitProducerID.Int16(), Min: 0, Max: 5, Handler: transport.Handle(n.handleInitProducerID), // 22
-			Why: "The whole schema kmsg knows: v5 only lets the client read TRANSACTION_ABORTABLE (KIP-890), which InitProducerId never answers, here or in Kafka; transaction protocol 2 is the `transaction.version` feature, never advertised. v3 is KIP-360's epoch bump, which turns a lost sequence window into a reset the producer recovers from."},
+			Why: "The whole schema kmsg knows. v3 (KIP-360) may carry the producer's id and epoch: a transactional id's epoch is bumped only if they are its current ones (a retried bump is answered what it granted, anything else is fenced, PRODUCER_FENCED from v4 and INVALID_PRODUCER_EPOCH below); without a transactional id the answer is a fresh id at epoch 0 whatever the request names, as Kafka answers it. v5 only lets the client read TRANSACTION_ABORTABLE (KIP-890), which InitProducerId never answers, here or in Kafka; transaction protocol 2 is the `transaction.version` feature, never advertised."},
 		{Key: kmsg.OffsetForLeaderEpoch.Int16(), Min: 0, Max: 4, Handler: transport.Handle(n.handleOffsetForLeaderEpoch), // 23
-			Why: "The whole schema: every partition has one leader epoch, -1, whose end offset is the high watermark; any other epoch is undefined (-1/-1). current_leader_epoch is not fenced, as ListOffsets does not: the epoch never changes."},
+			Why: "The whole schema: every partition has one leader epoch, -1, whose end offset is the high watermark; any other epoch is undefined (-1/-1). v2's current_leader_epoch is not fenced, as ListOffsets does not: the epoch never changes; v3's replica_id changes nothing, as in Kafka."},
 		{Key: kmsg.AddPartitionsToTxn.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleAddPartitionsToTxn), // 24
 			Why: "Ceiling: v4 is a different request (KIP-890's broker-to-broker verification), never sent by a client."},
 		{Key: kmsg.AddOffsetsToTxn.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleAddOffsetsToTxn), // 25
@@ -71,11 +74,11 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.DescribeConfigs.Int16(), Min: 1, Max: 4, Handler: transport.Handle(n.handleDescribeConfigs), // 32
 			Why: "The whole schema: nothing in the window asks for something the facade cannot answer."},
 		{Key: kmsg.AlterConfigs.Int16(), Min: 0, Max: 2, Handler: transport.Handle(n.handleAlterConfigs), // 33
-			Why: "The whole schema; the deprecated full-replacement form, honoured literally."},
+			Why: "The whole schema; the deprecated full-replacement form, honoured literally (a key not named returns to its default, a key the facade does not apply is refused)."},
 		{Key: kmsg.SASLAuthenticate.Int16(), Min: 0, Max: 1, Handler: transport.SASLAuthenticate, // 36
-			Why: "Ceiling: v2 is the flexible encoding and adds no field; v1's `session_lifetime_ms` is answered 0."},
+			Why: "Ceiling: v2 is the flexible encoding and adds no field; v1's `session_lifetime_ms` is answered 0 (no re-authentication is asked)."},
 		{Key: kmsg.CreatePartitions.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleCreatePartitions), // 37
-			Why: "The whole schema. An increase is refused: Queen declares a topic's width once, at CreateTopics."},
+			Why: "The whole schema. Widening raises the width recorded under qk:topiccfg: (a Queen queue declares none), which the next Metadata reports; a decrease or an equal count is INVALID_PARTITIONS with Kafka's sentences, as is a count past the facade's per-topic ceiling, and a manual assignment is INVALID_REPLICA_ASSIGNMENT (the facade places no replicas)."},
 		{Key: kmsg.DeleteGroups.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleDeleteGroups), // 42
 			Why: "The whole schema: v3 only adds a per-group `error_message`, answered with the error's description (null on success)."},
 		{Key: kmsg.IncrementalAlterConfigs.Int16(), Min: 0, Max: 1, Handler: transport.Handle(n.handleIncrementalAlterConfigs), // 44
@@ -83,6 +86,6 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.OffsetDelete.Int16(), Min: 0, Max: 0, Handler: transport.Handle(n.handleOffsetDelete), // 47
 			Why: "One version; live groups' subscribed topics are refused, as Kafka does."},
 		{Key: kmsg.DescribeCluster.Int16(), Min: 0, Max: 2, Handler: transport.Handle(n.handleDescribeCluster), // 60
-			Why: "The whole schema: the brokers, cluster id and controller Metadata answers; every node is a broker endpoint (v1) and none is ever fenced (v2)."},
+			Why: "The whole schema: the brokers, cluster id and controller Metadata answers; every node is a broker endpoint (v1: asking for controllers is MISMATCHED_ENDPOINT_TYPE, an unknown type UNSUPPORTED_ENDPOINT_TYPE, both INVALID_REQUEST at v0) and none is ever fenced (v2)."},
 	}
 }

@@ -7,20 +7,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ApiVersions answers ApiVersions v0–v5 with the version table: the
-// handler of its row.
-// Supported and finalized features are never sent, at any version: the
-// facade negotiates none (no transaction.version, group.version...).
-//
-// Version notes:
-//   - v3: flexible; client software name and version (logged, never refused);
-//   - v4: only lifts v3's ban on a supported feature with min version 0
-//     (KAFKA-17011), and none is sent;
-//   - v5: cluster_id and node_id (KIP-1242): a client names the broker it
-//     expects to reach, and a connection routed to another (a stale DNS
-//     name, a load balancer) is answered REBOOTSTRAP_REQUIRED, with no keys;
-//     a node id without a cluster id, or the reverse, is INVALID_REQUEST.
-//     The ids are those Metadata answers.
+// ApiVersions answers with the version table: the handler of its row.
+// Features are never sent: the facade negotiates none (no
+// transaction.version, group.version...). A client that names the broker it
+// expects (cluster and node ids, those Metadata answers) and reached
+// another (a stale DNS name, a load balancer) is answered
+// REBOOTSTRAP_REQUIRED with no keys. Versions: see its row in the version table.
 var ApiVersions = Handle(apiVersions)
 
 func apiVersions(_ context.Context, c *Conn, req *kmsg.ApiVersionsRequest) (kmsg.Response, error) {
