@@ -39,10 +39,10 @@
 //     not parked again until its next.
 //
 // It does not own, and must not reach for:
-//   - the wire, budgets and answers: package node's Fetch handler fills
-//     the response from what a Round hands it, applies the partition and
-//     response budgets, and reads the partitions a Round says to read (its
-//     own chunked path);
+//   - the wire, budgets and answers: package fetchread fills the response
+//     from what a Round hands it, applies the partition and response
+//     budgets, and reads the partitions a Round says to read (its own
+//     chunked path); package node checks and lays out what it answers;
 //   - the session protocol: package fetchsession decides what a fetch is
 //     and which partitions an answer carries;
 //   - which topics exist or who may read them: the node checks every

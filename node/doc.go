@@ -19,6 +19,9 @@
 //     producer ids, the group rule and the partitions a transaction may name
 //     (transactions.go);
 //   - producer, producer ids and the sequencing of idempotent batches;
+//   - fetchread, Queen's records read into Fetch answers under the
+//     response, partition and node budgets (and ListOffsets' search);
+//     fetchsession and fetchwatch, a Fetch's sessions and parked polls;
 //   - registry, cluster mode's qk:node: session, wired in cluster.go from
 //     explicit parts between Listen and Serve (with QUEEN_KAFKA_NODE_ID
 //     unset none of it is built);

@@ -8,13 +8,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/queen-mq/queen-kafka/budget"
 	"github.com/queen-mq/queen-kafka/catalogue"
-	"github.com/queen-mq/queen-kafka/envelope"
 	"github.com/queen-mq/queen-kafka/faults"
+	"github.com/queen-mq/queen-kafka/fetchread"
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/queen"
-	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
@@ -43,7 +41,7 @@ import (
 // Memory: a chunk's Queen answer is turned into its partitions' batches as
 // it arrives and dropped, so one fetch holds at most one answer (bounded by
 // the queen client) and the response. No entry asks Queen for more than the
-// response has left (fetchFill.ask), and once that is spent no further chunk
+// response has left (fetchread.Fill), and once that is spent no further chunk
 // is asked: its partitions are empty reads with unknown (-1) watermarks, as
 // Kafka answers a partition past the response budget with nothing.
 const (
@@ -52,23 +50,8 @@ const (
 	// responses. Past it a response takes no further partition's records
 	// (as past its own budget), except the first record of a response,
 	// so that every consumer makes progress however many read at once.
-	fetchMemory      = 256 << 20
-	maxFetchResponse = 32 << 20
-	// minChunkWait is the shortest long-poll slice a chunked fetch gives one
-	// chunk, so that more than 1,024 partitions still wait rather than spin.
-	minChunkWait = 100 * time.Millisecond
+	fetchMemory = 256 << 20
 )
-
-// fetchSlot is one partition of a fetch request on its way through.
-type fetchSlot struct {
-	resp    *kmsg.FetchResponseTopicPartition
-	max     int   // partition_max_bytes
-	taken   int   // records in resp.RecordBatches
-	charged int   // bytes of resp.RecordBatches paid on the node's fetchMem
-	codec   int   // its batch's compression (recordbatch.Codec*)
-	offset  int64 // fetch_offset
-	next    int64 // the offset after the last record taken (offset when none)
-}
 
 func (n *Node) handleFetch(ctx context.Context, c *transport.Conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -89,7 +72,7 @@ func (n *Node) handleFetch(ctx context.Context, c *transport.Conn, req *kmsg.Fet
 		fs.Partitions = fetchsession.Distinct(fs.Partitions)
 	}
 	var (
-		slots   []fetchSlot        // the partitions Queen is asked about...
+		slots   []fetchread.Slot   // the partitions Queen is asked about...
 		entries []queen.FetchEntry // ...and their entries, one for one
 		refused bool               // a partition already carries an error
 	)
@@ -98,7 +81,7 @@ func (n *Node) handleFetch(ctx context.Context, c *transport.Conn, req *kmsg.Fet
 	for i := range fs.Partitions {
 		rp := &fs.Partitions[i]
 		sp := answers[i]
-		unreadAnswer(sp, req)
+		fetchread.Unread(sp, req)
 		topic, tv, err := fetchTopic(ctx, topics, req.Version >= 13, rp.Key)
 		if err != nil {
 			return nil, err
@@ -114,7 +97,7 @@ func (n *Node) handleFetch(ctx context.Context, c *transport.Conn, req *kmsg.Fet
 			refused = true
 			continue
 		}
-		slots = append(slots, fetchSlot{resp: sp, max: max(int(rp.MaxBytes), 1), codec: tv.Config.FetchCodec(n.cfg.FetchCompression, req.Version), offset: rp.FetchOffset})
+		slots = append(slots, fetchread.Slot{Resp: sp, Max: max(int(rp.MaxBytes), 1), Codec: tv.Config.FetchCodec(n.cfg.FetchCompression, req.Version), Offset: rp.FetchOffset})
 		entries = append(entries, queen.FetchEntry{
 			Queue:     topic,
 			Partition: strconv.FormatInt(int64(rp.Partition), 10),
@@ -129,10 +112,10 @@ func (n *Node) handleFetch(ctx context.Context, c *transport.Conn, req *kmsg.Fet
 		// which returns at once on an erroring entry), do not park on it.
 		wait = 0
 	}
-	f := n.newFetchFill(req)
-	defer f.handOver(c)
+	f := fetchread.New(req, n.batches, n.fetchMem)
+	defer f.HandOver(reader(c))
 	fctx, cancel := n.untilStop(ctx)
-	err := f.chunked(fctx, c, slots, entries, wait, int(max(req.MinBytes, 0)))
+	err := f.Read(fctx, reader(c), slots, entries, wait, int(max(req.MinBytes, 0)))
 	cancel()
 	if err := n.failedRead(ctx, c, resp, f, slots, err); err != nil {
 		return nil, err
@@ -140,21 +123,11 @@ func (n *Node) handleFetch(ctx context.Context, c *transport.Conn, req *kmsg.Fet
 	return answerFetch(resp, fs, answers), nil
 }
 
-// newFetchFill is the fill of one response to req: the 32 MiB ceiling, or
-// the request's max_bytes below it.
-func (n *Node) newFetchFill(req *kmsg.FetchRequest) *fetchFill {
-	f := &fetchFill{budget: maxFetchResponse, enc: n.batches, mem: n.fetchMem}
-	if req.Version >= 3 && req.MaxBytes >= 0 {
-		f.budget = min(f.budget, int(req.MaxBytes))
-	}
-	return f
-}
-
 // failedRead answers err, the failure of reading slots from Queen (nil when
 // the read did not fail): each slot the mapped code with no records, the
 // throttle raised; a fatal mapping, or a long poll cut by the node's stop,
 // is returned to close the connection.
-func (n *Node) failedRead(ctx context.Context, c *transport.Conn, resp *kmsg.FetchResponse, f *fetchFill, slots []fetchSlot, err error) error {
+func (n *Node) failedRead(ctx context.Context, c *transport.Conn, resp *kmsg.FetchResponse, f *fetchread.Fill, slots []fetchread.Slot, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -169,25 +142,16 @@ func (n *Node) failedRead(ctx context.Context, c *transport.Conn, resp *kmsg.Fet
 		return fatal
 	}
 	resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
-	for i := range slots {
-		f.unfill(&slots[i])
-		slots[i].resp.ErrorCode = code // watermarks -1, no records
-	}
+	f.Fail(slots, code)
 	return nil
 }
 
-// unreadAnswer readies sp, a partition's answer to req, as not read yet:
-// no records, no error, watermarks unknown.
-func unreadAnswer(sp *kmsg.FetchResponseTopicPartition, req *kmsg.FetchRequest) {
-	// Empty, never null: librdkafka and sarama refuse a null record set
-	// ("invalid MessageSetSize -1"), which is what a real broker never sends.
-	sp.RecordBatches = []byte{}
-	if req.IsolationLevel == 1 {
-		// read_committed gets an empty aborted list, as from Kafka:
-		// nothing aborted is ever in this log.
-		sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+// reader is c as a fetch reads through it; none without a connection.
+func reader(c *transport.Conn) fetchread.Conn {
+	if c == nil {
+		return nil
 	}
-	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+	return c
 }
 
 // fetchSessionRequest is the session side of req; below v7, a sessionless
@@ -298,241 +262,4 @@ func answerFetch(resp *kmsg.FetchResponse, fs *fetchsession.Fetch, answers []*km
 	}
 	resp.Topics = topics
 	return resp
-}
-
-// fetchFill fills a fetch response's partitions from Queen's answers, in
-// request order, against the partition budgets and the response budget.
-// The first record of the response is always taken whole; after it a
-// partition takes records while they fit, and one whose next record does
-// not fit is an empty read with its real watermarks.
-type fetchFill struct {
-	enc    *recordbatch.Encoder
-	mem    *budget.Budget // the node's fetch response bytes (fetchMemory); nil: unbounded
-	held   int64          // what the response's batches hold of mem
-	budget int            // bytes the response has left (negative past an oversized first record)
-	taken  int            // records in the response
-	full   bool           // a record did not fit what the response had left
-}
-
-// handOver gives what the response holds of the node's budget to c, which
-// gives it back once the response is written (or the connection closes):
-// the batches live until then. Without a connection it is given back now.
-func (f *fetchFill) handOver(c *transport.Conn) {
-	held := f.held
-	f.held = 0
-	switch {
-	case held == 0:
-	case c == nil:
-		f.mem.Release(held)
-	default:
-		c.HoldAnswer(f.mem, held)
-	}
-}
-
-// spent reports that the response takes no further chunk: its first record
-// is in, and a record did not fit what is left (or nothing could). A later
-// partition might still hold a record small enough, but Kafka may answer
-// the partitions past the budget empty, and the consumer fetches again.
-func (f *fetchFill) spent() bool {
-	return f.taken > 0 && (f.full || f.budget <= recordbatch.HeaderLen)
-}
-
-// unfill takes a partition's answer back out of the response (before it
-// is read again, or failed): no records, no error, watermarks unknown.
-func (f *fetchFill) unfill(s *fetchSlot) {
-	if s.charged > 0 {
-		f.mem.Release(int64(s.charged))
-		f.held -= int64(s.charged)
-		s.charged = 0
-	}
-	f.budget += len(s.resp.RecordBatches)
-	f.taken -= s.taken
-	f.full = f.full && s.taken == 0 // what it held is free again
-	s.taken, s.next = 0, s.offset
-	s.resp.RecordBatches = []byte{}
-	s.resp.ErrorCode = 0
-	s.resp.HighWatermark, s.resp.LastStableOffset, s.resp.LogStartOffset = -1, -1, -1
-}
-
-// fill answers s from its Queen result r.
-func (f *fetchFill) fill(s *fetchSlot, r *queen.FetchResult) {
-	f.unfill(s)
-	switch r.Error {
-	case "":
-	case queen.FetchErrUnknownTopic:
-		// The queue is gone since the catalogue last looked: no bounds.
-		s.resp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		return
-	case queen.FetchErrOutOfRange:
-		s.resp.ErrorCode = kerr.OffsetOutOfRange.Code
-		s.resp.HighWatermark, s.resp.LastStableOffset, s.resp.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
-		return
-	default:
-		s.resp.ErrorCode = kerr.UnknownServerError.Code
-		return
-	}
-	s.resp.HighWatermark, s.resp.LastStableOffset, s.resp.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
-	var recs []recordbatch.Fetched
-	size := recordbatch.HeaderLen
-	for _, fr := range r.Records {
-		rec := envelope.DecodePayload(fr.Payload, queen.ParseTS(fr.TS))
-		if rec.Timestamp < 0 {
-			rec.Timestamp = -1 // an unreadable ts is no timestamp, not year 1
-		}
-		est := recordBound(&rec)
-		if f.taken+len(recs) > 0 && (size+est > s.max || size+est > f.budget) {
-			f.full = f.full || size+est > f.budget
-			break
-		}
-		recs = append(recs, recordbatch.Fetched{Offset: fr.Offset, Record: rec})
-		size += est
-	}
-	if len(recs) > 0 {
-		// Compressed or not, the batch is never larger than the plain one
-		// the budgets above were counted against.
-		b := f.enc.AppendFetchBatch(nil, recs, s.codec)
-		switch {
-		case f.charge(len(b)):
-			s.charged = len(b)
-		case f.taken > 0:
-			// The node holds its fetch memory: as past the response's
-			// budget, an empty read with real watermarks.
-			f.full = true
-			return
-		case len(recs) > 1:
-			// The response's first record is taken whatever the node
-			// holds, as whatever its own budget: the consumer progresses.
-			recs = recs[:1]
-			b = f.enc.AppendFetchBatch(nil, recs, s.codec)
-		}
-		s.resp.RecordBatches = b
-		f.budget -= len(s.resp.RecordBatches)
-		f.taken += len(recs)
-		s.taken = len(recs)
-		s.next = recs[len(recs)-1].Offset + 1
-	}
-}
-
-// charge pays n bytes of batches on the node's budget, if it has them.
-func (f *fetchFill) charge(n int) bool {
-	if f.mem == nil {
-		return true
-	}
-	if !f.mem.TryAcquire(int64(n)) {
-		return false
-	}
-	f.held += int64(n)
-	return true
-}
-
-// ask sets the maxBytes of es, the entries of one call for slots ss: each
-// its partition budget, but never more than the response has left. Queen's
-// budget is per entry and counts what it delivers (a call fills entries in
-// order up to its own fixed 64 MiB), so this is as close as the route lets
-// a call come to "what the response has left"; capping the sum of what the
-// entries ask instead would starve every partition past the first few
-// whenever partition budgets are far above the data, as they mostly are.
-func (f *fetchFill) ask(ss []*fetchSlot, es []queen.FetchEntry) {
-	left := storedBytes(max(f.budget, 1))
-	for i := range es {
-		es[i].MaxBytes = min(storedBytes(ss[i].max), left, queen.MaxFetchEntryBytes)
-	}
-}
-
-// storedBytes is the Queen budget for b bytes of Kafka records: a little
-// more, since Queen counts stored bytes and a stored envelope is base64,
-// about four thirds of the record it re-encodes to. The Kafka budget is
-// applied exactly afterwards (fill).
-func storedBytes(b int) int {
-	return b + b/3 + 1024
-}
-
-// recordBound is an upper bound on r's encoded size in a batch: every
-// varint at its widest, plus the bytes themselves.
-func recordBound(r *envelope.Record) int {
-	n := 5 + 1 + 10 + 5 + 5 + len(r.Key) + 5 + len(r.Value) + 5
-	for _, h := range r.Headers {
-		n += 10 + len(h.Key) + len(h.Value)
-	}
-	return n
-}
-
-// chunked runs entries through Queen's fetch route, at most 1,024 per call,
-// filling slots as each answer arrives. Up to 1,024 it is one call carrying
-// the whole long poll. Beyond, a first pass reads every chunk without
-// waiting; when that gathered less than minBytes, the remaining wait is
-// spent in slices, one chunk after another, until a chunk has data or the
-// wait is over. No chunk is asked once the response budget is spent. A
-// chunk Queen refuses as a bad or too large request fails its own
-// partitions only; any other failure is the whole fetch's, returned.
-func (f *fetchFill) chunked(ctx context.Context, c *transport.Conn, slots []fetchSlot, entries []queen.FetchEntry, wait time.Duration, minBytes int) error {
-	chunks := (len(entries) + queen.MaxFetchEntries - 1) / queen.MaxFetchEntries
-	deadline := time.Now().Add(wait)
-	for round := 0; ; round++ {
-		got, answered := 0, false
-		for from := 0; from < len(entries); from += queen.MaxFetchEntries {
-			if f.spent() {
-				return nil
-			}
-			to := min(from+queen.MaxFetchEntries, len(entries))
-			waitMs := 0
-			switch {
-			case chunks == 1:
-				waitMs = int(wait.Milliseconds())
-			case round > 0:
-				left := time.Until(deadline)
-				if left <= 0 {
-					return nil
-				}
-				waitMs = int(min(left, max(left/time.Duration(chunks), minChunkWait)).Milliseconds())
-			}
-			ss := make([]*fetchSlot, to-from)
-			for i := range ss {
-				ss[i] = &slots[from+i]
-			}
-			g, a, err := f.readChunk(ctx, c, ss, entries[from:to], waitMs, minBytes)
-			if err != nil {
-				return err
-			}
-			got, answered = got+g, answered || a
-			if round > 0 && (got >= max(minBytes, 1) || answered) {
-				return nil
-			}
-		}
-		if chunks == 1 || got >= minBytes || answered || wait <= 0 || time.Until(deadline) <= 0 {
-			return nil
-		}
-	}
-}
-
-// readChunk reads one chunk's partitions ss (entries es) and fills them.
-// got is Queen's delivered payload bytes (each record at least 1, as its
-// minBytes counts), answered that an error is among the answers.
-func (f *fetchFill) readChunk(ctx context.Context, c *transport.Conn, ss []*fetchSlot, es []queen.FetchEntry, waitMs, minBytes int) (got int, answered bool, err error) {
-	for _, s := range ss {
-		f.unfill(s) // read again: this answer replaces the last one
-	}
-	f.ask(ss, es)
-	rs, err := c.Queen().Fetch(ctx, queen.FetchRequest{Entries: es, MaxWaitMs: waitMs, MinBytes: minBytes})
-	if err != nil {
-		if k := queen.KindOf(err); k != queen.KindBadRequest && k != queen.KindTooLarge {
-			return 0, false, err
-		}
-		// Refused whole, and refused again if resent: this chunk's
-		// partitions fail, the others are read.
-		faults.Log(c.Logger(), "fetch", err)
-		code, _, _, _ := faults.Fetch(err)
-		for _, s := range ss {
-			s.resp.ErrorCode = code
-		}
-		return 0, true, nil
-	}
-	for i := range rs {
-		for _, rec := range rs[i].Records {
-			got += max(len(rec.Payload), 1)
-		}
-		answered = answered || rs[i].Error != ""
-		f.fill(ss[i], &rs[i])
-	}
-	return got, answered, nil
 }

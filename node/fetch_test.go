@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/budget"
+	"github.com/queen-mq/queen-kafka/fetchread"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 	"github.com/queen-mq/queen-kafka/recordbatch"
@@ -320,5 +321,5 @@ func TestFetchResponseCeiling(t *testing.T) {
 			require.Empty(t, p.RecordBatches, "partition %d is past 32 MiB", i)
 		}
 	}
-	require.LessOrEqual(t, total, maxFetchResponse)
+	require.LessOrEqual(t, total, fetchread.MaxResponse)
 }

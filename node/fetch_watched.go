@@ -10,6 +10,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/faults"
+	"github.com/queen-mq/queen-kafka/fetchread"
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/fetchwatch"
 	"github.com/queen-mq/queen-kafka/queen"
@@ -23,9 +24,10 @@ import (
 // partitions, those it just answered records of, those the client moved),
 // takes what the parked calls read, and otherwise waits on them: a trickle
 // costs one parked call per record, not a call per 1,024 partitions per
-// fetch. The budgets, the answer and the session's carry rules are the
-// plain fetch's (fetch.go); only the partitions the fetch touched are laid
-// out, so its cost follows what moved rather than the session's width.
+// fetch. The budgets (package fetchread), the answer and the session's
+// carry rules are the plain fetch's (fetch.go); only the partitions the
+// fetch touched are laid out, so its cost follows what moved rather than
+// the session's width.
 //
 // A sessionless fetch as wide (epoch -1, or below v7: librdkafka's, and any
 // client without KIP-227) is watched the same way, its watch kept with the
@@ -69,34 +71,22 @@ func (n *Node) watchRound(c *transport.Conn, fs *fetchsession.Fetch, wait time.D
 	return r
 }
 
-// touchedPart is a partition a watched fetch answers (or may): its place
-// in the fetch, its key, and its slot.
-type touchedPart struct {
-	idx     int
-	key     fetchsession.Partition
-	slot    fetchSlot
-	read    bool // the slot was filled from Queen, not left unread
-	learned bool // the watch has been told of this fill
-}
-
 // watchedFetch is one watched fetch on its way through.
 type watchedFetch struct {
-	n       *Node
-	req     *kmsg.FetchRequest
-	fs      *fetchsession.Fetch
-	topics  *catalogue.Verdicts
-	round   *fetchwatch.Round
-	f       *fetchFill
-	touched map[int]*touchedPart
-	queues  []string // by partition, its queue; "" where the fetch does not read it
-	refused bool     // a partition carries an error: answer at once
+	*fetchread.Watched
+	n      *Node
+	req    *kmsg.FetchRequest
+	fs     *fetchsession.Fetch
+	topics *catalogue.Verdicts
+	queues []string // by partition, its queue; "" where the fetch does not read it
 }
 
 func (n *Node) fetchWatched(ctx context.Context, c *transport.Conn, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, fs *fetchsession.Fetch, round *fetchwatch.Round, wait time.Duration) (kmsg.Response, error) {
 	deadline := time.Now().Add(wait)
-	wf := &watchedFetch{n: n, req: req, fs: fs, round: round, f: n.newFetchFill(req),
-		topics: n.cats.Verdicts(callerOf(c), faults.Fetch, &resp.ThrottleMillis), touched: make(map[int]*touchedPart)}
-	defer wf.f.handOver(c)
+	wf := &watchedFetch{n: n, req: req, fs: fs, Watched: fetchread.NewWatched(fetchread.New(req, n.batches, n.fetchMem), round),
+		topics: n.cats.Verdicts(callerOf(c), faults.Fetch, &resp.ThrottleMillis)}
+	defer wf.Fill.HandOver(reader(c))
+	failedRead := func(slots []fetchread.Slot, err error) error { return n.failedRead(ctx, c, resp, wf.Fill, slots, err) }
 	// The verdicts first, then the watch's view of every partition the
 	// fetch may read, under one lock: a wide session is matched whole on
 	// every fetch.
@@ -131,7 +121,7 @@ func (n *Node) fetchWatched(ctx context.Context, c *transport.Conn, req *kmsg.Fe
 		}
 		queues[i] = topic
 	}
-	var ready, hot []*touchedPart
+	var ready, hot []*fetchread.Part
 	var hotEntries []queen.FetchEntry
 	var results []*queen.FetchResult
 	for _, m := range round.MatchAll(fs.Partitions, queues) {
@@ -154,30 +144,21 @@ func (n *Node) fetchWatched(ctx context.Context, c *transport.Conn, req *kmsg.Fe
 
 	// What the parked calls read, then what the watch does not know.
 	for j, tp := range ready {
-		wf.fill(tp, results[j])
+		wf.Take(tp, results[j])
 	}
-	if len(hot) > 0 && !wf.f.spent() {
-		slots := make([]fetchSlot, len(hot))
-		for j, tp := range hot {
-			slots[j] = tp.slot
-		}
-		err := wf.f.chunked(fctx, c, slots, hotEntries, 0, minBytes)
-		if err := n.failedRead(ctx, c, resp, wf.f, slots, err); err != nil {
+	if len(hot) > 0 && !wf.Fill.Spent() {
+		if err := wf.ReadParts(fctx, reader(c), hot, hotEntries, 0, minBytes, failedRead); err != nil {
 			return nil, err
 		}
-		for j, tp := range hot {
-			tp.slot, tp.read, tp.learned = slots[j], true, false
-		}
-		wf.refused = wf.refused || slices.ContainsFunc(slots, func(s fetchSlot) bool { return s.resp.ErrorCode != 0 })
 	}
-	wf.learn()
+	wf.Learn()
 
 	// Then wait on the parked calls until there is enough to answer.
-	for !wf.refused && !wf.f.spent() && wf.gathered() < max(minBytes, 1) && time.Now().Before(deadline) {
+	for !wf.Refused && !wf.Fill.Spent() && wf.Gathered() < max(minBytes, 1) && time.Now().Before(deadline) {
 		if !round.Park() {
 			// The node's bound on parked calls refused one: the partitions
 			// left unwatched are waited on the plain way, in slices.
-			return wf.answer(resp, wf.waitUnparked(fctx, c, resp, deadline, minBytes))
+			return wf.answer(resp, wf.waitUnparked(fctx, c, deadline, minBytes, failedRead))
 		}
 		hits, failed := round.Wait(fctx, deadline)
 		if len(hits) == 0 {
@@ -185,18 +166,18 @@ func (n *Node) fetchWatched(ctx context.Context, c *transport.Conn, req *kmsg.Fe
 				break
 			}
 			// Nothing is parked (nothing was cold): read the rest plainly.
-			return wf.answer(resp, wf.waitUnparked(fctx, c, resp, deadline, minBytes))
+			return wf.answer(resp, wf.waitUnparked(fctx, c, deadline, minBytes, failedRead))
 		}
 		for _, h := range hits {
 			tp, err := wf.touchRead(ctx, h.Idx)
 			if err != nil {
 				return nil, err
 			}
-			wf.fill(tp, h.Result)
+			wf.Take(tp, h.Result)
 		}
-		wf.learn()
+		wf.Learn()
 	}
-	if n.stopped() && ctx.Err() == nil && wf.gathered() == 0 {
+	if n.stopped() && ctx.Err() == nil && wf.Gathered() == 0 {
 		return nil, errStopping
 	}
 	round.Park() // what is cold now stays watched until the next fetch
@@ -205,27 +186,27 @@ func (n *Node) fetchWatched(ctx context.Context, c *transport.Conn, req *kmsg.Fe
 
 // touch is the idx-th partition's entry among those the fetch answers,
 // made (unread) on first touch.
-func (wf *watchedFetch) touch(idx int, tv *catalogue.Verdict) *touchedPart {
-	if tp := wf.touched[idx]; tp != nil {
+func (wf *watchedFetch) touch(idx int, tv *catalogue.Verdict) *fetchread.Part {
+	if tp := wf.Touched[idx]; tp != nil {
 		return tp
 	}
 	rp := &wf.fs.Partitions[idx]
-	tp := &touchedPart{idx: idx, key: *rp}
-	tp.slot = fetchSlot{resp: &kmsg.FetchResponseTopicPartition{}, max: max(int(rp.MaxBytes), 1), offset: rp.FetchOffset, next: rp.FetchOffset}
-	*tp.slot.resp = kmsg.NewFetchResponseTopicPartition()
-	tp.slot.resp.Partition = rp.Partition
-	unreadAnswer(tp.slot.resp, wf.req)
+	tp := &fetchread.Part{Idx: idx, Key: *rp}
+	tp.Slot = fetchread.Slot{Resp: &kmsg.FetchResponseTopicPartition{}, Max: max(int(rp.MaxBytes), 1), Offset: rp.FetchOffset, Next: rp.FetchOffset}
+	*tp.Slot.Resp = kmsg.NewFetchResponseTopicPartition()
+	tp.Slot.Resp.Partition = rp.Partition
+	fetchread.Unread(tp.Slot.Resp, wf.req)
 	if tv != nil {
-		tp.slot.codec = tv.Config.FetchCodec(wf.n.cfg.FetchCompression, wf.req.Version)
+		tp.Slot.Codec = tv.Config.FetchCodec(wf.n.cfg.FetchCompression, wf.req.Version)
 	}
-	wf.touched[idx] = tp
+	wf.Touched[idx] = tp
 	return tp
 }
 
 // touchRead is touch for a partition the fetch reads, whose topic's verdict
 // (and so its codec) this request has already taken.
-func (wf *watchedFetch) touchRead(ctx context.Context, idx int) (*touchedPart, error) {
-	if tp := wf.touched[idx]; tp != nil {
+func (wf *watchedFetch) touchRead(ctx context.Context, idx int) (*fetchread.Part, error) {
+	if tp := wf.Touched[idx]; tp != nil {
 		return tp, nil
 	}
 	_, tv, err := fetchTopic(ctx, wf.topics, wf.req.Version >= 13, wf.fs.Partitions[idx].Key)
@@ -238,69 +219,30 @@ func (wf *watchedFetch) touchRead(ctx context.Context, idx int) (*touchedPart, e
 // refuse answers the idx-th partition code, unread.
 func (wf *watchedFetch) refuse(idx int, code int16) {
 	tp := wf.touch(idx, nil)
-	tp.slot.resp.ErrorCode = code
-	wf.refused = true
+	tp.Slot.Resp.ErrorCode = code
+	wf.Refused = true
 }
 
-// fill answers tp from r, what Queen read of it from the fetch's offset.
-func (wf *watchedFetch) fill(tp *touchedPart, r *queen.FetchResult) {
-	wf.f.fill(&tp.slot, r)
-	tp.read, tp.learned = true, false
-	wf.refused = wf.refused || tp.slot.resp.ErrorCode != 0
-}
-
-// learn tells the watch what the fetch answered of each partition it read:
-// a partition answered up to its high watermark is cold there and parked;
-// one answered an error, or not read at all, is read again.
-func (wf *watchedFetch) learn() {
-	for _, tp := range wf.touched {
-		if !tp.read || tp.learned {
-			continue
-		}
-		tp.learned = true
-		sp := tp.slot.resp
-		if sp.ErrorCode == 0 && sp.HighWatermark < 0 {
-			continue // the budget was spent before it was read
-		}
-		wf.round.Learn(&tp.key, fetchwatch.Outcome{Next: tp.slot.next, HighWatermark: sp.HighWatermark, LogStartOffset: sp.LogStartOffset, Err: sp.ErrorCode != 0})
-	}
-}
-
-// gathered is the record bytes the response holds (min_bytes' measure).
-func (wf *watchedFetch) gathered() int {
-	n := 0
-	for _, tp := range wf.touched {
-		n += len(tp.slot.resp.RecordBatches)
-	}
-	return n
-}
-
-// waitUnparked waits the plain way (fetchFill.chunked, in slices) on the
+// waitUnparked waits the plain way (fetchread.Fill.Read, in slices) on the
 // cold partitions no call is parked on, and returns the read's failure.
-func (wf *watchedFetch) waitUnparked(ctx context.Context, c *transport.Conn, resp *kmsg.FetchResponse, deadline time.Time, minBytes int) error {
-	rest := wf.round.Unparked()
+func (wf *watchedFetch) waitUnparked(ctx context.Context, c *transport.Conn, deadline time.Time, minBytes int, failed func([]fetchread.Slot, error) error) error {
+	rest := wf.Round.Unparked()
 	if len(rest) == 0 {
 		return nil
 	}
-	slots := make([]fetchSlot, len(rest))
+	tps := make([]*fetchread.Part, len(rest))
 	entries := make([]queen.FetchEntry, len(rest))
-	idx := make([]int, len(rest))
 	for j, h := range rest {
 		tp, err := wf.touchRead(ctx, h.Idx)
 		if err != nil {
 			return err
 		}
-		slots[j], entries[j], idx[j] = tp.slot, h.Entry, h.Idx
+		tps[j], entries[j] = tp, h.Entry
 	}
-	err := wf.f.chunked(ctx, c, slots, entries, time.Until(deadline), minBytes)
-	if err := wf.n.failedRead(ctx, c, resp, wf.f, slots, err); err != nil {
+	if err := wf.ReadParts(ctx, reader(c), tps, entries, time.Until(deadline), minBytes, failed); err != nil {
 		return err
 	}
-	for j, k := range idx {
-		tp := wf.touched[k]
-		tp.slot, tp.read, tp.learned = slots[j], true, false
-	}
-	wf.learn()
+	wf.Learn()
 	return nil
 }
 
@@ -313,16 +255,16 @@ func (wf *watchedFetch) answer(resp *kmsg.FetchResponse, err error) (kmsg.Respon
 	if wf.fs.Kind == fetchsession.Sessionless {
 		return wf.answerAll(resp), nil
 	}
-	tps := make([]*touchedPart, 0, len(wf.touched))
-	for _, tp := range wf.touched {
+	tps := make([]*fetchread.Part, 0, len(wf.Touched))
+	for _, tp := range wf.Touched {
 		tps = append(tps, tp)
 	}
-	slices.SortFunc(tps, func(a, b *touchedPart) int { return a.idx - b.idx })
+	slices.SortFunc(tps, func(a, b *fetchread.Part) int { return a.Idx - b.Idx })
 	idx := make([]int, len(tps))
 	rs := make([]fetchsession.Result, len(tps))
 	for j, tp := range tps {
-		a := tp.slot.resp
-		idx[j] = tp.idx
+		a := tp.Slot.Resp
+		idx[j] = tp.Idx
 		rs[j] = fetchsession.Result{HighWatermark: a.HighWatermark, LogStartOffset: a.LogStartOffset, Error: a.ErrorCode,
 			Records: len(a.RecordBatches) > 0, Unread: a.ErrorCode == 0 && a.HighWatermark < 0}
 	}
@@ -332,14 +274,14 @@ func (wf *watchedFetch) answer(resp *kmsg.FetchResponse, err error) (kmsg.Respon
 		if !carry[j] {
 			continue
 		}
-		k := tp.key
+		k := tp.Key
 		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != k.Topic || resp.Topics[n-1].TopicID != k.ID {
 			st := kmsg.NewFetchResponseTopic()
 			st.Topic, st.TopicID = k.Topic, k.ID
 			resp.Topics = append(resp.Topics, st)
 		}
 		t := &resp.Topics[len(resp.Topics)-1]
-		t.Partitions = append(t.Partitions, *tp.slot.resp)
+		t.Partitions = append(t.Partitions, *tp.Slot.Resp)
 	}
 	return resp, nil
 }
@@ -352,15 +294,15 @@ func (wf *watchedFetch) answer(resp *kmsg.FetchResponse, err error) (kmsg.Respon
 func (wf *watchedFetch) answerAll(resp *kmsg.FetchResponse) *kmsg.FetchResponse {
 	ps := wf.fs.Partitions
 	answers := layoutFetch(resp, ps)
-	lsos := wf.round.LogStarts(ps, wf.queues)
+	lsos := wf.Round.LogStarts(ps, wf.queues)
 	for i, sp := range answers {
-		if tp := wf.touched[i]; tp != nil {
+		if tp := wf.Touched[i]; tp != nil {
 			p := sp.Partition
-			*sp = *tp.slot.resp
+			*sp = *tp.Slot.Resp
 			sp.Partition = p
 			continue
 		}
-		unreadAnswer(sp, wf.req)
+		fetchread.Unread(sp, wf.req)
 		if wf.queues[i] != "" && lsos[i] >= 0 {
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = ps[i].FetchOffset, ps[i].FetchOffset, lsos[i]
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/queen-mq/queen-kafka/envelope"
+	"github.com/queen-mq/queen-kafka/fetchread"
 	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
@@ -121,7 +122,7 @@ func TestFetchWideCarriesResponseBudget(t *testing.T) {
 	for _, c := range calls {
 		require.LessOrEqual(t, c.entries, queen.MaxFetchEntries)
 		for _, mb := range c.maxBytes {
-			require.LessOrEqual(t, mb, storedBytes(budget), "an entry asks at most what the response has left")
+			require.LessOrEqual(t, mb, fetchread.StoredBytes(budget), "an entry asks at most what the response has left")
 		}
 		answered += c.answered
 	}

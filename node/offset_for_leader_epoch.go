@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/fetchread"
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
@@ -43,7 +44,7 @@ func (n *Node) handleOffsetForLeaderEpoch(ctx context.Context, c *transport.Conn
 		lt.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			lp := kmsg.NewListOffsetsRequestTopicPartition()
-			lp.Partition, lp.Timestamp = rp.Partition, latestTimestamp
+			lp.Partition, lp.Timestamp = rp.Partition, fetchread.Latest
 			lt.Partitions = append(lt.Partitions, lp)
 		}
 		lo.Topics = append(lo.Topics, lt)
