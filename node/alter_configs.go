@@ -16,22 +16,23 @@ import (
 // report a setting nothing enforces.
 func (n *Node) handleAlterConfigs(ctx context.Context, c *transport.Conn, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	for _, r := range req.Resources {
-		out := n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *catalogue.TopicConfig) error {
-			*k = catalogue.DefaultTopicConfig()
-			for _, cfg := range r.Configs {
-				if !catalogue.SupportedTopicConfig(cfg.Name) {
-					return unappliedConfig(cfg.Name)
+	pre := n.preprocessAlter(legacyResources(req.Resources), false)
+	for i, r := range req.Resources {
+		out := pre[i].alterOutcome // Kafka's preprocessing answered it
+		if !pre[i].done {
+			out = n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *catalogue.TopicConfig) error {
+				*k = catalogue.DefaultTopicConfig()
+				for _, cfg := range r.Configs {
+					if !catalogue.SupportedTopicConfig(cfg.Name) {
+						return unappliedConfig(cfg.Name)
+					}
+					if err := k.Set(cfg.Name, *cfg.Value); err != nil { // a null value was refused first
+						return err
+					}
 				}
-				if cfg.Value == nil {
-					continue // already the default
-				}
-				if err := k.Set(cfg.Name, *cfg.Value); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+				return nil
+			})
+		}
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
 		rr.ErrorCode, rr.ErrorMessage = out.code, faults.ErrorMessage(out.code, out.msg)

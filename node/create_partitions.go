@@ -32,7 +32,7 @@ func (n *Node) handleCreatePartitions(ctx context.Context, c *transport.Conn, re
 		var msg string
 		switch {
 		case seen[t.Topic] > 1:
-			code, msg = kerr.InvalidRequest.Code, fmt.Sprintf("Duplicate topic in request: %s", t.Topic)
+			code, msg = kerr.InvalidRequest.Code, "Duplicate topic name."
 		case refreshErr != nil:
 			var throttle int32
 			code, throttle, msg = faults.Topic(refreshErr)
@@ -42,19 +42,26 @@ func (n *Node) handleCreatePartitions(ctx context.Context, c *transport.Conn, re
 			code, msg, throttle = n.widenTopic(ctx, c, cat, t, req.ValidateOnly)
 			resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 		}
-		rt.ErrorCode, rt.ErrorMessage = code, faults.ErrorMessage(code, msg)
+		// An empty message is null on the wire, as Kafka's message-less
+		// UnknownTopicOrPartitionException is.
+		rt.ErrorCode = code
+		if msg != "" {
+			rt.ErrorMessage = faults.ErrorMessage(code, msg)
+		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
 }
 
 func (n *Node) widenTopic(ctx context.Context, c *transport.Conn, cat *catalogue.Catalogue, t kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string, int32) {
+	// Kafka's controller throws UnknownTopicOrPartitionException() with no
+	// message for a topic it does not have: the answer's message is null.
 	if catalogue.TopicNameError(t.Topic) != "" || catalogue.InternalTopic(t.Topic) {
-		return kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.", 0
+		return kerr.UnknownTopicOrPartition.Code, "", 0
 	}
 	info, ok := cat.Lookup(t.Topic)
 	if !ok {
-		return kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.", 0
+		return kerr.UnknownTopicOrPartition.Code, "", 0
 	}
 	cur := cat.Width(info)
 	switch {

@@ -101,7 +101,13 @@ func (n *Node) planCreate(t kmsg.CreateTopicsRequestTopic) (createPlan, int16, s
 		return p, kerr.InvalidTopicException.Code, fmt.Sprintf("Topic name %s is reserved: names beginning with __ are Kafka's internal topics, which this facade neither lists nor creates", t.Topic)
 	}
 	if len(t.ReplicaAssignment) > 0 {
-		return p, kerr.InvalidReplicaAssignment.Code, "Manual replica assignment is not supported: this facade places no replicas, and every partition is led by the broker Metadata names."
+		// Kafka's manual assignment: its partition count is the width.
+		var code int16
+		var msg string
+		if p.width, p.rf, code, msg = n.planAssignment(t); code != 0 {
+			return p, code, msg
+		}
+		return planConfigs(t, p)
 	}
 	switch {
 	case t.NumPartitions == -1:
@@ -122,6 +128,11 @@ func (n *Node) planCreate(t kmsg.CreateTopicsRequestTopic) (createPlan, int16, s
 		// Accepted as asked: durability is Queen's, whatever the factor.
 		p.rf = t.ReplicationFactor
 	}
+	return planConfigs(t, p)
+}
+
+// planConfigs applies the topic's configs to p.
+func planConfigs(t kmsg.CreateTopicsRequestTopic, p createPlan) (createPlan, int16, string) {
 	for _, cfg := range t.Configs {
 		if cfg.Value == nil || !catalogue.SupportedTopicConfig(cfg.Name) {
 			continue // accepted, not applied

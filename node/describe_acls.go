@@ -15,6 +15,6 @@ import (
 func (n *Node) handleDescribeAcls(_ context.Context, _ *transport.Conn, req *kmsg.DescribeACLsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
 	resp.ErrorCode = kerr.SecurityDisabled.Code
-	resp.ErrorMessage = kmsg.StringPtr(securityDisabled)
+	resp.ErrorMessage = kmsg.StringPtr(describeAclsDisabled)
 	return resp, nil
 }

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,10 +36,10 @@ func (n *Node) handleDescribeConfigs(ctx context.Context, c *transport.Conn, req
 				refreshed, refreshErr = true, cat.Ensure(ctx, callerOf(c), false)
 			}
 			n.describeTopic(ctx, c, cat, refreshErr, req, r, &rr, resp)
-		case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
-			if r.ResourceName != "" && !n.isBroker(r.ResourceName) {
-				setDescribeError(&rr, kerr.InvalidRequest.Code, fmt.Sprintf("Unknown broker %q: this cluster's brokers are the ids Metadata lists.", r.ResourceName))
-			}
+		case kmsg.ConfigResourceTypeBroker:
+			n.describeBroker(r, req.IncludeSynonyms, req.IncludeDocumentation, &rr)
+		case kmsg.ConfigResourceTypeBrokerLogger:
+			n.describeBrokerLogger(r, &rr)
 		default:
 			setDescribeError(&rr, kerr.InvalidRequest.Code, fmt.Sprintf("Config resource type %s is not described by this facade.", r.ResourceType))
 		}
@@ -94,19 +93,6 @@ func (n *Node) describeTopic(ctx context.Context, c *transport.Conn, cat *catalo
 // back, and so the only ones it describes or alters.
 func facadeCreated(rec *catalogue.Record, info catalogue.Topic) bool {
 	return rec != nil && rec.Set != nil && rec.Matches(info.QueueID())
-}
-
-func (n *Node) isBroker(name string) bool {
-	id, err := strconv.ParseInt(name, 10, 32)
-	if err != nil {
-		return false
-	}
-	for _, b := range n.topo.Brokers() {
-		if int64(b.NodeID) == id {
-			return true
-		}
-	}
-	return false
 }
 
 func setDescribeError(rr *kmsg.DescribeConfigsResponseResource, code int16, msg string) {

@@ -17,15 +17,19 @@ import (
 // list-typed cleanup.policy, each applied to the topic's recorded configs.
 func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, c *transport.Conn, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	for _, r := range req.Resources {
-		out := n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *catalogue.TopicConfig) error {
-			for _, cfg := range r.Configs {
-				if err := applyIncremental(k, cfg); err != nil {
-					return err
+	pre := n.preprocessAlter(incrementalResources(req.Resources), true)
+	for i, r := range req.Resources {
+		out := pre[i].alterOutcome // Kafka's preprocessing answered it
+		if !pre[i].done {
+			out = n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *catalogue.TopicConfig) error {
+				for _, cfg := range r.Configs {
+					if err := applyIncremental(k, cfg); err != nil {
+						return err
+					}
 				}
-			}
-			return nil
-		})
+				return nil
+			})
+		}
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
 		rr.ErrorCode, rr.ErrorMessage = out.code, faults.ErrorMessage(out.code, out.msg)

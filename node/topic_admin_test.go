@@ -176,7 +176,7 @@ func TestDescribeConfigs(t *testing.T) {
 		req.Resources = append(req.Resources, r)
 	}
 	resp := call[*kmsg.DescribeConfigsResponse](t, n, c, req)
-	if resp.Resources[0].ErrorCode != 0 || len(resp.Resources[0].Configs) != 0 || resp.Resources[1].ErrorCode != kerr.InvalidRequest.Code {
+	if resp.Resources[0].ErrorCode != 0 || len(resp.Resources[0].Configs) == 0 || resp.Resources[1].ErrorCode != kerr.InvalidRequest.Code {
 		t.Errorf("brokers: %+v", resp.Resources)
 	}
 }
