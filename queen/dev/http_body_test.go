@@ -47,7 +47,10 @@ func TestDeclaredBodyLengthIsNotAllocated(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
 	h := b.Handler()
 	for _, path := range []string{"/api/v1/push", "/api/v1/kv"} {
-		body := &stallingBody{first: []byte("{"), stalled: make(chan struct{}), release: make(chan struct{})}
+		// stalled is kept here: Read clears the field once it has closed
+		// it, and a receive on the cleared field would wait forever.
+		stalled := make(chan struct{})
+		body := &stallingBody{first: []byte("{"), stalled: stalled, release: make(chan struct{})}
 		req := httptest.NewRequest(http.MethodPost, path, body)
 		req.ContentLength = DefaultMaxBodyBytes
 		req.Header.Set("Content-Type", "application/json")
@@ -58,7 +61,7 @@ func TestDeclaredBodyLengthIsNotAllocated(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		var wg sync.WaitGroup
 		wg.Go(func() { h.ServeHTTP(w, req) })
-		<-body.stalled
+		<-stalled
 		runtime.ReadMemStats(&during)
 		close(body.release)
 		wg.Wait()
