@@ -74,13 +74,8 @@ func DescribeBroker(r kmsg.DescribeConfigsRequestResource, self int32, cfg confi
 	if r.ResourceName == "" {
 		return
 	}
-	id, err := strconv.ParseInt(r.ResourceName, 10, 32)
-	if err != nil {
-		refuse(rr, fmt.Sprintf("Broker id must be an integer, but it is: %s", r.ResourceName))
-		return
-	}
-	if int32(id) != self {
-		refuse(rr, fmt.Sprintf("Unexpected broker id, expected %d or empty string, but received %s", self, r.ResourceName))
+	if msg := otherBroker(r.ResourceName, self, "Unexpected broker id, expected %d or empty string, but received %s"); msg != "" {
+		refuse(rr, msg)
 		return
 	}
 	for _, b := range brokerConfigs(self, cfg) {
@@ -120,14 +115,23 @@ func DescribeBrokerLogger(r kmsg.DescribeConfigsRequestResource, self int32, rr 
 		refuse(rr, "Broker id must not be empty")
 		return
 	}
-	id, err := strconv.ParseInt(r.ResourceName, 10, 32)
+	if msg := otherBroker(r.ResourceName, self, "Unexpected broker id, expected %d but received %s"); msg != "" {
+		refuse(rr, msg)
+	}
+}
+
+// otherBroker is Kafka's refusal of a described broker resource named name
+// on node self, "" when name is self's id: unexpected is its sentence for
+// another id, given self and name.
+func otherBroker(name string, self int32, unexpected string) string {
+	id, err := strconv.ParseInt(name, 10, 32)
 	if err != nil {
-		refuse(rr, fmt.Sprintf("Broker id must be an integer, but it is: %s", r.ResourceName))
-		return
+		return "Broker id must be an integer, but it is: " + name
 	}
 	if int32(id) != self {
-		refuse(rr, fmt.Sprintf("Unexpected broker id, expected %d but received %s", self, r.ResourceName))
+		return fmt.Sprintf(unexpected, self, name)
 	}
+	return ""
 }
 
 // refuse answers rr with Kafka's INVALID_REQUEST and msg.
