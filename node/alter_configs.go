@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/configres"
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/transport"
 )
@@ -16,10 +17,10 @@ import (
 // report a setting nothing enforces.
 func (n *Node) handleAlterConfigs(ctx context.Context, c *transport.Conn, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	pre := n.preprocessAlter(legacyResources(req.Resources), false)
+	pre := configres.Preprocess(configres.LegacyResources(req.Resources), false, n.topo.SelfID())
 	for i, r := range req.Resources {
-		out := pre[i].alterOutcome // Kafka's preprocessing answered it
-		if !pre[i].done {
+		out := alterOutcome{code: pre[i].Code, msg: pre[i].Msg} // Kafka's preprocessing answered it
+		if !pre[i].Done {
 			out = n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *catalogue.TopicConfig) error {
 				*k = catalogue.DefaultTopicConfig()
 				for _, cfg := range r.Configs {

@@ -10,6 +10,7 @@ import (
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/topology"
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
@@ -104,8 +105,11 @@ func (n *Node) planCreate(t kmsg.CreateTopicsRequestTopic) (createPlan, int16, s
 		// Kafka's manual assignment: its partition count is the width.
 		var code int16
 		var msg string
-		if p.width, p.rf, code, msg = n.planAssignment(t); code != 0 {
+		if p.width, p.rf, code, msg = topology.ManualAssignment(t, n.topo.Brokers()); code != 0 {
 			return p, code, msg
+		}
+		if p.width > catalogue.MaxWidth {
+			return p, kerr.InvalidPartitions.Code, fmt.Sprintf("Number of partitions %d is above this facade's ceiling of %d per topic.", p.width, catalogue.MaxWidth)
 		}
 		return planConfigs(t, p)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // The declared width is on record before the queue exists, and the
@@ -225,5 +226,73 @@ func TestCreateTopicsRecordRace(t *testing.T) {
 	rt := createTopics(t, n, c, 5, false, createSpec{"orders", 1, 1, nil}).Topics[0]
 	if rt.ErrorCode != kerr.TopicAlreadyExists.Code {
 		t.Fatalf("got %d", rt.ErrorCode)
+	}
+}
+
+// createAssigned sends CreateTopics v5 for one topic with a manual replica
+// assignment (replicas[i] is partition parts[i]'s list).
+func createAssigned(t *testing.T, n *Node, c *transport.Conn, topic string, partitions int32, rf int16, parts []int32, replicas ...[]int32) kmsg.CreateTopicsResponseTopic {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = 5
+	tp := kmsg.NewCreateTopicsRequestTopic()
+	tp.Topic, tp.NumPartitions, tp.ReplicationFactor = topic, partitions, rf
+	for i, p := range parts {
+		tp.ReplicaAssignment = append(tp.ReplicaAssignment, kmsg.CreateTopicsRequestTopicReplicaAssignment{Partition: p, Replicas: replicas[i]})
+	}
+	req.Topics = append(req.Topics, tp)
+	return call[*kmsg.CreateTopicsResponse](t, n, c, req).Topics[0]
+}
+
+// TestCreateTopicsManualAssignment: an accepted manual assignment
+// (checked by topology.ManualAssignment against the brokers Metadata
+// lists) creates the topic, its partition count the width on record and in
+// Metadata; a refused one is answered with Kafka's code and sentence and
+// creates nothing.
+func TestCreateTopicsManualAssignment(t *testing.T) {
+	n, dq := newTestNode(t, nil)
+	c := testConn(t, n)
+
+	rt := createAssigned(t, n, c, "assigned", -1, -1, []int32{2, 0, 1}, []int32{0}, []int32{0}, []int32{0})
+	if rt.ErrorCode != 0 || rt.ErrorMessage != nil || rt.NumPartitions != 3 || rt.ReplicationFactor != 1 {
+		t.Fatalf("valid assignment: %d %v width %d factor %d", rt.ErrorCode, rt.ErrorMessage, rt.NumPartitions, rt.ReplicationFactor)
+	}
+	if dq.queue("assigned") == nil {
+		t.Fatal("no queue created")
+	}
+	if rec := dq.record("assigned"); rec == nil || rec.Partitions != 3 {
+		t.Fatalf("width not recorded: %+v", rec)
+	}
+	if got := len(metadata(t, n, c, 9, false, "assigned").Topics[0].Partitions); got != 3 {
+		t.Fatalf("Metadata width %d", got)
+	}
+	rt = createAssigned(t, n, c, "bad-unknown-broker", -1, -1, []int32{0}, []int32{7, 0})
+	if rt.ErrorCode != kerr.InvalidReplicaAssignment.Code || rt.ErrorMessage == nil || *rt.ErrorMessage != "The manual partition assignment includes broker 7, but no such broker is registered." {
+		t.Errorf("unknown broker: %d %v", rt.ErrorCode, rt.ErrorMessage)
+	}
+	if dq.queue("bad-unknown-broker") != nil {
+		t.Error("refused assignment created")
+	}
+}
+
+// TestCreateTopicsManualAssignmentCluster: in cluster mode the registered
+// brokers are the live set's ids.
+func TestCreateTopicsManualAssignmentCluster(t *testing.T) {
+	fq, url := newDevQueen(t)
+	n1 := joinedNode(t, url, 1)
+	n2 := joinedNode(t, url, 2)
+	waitView(t, []int32{1, 2}, n1, n2)
+	c := testConn(t, n1)
+
+	rt := createAssigned(t, n1, c, "spread", -1, -1, []int32{0, 1}, []int32{1, 2}, []int32{2, 1})
+	if rt.ErrorCode != 0 || rt.NumPartitions != 2 || rt.ReplicationFactor != 2 {
+		t.Fatalf("valid assignment: %d %v width %d factor %d", rt.ErrorCode, rt.ErrorMessage, rt.NumPartitions, rt.ReplicationFactor)
+	}
+	if fq.queue("spread") == nil {
+		t.Fatal("no queue created")
+	}
+	rt = createAssigned(t, n1, c, "bad-absent0", -1, -1, []int32{0, 1}, []int32{0}, []int32{1})
+	if rt.ErrorCode != kerr.InvalidReplicaAssignment.Code || rt.ErrorMessage == nil || *rt.ErrorMessage != "The manual partition assignment includes broker 0, but no such broker is registered." {
+		t.Errorf("absent0: %d %v", rt.ErrorCode, rt.ErrorMessage)
 	}
 }

@@ -8,19 +8,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/configres"
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // handleDescribeConfigs answers truthfully and therefore briefly: a key is
-// reported only where the facade can name what enforces it. That is
-// compression.type and max.message.bytes of every topic (the facade
-// applies both itself), and retention.ms and cleanup.policy of a topic the
-// facade created (from its qk:topiccfg: record); a topic created any other
-// way has no readable retention, so it answers no retention entries rather
-// than defaults nothing checks.
-// Broker resources answer no entries: the facade's settings are its
-// environment, not Kafka broker configs.
+// reported only where the facade can name what enforces it. For a topic
+// that is compression.type and max.message.bytes (the facade applies both
+// itself), and retention.ms and cleanup.policy of a topic the facade
+// created (from its qk:topiccfg: record); a topic created any other way has
+// no readable retention, so it answers no retention entries rather than
+// defaults nothing checks. This node's BROKER resource lists the broker
+// configs the facade holds and enforces, read-only, and BROKER_LOGGER none,
+// both answered by package configres as Kafka's ConfigHelper answers them;
+// any other resource type is INVALID_REQUEST.
 func (n *Node) handleDescribeConfigs(ctx context.Context, c *transport.Conn, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	cat := n.cats.For(callerOf(c))
@@ -37,9 +39,9 @@ func (n *Node) handleDescribeConfigs(ctx context.Context, c *transport.Conn, req
 			}
 			n.describeTopic(ctx, c, cat, refreshErr, req, r, &rr, resp)
 		case kmsg.ConfigResourceTypeBroker:
-			n.describeBroker(r, req.IncludeSynonyms, req.IncludeDocumentation, &rr)
+			configres.DescribeBroker(r, n.topo.SelfID(), n.cfg, req.IncludeSynonyms, req.IncludeDocumentation, &rr)
 		case kmsg.ConfigResourceTypeBrokerLogger:
-			n.describeBrokerLogger(r, &rr)
+			configres.DescribeBrokerLogger(r, n.topo.SelfID(), &rr)
 		default:
 			setDescribeError(&rr, kerr.InvalidRequest.Code, fmt.Sprintf("Config resource type %s is not described by this facade.", r.ResourceType))
 		}

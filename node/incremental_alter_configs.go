@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/configres"
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/transport"
 )
@@ -17,10 +18,10 @@ import (
 // list-typed cleanup.policy, each applied to the topic's recorded configs.
 func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, c *transport.Conn, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	pre := n.preprocessAlter(incrementalResources(req.Resources), true)
+	pre := configres.Preprocess(configres.IncrementalResources(req.Resources), true, n.topo.SelfID())
 	for i, r := range req.Resources {
-		out := pre[i].alterOutcome // Kafka's preprocessing answered it
-		if !pre[i].done {
+		out := alterOutcome{code: pre[i].Code, msg: pre[i].Msg} // Kafka's preprocessing answered it
+		if !pre[i].Done {
 			out = n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *catalogue.TopicConfig) error {
 				for _, cfg := range r.Configs {
 					if err := applyIncremental(k, cfg); err != nil {

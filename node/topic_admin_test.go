@@ -328,3 +328,53 @@ func TestAclsAnswerSecurityDisabled(t *testing.T) {
 		t.Fatalf("delete: %+v", dr.Results)
 	}
 }
+
+// TestAlterPreprocessTouchesNoQueue: an alter Kafka's preprocessing
+// refuses (package configres) is answered with its INVALID_REQUEST and
+// sentence, by both alter APIs, before a queue is configured; the same
+// request without the fault is applied.
+func TestAlterPreprocessTouchesNoQueue(t *testing.T) {
+	n, dq := newTestNode(t, nil)
+	c := testConn(t, n)
+	createTopics(t, n, c, 5, false, createSpec{"orders", 3, 1, nil})
+	incremental := func(op kmsg.IncrementalAlterConfigOp, value *string, names ...string) []kmsg.IncrementalAlterConfigsResponseResource {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.Version = 1
+		for _, name := range names {
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, name
+			cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			cfg.Name, cfg.Op, cfg.Value = "retention.ms", op, value
+			rr.Configs = append(rr.Configs, cfg)
+			req.Resources = append(req.Resources, rr)
+		}
+		return call[*kmsg.IncrementalAlterConfigsResponse](t, n, c, req).Resources
+	}
+	legacy := kmsg.NewPtrAlterConfigsRequest()
+	legacy.Version = 2
+	r := kmsg.NewAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "orders"
+	r.Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms"}}
+	legacy.Resources = append(legacy.Resources, r)
+	configures := dq.count("POST /api/v1/configure")
+	set := kmsg.IncrementalAlterConfigOpSet
+	lr := call[*kmsg.AlterConfigsResponse](t, n, c, legacy).Resources[0]
+	for want, rr := range map[string]kmsg.IncrementalAlterConfigsResponseResource{
+		"Unknown operations type 9":                   incremental(9, strp("60000"), "orders")[0],
+		"Null value not supported for : retention.ms": incremental(set, nil, "orders")[0],
+		"Each resource must appear at most once.":     incremental(set, strp("60000"), "orders", "orders")[1],
+	} {
+		if rr.ErrorCode != kerr.InvalidRequest.Code || rr.ErrorMessage == nil || *rr.ErrorMessage != want {
+			t.Errorf("want %q: %d %v", want, rr.ErrorCode, rr.ErrorMessage)
+		}
+	}
+	if lr.ErrorCode != kerr.InvalidRequest.Code || lr.ErrorMessage == nil || *lr.ErrorMessage != "Null value not supported for : retention.ms" {
+		t.Errorf("legacy null: %d %v", lr.ErrorCode, lr.ErrorMessage)
+	}
+	if got := dq.count("POST /api/v1/configure"); got != configures {
+		t.Fatalf("a refused alter configured the queue (%d calls)", got-configures)
+	}
+	if rr := incremental(set, strp("60000"), "orders")[0]; rr.ErrorCode != 0 {
+		t.Fatalf("valid alter: %d %v", rr.ErrorCode, rr.ErrorMessage)
+	}
+}

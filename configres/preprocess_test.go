@@ -1,4 +1,4 @@
-package node
+package configres
 
 import (
 	"testing"
@@ -19,22 +19,21 @@ type alterRes struct {
 	cfgs []alterCfg
 }
 
+func strp(s string) *string { return &s }
+
 // TestIncrementalAlterConfigsKafkaPreprocess: what Kafka's
 // ConfigAdminManager.preprocess refuses before any resource is touched is
 // refused here with its INVALID_REQUEST and sentence: an unknown operation,
 // a null value, a key or a resource named twice, a broker id that is not
 // this node; and a broker config, which the facade cannot update at
-// runtime, gets Kafka's sentence for a static config.
+// runtime, gets Kafka's sentence for a static config. (That a refusal
+// touches no queue is node's TestAlterPreprocessTouchesNoQueue.)
 func TestIncrementalAlterConfigsKafkaPreprocess(t *testing.T) {
-	n, dq := newTestNode(t, nil)
-	c := testConn(t, n)
-	createTopics(t, n, c, 5, false, createSpec{"orders", 3, 1, nil})
 	set, del := kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete
 	topic, broker := kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker
 
-	send := func(rs ...alterRes) []kmsg.IncrementalAlterConfigsResponseResource {
+	send := func(rs ...alterRes) []Outcome {
 		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-		req.Version = 1
 		for _, r := range rs {
 			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
 			rr.ResourceType, rr.ResourceName = r.typ, r.name
@@ -45,9 +44,8 @@ func TestIncrementalAlterConfigsKafkaPreprocess(t *testing.T) {
 			}
 			req.Resources = append(req.Resources, rr)
 		}
-		return call[*kmsg.IncrementalAlterConfigsResponse](t, n, c, req).Resources
+		return Preprocess(IncrementalResources(req.Resources), true, 0)
 	}
-	configures := dq.count("POST /api/v1/configure")
 	for _, tc := range []struct {
 		name string
 		res  alterRes
@@ -65,23 +63,20 @@ func TestIncrementalAlterConfigsKafkaPreprocess(t *testing.T) {
 		// Deleting a dynamic value never set changes nothing: success, as on Kafka.
 		{"broker delete", alterRes{broker, "0", []alterCfg{{"num.partitions", del, nil}}}, 0, ""},
 	} {
-		rr := send(tc.res)[0]
-		if rr.ErrorCode != tc.code || (tc.code != 0) != (rr.ErrorMessage != nil) || (rr.ErrorMessage != nil && *rr.ErrorMessage != tc.msg) {
-			t.Errorf("%s: %d %v, want %d %q", tc.name, rr.ErrorCode, rr.ErrorMessage, tc.code, tc.msg)
+		out := send(tc.res)[0]
+		if !out.Done || out.Code != tc.code || out.Msg != tc.msg {
+			t.Errorf("%s: %+v, want %d %q", tc.name, out, tc.code, tc.msg)
 		}
 	}
 	twice := send(alterRes{topic, "orders", []alterCfg{{"retention.ms", set, strp("60000")}}}, alterRes{topic, "orders", []alterCfg{{"cleanup.policy", set, strp("delete")}}})
-	for i, rr := range twice {
-		if rr.ErrorCode != kerr.InvalidRequest.Code || rr.ErrorMessage == nil || *rr.ErrorMessage != "Each resource must appear at most once." {
-			t.Errorf("resource twice [%d]: %d %v", i, rr.ErrorCode, rr.ErrorMessage)
+	for i, out := range twice {
+		if !out.Done || out.Code != kerr.InvalidRequest.Code || out.Msg != "Each resource must appear at most once." {
+			t.Errorf("resource twice [%d]: %+v", i, out)
 		}
 	}
-	if got := dq.count("POST /api/v1/configure"); got != configures {
-		t.Fatalf("a refused alter configured the queue (%d calls)", got-configures)
-	}
-	// The same request without the fault is applied.
-	if rr := send(alterRes{topic, "orders", []alterCfg{{"retention.ms", set, strp("60000")}}})[0]; rr.ErrorCode != 0 {
-		t.Fatalf("valid alter: %d %v", rr.ErrorCode, rr.ErrorMessage)
+	// The same request without the fault goes on to be applied.
+	if out := send(alterRes{topic, "orders", []alterCfg{{"retention.ms", set, strp("60000")}}})[0]; out.Done || out.Code != 0 {
+		t.Fatalf("valid alter: %+v", out)
 	}
 }
 
@@ -89,27 +84,21 @@ func TestIncrementalAlterConfigsKafkaPreprocess(t *testing.T) {
 // preprocessing: a null value is INVALID_REQUEST, not "back to the
 // default", and a broker config gets Kafka's static-config sentence.
 func TestAlterConfigsKafkaPreprocess(t *testing.T) {
-	n, _ := newTestNode(t, nil)
-	c := testConn(t, n)
-	createTopics(t, n, c, 5, false, createSpec{"orders", 3, 1, nil})
-	send := func(typ kmsg.ConfigResourceType, name string, cfgs ...kmsg.AlterConfigsRequestResourceConfig) kmsg.AlterConfigsResponseResource {
-		req := kmsg.NewPtrAlterConfigsRequest()
-		req.Version = 2
+	send := func(typ kmsg.ConfigResourceType, name string, cfgs ...kmsg.AlterConfigsRequestResourceConfig) Outcome {
 		r := kmsg.NewAlterConfigsRequestResource()
 		r.ResourceType, r.ResourceName, r.Configs = typ, name, cfgs
-		req.Resources = append(req.Resources, r)
-		return call[*kmsg.AlterConfigsResponse](t, n, c, req).Resources[0]
+		return Preprocess(LegacyResources([]kmsg.AlterConfigsRequestResource{r}), false, 0)[0]
 	}
 	for _, tc := range []struct {
 		name string
-		rr   kmsg.AlterConfigsResponseResource
+		out  Outcome
 		msg  string
 	}{
 		{"null", send(kmsg.ConfigResourceTypeTopic, "orders", kmsg.AlterConfigsRequestResourceConfig{Name: "retention.ms"}), "Null value not supported for : retention.ms"},
 		{"broker", send(kmsg.ConfigResourceTypeBroker, "0", kmsg.AlterConfigsRequestResourceConfig{Name: "num.partitions", Value: strp("3")}), "Cannot update these configs dynamically: Set(num.partitions)"},
 	} {
-		if tc.rr.ErrorCode != kerr.InvalidRequest.Code || tc.rr.ErrorMessage == nil || *tc.rr.ErrorMessage != tc.msg {
-			t.Errorf("%s: %d %v", tc.name, tc.rr.ErrorCode, tc.rr.ErrorMessage)
+		if !tc.out.Done || tc.out.Code != kerr.InvalidRequest.Code || tc.out.Msg != tc.msg {
+			t.Errorf("%s: %+v", tc.name, tc.out)
 		}
 	}
 }

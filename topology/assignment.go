@@ -1,4 +1,4 @@
-package node
+package topology
 
 import (
 	"fmt"
@@ -6,19 +6,18 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/queen-mq/queen-kafka/catalogue"
 )
 
-// planAssignment checks a CreateTopics manual replica assignment as Kafka's
-// controller does (ReplicationControlManager.createTopic and
+// ManualAssignment checks a CreateTopics manual replica assignment as
+// Kafka's controller does (ReplicationControlManager.createTopic and
 // validateManualPartitionAssignment), in its order and with its codes and
 // sentences, and answers the topic's width and replication factor. The
-// registered brokers are the ones Metadata lists: node 0 in single mode,
-// the live set in cluster mode. An accepted assignment places nothing:
-// leaders stay the ones Metadata names, as for every topic, so what it
-// decides here is the width (its partition count) and the factor reported.
-func (n *Node) planAssignment(t kmsg.CreateTopicsRequestTopic) (width int32, rf int16, code int16, msg string) {
+// registered brokers are the ones Metadata lists (a Layout's Brokers): node
+// 0 in single mode, the live set in cluster mode. An accepted assignment
+// places nothing: leaders stay the ones Metadata names, as for every topic,
+// so what it decides here is the width (its partition count) and the
+// factor reported; the facade's ceiling on a width is the caller's.
+func ManualAssignment(t kmsg.CreateTopicsRequestTopic, brokers []kmsg.MetadataResponseBroker) (width int32, rf int16, code int16, msg string) {
 	if t.ReplicationFactor != -1 {
 		return 0, 0, kerr.InvalidRequest.Code, "A manual partition assignment was specified, but replication factor was not set to -1."
 	}
@@ -26,7 +25,7 @@ func (n *Node) planAssignment(t kmsg.CreateTopicsRequestTopic) (width int32, rf 
 		return 0, 0, kerr.InvalidRequest.Code, "A manual partition assignment was specified, but numPartitions was not set to -1."
 	}
 	var registered []int32
-	for _, b := range n.topo.Brokers() {
+	for _, b := range brokers {
 		registered = append(registered, b.NodeID)
 	}
 	seen := make(map[int32]bool, len(t.ReplicaAssignment))
@@ -45,9 +44,6 @@ func (n *Node) planAssignment(t kmsg.CreateTopicsRequestTopic) (width int32, rf 
 		if !seen[p] {
 			return 0, 0, kerr.InvalidReplicaAssignment.Code, "partitions should be a consecutive 0-based integer sequence"
 		}
-	}
-	if len(seen) > catalogue.MaxWidth {
-		return 0, 0, kerr.InvalidPartitions.Code, fmt.Sprintf("Number of partitions %d is above this facade's ceiling of %d per topic.", len(seen), catalogue.MaxWidth)
 	}
 	return int32(len(seen)), int16(factor), 0, ""
 }

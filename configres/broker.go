@@ -1,4 +1,4 @@
-package node
+package configres
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 )
 
@@ -28,17 +29,17 @@ type brokerConfig struct {
 	doc          string
 }
 
-// brokerConfigs is what DescribeConfigs answers for this node's BROKER
-// resource, sorted by name: the keys whose value the facade holds and
-// enforces, and no others, since a value nothing checks would mislead. None
-// is alterable here, so each is read-only.
-func (n *Node) brokerConfigs() []brokerConfig {
-	id := strconv.Itoa(int(n.topo.SelfID()))
+// brokerConfigs is what DescribeConfigs answers for the BROKER resource of
+// node self, configured by cfg, sorted by name: the keys whose value the
+// facade holds and enforces, and no others, since a value nothing checks
+// would mislead. None is alterable here, so each is read-only.
+func brokerConfigs(self int32, cfg config.Facade) []brokerConfig {
+	id := strconv.Itoa(int(self))
 	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 	compression := brokerConfig{name: "compression.type", value: "producer", kafkaDefault: "producer", typ: kmsg.ConfigTypeString,
 		doc: "The codec of Fetch answers for topics whose compression.type is unset (QUEEN_KAFKA_FETCH_COMPRESSION); producer answers uncompressed. Stored records are never changed."}
-	if n.cfg.FetchCompression != recordbatch.CodecNone {
-		compression.value, compression.static = recordbatch.CodecName(n.cfg.FetchCompression), true
+	if cfg.FetchCompression != recordbatch.CodecNone {
+		compression.value, compression.static = recordbatch.CodecName(cfg.FetchCompression), true
 	}
 	return []brokerConfig{
 		{name: "auto.create.topics.enable", value: "true", kafkaDefault: "true", typ: kmsg.ConfigTypeBoolean,
@@ -46,42 +47,38 @@ func (n *Node) brokerConfigs() []brokerConfig {
 		{name: "broker.id", value: id, static: true, kafkaDefault: "-1", typ: kmsg.ConfigTypeInt,
 			doc: "This node's id: 0 in single mode, QUEEN_KAFKA_NODE_ID in cluster mode."},
 		compression,
-		{name: "group.initial.rebalance.delay.ms", value: ms(n.cfg.GroupJoinDelay), static: true, kafkaDefault: "3000", typ: kmsg.ConfigTypeInt,
+		{name: "group.initial.rebalance.delay.ms", value: ms(cfg.GroupJoinDelay), static: true, kafkaDefault: "3000", typ: kmsg.ConfigTypeInt,
 			doc: "How long an empty group's first join waits for more members (QUEEN_KAFKA_GROUP_JOIN_DELAY_MS)."},
-		{name: "group.max.session.timeout.ms", value: ms(n.cfg.GroupMaxSessionTimeout), static: true, kafkaDefault: "1800000", typ: kmsg.ConfigTypeInt,
+		{name: "group.max.session.timeout.ms", value: ms(cfg.GroupMaxSessionTimeout), static: true, kafkaDefault: "1800000", typ: kmsg.ConfigTypeInt,
 			doc: "The largest session timeout a member may ask for (QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS)."},
-		{name: "group.min.session.timeout.ms", value: ms(n.cfg.GroupMinSessionTimeout), static: true, kafkaDefault: "6000", typ: kmsg.ConfigTypeInt,
+		{name: "group.min.session.timeout.ms", value: ms(cfg.GroupMinSessionTimeout), static: true, kafkaDefault: "6000", typ: kmsg.ConfigTypeInt,
 			doc: "The smallest session timeout a member may ask for (QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS)."},
 		{name: "message.max.bytes", value: "1048588", kafkaDefault: "1048588", typ: kmsg.ConfigTypeInt,
 			doc: "The largest record batch a Produce may carry on a topic whose max.message.bytes is unset."},
 		{name: "node.id", value: id, static: true, kafkaDefault: "-1", typ: kmsg.ConfigTypeInt,
 			doc: "This node's id: 0 in single mode, QUEEN_KAFKA_NODE_ID in cluster mode."},
-		{name: "num.partitions", value: strconv.Itoa(int(n.cfg.DefaultPartitions)), static: true, kafkaDefault: "1", typ: kmsg.ConfigTypeInt,
+		{name: "num.partitions", value: strconv.Itoa(int(cfg.DefaultPartitions)), static: true, kafkaDefault: "1", typ: kmsg.ConfigTypeInt,
 			doc: "Partitions of a topic created with num_partitions -1 or auto-created, and the floor of the width of a topic that declared none (QUEEN_KAFKA_DEFAULT_PARTITIONS)."},
-		{name: "transaction.max.timeout.ms", value: ms(n.cfg.TxnMaxTimeout), static: true, kafkaDefault: "900000", typ: kmsg.ConfigTypeInt,
+		{name: "transaction.max.timeout.ms", value: ms(cfg.TxnMaxTimeout), static: true, kafkaDefault: "900000", typ: kmsg.ConfigTypeInt,
 			doc: "The largest transaction timeout a producer may ask for (QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS)."},
 	}
 }
 
-// describeBroker answers the BROKER resource as Kafka's ConfigHelper does:
-// the empty name is the cluster-wide dynamic defaults, which this facade
-// has none of (its settings are static); this node's id is its configs;
-// any other name is INVALID_REQUEST, since a broker describes only itself.
-func (n *Node) describeBroker(r kmsg.DescribeConfigsRequestResource, synonyms, docs bool, rr *kmsg.DescribeConfigsResponseResource) {
+// DescribeBroker answers into rr the BROKER resource r as Kafka's
+// ConfigHelper does, for node self configured by cfg: the empty name is the
+// cluster-wide dynamic defaults, which this facade has none of (its
+// settings are static); self's id is its configs, with their synonyms and
+// documentation when asked; any other name is INVALID_REQUEST, since a
+// broker describes only itself.
+func DescribeBroker(r kmsg.DescribeConfigsRequestResource, self int32, cfg config.Facade, synonyms, docs bool, rr *kmsg.DescribeConfigsResponseResource) {
 	if r.ResourceName == "" {
 		return
 	}
-	self := n.topo.SelfID()
-	id, err := strconv.ParseInt(r.ResourceName, 10, 32)
-	if err != nil {
-		setDescribeError(rr, kerr.InvalidRequest.Code, fmt.Sprintf("Broker id must be an integer, but it is: %s", r.ResourceName))
+	if msg := otherBroker(r.ResourceName, self, "Unexpected broker id, expected %d or empty string, but received %s"); msg != "" {
+		refuse(rr, msg)
 		return
 	}
-	if int32(id) != self {
-		setDescribeError(rr, kerr.InvalidRequest.Code, fmt.Sprintf("Unexpected broker id, expected %d or empty string, but received %s", self, r.ResourceName))
-		return
-	}
-	for _, b := range n.brokerConfigs() {
+	for _, b := range brokerConfigs(self, cfg) {
 		if len(r.ConfigNames) > 0 && !slices.Contains(r.ConfigNames, b.name) {
 			continue
 		}
@@ -109,21 +106,35 @@ func (n *Node) describeBroker(r kmsg.DescribeConfigsRequestResource, synonyms, d
 	}
 }
 
-// describeBrokerLogger answers BROKER_LOGGER as Kafka's ConfigHelper does
-// for the name; this node's own loggers are none a client can set (the
-// facade's log level is LOG_LEVEL, read at boot), so it lists none.
-func (n *Node) describeBrokerLogger(r kmsg.DescribeConfigsRequestResource, rr *kmsg.DescribeConfigsResponseResource) {
+// DescribeBrokerLogger answers into rr the BROKER_LOGGER resource r as
+// Kafka's ConfigHelper does for the name; node self's own loggers are none
+// a client can set (the facade's log level is LOG_LEVEL, read at boot), so
+// it lists none.
+func DescribeBrokerLogger(r kmsg.DescribeConfigsRequestResource, self int32, rr *kmsg.DescribeConfigsResponseResource) {
 	if r.ResourceName == "" {
-		setDescribeError(rr, kerr.InvalidRequest.Code, "Broker id must not be empty")
+		refuse(rr, "Broker id must not be empty")
 		return
 	}
-	self := n.topo.SelfID()
-	id, err := strconv.ParseInt(r.ResourceName, 10, 32)
+	if msg := otherBroker(r.ResourceName, self, "Unexpected broker id, expected %d but received %s"); msg != "" {
+		refuse(rr, msg)
+	}
+}
+
+// otherBroker is Kafka's refusal of a described broker resource named name
+// on node self, "" when name is self's id: unexpected is its sentence for
+// another id, given self and name.
+func otherBroker(name string, self int32, unexpected string) string {
+	id, err := strconv.ParseInt(name, 10, 32)
 	if err != nil {
-		setDescribeError(rr, kerr.InvalidRequest.Code, fmt.Sprintf("Broker id must be an integer, but it is: %s", r.ResourceName))
-		return
+		return "Broker id must be an integer, but it is: " + name
 	}
 	if int32(id) != self {
-		setDescribeError(rr, kerr.InvalidRequest.Code, fmt.Sprintf("Unexpected broker id, expected %d but received %s", self, r.ResourceName))
+		return fmt.Sprintf(unexpected, self, name)
 	}
+	return ""
+}
+
+// refuse answers rr with Kafka's INVALID_REQUEST and msg.
+func refuse(rr *kmsg.DescribeConfigsResponseResource, msg string) {
+	rr.ErrorCode, rr.ErrorMessage = kerr.InvalidRequest.Code, &msg
 }

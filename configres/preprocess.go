@@ -1,4 +1,4 @@
-package node
+package configres
 
 import (
 	"fmt"
@@ -9,27 +9,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// alterEntry is one config of an alter request, as the checks below see it.
-type alterEntry struct {
+// entry is one config of an alter request, as the checks below see it.
+type entry struct {
 	name     string
 	op       kmsg.IncrementalAlterConfigOp
 	hasValue bool
 }
 
-// alterResource is one resource of an alter request.
-type alterResource struct {
+// Resource is one resource of an alter request, as Preprocess reads it
+// (IncrementalResources and LegacyResources make them).
+type Resource struct {
 	typ     kmsg.ConfigResourceType
 	name    string
-	entries []alterEntry
+	entries []entry
 }
 
-// preprocessAlter is Kafka's ConfigAdminManager.preprocess, which every
-// alter passes before a topic is touched: per resource, an outcome and
-// whether it is final (a refusal, or a BROKER resource, which the facade
-// answers here whole). incremental is IncrementalAlterConfigs (its ops are
-// checked, DELETE may carry no value), otherwise the legacy AlterConfigs.
-func (n *Node) preprocessAlter(resources []alterResource, incremental bool) []preprocessed {
-	out := make([]preprocessed, len(resources))
+// Preprocess is Kafka's ConfigAdminManager.preprocess, which every alter
+// passes before a topic is touched: per resource, an outcome and whether it
+// is final (a refusal, or a BROKER resource, which the facade answers here
+// whole). incremental is IncrementalAlterConfigs (its ops are checked,
+// DELETE may carry no value), otherwise the legacy AlterConfigs; self is
+// this node's broker id, the only broker resource it alters.
+func Preprocess(resources []Resource, incremental bool, self int32) []Outcome {
+	out := make([]Outcome, len(resources))
 	type key struct {
 		typ  kmsg.ConfigResourceType
 		name string
@@ -39,30 +41,31 @@ func (n *Node) preprocessAlter(resources []alterResource, incremental bool) []pr
 		k := key{r.typ, r.name}
 		if j, dup := first[k]; dup {
 			for _, x := range []int{i, j} {
-				out[x] = preprocessed{done: true, alterOutcome: alterOutcome{code: kerr.InvalidRequest.Code, msg: "Each resource must appear at most once."}}
+				out[x] = Outcome{Done: true, Code: kerr.InvalidRequest.Code, Msg: "Each resource must appear at most once."}
 			}
 			continue
 		}
 		first[k] = i
 	}
 	for i, r := range resources {
-		if !out[i].done {
-			out[i] = n.preprocessResource(r, incremental)
+		if !out[i].Done {
+			out[i] = preprocessResource(r, incremental, self)
 		}
 	}
 	return out
 }
 
-// preprocessed is one resource's preprocessing: done means outcome is its
-// answer.
-type preprocessed struct {
-	alterOutcome
-	done bool
+// Outcome is one resource's preprocessing: Done means Code and Msg are its
+// answer (Code 0 a success); otherwise the resource goes on to be altered.
+type Outcome struct {
+	Code int16
+	Msg  string
+	Done bool
 }
 
-func (n *Node) preprocessResource(r alterResource, incremental bool) preprocessed {
-	refuse := func(msg string) preprocessed {
-		return preprocessed{done: true, alterOutcome: alterOutcome{code: kerr.InvalidRequest.Code, msg: msg}}
+func preprocessResource(r Resource, incremental bool, self int32) Outcome {
+	refuse := func(msg string) Outcome {
+		return Outcome{Done: true, Code: kerr.InvalidRequest.Code, Msg: msg}
 	}
 	seen := make(map[string]bool, len(r.entries))
 	var nulls []string
@@ -84,7 +87,7 @@ func (n *Node) preprocessResource(r alterResource, incremental bool) preprocesse
 		if err != nil {
 			return refuse(fmt.Sprintf("Node id must be an integer, but it is: %s", r.name))
 		}
-		if self := n.topo.SelfID(); int32(id) != self {
+		if int32(id) != self {
 			return refuse(fmt.Sprintf("Unexpected broker id, expected %d, but received %s", self, r.name))
 		}
 	}
@@ -99,7 +102,7 @@ func (n *Node) preprocessResource(r alterResource, incremental bool) preprocesse
 		}
 	}
 	if !broker {
-		return preprocessed{}
+		return Outcome{}
 	}
 	// Every broker config here is the facade's environment, read at boot:
 	// none can be updated dynamically, which Kafka answers for a static
@@ -115,30 +118,30 @@ func (n *Node) preprocessResource(r alterResource, incremental bool) preprocesse
 	if len(names) > 0 {
 		return refuse(fmt.Sprintf("Cannot update these configs dynamically: Set(%s)", strings.Join(names, ", ")))
 	}
-	return preprocessed{done: true}
+	return Outcome{Done: true}
 }
 
-// incrementalResources is an IncrementalAlterConfigs request's resources as
-// preprocessAlter reads them.
-func incrementalResources(rs []kmsg.IncrementalAlterConfigsRequestResource) []alterResource {
-	out := make([]alterResource, len(rs))
+// IncrementalResources is an IncrementalAlterConfigs request's resources
+// as Preprocess reads them.
+func IncrementalResources(rs []kmsg.IncrementalAlterConfigsRequestResource) []Resource {
+	out := make([]Resource, len(rs))
 	for i, r := range rs {
-		out[i] = alterResource{typ: r.ResourceType, name: r.ResourceName}
+		out[i] = Resource{typ: r.ResourceType, name: r.ResourceName}
 		for _, c := range r.Configs {
-			out[i].entries = append(out[i].entries, alterEntry{name: c.Name, op: c.Op, hasValue: c.Value != nil})
+			out[i].entries = append(out[i].entries, entry{name: c.Name, op: c.Op, hasValue: c.Value != nil})
 		}
 	}
 	return out
 }
 
-// legacyResources is an AlterConfigs request's resources as preprocessAlter
+// LegacyResources is an AlterConfigs request's resources as Preprocess
 // reads them: every config a SET.
-func legacyResources(rs []kmsg.AlterConfigsRequestResource) []alterResource {
-	out := make([]alterResource, len(rs))
+func LegacyResources(rs []kmsg.AlterConfigsRequestResource) []Resource {
+	out := make([]Resource, len(rs))
 	for i, r := range rs {
-		out[i] = alterResource{typ: r.ResourceType, name: r.ResourceName}
+		out[i] = Resource{typ: r.ResourceType, name: r.ResourceName}
 		for _, c := range r.Configs {
-			out[i].entries = append(out[i].entries, alterEntry{name: c.Name, hasValue: c.Value != nil})
+			out[i].entries = append(out[i].entries, entry{name: c.Name, hasValue: c.Value != nil})
 		}
 	}
 	return out
