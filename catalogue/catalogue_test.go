@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -29,7 +30,7 @@ func TestLoadTopicCfgsPages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := dq.count("POST /api/v1/kv")
+	before := dq.Count("POST /api/v1/kv")
 	cfgs, err := loadTopicCfgs(t.Context(), dq.q)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +41,7 @@ func TestLoadTopicCfgsPages(t *testing.T) {
 	if cfgs["t02499"].Partitions != 2500 || cfgs["t00000"].Partitions != 1 {
 		t.Fatalf("wrong values: %+v %+v", cfgs["t02499"], cfgs["t00000"])
 	}
-	if calls := dq.count("POST /api/v1/kv") - before; calls < 3 {
+	if calls := dq.Count("POST /api/v1/kv") - before; calls < 3 {
 		t.Fatalf("%d calls for %d records: pages were not followed", calls, records)
 	}
 }
@@ -54,7 +55,7 @@ func TestRefreshDoesNotUndoLocalChanges(t *testing.T) {
 	cat := cs.For(Caller{})
 	listed := make(chan struct{})
 	release := make(chan struct{})
-	dq.setFault(func(r *http.Request) (int, string, string) {
+	dq.SetFault(func(r *http.Request) (int, string, string) {
 		if r.URL.Path == "/api/v1/kv" { // the listing is taken; hold the refresh here
 			close(listed)
 			<-release
@@ -76,7 +77,7 @@ func TestRefreshDoesNotUndoLocalChanges(t *testing.T) {
 	if _, ok := cat.Lookup("doomed"); ok {
 		t.Fatal("a topic deleted during the refresh came back")
 	}
-	dq.setFault(nil)
+	dq.SetFault(nil)
 	// The next refresh's listing is authoritative again.
 	if err := cat.Ensure(context.Background(), Caller{}, true); err != nil {
 		t.Fatal(err)
@@ -95,14 +96,8 @@ func TestForcedRefreshesShareOneQueuedListing(t *testing.T) {
 	cat := cs.For(Caller{})
 	gate := make(chan struct{})
 	entered := make(chan struct{}, 8)
-	dq.setFault(func(r *http.Request) (int, string, string) {
-		if r.Method == http.MethodGet && r.URL.Path == "/api/v1/resources/queues" {
-			entered <- struct{}{}
-			<-gate
-		}
-		return 0, "", ""
-	})
-	before := dq.count("GET /api/v1/resources/queues")
+	dq.SetFault(devbroker.HoldListings(gate, entered))
+	before := dq.Count("GET /api/v1/resources/queues")
 	first := make(chan error, 1)
 	go func() { first <- cat.Ensure(context.Background(), Caller{}, true) }()
 	<-entered // the first listing is running
@@ -119,7 +114,7 @@ func TestForcedRefreshesShareOneQueuedListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Bounded wait for the queued listing to begin: no caller waits for it.
-	listings := func() int { return dq.count("GET /api/v1/resources/queues") - before }
+	listings := func() int { return dq.Count("GET /api/v1/resources/queues") - before }
 	for i := 0; i < 500 && listings() < 2; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}

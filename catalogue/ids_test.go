@@ -119,7 +119,7 @@ func TestTopicVerdictsByID(t *testing.T) {
 	if err != nil || name != "orders" || tv.Code != 0 || tv.Width != 6 {
 		t.Fatalf("ofID(live) = %q, %+v, %v", name, tv, err)
 	}
-	before := dq.count("GET /api/v1/resources/queues")
+	before := dq.Count("GET /api/v1/resources/queues")
 	for _, id := range [][16]byte{uuid.New(), internal, {}} {
 		name, tv, err := v.OfID(t.Context(), id)
 		if err != nil || name != "" || tv.Code != kerr.UnknownTopicID.Code {
@@ -129,7 +129,7 @@ func TestTopicVerdictsByID(t *testing.T) {
 	if _, tv, _ := v.OfID(t.Context(), live); tv.Width != 6 {
 		t.Fatalf("second ofID(live) = %+v", tv)
 	}
-	if got := dq.count("GET /api/v1/resources/queues") - before; got != 0 {
+	if got := dq.Count("GET /api/v1/resources/queues") - before; got != 0 {
 		t.Fatalf("%d listings for ids in single mode within the catalogue's TTL, want 0", got)
 	}
 }

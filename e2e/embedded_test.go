@@ -70,6 +70,16 @@ func embeddedEnv(t testing.TB, over map[string]string) map[string]string {
 // ends (its child dies with it, by PR_SET_PDEATHSIG).
 func startEmbedded(t testing.TB, env map[string]string) *embedded {
 	t.Helper()
+	e := launchEmbedded(t, env)
+	e.waitLog(t, `msg="queen-kafka facade started (embedded)"`)
+	return e
+}
+
+// launchEmbedded is startEmbedded without waiting for the facade: it
+// returns once queen-dev has said which address it bound, whatever becomes
+// of its child.
+func launchEmbedded(t testing.TB, env map[string]string) *embedded {
+	t.Helper()
 	requireBin(t, queenDevBin)
 	requireBin(t, queenKafkBin)
 	p := &testsupport.Proc{Name: "queen-dev (embedded)", Bin: queenDevBin, Env: testsupport.EnvList(env)}
@@ -82,9 +92,7 @@ func startEmbedded(t testing.TB, env map[string]string) *embedded {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, p.Out)
 	}
-	e := &embedded{Proc: p, url: "http://" + boundRE.FindStringSubmatch(line)[1], kafka: env["QUEEN_KAFKA_ADDR"]}
-	e.waitLog(t, `msg="queen-kafka facade started (embedded)"`)
-	return e
+	return &embedded{Proc: p, url: "http://" + boundRE.FindStringSubmatch(line)[1], kafka: env["QUEEN_KAFKA_ADDR"]}
 }
 
 // waitLog waits for a line of queen-dev's log that contains every part.
@@ -446,20 +454,7 @@ func TestEmbeddedAuthWarning(t *testing.T) {
 // after the child's own line naming the variable, and keeps serving.
 func TestEmbeddedConfigRefusalIsNotRestarted(t *testing.T) {
 	t.Parallel()
-	requireBin(t, queenDevBin)
-	requireBin(t, queenKafkBin)
-	env := embeddedEnv(t, map[string]string{"QUEEN_KAFKA_MEMORY_LIMIT": "lots"})
-	p := &testsupport.Proc{Name: "queen-dev (embedded)", Bin: queenDevBin, Env: testsupport.EnvList(env)}
-	t.Cleanup(p.Kill)
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.AttachLogs(t)
-	line, err := p.WaitLine(boundRE.MatchString, 15*time.Second)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, p.Out)
-	}
-	e := &embedded{Proc: p, url: "http://" + boundRE.FindStringSubmatch(line)[1]}
+	e := launchEmbedded(t, embeddedEnv(t, map[string]string{"QUEEN_KAFKA_MEMORY_LIMIT": "lots"}))
 	e.waitLog(t, "QUEEN_KAFKA_MEMORY_LIMIT")
 	e.waitLog(t, "queen-kafka facade refused its configuration (embedded); not restarting it", `exit="exit status 78"`)
 	st := e.awaitKafka(t, "failed", func(k kafkaStatus) bool { return k.Phase == "failed" })

@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"encoding/binary"
-	"io"
-	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,72 +10,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// answerDropper is a Kafka-frame-aware TCP proxy in front of one facade.
-// Armed, it forwards the next Produce request but swallows its answer and
-// cuts the connection: the write happened and the client never learnt it,
-// which is the retry an idempotent producer exists for.
+// answerDropper is what a frame proxy in front of one facade shows its
+// frames to. Armed, it lets the next Produce request through but swallows
+// its answer and cuts the connection: the write happened and the client
+// never learnt it, which is the retry an idempotent producer exists for.
 type answerDropper struct {
-	ln     net.Listener
-	target string
-	armed  atomic.Bool
-	drops  atomic.Int32
+	armed atomic.Bool
+	drops atomic.Int32
 }
 
-func startAnswerDropper(t testing.TB, target string) *answerDropper {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &answerDropper{ln: ln, target: target}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go d.serve(c)
-		}
-	}()
-	return d
-}
-
-func (d *answerDropper) addr() string { return d.ln.Addr().String() }
-
-// readFrame reads one size-prefixed frame, prefix included.
-func readFrame(r io.Reader) ([]byte, error) {
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(size[:])
-	if n > 128<<20 {
-		return nil, io.ErrUnexpectedEOF
-	}
-	f := make([]byte, 4+n)
-	copy(f, size[:])
-	_, err := io.ReadFull(r, f[4:])
-	return f, err
-}
-
-func (d *answerDropper) serve(client net.Conn) {
-	server, err := net.Dial("tcp", d.target)
-	if err != nil {
-		client.Close()
-		return
-	}
+// hooks are one connection's: the armed Produce's correlation id is kept
+// so that its answer dies with the connection.
+func (d *answerDropper) hooks() frameHooks {
 	var (
 		mu    sync.Mutex
 		doomd = map[int32]bool{} // correlation ids whose answer is to be lost
 	)
-	closeBoth := func() { client.Close(); server.Close() }
-	go func() { // client → server
-		defer closeBoth()
-		for {
-			f, err := readFrame(client)
-			if err != nil || len(f) < 12 {
-				return
+	return frameHooks{
+		request: func(f []byte) bool {
+			if len(f) < 12 {
+				return false
 			}
 			key := int16(binary.BigEndian.Uint16(f[4:6]))
 			corr := int32(binary.BigEndian.Uint32(f[8:12]))
@@ -87,28 +38,22 @@ func (d *answerDropper) serve(client net.Conn) {
 				doomd[corr] = true
 				mu.Unlock()
 			}
-			if _, err := server.Write(f); err != nil {
-				return
+			return true
+		},
+		answer: func(f []byte) bool {
+			if len(f) < 8 {
+				return false
 			}
-		}
-	}()
-	defer closeBoth()
-	for { // server → client
-		f, err := readFrame(server)
-		if err != nil || len(f) < 8 {
-			return
-		}
-		corr := int32(binary.BigEndian.Uint32(f[4:8]))
-		mu.Lock()
-		lose := doomd[corr]
-		mu.Unlock()
-		if lose {
-			d.drops.Add(1)
-			return // the answer dies with the connection
-		}
-		if _, err := client.Write(f); err != nil {
-			return
-		}
+			corr := int32(binary.BigEndian.Uint32(f[4:8]))
+			mu.Lock()
+			lose := doomd[corr]
+			mu.Unlock()
+			if lose {
+				d.drops.Add(1)
+				return false // the answer dies with the connection
+			}
+			return true
+		},
 	}
 }
 
@@ -121,17 +66,9 @@ func (d *answerDropper) serve(client net.Conn) {
 func TestLostProduceAnswer(t *testing.T) {
 	t.Parallel()
 	dev, _ := sharedEnv(t)
-	// The dropper needs the facade's address and the facade the dropper's:
-	// reserve the facade's port, bind the dropper, then start the facade.
-	facPort := freePort(t)
-	d := startAnswerDropper(t, "127.0.0.1:"+strconv.Itoa(facPort))
-	f := newFacade(dev.url, facPort, map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": d.addr()})
-	t.Cleanup(f.kill)
-	if err := f.start(); err != nil {
-		t.Fatalf("%v\n%s", err, f.Out.From(0))
-	}
-	f.attachLogs(t)
-	tg := target{bootstrap: []string{d.addr()}, dev: dev}
+	d := &answerDropper{}
+	_, addr := facadeBehindProxy(t, dev, d.hooks)
+	tg := target{bootstrap: []string{addr}, dev: dev}
 	topic := uniq("lost")
 	createTopic(t, tg, topic, 1, nil)
 

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -15,14 +13,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// producerTap is a TCP proxy in front of a facade that decodes every
-// Produce request passing through and records each batch's producer id and
-// epoch, and counts InitProducerId requests: what a facade's producer
-// state was told, seen from outside the process.
+// producerTap is what a frame proxy in front of a facade shows its frames
+// to: it decodes every Produce request passing through and records each
+// batch's producer id and epoch, and counts InitProducerId requests: what
+// a facade's producer state was told, seen from outside the process.
 type producerTap struct {
-	ln     net.Listener
-	target string
-
 	mu      sync.Mutex
 	batches []producerBatch
 	inits   int
@@ -33,25 +28,10 @@ type producerBatch struct {
 	epoch int16
 }
 
-func startProducerTap(t testing.TB, target string) *producerTap {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &producerTap{ln: ln, target: target}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.serve(c)
-		}
-	}()
-	return p
+// hooks are every connection's: each request is recorded on its way.
+func (p *producerTap) hooks() frameHooks {
+	return frameHooks{request: func(f []byte) bool { p.record(f); return true }}
 }
-
-func (p *producerTap) addr() string { return p.ln.Addr().String() }
 
 // since is what was recorded after mark batches: the batches, and the
 // InitProducerId requests in all.
@@ -65,38 +45,6 @@ func (p *producerTap) mark() (batches, inits int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.batches), p.inits
-}
-
-func (p *producerTap) serve(client net.Conn) {
-	server, err := net.Dial("tcp", p.target)
-	if err != nil {
-		client.Close()
-		return
-	}
-	closeBoth := func() { client.Close(); server.Close() }
-	go func() { // client → server, decoded on the way
-		defer closeBoth()
-		for {
-			f, err := readFrame(client)
-			if err != nil {
-				return
-			}
-			p.record(f)
-			if _, err := server.Write(f); err != nil {
-				return
-			}
-		}
-	}()
-	defer closeBoth()
-	for { // server → client, as is
-		f, err := readFrame(server)
-		if err != nil {
-			return
-		}
-		if _, err := client.Write(f); err != nil {
-			return
-		}
-	}
 }
 
 // record decodes one request frame (size prefix included): the header
@@ -168,17 +116,8 @@ func (p *producerTap) record(f []byte) {
 func TestSaramaIdempotentProducerSurvivesFacadeRestart(t *testing.T) {
 	t.Parallel()
 	dev, _ := sharedEnv(t)
-	// The tap needs the facade's address and the facade the tap's: reserve
-	// the facade's port, bind the tap, then start the facade.
-	facPort := freePort(t)
-	tap := startProducerTap(t, "127.0.0.1:"+strconv.Itoa(facPort))
-	fac := newFacade(dev.url, facPort, map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": tap.addr()})
-	t.Cleanup(fac.kill)
-	if err := fac.start(); err != nil {
-		t.Fatalf("%v\n%s", err, fac.Out.From(0))
-	}
-	fac.attachLogs(t)
-	addr := tap.addr()
+	tap := &producerTap{}
+	fac, addr := facadeBehindProxy(t, dev, tap.hooks)
 	topic := uniq("restart-sarama")
 	createTopic(t, target{bootstrap: []string{addr}, dev: dev}, topic, 1, nil)
 	cfg := sarama.NewConfig()

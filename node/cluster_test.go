@@ -19,6 +19,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/hashring"
+	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 	"github.com/queen-mq/queen-kafka/registry"
@@ -177,9 +178,7 @@ func TestSingleModeHasNoClusterFootprint(t *testing.T) {
 		t.Fatalf("single-mode Metadata changed:\n got %+v\nwant %+v", got, want)
 	}
 
-	fq.mu.Lock()
-	defer fq.mu.Unlock()
-	kv := fq.bodies["POST /api/v1/kv"]
+	kv := fq.rec.Bodies("POST /api/v1/kv")
 	if len(kv) == 0 {
 		t.Fatal("no KV call seen: the group path did not run, so the assertion below proves nothing")
 	}
@@ -442,13 +441,7 @@ func TestClusterMissesShareRefreshes(t *testing.T) {
 
 	gate := make(chan struct{})
 	entered := make(chan struct{}, 64)
-	fq.setFault(func(r *http.Request) (int, string, string) {
-		if r.Method == http.MethodGet && r.URL.Path == "/api/v1/resources/queues" {
-			entered <- struct{}{}
-			<-gate
-		}
-		return 0, "", ""
-	})
+	fq.setFault(devbroker.HoldListings(gate, entered))
 	before := fq.count("GET /api/v1/resources/queues")
 	const burst = 10
 	done := make(chan bool, burst)

@@ -158,9 +158,7 @@ func TestReadinessProbeUsesContractOps(t *testing.T) {
 	code, body := httpGet(t, "http://"+n.HTTPAddr().String()+"/readyz")
 	require.Equal(t, 503, code, body)
 	require.Positive(t, fq.count("POST /api/v1/kv"), "readiness asked Queen")
-	fq.mu.Lock()
-	defer fq.mu.Unlock()
-	for _, b := range fq.bodies["POST /api/v1/kv"] {
+	for _, b := range fq.rec.Bodies("POST /api/v1/kv") {
 		ops, _ := b["operations"].([]any)
 		require.NotEmpty(t, ops, "%v", b)
 		for _, o := range ops {

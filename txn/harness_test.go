@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -345,3 +346,37 @@ func (h *harness) committed(group, topic string, partition int32) int64 {
 }
 
 var errForbidden = queen.Error{Kind: queen.KindForbidden, Status: 403, Route: "POST /api/v1/kv", Message: "Insufficient permissions"}
+
+// stageThree begins transaction "tx" writing three records "a" to out/0
+// (mk builds the batch: batch, or keyedBatch with dedup keys) and
+// committing group g's offset 5 on in/0, and leaves it to be ended.
+func (h *harness) stageThree(mk func(id string, pid int64, epoch int16, topic string, partition int32, tag string, n int) *Batch) (int64, int16) {
+	h.t.Helper()
+	pid, epoch := h.init(h.m, h.cl, "tx")
+	h.add(h.m, h.cl, "tx", pid, epoch, "out", 0)
+	h.produce(h.m, h.cl, mk("tx", pid, epoch, "out", 0, "a", 3))
+	h.m.TxnOffsetCommit(context.Background(), h.cl, offsetCommit("tx", pid, epoch, "g", "in", map[int32]int64{0: 5}), served)
+	return pid, epoch
+}
+
+// retryLandsOnce retries the commit of stageThree's transaction and checks
+// it landed once: answered 0, the three records stored once (high
+// watermark 3), the offset committed, and a next transaction writing next
+// committed behind the version the retry learnt.
+func (h *harness) retryLandsOnce(pid int64, epoch int16, next *Batch) {
+	h.t.Helper()
+	if c := h.end(h.m, h.cl, "tx", pid, epoch, true); c != 0 {
+		h.t.Fatalf("retried commit: %v, want 0", kerr.ErrorForCode(c))
+	}
+	if got, hw := h.values("out", 0); !slices.Equal(got, []string{"a-0", "a-1", "a-2"}) || hw != 3 {
+		h.t.Fatalf("records after the retry: %v hw %d", got, hw)
+	}
+	if h.committed("g", "in", 0) != 5 {
+		h.t.Fatal("offset not committed")
+	}
+	h.add(h.m, h.cl, "tx", pid, epoch, "out", 0)
+	h.produce(h.m, h.cl, next)
+	if c := h.end(h.m, h.cl, "tx", pid, epoch, true); c != 0 {
+		h.t.Fatalf("next commit: %v", kerr.ErrorForCode(c))
+	}
+}

@@ -280,10 +280,7 @@ func TestRetriedCommitLandsOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Limits{})
-			pid, epoch := h.init(h.m, h.cl, "tx")
-			h.add(h.m, h.cl, "tx", pid, epoch, "out", 0)
-			h.produce(h.m, h.cl, batch("tx", pid, epoch, "out", 0, "a", 3))
-			h.m.TxnOffsetCommit(bg, h.cl, offsetCommit("tx", pid, epoch, "g", "in", map[int32]int64{0: 5}), served)
+			pid, epoch := h.stageThree(batch)
 			tc.arm(h.wire)
 			if c := h.end(h.m, h.cl, "tx", pid, epoch, true); c != kerr.CoordinatorNotAvailable.Code {
 				t.Fatalf("failed commit: %v", kerr.ErrorForCode(c))
@@ -298,21 +295,8 @@ func TestRetriedCommitLandsOnce(t *testing.T) {
 			if c := h.end(h.m, h.cl, "tx", pid, epoch, false); c != kerr.InvalidTxnState.Code {
 				t.Fatalf("abort while committing: %v", kerr.ErrorForCode(c))
 			}
-			if c := h.end(h.m, h.cl, "tx", pid, epoch, true); c != 0 {
-				t.Fatalf("retried commit: %v", kerr.ErrorForCode(c))
-			}
-			if got, hw := h.values("out", 0); !slices.Equal(got, []string{"a-0", "a-1", "a-2"}) || hw != 3 {
-				t.Fatalf("records after the retry: %v hw %d", got, hw)
-			}
-			if h.committed("g", "in", 0) != 5 {
-				t.Fatal("offset not committed")
-			}
 			// The next transaction is fenced by the version the retry learnt.
-			h.add(h.m, h.cl, "tx", pid, epoch, "out", 0)
-			h.produce(h.m, h.cl, batch("tx", pid, epoch, "out", 0, "b", 1))
-			if c := h.end(h.m, h.cl, "tx", pid, epoch, true); c != 0 {
-				t.Fatalf("next commit: %v", kerr.ErrorForCode(c))
-			}
+			h.retryLandsOnce(pid, epoch, batch("tx", pid, epoch, "out", 0, "b", 1))
 		})
 	}
 }

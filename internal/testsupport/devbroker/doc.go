@@ -6,6 +6,11 @@
 // their broker themselves and serve it with testsupport.Serve); every other
 // package's tests can. See the testsupport package documentation.
 //
+// Beside it stand what the packages' tests share about that broker: a
+// Recorder middleware (calls counted per route, bodies kept, a fault that
+// may answer), a fault that holds queue listings, and a queue made
+// natively, as a Queen producer makes it.
+//
 // It owns no behaviour of the broker or the client: it only wires
 // queen/dev and queen together for a test, and must not be imported by
 // non-test code.
