@@ -77,6 +77,8 @@ type Catalogue struct {
 	topics   map[string]Topic
 	byID     map[[16]byte]string // topics by id (ids.go)
 	loadedAt time.Time           // zero: never loaded
+	listedAt time.Time           // when the listing held began (Deps.Now)
+	missAt   time.Time           // when a miss last refreshed (FindFresh)
 	// running is the listing in flight; next, when set, is the one that
 	// begins as soon as running ends, shared by every forced caller that
 	// arrived while running was already under way.
@@ -223,11 +225,23 @@ func (cs *Catalogues) For(c Caller) *Catalogue {
 // answers (a Queen blip does not unknow every topic); with none, the Queen
 // error is returned for the caller to map.
 func (cs *Catalogues) TopicWidth(ctx context.Context, c Caller, topic string) (width int32, exists bool, err error) {
+	return cs.topicWidth(ctx, c, topic, false)
+}
+
+// topicWidth is TopicWidth; fresh looks a miss up again with FindFresh.
+func (cs *Catalogues) topicWidth(ctx context.Context, c Caller, topic string, fresh bool) (width int32, exists bool, err error) {
 	cat := cs.For(c)
+	asked := cs.deps.Now()
 	if err := cat.Ensure(ctx, c, false); err != nil && !cat.Loaded() {
 		return 0, false, err
 	}
-	t, ok := cat.Find(ctx, c, topic)
+	var t Topic
+	var ok bool
+	if fresh {
+		t, ok = cat.FindFresh(ctx, c, topic, asked)
+	} else {
+		t, ok = cat.Find(ctx, c, topic)
+	}
 	if !ok {
 		return 0, false, nil
 	}
@@ -237,7 +251,9 @@ func (cs *Catalogues) TopicWidth(ctx context.Context, c Caller, topic string) (w
 // Topics is c's view of the catalogue as another package asks it which
 // partitions exist (the coordinator's commits: coordinator.Topics): a
 // topic Metadata would not name, or a partition past its width, is not
-// served.
+// served. A topic it does not hold is looked up again after a listing
+// (FindFresh): a commit names a topic the client may have learned of
+// elsewhere.
 func (cs *Catalogues) Topics(c Caller) ServedTopics { return ServedTopics{cs, c} }
 
 // ServedTopics is Topics' answer.
@@ -246,9 +262,9 @@ type ServedTopics struct {
 	c    Caller
 }
 
-// Width is TopicWidth for the caller.
+// Width is TopicWidth for the caller, a miss looked up again (FindFresh).
 func (t ServedTopics) Width(ctx context.Context, topic string) (int32, bool, error) {
-	return t.cats.TopicWidth(ctx, t.c, topic)
+	return t.cats.topicWidth(ctx, t.c, topic, true)
 }
 
 // cachedTopicConfig is topic's Kafka configs as the catalogue holds them:
@@ -391,6 +407,7 @@ func (cat *Catalogue) refresh(ctx context.Context, q Queen) error {
 	cat.mu.Lock()
 	startSeq := cat.seq
 	cat.mu.Unlock()
+	began := cat.deps.Now()
 	queues, err := q.Queues(ctx)
 	if err != nil {
 		return fmt.Errorf("list queues: %w", err)
@@ -423,7 +440,7 @@ func (cat *Catalogue) refresh(ctx context.Context, q Queen) error {
 	}
 	cat.topics = topics
 	cat.indexIDs()
-	cat.loadedAt = cat.deps.Now()
+	cat.loadedAt, cat.listedAt = cat.deps.Now(), began
 	for key := range cat.widest { // forget queues that are gone
 		if t, ok := topics[key.name]; !ok || (t.queue.ID != key.id && key.id != "") {
 			delete(cat.widest, key)

@@ -127,3 +127,27 @@ func TestForcedRefreshesShareOneQueuedListing(t *testing.T) {
 		t.Fatalf("%d listings for one running and five forced callers, want 2", got)
 	}
 }
+
+// A commit's miss (Topics' Width) is looked up again after a listing, but
+// not after a second one when the listing that loaded the catalogue began
+// after the request arrived: a catalogue's first commit to an absent topic
+// costs one listing.
+func TestServedTopicsMissListsOnce(t *testing.T) {
+	cs, dq := newTestCatalogues(t)
+	topics := cs.Topics(Caller{})
+	const listing = "GET /api/v1/resources/queues"
+	if _, ok, err := topics.Width(t.Context(), "native"); ok || err != nil {
+		t.Fatalf("an absent topic: served %v, err %v", ok, err)
+	}
+	if got := dq.count(listing); got != 1 {
+		t.Fatalf("%d listings for a first request that missed, want 1", got)
+	}
+	dq.addQueue("native", 2) // natively, since the catalogue was loaded
+	before := dq.count(listing)
+	if w, ok, err := topics.Width(t.Context(), "native"); !ok || err != nil || w != 4 {
+		t.Fatalf("a topic created since the listing: width %d, served %v, err %v; want 4, true", w, ok, err)
+	}
+	if got := dq.count(listing) - before; got != 1 {
+		t.Fatalf("%d listings for the miss, want 1", got)
+	}
+}
