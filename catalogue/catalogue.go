@@ -23,6 +23,17 @@ const TTL = 3 * time.Second
 // Queen client's whole budget on every request (issue 11, item 7).
 const staleRefreshWait = 250 * time.Millisecond
 
+// A refresh that failed is not retried before a backoff that doubles from
+// RefreshBackoffMin to RefreshBackoffMax (at least a 429's Retry-After),
+// and restarts on success: through a Queen outage every request would
+// otherwise list the queues again, about 60 listings a second for one
+// producer (issue 20, item 13). Callers meanwhile get the failure, which
+// they answer as they answer any failed refresh.
+const (
+	RefreshBackoffMin = 100 * time.Millisecond
+	RefreshBackoffMax = 5 * time.Second
+)
+
 // Catalogue ceilings of the operator page.
 const (
 	MaxWidth            = 100_000 // partitions per topic; QUEEN_KAFKA_DEFAULT_PARTITIONS' range too
@@ -92,6 +103,11 @@ type Catalogue struct {
 	// the change does not undo it when it lands.
 	local map[string]localChange
 	seq   uint64
+	// failed is the last refresh's failure, nil after a success; no listing
+	// begins before failedAt+backoff (RefreshBackoffMin).
+	failed   error
+	failedAt time.Time
+	backoff  time.Duration
 
 	used time.Time // its last use, kept for a credential's (Catalogues.mu)
 }
@@ -337,12 +353,18 @@ func (cat *Catalogue) Width(t Topic) int32 {
 // every caller stops waiting at its own deadline while the others still get
 // the answer. An unforced caller that already holds a listing waits for
 // the refresh only until staleRefreshWait after it began, and is then
-// answered from what it holds (nil).
+// answered from what it holds (nil). Within the backoff of a failed
+// refresh, forced or not, no listing begins: the failure answers.
 func (cat *Catalogue) Ensure(ctx context.Context, c Caller, force bool) error {
 	cat.mu.Lock()
-	if !force && !cat.loadedAt.IsZero() && cat.deps.Now().Sub(cat.loadedAt) < TTL {
+	now := cat.deps.Now()
+	if !force && !cat.loadedAt.IsZero() && now.Sub(cat.loadedAt) < TTL {
 		cat.mu.Unlock()
 		return nil
+	}
+	if err := cat.failed; err != nil && cat.running == nil && now.Sub(cat.failedAt) < cat.backoff {
+		cat.mu.Unlock()
+		return err
 	}
 	stale := !force && !cat.loadedAt.IsZero()
 	var call *refreshCall
@@ -387,19 +409,42 @@ func (cat *Catalogue) queenFor(c Caller) Queen {
 	return c.Queen
 }
 
-// run performs call's listing, then the one queued behind it, if any.
+// run performs call's listing, then the one queued behind it, if any. A
+// failed listing starts or doubles the backoff, and the one queued behind
+// it is answered its failure rather than begun.
 func (cat *Catalogue) run(call *refreshCall) {
 	for call != nil {
 		call.err = cat.refresh(call.ctx, call.q)
 		cat.mu.Lock()
 		next := cat.next
-		cat.running, cat.next = next, nil
+		cat.next = nil
+		cat.noteOutcome(call.err)
+		if next != nil && call.err != nil {
+			next.err = call.err
+			close(next.done)
+			next = nil
+		}
+		cat.running = next
 		if next != nil {
 			next.started = time.Now()
 		}
 		cat.mu.Unlock()
 		close(call.done)
 		call = next
+	}
+}
+
+// noteOutcome keeps a listing's outcome for the backoff; the caller holds
+// mu.
+func (cat *Catalogue) noteOutcome(err error) {
+	if err == nil {
+		cat.failed, cat.backoff = nil, 0
+		return
+	}
+	cat.failed, cat.failedAt = err, cat.deps.Now()
+	cat.backoff = min(max(2*cat.backoff, RefreshBackoffMin), RefreshBackoffMax)
+	if ra, ok := queen.RetryAfter(err); ok {
+		cat.backoff = max(cat.backoff, min(ra, RefreshBackoffMax))
 	}
 }
 

@@ -5,7 +5,8 @@
 // identity, so two tenants never see each other's topics):
 //   - the queue listing and the qk:topiccfg: records read from Queen, and
 //     their refresh: at most once per TTL, shared by concurrent callers,
-//     stale-while-revalidate under a slow Queen (catalogue.go);
+//     stale-while-revalidate under a slow Queen, backed off while Queen
+//     fails (catalogue.go);
 //   - cluster-mode syncing: a miss, a Metadata or a partition past the
 //     known width refreshes at once, since another node may have created
 //     or widened the topic; in any mode, a commit's miss refreshes, at
