@@ -292,9 +292,10 @@ func TestLogSpacesRepeatedWarnings(t *testing.T) {
 	var out testsupport.LogBuffer
 	log := slog.New(slog.NewTextHandler(&out, nil))
 	down := &queen.Error{Kind: queen.KindTransient, Route: "POST /api/v1/push", Status: 503, Message: "down"}
+	run := fmt.Sprint(time.Now().UnixNano()) // routes of their own: the spacing outlives a test run
 	for range 1000 {
-		Log(log, "test-push", down)
-		Log(log, "test-fetch", down)
+		Log(log, "push-"+run, down)
+		Log(log, "fetch-"+run, down)
 	}
 	if got := strings.Count(out.String(), "level=WARN"); got != 2 {
 		t.Fatalf("%d WARN lines for 1000 failures on each of two routes, want one per route:\n%s", got, out.String())
