@@ -23,6 +23,17 @@ const TTL = 3 * time.Second
 // Queen client's whole budget on every request (issue 11, item 7).
 const staleRefreshWait = 250 * time.Millisecond
 
+// A refresh that failed is not retried before a backoff that doubles from
+// RefreshBackoffMin to RefreshBackoffMax (at least a 429's Retry-After),
+// and restarts on success: through a Queen outage every request would
+// otherwise list the queues again, about 60 listings a second for one
+// producer (issue 20, item 13). Callers meanwhile get the failure, which
+// they answer as they answer any failed refresh.
+const (
+	RefreshBackoffMin = 100 * time.Millisecond
+	RefreshBackoffMax = 5 * time.Second
+)
+
 // Catalogue ceilings of the operator page.
 const (
 	MaxWidth            = 100_000 // partitions per topic; QUEEN_KAFKA_DEFAULT_PARTITIONS' range too
@@ -77,6 +88,8 @@ type Catalogue struct {
 	topics   map[string]Topic
 	byID     map[[16]byte]string // topics by id (ids.go)
 	loadedAt time.Time           // zero: never loaded
+	listedAt time.Time           // when the listing held began (Deps.Now)
+	missAt   time.Time           // when a miss last refreshed (FindFresh)
 	// running is the listing in flight; next, when set, is the one that
 	// begins as soon as running ends, shared by every forced caller that
 	// arrived while running was already under way.
@@ -90,6 +103,11 @@ type Catalogue struct {
 	// the change does not undo it when it lands.
 	local map[string]localChange
 	seq   uint64
+	// failed is the last refresh's failure, nil after a success; no listing
+	// begins before failedAt+backoff (RefreshBackoffMin).
+	failed   error
+	failedAt time.Time
+	backoff  time.Duration
 
 	used time.Time // its last use, kept for a credential's (Catalogues.mu)
 }
@@ -223,11 +241,23 @@ func (cs *Catalogues) For(c Caller) *Catalogue {
 // answers (a Queen blip does not unknow every topic); with none, the Queen
 // error is returned for the caller to map.
 func (cs *Catalogues) TopicWidth(ctx context.Context, c Caller, topic string) (width int32, exists bool, err error) {
+	return cs.topicWidth(ctx, c, topic, false)
+}
+
+// topicWidth is TopicWidth; fresh looks a miss up again with FindFresh.
+func (cs *Catalogues) topicWidth(ctx context.Context, c Caller, topic string, fresh bool) (width int32, exists bool, err error) {
 	cat := cs.For(c)
+	asked := cs.deps.Now()
 	if err := cat.Ensure(ctx, c, false); err != nil && !cat.Loaded() {
 		return 0, false, err
 	}
-	t, ok := cat.Find(ctx, c, topic)
+	var t Topic
+	var ok bool
+	if fresh {
+		t, ok = cat.FindFresh(ctx, c, topic, asked)
+	} else {
+		t, ok = cat.Find(ctx, c, topic)
+	}
 	if !ok {
 		return 0, false, nil
 	}
@@ -237,7 +267,9 @@ func (cs *Catalogues) TopicWidth(ctx context.Context, c Caller, topic string) (w
 // Topics is c's view of the catalogue as another package asks it which
 // partitions exist (the coordinator's commits: coordinator.Topics): a
 // topic Metadata would not name, or a partition past its width, is not
-// served.
+// served. A topic it does not hold is looked up again after a listing
+// (FindFresh): a commit names a topic the client may have learned of
+// elsewhere.
 func (cs *Catalogues) Topics(c Caller) ServedTopics { return ServedTopics{cs, c} }
 
 // ServedTopics is Topics' answer.
@@ -246,9 +278,9 @@ type ServedTopics struct {
 	c    Caller
 }
 
-// Width is TopicWidth for the caller.
+// Width is TopicWidth for the caller, a miss looked up again (FindFresh).
 func (t ServedTopics) Width(ctx context.Context, topic string) (int32, bool, error) {
-	return t.cats.TopicWidth(ctx, t.c, topic)
+	return t.cats.topicWidth(ctx, t.c, topic, true)
 }
 
 // cachedTopicConfig is topic's Kafka configs as the catalogue holds them:
@@ -321,12 +353,18 @@ func (cat *Catalogue) Width(t Topic) int32 {
 // every caller stops waiting at its own deadline while the others still get
 // the answer. An unforced caller that already holds a listing waits for
 // the refresh only until staleRefreshWait after it began, and is then
-// answered from what it holds (nil).
+// answered from what it holds (nil). Within the backoff of a failed
+// refresh, forced or not, no listing begins: the failure answers.
 func (cat *Catalogue) Ensure(ctx context.Context, c Caller, force bool) error {
 	cat.mu.Lock()
-	if !force && !cat.loadedAt.IsZero() && cat.deps.Now().Sub(cat.loadedAt) < TTL {
+	now := cat.deps.Now()
+	if !force && !cat.loadedAt.IsZero() && now.Sub(cat.loadedAt) < TTL {
 		cat.mu.Unlock()
 		return nil
+	}
+	if err := cat.failed; err != nil && cat.running == nil && now.Sub(cat.failedAt) < cat.backoff {
+		cat.mu.Unlock()
+		return err
 	}
 	stale := !force && !cat.loadedAt.IsZero()
 	var call *refreshCall
@@ -371,13 +409,22 @@ func (cat *Catalogue) queenFor(c Caller) Queen {
 	return c.Queen
 }
 
-// run performs call's listing, then the one queued behind it, if any.
+// run performs call's listing, then the one queued behind it, if any. A
+// failed listing starts or doubles the backoff, and the one queued behind
+// it is answered its failure rather than begun.
 func (cat *Catalogue) run(call *refreshCall) {
 	for call != nil {
 		call.err = cat.refresh(call.ctx, call.q)
 		cat.mu.Lock()
 		next := cat.next
-		cat.running, cat.next = next, nil
+		cat.next = nil
+		cat.noteOutcome(call.err)
+		if next != nil && call.err != nil {
+			next.err = call.err
+			close(next.done)
+			next = nil
+		}
+		cat.running = next
 		if next != nil {
 			next.started = time.Now()
 		}
@@ -387,10 +434,25 @@ func (cat *Catalogue) run(call *refreshCall) {
 	}
 }
 
+// noteOutcome keeps a listing's outcome for the backoff; the caller holds
+// mu.
+func (cat *Catalogue) noteOutcome(err error) {
+	if err == nil {
+		cat.failed, cat.backoff = nil, 0
+		return
+	}
+	cat.failed, cat.failedAt = err, cat.deps.Now()
+	cat.backoff = min(max(2*cat.backoff, RefreshBackoffMin), RefreshBackoffMax)
+	if ra, ok := queen.RetryAfter(err); ok {
+		cat.backoff = max(cat.backoff, min(ra, RefreshBackoffMax))
+	}
+}
+
 func (cat *Catalogue) refresh(ctx context.Context, q Queen) error {
 	cat.mu.Lock()
 	startSeq := cat.seq
 	cat.mu.Unlock()
+	began := cat.deps.Now()
 	queues, err := q.Queues(ctx)
 	if err != nil {
 		return fmt.Errorf("list queues: %w", err)
@@ -423,7 +485,7 @@ func (cat *Catalogue) refresh(ctx context.Context, q Queen) error {
 	}
 	cat.topics = topics
 	cat.indexIDs()
-	cat.loadedAt = cat.deps.Now()
+	cat.loadedAt, cat.listedAt = cat.deps.Now(), began
 	for key := range cat.widest { // forget queues that are gone
 		if t, ok := topics[key.name]; !ok || (t.queue.ID != key.id && key.id != "") {
 			delete(cat.widest, key)

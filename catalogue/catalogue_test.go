@@ -122,3 +122,88 @@ func TestForcedRefreshesShareOneQueuedListing(t *testing.T) {
 		t.Fatalf("%d listings for one running and five forced callers, want 2", got)
 	}
 }
+
+// A commit's miss (Topics' Width) is looked up again after a listing, but
+// not after a second one when the listing that loaded the catalogue began
+// after the request arrived: a catalogue's first commit to an absent topic
+// costs one listing.
+func TestServedTopicsMissListsOnce(t *testing.T) {
+	cs, dq := newTestCatalogues(t)
+	topics := cs.Topics(Caller{})
+	const listing = "GET /api/v1/resources/queues"
+	if _, ok, err := topics.Width(t.Context(), "native"); ok || err != nil {
+		t.Fatalf("an absent topic: served %v, err %v", ok, err)
+	}
+	if got := dq.count(listing); got != 1 {
+		t.Fatalf("%d listings for a first request that missed, want 1", got)
+	}
+	dq.addQueue("native", 2) // natively, since the catalogue was loaded
+	before := dq.count(listing)
+	if w, ok, err := topics.Width(t.Context(), "native"); !ok || err != nil || w != 4 {
+		t.Fatalf("a topic created since the listing: width %d, served %v, err %v; want 4, true", w, ok, err)
+	}
+	if got := dq.count(listing) - before; got != 1 {
+		t.Fatalf("%d listings for the miss, want 1", got)
+	}
+}
+
+// A refresh that failed is not retried before a backoff that doubles from
+// RefreshBackoffMin to RefreshBackoffMax and restarts on success; callers
+// meanwhile get the failure (a loaded catalogue answers from its listing,
+// as its callers decide), forced or not (issue 20 item 13: a Queen outage
+// cost it about 60 listings a second).
+func TestFailingRefreshBacksOff(t *testing.T) {
+	cs, dq := newTestCatalogues(t)
+	clk := withClock(cs)
+	cat := cs.For(Caller{})
+	ctx := t.Context()
+	const listing = "GET /api/v1/resources/queues"
+	outage := func(r *http.Request) (int, string, string) {
+		return http.StatusServiceUnavailable, "", `{"error":"down"}`
+	}
+	dq.setFault(outage)
+	listings := func() int { return dq.count(listing) }
+	for i := range 100 {
+		if err := cat.Ensure(ctx, Caller{}, i%2 == 0); err == nil {
+			t.Fatal("a refresh succeeded against a failing Queen")
+		}
+	}
+	if got := listings(); got != 1 {
+		t.Fatalf("%d listings for 100 refreshes within the first backoff, want 1", got)
+	}
+	// The backoff doubles up to its cap.
+	want := 1
+	for wait := RefreshBackoffMin; ; wait = min(2*wait, RefreshBackoffMax) {
+		clk.Advance(wait - time.Millisecond)
+		_ = cat.Ensure(ctx, Caller{}, true)
+		if got := listings(); got != want {
+			t.Fatalf("%d listings %v into a %v backoff, want %d", got, wait-time.Millisecond, wait, want)
+		}
+		clk.Advance(time.Millisecond)
+		_ = cat.Ensure(ctx, Caller{}, true)
+		want++
+		if got := listings(); got != want {
+			t.Fatalf("%d listings once a %v backoff ran out, want %d", got, wait, want)
+		}
+		if wait == RefreshBackoffMax {
+			break
+		}
+	}
+	// A success restarts it.
+	dq.setFault(nil)
+	clk.Advance(RefreshBackoffMax)
+	if err := cat.Ensure(ctx, Caller{}, false); err != nil {
+		t.Fatal(err)
+	}
+	dq.setFault(outage)
+	clk.Advance(TTL)
+	before := listings()
+	if err := cat.Ensure(ctx, Caller{}, true); err == nil {
+		t.Fatal("a refresh succeeded against a failing Queen")
+	}
+	clk.Advance(RefreshBackoffMin)
+	_ = cat.Ensure(ctx, Caller{}, true)
+	if got := listings() - before; got != 2 {
+		t.Fatalf("%d listings across a first backoff after a success, want 2", got)
+	}
+}

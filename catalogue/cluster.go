@@ -28,6 +28,45 @@ func (cat *Catalogue) Find(ctx context.Context, c Caller, topic string) (Topic, 
 	return cat.findRefreshing(ctx, c, func() (Topic, bool) { return cat.Lookup(topic) })
 }
 
+// MissRefreshFloor bounds the listings FindFresh's misses may cause: a
+// client naming a topic that does not exist, however often, costs Queen at
+// most one listing per interval per catalogue.
+const MissRefreshFloor = 250 * time.Millisecond
+
+// FindFresh is Find, except that in single mode too a miss looks again
+// after a listing that began after asked (the request's arrival), unless a
+// miss already caused one less than MissRefreshFloor ago. It serves the
+// APIs naming a topic the client may have learned of elsewhere than from
+// this node (OffsetCommit, TxnOffsetCommit): a topic created natively in
+// Queen or through another facade must not be refused there until the TTL
+// runs out.
+func (cat *Catalogue) FindFresh(ctx context.Context, c Caller, topic string, asked time.Time) (Topic, bool) {
+	t, ok := cat.Find(ctx, c, topic)
+	if ok || cat.deps.Clustered || !cat.claimMissRefresh(asked) {
+		return t, ok
+	}
+	ctx, cancel := context.WithTimeout(ctx, ClusterSyncBudget)
+	defer cancel()
+	if err := cat.Ensure(ctx, c, true); err != nil {
+		return Topic{}, false // the miss stands, as within the TTL
+	}
+	return cat.Lookup(topic)
+}
+
+// claimMissRefresh reports whether a miss of a request that arrived at
+// asked is to refresh the catalogue: not when the listing held began after
+// it arrived, nor within MissRefreshFloor of the last miss that did.
+func (cat *Catalogue) claimMissRefresh(asked time.Time) bool {
+	now := cat.deps.Now()
+	cat.mu.Lock()
+	defer cat.mu.Unlock()
+	if cat.listedAt.After(asked) || (!cat.missAt.IsZero() && now.Sub(cat.missAt) < MissRefreshFloor) {
+		return false
+	}
+	cat.missAt = now
+	return true
+}
+
 // findRefreshing is look, and in cluster mode, on a miss, look again after
 // a listing that begins after the miss.
 func (cat *Catalogue) findRefreshing(ctx context.Context, c Caller, look func() (Topic, bool)) (Topic, bool) {

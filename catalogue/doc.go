@@ -5,10 +5,13 @@
 // identity, so two tenants never see each other's topics):
 //   - the queue listing and the qk:topiccfg: records read from Queen, and
 //     their refresh: at most once per TTL, shared by concurrent callers,
-//     stale-while-revalidate under a slow Queen (catalogue.go);
+//     stale-while-revalidate under a slow Queen, backed off while Queen
+//     fails (catalogue.go);
 //   - cluster-mode syncing: a miss, a Metadata or a partition past the
 //     known width refreshes at once, since another node may have created
-//     or widened the topic (cluster.go);
+//     or widened the topic; in any mode, a commit's miss refreshes, at
+//     most once per MissRefreshFloor, since the topic may have been
+//     created natively or through another facade (cluster.go);
 //   - widths (never narrowing), topic ids (ids.go), topic names' rules
 //     (names.go) and topic configs with their records (topic_config.go);
 //   - a data-path request's verdicts on the topics it names (verdicts.go),

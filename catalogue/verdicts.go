@@ -19,6 +19,7 @@ type Verdicts struct {
 	throttle *int32 // the response's throttle_time_ms
 	seen     map[string]Verdict
 	byID     map[[16]byte]idVerdict // topics named by id (OfID)
+	fresh    bool                   // a miss is looked up again (FindFresh)
 }
 
 // Fault maps a failed catalogue read the way the calling API maps any
@@ -56,13 +57,21 @@ func (cs *Catalogues) Verdicts(c Caller, fault Fault, throttle *int32) *Verdicts
 	return &Verdicts{cats: cs, c: c, fault: fault, throttle: throttle, seen: make(map[string]Verdict)}
 }
 
+// FreshOnMiss makes v look a topic it does not find up again after a
+// listing (FindFresh), for a request naming topics the client may have
+// learned of elsewhere than from this node (TxnOffsetCommit).
+func (v *Verdicts) FreshOnMiss() *Verdicts {
+	v.fresh = true
+	return v
+}
+
 // Of returns topic's verdict, checking it with dataTopic the first time. An
 // error (a canceled call) closes the connection.
 func (v *Verdicts) Of(ctx context.Context, topic string) (Verdict, error) {
 	if tv, ok := v.seen[topic]; ok {
 		return tv, nil
 	}
-	tv, err := v.cats.dataTopic(ctx, v.c, topic, v.fault)
+	tv, err := v.cats.dataTopic(ctx, v.c, topic, v.fault, v.fresh)
 	if err != nil {
 		return tv, err
 	}
@@ -133,15 +142,16 @@ func (v *Verdicts) Refusal(ctx context.Context, topic string, tv *Verdict, p int
 // ListOffsets). A topic not in the catalogue is UNKNOWN_TOPIC_OR_PARTITION:
 // a producer creates topics through Metadata, as against Apache Kafka, and
 // `__` names never exist (seed 001). fault maps a failed catalogue read the
-// way the calling API maps any Queen failure.
-func (cs *Catalogues) dataTopic(ctx context.Context, c Caller, topic string, fault Fault) (Verdict, error) {
+// way the calling API maps any Queen failure; fresh looks a miss up again
+// (FindFresh).
+func (cs *Catalogues) dataTopic(ctx context.Context, c Caller, topic string, fault Fault, fresh bool) (Verdict, error) {
 	if InternalTopic(topic) {
 		return Verdict{Code: kerr.UnknownTopicOrPartition.Code, Msg: UnknownPartitionMsg}, nil
 	}
 	if why := TopicNameError(topic); why != "" {
 		return Verdict{Code: kerr.InvalidTopicException.Code, Msg: why}, nil
 	}
-	width, exists, err := cs.TopicWidth(ctx, c, topic)
+	width, exists, err := cs.topicWidth(ctx, c, topic, fresh)
 	if err != nil {
 		code, throttle, msg, fatal := fault(err)
 		return Verdict{Code: code, Throttle: throttle, Msg: msg, Failed: true}, fatal

@@ -4,9 +4,10 @@
 // topic reads and writes, transactions, SASL), and how a push's per-item
 // results read as one partition's outcome.
 //
-// It owns the mapping only, as data (one rule per family) and one apply.
-// It must not reach for connections, handlers, the catalogue or group
-// state: a caller hands it the error (and, to log one, its logger) and
-// puts the answer where its response wants it. The group and offset APIs'
+// It owns the mapping, as data (one rule per family) and one apply, and
+// the spacing of the warnings a failing Queen repeats at every request
+// (Log, Warn). It must not reach for connections, handlers, the catalogue
+// or group state: a caller hands it the error (and, to log one, its
+// logger) and puts the answer where its response wants it. The group and offset APIs'
 // column of the contract is the coordinator's own (coordinator/errors.go).
 package faults

@@ -3,9 +3,12 @@ package faults
 import (
 	"errors"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/queen-mq/queen-kafka/internal/ratelog"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -295,11 +298,34 @@ func ErrorMessage(code int16, msg string) *string {
 
 // Log records a failed data-path call for the operator on log (the
 // connection's): a throttle is routine and only a debug line, anything
-// else a warning.
+// else a warning, spaced per route and kind of failure (Warn).
 func Log(log *slog.Logger, route string, err error) {
 	if _, ok := queen.RetryAfter(err); ok {
 		log.Debug("queen throttled a data-path call", "route", route, "err", err)
 		return
 	}
-	log.Warn("queen data-path call failed", "route", route, "kind", queen.KindOf(err).String(), "err", err)
+	kind := queen.KindOf(err).String()
+	Warn(log, "data-path "+route+" "+kind, "queen data-path call failed", "route", route, "kind", kind, "err", err)
+}
+
+// WarnWindow is the least time between two lines of one repeated warning
+// (Warn).
+const WarnWindow = 10 * time.Second
+
+// warns holds one ratelog.Every per key Warn was given: a fixed set (routes,
+// kinds of failure, messages), never a topic or a client.
+var warns sync.Map
+
+// Warn logs a warning that every request may repeat while Queen fails (a
+// data-path call, the topic list Metadata reads): the first of key's is
+// logged, and those within WarnWindow after it are counted into one more
+// line (ratelog.Every). Through an outage one producer logged 1,658 lines
+// in 37 s; the count says as much in two (issue 20, item 13). key must come
+// from a fixed set, never from a topic or a client.
+func Warn(log *slog.Logger, key, msg string, args ...any) {
+	l, ok := warns.Load(key)
+	if !ok {
+		l, _ = warns.LoadOrStore(key, &ratelog.Every{Window: WarnWindow})
+	}
+	l.(*ratelog.Every).Warn(log, time.Now(), msg, args...)
 }

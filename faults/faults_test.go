@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -279,5 +282,22 @@ func TestPushOutcomeTable(t *testing.T) {
 		require.Equal(t, r.code, code, r.row)
 		require.Equal(t, r.base, base, r.row)
 		require.Equal(t, code != 0, msg != "", r.row)
+	}
+}
+
+// A data-path failure repeated at every request logs its first warning and
+// then at most one line per window counting the rest, per route (issue 20
+// item 13: one producer logged 1,658 WARN lines in 37 s of a Queen outage).
+func TestLogSpacesRepeatedWarnings(t *testing.T) {
+	var out testsupport.LogBuffer
+	log := slog.New(slog.NewTextHandler(&out, nil))
+	down := &queen.Error{Kind: queen.KindTransient, Route: "POST /api/v1/push", Status: 503, Message: "down"}
+	run := fmt.Sprint(time.Now().UnixNano()) // routes of their own: the spacing outlives a test run
+	for range 1000 {
+		Log(log, "push-"+run, down)
+		Log(log, "fetch-"+run, down)
+	}
+	if got := strings.Count(out.String(), "level=WARN"); got != 2 {
+		t.Fatalf("%d WARN lines for 1000 failures on each of two routes, want one per route:\n%s", got, out.String())
 	}
 }

@@ -14,5 +14,5 @@ func (n *Node) handleAddPartitionsToTxn(ctx context.Context, c *transport.Conn, 
 	if code := n.txnOwnerCode(req.TransactionalID); code != 0 {
 		return n.txns.AddPartitionsToTxn(ctx, txnClient(c), req, func(context.Context, string, int32) int16 { return code }), nil
 	}
-	return n.txns.AddPartitionsToTxn(ctx, txnClient(c), req, n.txnPartitions(c)), nil
+	return n.txns.AddPartitionsToTxn(ctx, txnClient(c), req, n.txnPartitions(c, false)), nil
 }

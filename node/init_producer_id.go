@@ -45,7 +45,7 @@ func (n *Node) handleInitProducerID(ctx context.Context, c *transport.Conn, req 
 		if fatal != nil {
 			return nil, fatal
 		}
-		c.Logger().Warn("producer id allocation failed", "err", err)
+		faults.Warn(c.Logger(), "producer id allocation failed", "producer id allocation failed", "err", err)
 		resp.ErrorCode, resp.ThrottleMillis = code, throttle
 		return resp, nil
 	}

@@ -30,7 +30,7 @@ func (n *Node) handleMetadata(ctx context.Context, c *transport.Conn, req *kmsg.
 	if refreshErr != nil && !cat.Loaded() {
 		code, throttle, _ := faults.Topic(refreshErr)
 		resp.ThrottleMillis = throttle
-		c.Logger().Warn("metadata: topic list unavailable", "err", refreshErr)
+		faults.Warn(c.Logger(), "metadata: topic list unavailable", "metadata: topic list unavailable", "err", refreshErr)
 		for _, rt := range req.Topics {
 			resp.Topics = append(resp.Topics, n.metaTopicError(rt.Topic, code))
 		}
@@ -40,7 +40,7 @@ func (n *Node) handleMetadata(ctx context.Context, c *transport.Conn, req *kmsg.
 		// The previous listing answers, and a 429 still reaches the client
 		// as throttle_time_ms so that it backs off as asked.
 		_, resp.ThrottleMillis, _ = faults.Topic(refreshErr)
-		c.Logger().Warn("metadata: answering from the previous topic list", "err", refreshErr)
+		faults.Warn(c.Logger(), "metadata: previous topic list", "metadata: answering from the previous topic list", "err", refreshErr)
 	}
 
 	cat.SyncForMetadata(ctx, callerOf(c), req) // cluster mode only: another node may have created or widened a topic

@@ -297,6 +297,7 @@ func TestMetadataServesPreviousListingOnQueenBlip(t *testing.T) {
 		t.Fatalf("topicWidth %d %v %v", w, ok, err)
 	}
 	fq.setFault(func(*http.Request) (int, string, string) { return 429, "5", "" })
+	clk.Advance(catalogue.RefreshBackoffMin) // the failed refresh's backoff runs out
 	if resp := metadata(t, n, c, 9, false, "orders"); resp.Topics[0].ErrorCode != 0 || resp.ThrottleMillis != 5000 {
 		t.Fatalf("throttled refresh over a previous listing: code %d throttle %d", resp.Topics[0].ErrorCode, resp.ThrottleMillis)
 	}

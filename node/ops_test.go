@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
@@ -101,6 +102,7 @@ func TestReadyzFollowsQueenInSingleMode(t *testing.T) {
 	require.Equal(t, 200, code, body)
 
 	fq.setFault(func(*http.Request) (int, string, string) { return 503, "", "down" })
+	time.Sleep(catalogue.RefreshBackoffMin) // the refused listing's backoff runs out
 	k.roundTrip(meta)
 	code, body = httpGet(t, readyz)
 	require.Equal(t, 503, code, body)

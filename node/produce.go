@@ -640,7 +640,7 @@ func produceAnswer(c *transport.Conn, r kmsg.Request, rr kmsg.Response) kmsg.Res
 				if p.ErrorMessage != nil {
 					msg = *p.ErrorMessage
 				}
-				c.Logger().Warn("acks=0 produce failed", "topic", t.Topic, "partition", p.Partition, "error", kerr.ErrorForCode(p.ErrorCode), "reason", msg)
+				faults.Warn(c.Logger(), "acks=0 produce failed", "acks=0 produce failed", "topic", t.Topic, "partition", p.Partition, "error", kerr.ErrorForCode(p.ErrorCode), "reason", msg)
 			}
 		}
 	}

@@ -118,10 +118,16 @@ func txnClient(c *transport.Conn) txn.Client {
 // topic that is not served, or a partition past its width, is
 // UNKNOWN_TOPIC_OR_PARTITION; a bad name INVALID_TOPIC_EXCEPTION; a
 // catalogue Queen would not give is answered by the transaction rule,
-// retriable. Each topic is looked up once per request.
-func (n *Node) txnPartitions(c *transport.Conn) txn.PartitionCheck {
+// retriable. Each topic is looked up once per request. fresh looks a topic
+// the catalogue does not hold up again after a listing (TxnOffsetCommit,
+// which names topics the client may have learned of elsewhere, as
+// OffsetCommit does).
+func (n *Node) txnPartitions(c *transport.Conn, fresh bool) txn.PartitionCheck {
 	var throttle int32
 	v := n.cats.Verdicts(callerOf(c), faults.Transaction, &throttle)
+	if fresh {
+		v.FreshOnMiss()
+	}
 	return func(ctx context.Context, topic string, partition int32) int16 {
 		tv, err := v.Of(ctx, topic)
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 // offsets in Queen for the transactional id's owner (txn.Shared).
 func (n *Node) handleTxnOffsetCommit(ctx context.Context, c *transport.Conn, req *kmsg.TxnOffsetCommitRequest) (kmsg.Response, error) {
 	if n.txnShared != nil {
-		return n.txnShared.TxnOffsetCommit(ctx, txnClient(c), req, n.txnPartitions(c)), nil
+		return n.txnShared.TxnOffsetCommit(ctx, txnClient(c), req, n.txnPartitions(c, true)), nil
 	}
-	return n.txns.TxnOffsetCommit(ctx, txnClient(c), req, n.txnPartitions(c)), nil
+	return n.txns.TxnOffsetCommit(ctx, txnClient(c), req, n.txnPartitions(c, true)), nil
 }

@@ -542,3 +542,19 @@ func TestTxnKgoSmoke(t *testing.T) {
 	}
 	require.Equal(t, []string{"c1@0", "c2@1", "c3@2", "c4@3"}, got)
 }
+
+// A TxnOffsetCommit to a topic created natively in Queen (or through
+// another facade) after this node's catalogue was loaded is staged at
+// once, as OffsetCommit's is (issue 20 item 6).
+func TestTxnOffsetCommitToTopicCreatedElsewhere(t *testing.T) {
+	e := newTxnEnv(t, nil)
+	k := dial(t, e.addr)
+	x := mustInitTxn(t, k, "tx")
+	require.Equal(t, int16(0), x.addOffsets(k, "billing"))
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 9
+	k.roundTrip(md) // the catalogue is loaded
+	e.createTopic("native")
+	require.Equal(t, map[int32]int16{0: 0}, x.commitOffsets(k, "billing", "", -1, "native", map[int32]int64{0: 5}))
+	require.Equal(t, int16(0), x.end(k, true))
+}
