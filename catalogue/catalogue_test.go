@@ -134,15 +134,15 @@ func TestServedTopicsMissListsOnce(t *testing.T) {
 	if _, ok, err := topics.Width(t.Context(), "native"); ok || err != nil {
 		t.Fatalf("an absent topic: served %v, err %v", ok, err)
 	}
-	if got := dq.count(listing); got != 1 {
+	if got := dq.Count(listing); got != 1 {
 		t.Fatalf("%d listings for a first request that missed, want 1", got)
 	}
 	dq.addQueue("native", 2) // natively, since the catalogue was loaded
-	before := dq.count(listing)
+	before := dq.Count(listing)
 	if w, ok, err := topics.Width(t.Context(), "native"); !ok || err != nil || w != 4 {
 		t.Fatalf("a topic created since the listing: width %d, served %v, err %v; want 4, true", w, ok, err)
 	}
-	if got := dq.count(listing) - before; got != 1 {
+	if got := dq.Count(listing) - before; got != 1 {
 		t.Fatalf("%d listings for the miss, want 1", got)
 	}
 }
@@ -161,8 +161,8 @@ func TestFailingRefreshBacksOff(t *testing.T) {
 	outage := func(r *http.Request) (int, string, string) {
 		return http.StatusServiceUnavailable, "", `{"error":"down"}`
 	}
-	dq.setFault(outage)
-	listings := func() int { return dq.count(listing) }
+	dq.SetFault(outage)
+	listings := func() int { return dq.Count(listing) }
 	for i := range 100 {
 		if err := cat.Ensure(ctx, Caller{}, i%2 == 0); err == nil {
 			t.Fatal("a refresh succeeded against a failing Queen")
@@ -190,12 +190,12 @@ func TestFailingRefreshBacksOff(t *testing.T) {
 		}
 	}
 	// A success restarts it.
-	dq.setFault(nil)
+	dq.SetFault(nil)
 	clk.Advance(RefreshBackoffMax)
 	if err := cat.Ensure(ctx, Caller{}, false); err != nil {
 		t.Fatal(err)
 	}
-	dq.setFault(outage)
+	dq.SetFault(outage)
 	clk.Advance(TTL)
 	before := listings()
 	if err := cat.Ensure(ctx, Caller{}, true); err == nil {
