@@ -32,6 +32,7 @@ const staleRefreshWait = 250 * time.Millisecond
 const (
 	RefreshBackoffMin = 100 * time.Millisecond
 	RefreshBackoffMax = 5 * time.Second
+	backoffAfter      = 2 // failed listings in a row that start the backoff
 )
 
 // Catalogue ceilings of the operator page.
@@ -108,6 +109,7 @@ type Catalogue struct {
 	failed   error
 	failedAt time.Time
 	backoff  time.Duration
+	fails    int // failed listings in a row
 
 	used time.Time // its last use, kept for a credential's (Catalogues.mu)
 }
@@ -419,7 +421,7 @@ func (cat *Catalogue) run(call *refreshCall) {
 		next := cat.next
 		cat.next = nil
 		cat.noteOutcome(call.err)
-		if next != nil && call.err != nil {
+		if next != nil && call.err != nil && cat.failed != nil {
 			next.err = call.err
 			close(next.done)
 			next = nil
@@ -435,10 +437,15 @@ func (cat *Catalogue) run(call *refreshCall) {
 }
 
 // noteOutcome keeps a listing's outcome for the backoff; the caller holds
-// mu.
+// mu. A lone failure starts none: a blip (one refused or dropped call)
+// costs its own request only, and the next request lists again at once;
+// the backoff begins with the second failure in a row, which is an outage.
 func (cat *Catalogue) noteOutcome(err error) {
 	if err == nil {
-		cat.failed, cat.backoff = nil, 0
+		cat.failed, cat.backoff, cat.fails = nil, 0, 0
+		return
+	}
+	if cat.fails++; cat.fails < backoffAfter {
 		return
 	}
 	cat.failed, cat.failedAt = err, cat.deps.Now()

@@ -168,11 +168,11 @@ func TestFailingRefreshBacksOff(t *testing.T) {
 			t.Fatal("a refresh succeeded against a failing Queen")
 		}
 	}
-	if got := listings(); got != 1 {
-		t.Fatalf("%d listings for 100 refreshes within the first backoff, want 1", got)
+	if got := listings(); got != backoffAfter {
+		t.Fatalf("%d listings for 100 refreshes within the first backoff, want %d (a lone failure is retried at once)", got, backoffAfter)
 	}
 	// The backoff doubles up to its cap.
-	want := 1
+	want := backoffAfter
 	for wait := RefreshBackoffMin; ; wait = min(2*wait, RefreshBackoffMax) {
 		clk.Advance(wait - time.Millisecond)
 		_ = cat.Ensure(ctx, Caller{}, true)
