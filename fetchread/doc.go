@@ -7,9 +7,12 @@
 //     RecordBatch v2, in request order, against partition_max_bytes, the
 //     response's budget (MaxResponse, or max_bytes below it) and the node's
 //     budget of batches not yet written, the response's first record always
-//     taken whole so that a consumer progresses; what each entry asks of
-//     Queen (StoredBytes); and the hand-over of what the response holds of
-//     the node's budget to the connection that writes it;
+//     taken whole so that a consumer progresses, with the rest of the Queen
+//     push it came in (KIP-74's first batch, as far as its topic's
+//     max.message.bytes), read again once when Queen's budget cut that push;
+//     what each entry asks of Queen (StoredBytes); and the hand-over of what
+//     the response holds of the node's budget to the connection that writes
+//     it;
 //   - the plain read (Fill.Read): Queen's fetch route at most 1,024 entries
 //     a call, a wider read chunked and its long poll spent in slices, a
 //     chunk Queen refuses failing its own partitions only;

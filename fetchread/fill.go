@@ -34,13 +34,17 @@ type Conn interface {
 
 // Slot is one partition of a fetch request on its way through.
 type Slot struct {
-	Resp    *kmsg.FetchResponseTopicPartition
-	Max     int   // partition_max_bytes
-	Codec   int   // its batch's compression (recordbatch.Codec*)
-	Offset  int64 // fetch_offset
-	Next    int64 // the offset after the last record taken (Offset when none)
-	taken   int   // records in Resp.RecordBatches
-	charged int   // bytes of Resp.RecordBatches paid on the node's budget
+	Resp   *kmsg.FetchResponseTopicPartition
+	Max    int   // partition_max_bytes
+	Codec  int   // its batch's compression (recordbatch.Codec*)
+	Offset int64 // fetch_offset
+	Next   int64 // the offset after the last record taken (Offset when none)
+	// Batch is its topic's max.message.bytes: how far the response's first
+	// push may run past the budgets (Answer); 0 takes its first record only.
+	Batch   int
+	taken   int  // records in Resp.RecordBatches
+	charged int  // bytes of Resp.RecordBatches paid on the node's budget
+	more    bool // its first push may go on past what Queen answered
 }
 
 // Unread readies sp, a partition's answer to req, as not read yet:
@@ -59,9 +63,13 @@ func Unread(sp *kmsg.FetchResponseTopicPartition, req *kmsg.FetchRequest) {
 
 // Fill fills a fetch response's partitions from Queen's answers, in
 // request order, against the partition budgets and the response budget.
-// The first record of the response is always taken whole; after it a
-// partition takes records while they fit, and one whose next record does
-// not fit is an empty read with its real watermarks.
+// The first record of the response is always taken whole, and with it the
+// rest of the Queen push it came in (up to its topic's max.message.bytes):
+// Kafka answers the first batch whole past every budget (KIP-74), and a
+// client reading "a batch" (segmentio/kafka-go's Conn) expects all of a
+// produced batch, which the facade wrote as one push. After it a partition
+// takes records while they fit, and one whose next record does not fit is
+// an empty read with its real watermarks.
 type Fill struct {
 	enc    *recordbatch.Encoder
 	mem    *budget.Budget // the node's fetch response bytes; nil: unbounded
@@ -125,7 +133,7 @@ func (f *Fill) unfill(s *Slot) {
 	f.budget += len(s.Resp.RecordBatches)
 	f.taken -= s.taken
 	f.full = f.full && s.taken == 0 // what it held is free again
-	s.taken, s.Next = 0, s.Offset
+	s.taken, s.Next, s.more = 0, s.Offset, false
 	s.Resp.RecordBatches = []byte{}
 	s.Resp.ErrorCode = 0
 	s.Resp.HighWatermark, s.Resp.LastStableOffset, s.Resp.LogStartOffset = -1, -1, -1
@@ -151,15 +159,25 @@ func (f *Fill) Answer(s *Slot, r *queen.FetchResult) {
 	s.Resp.HighWatermark, s.Resp.LastStableOffset, s.Resp.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
 	var recs []recordbatch.Fetched
 	size := recordbatch.HeaderLen
-	for _, fr := range r.Records {
+	// firstPush: every record so far is of the push of the response's
+	// first record.
+	firstPush := f.taken == 0
+	for i := range r.Records {
+		fr := &r.Records[i]
 		rec := envelope.DecodePayload(fr.Payload, queen.ParseTS(fr.TS))
 		if rec.Timestamp < 0 {
 			rec.Timestamp = -1 // an unreadable ts is no timestamp, not year 1
 		}
 		est := recordBound(&rec)
+		firstPush = firstPush && (i == 0 || samePush(&r.Records[i-1], fr))
 		if f.taken+len(recs) > 0 && (size+est > s.Max || size+est > f.budget) {
-			f.full = f.full || size+est > f.budget
-			break
+			// The response's first push comes whole (KIP-74), as far as
+			// its topic's largest batch: each partition's records of one
+			// produce are one push, and a push shares its ts (§6).
+			if !firstPush || size+est > s.Batch {
+				f.full = f.full || size+est > f.budget
+				break
+			}
 		}
 		recs = append(recs, recordbatch.Fetched{Offset: fr.Offset, Record: rec})
 		size += est
@@ -187,7 +205,42 @@ func (f *Fill) Answer(s *Slot, r *queen.FetchResult) {
 		f.taken += len(recs)
 		s.taken = len(recs)
 		s.Next = recs[len(recs)-1].Offset + 1
+		// Queen's answer ended inside what may still be the first push:
+		// it may be worth asking again for the push's whole length.
+		s.more = firstPush && len(recs) == len(r.Records) && s.Next < r.HighWatermark && size < s.Batch
 	}
+}
+
+// samePush reports that next came in the same Queen push as prev: the
+// next offset, with the same commit time (a push's records share their
+// segment's ts, §6). Two pushes committed in the same microsecond look
+// like one, which only lets the first push run on within its bound.
+func samePush(prev, next *queen.FetchRecord) bool {
+	return next.TS != "" && next.TS == prev.TS && next.Offset == prev.Offset+1
+}
+
+// readFirstPush reads s again from its offset, asking Queen for its
+// topic's largest batch, when its answer holds the response's first record
+// and Queen's answer (to e, which asked e.MaxBytes; 0: unknown) ended
+// inside what may be that record's push (Slot.more). An answer that asked
+// as much already is not asked again. If the read fails, the first answer
+// stands.
+func (f *Fill) readFirstPush(ctx context.Context, c Conn, s *Slot, e queen.FetchEntry) {
+	want := min(StoredBytes(s.Batch), queen.MaxFetchEntryBytes)
+	if e.MaxBytes >= want {
+		s.more = false
+		return
+	}
+	e.MaxBytes = want
+	rs, err := c.Queen().Fetch(ctx, queen.FetchRequest{Entries: []queen.FetchEntry{e}})
+	if err != nil || len(rs) != 1 {
+		if err != nil {
+			faults.Log(c.Logger(), "fetch", err)
+		}
+		return
+	}
+	f.Answer(s, &rs[0])
+	s.more = false
 }
 
 // charge pays n bytes of batches on the node's budget, if it has them.
@@ -310,6 +363,11 @@ func (f *Fill) readChunk(ctx context.Context, c Conn, ss []*Slot, es []queen.Fet
 		}
 		answered = answered || rs[i].Error != ""
 		f.Answer(ss[i], &rs[i])
+		if ss[i].more {
+			// Before the next entry is answered: only then is this one
+			// still the response's first.
+			f.readFirstPush(ctx, c, ss[i], es[i])
+		}
 	}
 	return got, answered, nil
 }

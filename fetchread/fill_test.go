@@ -1,6 +1,8 @@
 package fetchread
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -69,4 +71,113 @@ func TestFillNodeBudget(t *testing.T) {
 	require.True(t, f.Spent())
 	f.HandOver(nil)
 	require.Equal(t, int64(400), mem.Free(), "the first record was taken unpaid")
+}
+
+// pushed is Queen's answer from offset of pushes, each n records of size
+// value bytes sharing its own commit time (§6: a push shares its ts).
+func pushed(offset int64, size int, pushes ...int) *queen.FetchResult {
+	r := &queen.FetchResult{HighWatermark: offset}
+	for p, n := range pushes {
+		ts := fmt.Sprintf("2026-01-01T00:00:%02d.000000Z", p)
+		for range n {
+			rec := envelope.Record{Value: make([]byte, size), Timestamp: 1}
+			r.Records = append(r.Records, queen.FetchRecord{Offset: r.HighWatermark, Payload: envelope.Append(nil, &rec), TS: ts})
+			r.HighWatermark++
+		}
+	}
+	return r
+}
+
+// The response's first record comes with the rest of its push past every
+// budget (KIP-74: the first batch whole), up to its topic's largest batch,
+// and nothing of the push after it; a later partition takes no push whole.
+func TestFillFirstPushWhole(t *testing.T) {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.MaxBytes = 4, 10
+	f := New(req, recordbatch.NewEncoder(), nil)
+	a, b := slot(1), slot(1)
+	a.Batch, b.Batch = 1<<20, 1<<20
+	f.Answer(&a, pushed(5, 100, 4, 3))
+	require.Equal(t, int64(9), a.Next, "the first push, whole")
+	require.False(t, a.more, "Queen answered past the push")
+	require.True(t, f.Spent())
+	f.Answer(&b, pushed(0, 1, 3))
+	require.Empty(t, b.Resp.RecordBatches, "the budget is spent")
+
+	// Bounded by the topic's largest batch: 3 records of 136 bytes at most.
+	f = New(req, recordbatch.NewEncoder(), nil)
+	a = slot(1)
+	a.Batch = 500
+	f.Answer(&a, pushed(0, 100, 10))
+	require.Equal(t, int64(3), a.Next)
+
+	// A gap (retention) ends the push; so does a missing ts.
+	f = New(req, recordbatch.NewEncoder(), nil)
+	a = slot(1)
+	a.Batch = 1 << 20
+	r := pushed(0, 10, 5)
+	r.Records[3].Offset, r.Records[4].Offset = 7, 8
+	f.Answer(&a, r)
+	require.Equal(t, int64(3), a.Next)
+	f = New(req, recordbatch.NewEncoder(), nil)
+	a = slot(1)
+	a.Batch = 1 << 20
+	r = pushed(0, 10, 5)
+	for i := range r.Records {
+		r.Records[i].TS = ""
+	}
+	f.Answer(&a, r)
+	require.Equal(t, int64(1), a.Next)
+
+	// Queen's answer ended inside the push, short of its high watermark:
+	// the slot asks to be read again for the push's whole length.
+	f = New(req, recordbatch.NewEncoder(), nil)
+	a = slot(1)
+	a.Batch = 1 << 20
+	r = pushed(0, 10, 5)
+	r.Records = r.Records[:2]
+	f.Answer(&a, r)
+	require.Equal(t, int64(2), a.Next)
+	require.True(t, a.more)
+}
+
+// For any pushes, budgets and bound, a fill takes a prefix of Queen's
+// records: within the budgets, or the first record, or records of the
+// first record's push within the bound; never a record of a later push
+// past a budget, and the first push whole when Queen answered it and the
+// bound allows.
+func TestFillFirstPushProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 74))
+	for range 2000 {
+		pushes := make([]int, 1+rng.IntN(4))
+		for i := range pushes {
+			pushes[i] = 1 + rng.IntN(12)
+		}
+		size := rng.IntN(300)
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxBytes = 4, int32(rng.IntN(4000))
+		f := New(req, recordbatch.NewEncoder(), nil)
+		s := slot(1 + rng.IntN(4000))
+		s.Batch = rng.IntN(6000)
+		r := pushed(0, size, pushes...)
+		f.Answer(&s, r)
+
+		taken := int(s.Next)
+		require.GreaterOrEqual(t, taken, 1, "the first record, always")
+		est := recordBound(&envelope.Record{Value: make([]byte, size)})
+		within := func(n int) bool { // n records fit both budgets
+			return recordbatch.HeaderLen+n*est <= min(s.Max, int(req.MaxBytes))
+		}
+		bounded := func(n int) bool { return recordbatch.HeaderLen+n*est <= s.Batch }
+		if taken > 1 && !within(taken) {
+			require.Equal(t, r.Records[0].TS, r.Records[taken-1].TS, "past the budgets only the first push: %v size %d max %d/%d batch %d taken %d", pushes, size, s.Max, req.MaxBytes, s.Batch, taken)
+			require.True(t, bounded(taken), "the push within its bound")
+		}
+		if taken < len(r.Records) && r.Records[taken].TS == r.Records[0].TS {
+			require.False(t, within(taken+1) || bounded(taken+1), "the first push stops only at its bound")
+		}
+		if taken < len(r.Records) && r.Records[taken].TS != r.Records[0].TS {
+			require.False(t, within(taken+1), "a later push stops at the budgets")
+		}
+	}
 }

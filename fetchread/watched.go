@@ -36,9 +36,15 @@ func NewWatched(f *Fill, round *fetchwatch.Round) *Watched {
 	return &Watched{Fill: f, Round: round, Touched: make(map[int]*Part)}
 }
 
-// Take answers tp from r, what Queen read of it from the fetch's offset.
-func (w *Watched) Take(tp *Part, r *queen.FetchResult) {
+// Take answers tp from r, what a parked call (entry e) read of it from the
+// fetch's offset. When tp holds the response's first record and Queen's
+// budget stopped inside that record's push, it is read again through c for
+// the push's whole length (Fill's first push).
+func (w *Watched) Take(ctx context.Context, c Conn, tp *Part, e queen.FetchEntry, r *queen.FetchResult) {
 	w.Fill.Answer(&tp.Slot, r)
+	if tp.Slot.more {
+		w.Fill.readFirstPush(ctx, c, &tp.Slot, e)
+	}
 	tp.read, tp.learned = true, false
 	w.Refused = w.Refused || tp.Slot.Resp.ErrorCode != 0
 }

@@ -97,7 +97,7 @@ func (n *Node) handleFetch(ctx context.Context, c *transport.Conn, req *kmsg.Fet
 			refused = true
 			continue
 		}
-		slots = append(slots, fetchread.Slot{Resp: sp, Max: max(int(rp.MaxBytes), 1), Codec: tv.Config.FetchCodec(n.cfg.FetchCompression, req.Version), Offset: rp.FetchOffset})
+		slots = append(slots, fetchread.Slot{Resp: sp, Max: max(int(rp.MaxBytes), 1), Codec: tv.Config.FetchCodec(n.cfg.FetchCompression, req.Version), Offset: rp.FetchOffset, Batch: int(tv.Config.MaxMessageBytes())})
 		entries = append(entries, queen.FetchEntry{
 			Queue:     topic,
 			Partition: strconv.FormatInt(int64(rp.Partition), 10),

@@ -142,8 +142,11 @@ func TestFetchByteBudgets(t *testing.T) {
 	e.createTopic("t")
 	big := make([]byte, 50_000)
 	for p := int32(0); p < 3; p++ {
-		recs := []kmsg.Record{{Value: big}, {Value: big}, {Value: []byte("small")}}
-		e.produce("t", p, batchtest.Batch{FirstTS: 1, Records: recs}.Encode(t))
+		// A batch each: the response's first batch comes whole past the
+		// budgets (TestFetchFirstBatchWhole), which these are not about.
+		for _, v := range [][]byte{big, big, []byte("small")} {
+			e.produce("t", p, batchtest.Batch{FirstTS: 1, Records: []kmsg.Record{{Value: v}}}.Encode(t))
+		}
 	}
 	resp := e.fetch(fetchReq(6, 0, 1, 1<<20,
 		fetchPart{"t", 0, 0, 1000},    // first: one oversized record, whole

@@ -124,6 +124,7 @@ func (n *Node) fetchWatched(ctx context.Context, c *transport.Conn, req *kmsg.Fe
 	var ready, hot []*fetchread.Part
 	var hotEntries []queen.FetchEntry
 	var results []*queen.FetchResult
+	var readyEntries []queen.FetchEntry
 	for _, m := range round.MatchAll(fs.Partitions, queues) {
 		tp, err := wf.touchRead(ctx, m.Idx)
 		if err != nil {
@@ -133,6 +134,7 @@ func (n *Node) fetchWatched(ctx context.Context, c *transport.Conn, req *kmsg.Fe
 		case fetchwatch.Ready:
 			ready = append(ready, tp)
 			results = append(results, m.Result)
+			readyEntries = append(readyEntries, m.Entry)
 		case fetchwatch.Read:
 			hot = append(hot, tp)
 			hotEntries = append(hotEntries, m.Entry)
@@ -144,7 +146,7 @@ func (n *Node) fetchWatched(ctx context.Context, c *transport.Conn, req *kmsg.Fe
 
 	// What the parked calls read, then what the watch does not know.
 	for j, tp := range ready {
-		wf.Take(tp, results[j])
+		wf.Take(fctx, reader(c), tp, readyEntries[j], results[j])
 	}
 	if len(hot) > 0 && !wf.Fill.Spent() {
 		if err := wf.ReadParts(fctx, reader(c), hot, hotEntries, 0, minBytes, failedRead); err != nil {
@@ -173,7 +175,7 @@ func (n *Node) fetchWatched(ctx context.Context, c *transport.Conn, req *kmsg.Fe
 			if err != nil {
 				return nil, err
 			}
-			wf.Take(tp, h.Result)
+			wf.Take(fctx, reader(c), tp, h.Entry, h.Result)
 		}
 		wf.Learn()
 	}
@@ -198,6 +200,7 @@ func (wf *watchedFetch) touch(idx int, tv *catalogue.Verdict) *fetchread.Part {
 	fetchread.Unread(tp.Slot.Resp, wf.req)
 	if tv != nil {
 		tp.Slot.Codec = tv.Config.FetchCodec(wf.n.cfg.FetchCompression, wf.req.Version)
+		tp.Slot.Batch = int(tv.Config.MaxMessageBytes())
 	}
 	wf.Touched[idx] = tp
 	return tp
