@@ -104,39 +104,33 @@ func TestFillFirstPushWhole(t *testing.T) {
 	f.Answer(&b, pushed(0, 1, 3))
 	require.Empty(t, b.Resp.RecordBatches, "the budget is spent")
 
+	// firstPush fills one slot of the given largest batch from r and
+	// returns the slot.
+	firstPush := func(batch int, r *queen.FetchResult) Slot {
+		s := slot(1)
+		s.Batch = batch
+		New(req, recordbatch.NewEncoder(), nil).Answer(&s, r)
+		return s
+	}
+
 	// Bounded by the topic's largest batch: 3 records of 136 bytes at most.
-	f = New(req, recordbatch.NewEncoder(), nil)
-	a = slot(1)
-	a.Batch = 500
-	f.Answer(&a, pushed(0, 100, 10))
-	require.Equal(t, int64(3), a.Next)
+	require.Equal(t, int64(3), firstPush(500, pushed(0, 100, 10)).Next)
 
 	// A gap (retention) ends the push; so does a missing ts.
-	f = New(req, recordbatch.NewEncoder(), nil)
-	a = slot(1)
-	a.Batch = 1 << 20
 	r := pushed(0, 10, 5)
 	r.Records[3].Offset, r.Records[4].Offset = 7, 8
-	f.Answer(&a, r)
-	require.Equal(t, int64(3), a.Next)
-	f = New(req, recordbatch.NewEncoder(), nil)
-	a = slot(1)
-	a.Batch = 1 << 20
+	require.Equal(t, int64(3), firstPush(1<<20, r).Next)
 	r = pushed(0, 10, 5)
 	for i := range r.Records {
 		r.Records[i].TS = ""
 	}
-	f.Answer(&a, r)
-	require.Equal(t, int64(1), a.Next)
+	require.Equal(t, int64(1), firstPush(1<<20, r).Next)
 
 	// Queen's answer ended inside the push, short of its high watermark:
 	// the slot asks to be read again for the push's whole length.
-	f = New(req, recordbatch.NewEncoder(), nil)
-	a = slot(1)
-	a.Batch = 1 << 20
 	r = pushed(0, 10, 5)
 	r.Records = r.Records[:2]
-	f.Answer(&a, r)
+	a = firstPush(1<<20, r)
 	require.Equal(t, int64(2), a.Next)
 	require.True(t, a.more)
 }

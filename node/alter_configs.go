@@ -19,21 +19,18 @@ func (n *Node) handleAlterConfigs(ctx context.Context, c *transport.Conn, req *k
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	pre := configres.Preprocess(configres.LegacyResources(req.Resources), false, n.topo.SelfID())
 	for i, r := range req.Resources {
-		out := alterOutcome{code: pre[i].Code, msg: pre[i].Msg} // Kafka's preprocessing answered it
-		if !pre[i].Done {
-			out = n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *catalogue.TopicConfig) error {
-				*k = catalogue.DefaultTopicConfig()
-				for _, cfg := range r.Configs {
-					if !catalogue.SupportedTopicConfig(cfg.Name) {
-						return unappliedConfig(cfg.Name)
-					}
-					if err := k.Set(cfg.Name, *cfg.Value); err != nil { // a null value was refused first
-						return err
-					}
+		out := n.alterPreprocessed(ctx, c, pre[i], r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *catalogue.TopicConfig) error {
+			*k = catalogue.DefaultTopicConfig()
+			for _, cfg := range r.Configs {
+				if !catalogue.SupportedTopicConfig(cfg.Name) {
+					return unappliedConfig(cfg.Name)
 				}
-				return nil
-			})
-		}
+				if err := k.Set(cfg.Name, *cfg.Value); err != nil { // a null value was refused first
+					return err
+				}
+			}
+			return nil
+		})
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
 		rr.ErrorCode, rr.ErrorMessage = out.code, faults.ErrorMessage(out.code, out.msg)

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/catalogue"
+	"github.com/queen-mq/queen-kafka/configres"
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/transport"
 )
@@ -101,4 +102,14 @@ func (n *Node) alterTopicConfig(ctx context.Context, c *transport.Conn, resType 
 	cat.SetRecord(name, next)
 	c.Logger().Info("topic config altered", "topic", name, "configs", next.Kafka, "retention", next.Set, "client_id", c.ClientID())
 	return alterOutcome{}
+}
+
+// alterPreprocessed is one alter's outcome: the answer Kafka's preprocessing
+// already gave the resource (configres.Preprocess), else change applied to
+// the topic's configs.
+func (n *Node) alterPreprocessed(ctx context.Context, c *transport.Conn, pre configres.Outcome, resType kmsg.ConfigResourceType, name string, validateOnly bool, change func(*catalogue.TopicConfig) error) alterOutcome {
+	if pre.Done {
+		return alterOutcome{code: pre.Code, msg: pre.Msg}
+	}
+	return n.alterTopicConfig(ctx, c, resType, name, validateOnly, change)
 }

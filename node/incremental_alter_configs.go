@@ -20,17 +20,14 @@ func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, c *transport.C
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	pre := configres.Preprocess(configres.IncrementalResources(req.Resources), true, n.topo.SelfID())
 	for i, r := range req.Resources {
-		out := alterOutcome{code: pre[i].Code, msg: pre[i].Msg} // Kafka's preprocessing answered it
-		if !pre[i].Done {
-			out = n.alterTopicConfig(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *catalogue.TopicConfig) error {
-				for _, cfg := range r.Configs {
-					if err := applyIncremental(k, cfg); err != nil {
-						return err
-					}
+		out := n.alterPreprocessed(ctx, c, pre[i], r.ResourceType, r.ResourceName, req.ValidateOnly, func(k *catalogue.TopicConfig) error {
+			for _, cfg := range r.Configs {
+				if err := applyIncremental(k, cfg); err != nil {
+					return err
 				}
-				return nil
-			})
-		}
+			}
+			return nil
+		})
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
 		rr.ErrorCode, rr.ErrorMessage = out.code, faults.ErrorMessage(out.code, out.msg)
