@@ -122,7 +122,7 @@ func TestChaos(t *testing.T) {
 	for m := 1; m <= 2; m++ {
 		consumeGroupChaos(t, seeds, topic, group, m, consumed, &consumers, ps)
 	}
-	regressions, stopWatch := watchCommits(t, c, group, topic)
+	regressions, stopWatch := watchCommits(t, c, group, topic, chaosParts)
 
 	// The nemesis: the faults shuffled, one per slot of the phase, each at
 	// a random point of the first half of its slot so that it has healed
@@ -206,9 +206,6 @@ func TestChaos(t *testing.T) {
 		say(true, "seed %d: nothing acknowledged", cfg.seed)
 	}
 }
-
-// chaosID is the unique id of a producer's i-th record.
-func chaosID(client string, i int) string { return client + "-" + strconv.Itoa(i) }
 
 // produceKgoChaos runs an idempotent franz-go producer until stop, a wave
 // of records at a time, round-robin over the partitions.

@@ -47,6 +47,9 @@ func (a *acks) fatal(what string) {
 	a.fatals = append(a.fatals, what)
 }
 
+// chaosID is the unique id of a producer's i-th record.
+func chaosID(client string, i int) string { return client + "-" + strconv.Itoa(i) }
+
 // polls is every record the group was given, in each member's order.
 type polls struct {
 	mu      sync.Mutex
@@ -78,7 +81,9 @@ func (p *polls) covers(ids map[string]bool) (bool, int) {
 // consumeGroupChaos runs group member m until done: it polls, records what
 // it was given in its current generation, commits and lets a rebalance
 // through only between polls (so a generation's records are one stream).
-func consumeGroupChaos(t *testing.T, seeds []string, topic, group string, m int, done <-chan struct{}, wg *sync.WaitGroup, ps *polls) {
+// Its client is returned for a caller that stops the member before the
+// test ends (the soak's restarting member).
+func consumeGroupChaos(t *testing.T, seeds []string, topic, group string, m int, done <-chan struct{}, wg *sync.WaitGroup, ps *polls) *kgo.Client {
 	var gen atomic.Int64
 	bump := func(context.Context, *kgo.Client, map[string][]int32) { gen.Add(1) }
 	cl := newKgo(t, seeds, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
@@ -120,12 +125,13 @@ func consumeGroupChaos(t *testing.T, seeds []string, topic, group string, m int,
 			cl.AllowRebalance()
 		}
 	}()
+	return cl
 }
 
 // watchCommits polls the group's committed offsets with OffsetFetch, each
 // poll at the next node in turn, and counts every partition whose committed
 // offset is ever below one seen before. The returned func stops it.
-func watchCommits(t *testing.T, c *testCluster, group, topic string) (*atomic.Int64, func()) {
+func watchCommits(t *testing.T, c *testCluster, group, topic string, parts int32) (*atomic.Int64, func()) {
 	var regressions atomic.Int64
 	done := make(chan struct{})
 	stopped := make(chan struct{})
@@ -139,7 +145,7 @@ func watchCommits(t *testing.T, c *testCluster, group, topic string) (*atomic.In
 			case <-time.After(200 * time.Millisecond):
 			}
 			id := 1 + i%len(c.nodes)
-			got, err := c.offsetsAt(t, id, group, topic, chaosParts)
+			got, err := c.offsetsAt(t, id, group, topic, parts)
 			if err != nil {
 				continue // the node or queen-dev is down
 			}
