@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,36 @@ func spreadOf(xs []float64) spread {
 }
 
 func (s spread) String() string { return fmt.Sprintf("%.0f/%.0f/%.0f", s.min, s.med, s.max) }
+
+// roundPeak starts a round's peak memory: it lowers the process's VmHWM to
+// its resident set now and returns a func that reads the peak since, in
+// MiB (0 where /proc cannot tell). The process's peak over its life is the
+// largest round's.
+func roundPeak(pid int) func() float64 {
+	_ = testsupport.ResetPeakMemory(pid)
+	return func() float64 {
+		_, peak, _ := testsupport.ProcMemory(pid)
+		return float64(peak) / (1 << 20)
+	}
+}
+
+// baselineFacade starts, when QK_BENCH_BASELINE_BIN names a facade binary
+// (a build of another commit), that facade too, beside dev with env, so a
+// benchmark can alternate rounds between it and this tree's build; nil
+// when unset.
+func baselineFacade(b *testing.B, dev *queenDev, env map[string]string) *facade {
+	bin := os.Getenv("QK_BENCH_BASELINE_BIN")
+	if bin == "" {
+		return nil
+	}
+	f := newFacadeOf(bin, dev.url, freePort(b), env)
+	b.Cleanup(f.kill)
+	if err := f.start(); err != nil {
+		b.Fatalf("baseline facade %s: %v\n%s", bin, err, f.Out.From(0))
+	}
+	f.attachLogs(b)
+	return f
+}
 
 // produceViaFacade sends n 1 KiB records with acks=all, idempotence and lz4
 // and returns records/s.
@@ -139,31 +170,55 @@ func pushDirect(b *testing.B, q *queen.Client, next func() []queen.PushItem) flo
 
 // BenchmarkProduceFacadeVsDirect: produce throughput through the facade
 // against the same records pushed directly, and the facade's CPU-seconds
-// per million records.
+// per million records and peak resident set (VmHWM) per round. With
+// QK_BENCH_BASELINE_BIN set, a facade of that binary produces the same
+// load in the same rounds, alternating which goes first, and its figures
+// are reported beside.
 func BenchmarkProduceFacadeVsDirect(b *testing.B) {
 	for range b.N {
 		dev := startQueenDev(b, devOptions{})
-		fac := startFacade(b, dev, map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": strconv.Itoa(benchPartitions), "LOG_LEVEL": "warn"})
+		env := map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": strconv.Itoa(benchPartitions), "LOG_LEVEL": "warn"}
+		fac := startFacade(b, dev, env)
+		base := baselineFacade(b, dev, env)
 		q, err := queen.New(queen.Config{URL: dev.url})
 		if err != nil {
 			b.Fatal(err)
 		}
-		var viaFacade, direct, ratio, cpu []float64
+		var viaFacade, direct, ratio, cpu, hwm []float64
+		var baseRate, baseCPU, baseHWM []float64
 		for r := 0; r < benchRounds; r++ {
-			topic := uniq("bench-produce")
-			c0 := cpuSeconds(fac.pid())
-			f := produceViaFacade(b, []string{fac.addr}, topic, benchRecords)
-			cpu = append(cpu, (cpuSeconds(fac.pid())-c0)/float64(benchRecords)*1e6)
+			produce := func(f *facade) (rate, cpuPerM, peak float64) {
+				c0, peakSince := cpuSeconds(f.pid()), roundPeak(f.pid())
+				rate = produceViaFacade(b, []string{f.addr}, uniq("bench-produce"), benchRecords)
+				return rate, (cpuSeconds(f.pid()) - c0) / float64(benchRecords) * 1e6, peakSince()
+			}
+			if base != nil && r%2 == 1 {
+				f, c, m := produce(base)
+				baseRate, baseCPU, baseHWM = append(baseRate, f), append(baseCPU, c), append(baseHWM, m)
+			}
+			f, c, m := produce(fac)
+			cpu, hwm = append(cpu, c), append(hwm, m)
+			if base != nil && r%2 == 0 {
+				f, c, m := produce(base)
+				baseRate, baseCPU, baseHWM = append(baseRate, f), append(baseCPU, c), append(baseHWM, m)
+			}
 			d := produceDirect(b, q, uniq("bench-direct"), benchRecords)
 			viaFacade, direct, ratio = append(viaFacade, f), append(direct, d), append(ratio, f/d)
 		}
-		fs, ds, rs, cs := spreadOf(viaFacade), spreadOf(direct), spreadOf(ratio), spreadOf(cpu)
-		b.Logf("produce 1 KiB acks=all idempotent lz4, %d records x %d rounds: facade rec/s min/med/max %s, direct %s, ratio med %.2f (min %.2f max %.2f); facade CPU-s per 1M records %.1f/%.1f/%.1f",
-			benchRecords, benchRounds, fs, ds, rs.med, rs.min, rs.max, cs.min, cs.med, cs.max)
+		fs, ds, rs, cs, ms := spreadOf(viaFacade), spreadOf(direct), spreadOf(ratio), spreadOf(cpu), spreadOf(hwm)
+		b.Logf("produce 1 KiB acks=all idempotent lz4, %d records x %d rounds: facade rec/s min/med/max %s, direct %s, ratio med %.2f (min %.2f max %.2f); facade CPU-s per 1M records %.1f/%.1f/%.1f; facade VmHWM MiB %s",
+			benchRecords, benchRounds, fs, ds, rs.med, rs.min, rs.max, cs.min, cs.med, cs.max, ms)
+		if base != nil {
+			bc := spreadOf(baseCPU)
+			b.Logf("baseline %s, same rounds: facade rec/s min/med/max %s; CPU-s per 1M records %.1f/%.1f/%.1f; VmHWM MiB %s",
+				os.Getenv("QK_BENCH_BASELINE_BIN"), spreadOf(baseRate), bc.min, bc.med, bc.max, spreadOf(baseHWM))
+		}
 		b.ReportMetric(fs.med, "facade-rec/s")
 		b.ReportMetric(ds.med, "direct-rec/s")
 		b.ReportMetric(rs.med, "ratio")
 		b.ReportMetric(cs.med, "facade-cpu-s/Mrec")
+		b.ReportMetric(ms.med, "facade-VmHWM-MiB")
+		b.ReportMetric(ms.max, "facade-VmHWM-MiB_max")
 	}
 }
 

@@ -157,6 +157,7 @@ func BenchmarkProduceTargets(b *testing.B) {
 			env["QUEEN_KAFKA_HTTP_ADDR"] = opsAddr
 		}
 		fac := startFacade(b, dev, env)
+		base := baselineFacade(b, dev, env)
 		q, err := queen.New(queen.Config{URL: dev.url})
 		if err != nil {
 			b.Fatal(err)
@@ -169,7 +170,7 @@ func BenchmarkProduceTargets(b *testing.B) {
 		sink := startProduceSink(b)
 		fl, floorAddr := startProduceFloor(b, sink.url)
 
-		var floorCPU, overFloor []float64
+		var floorCPU, overFloor, hwm, baseCPU, baseHWM []float64
 		var cpu, facadeRate, directRate, kfakeRate, rateRatio, facadeP99, kfakeP99, p99Ratio, facadeP50, kfakeP50 []float64
 		var fw, kw windowResult
 		var dr float64
@@ -178,9 +179,9 @@ func BenchmarkProduceTargets(b *testing.B) {
 				if profiles != "" {
 					defer profileFacade(b, opsAddr, profiles, strconv.Itoa(len(cpu)), targetWindow-time.Second)()
 				}
-				c0 := cpuSeconds(fac.pid())
+				c0, peak := cpuSeconds(fac.pid()), roundPeak(fac.pid())
 				fw = produceWindow(b, []string{fac.addr}, uniq("bench-targets"))
-				cpu = append(cpu, (cpuSeconds(fac.pid())-c0)/float64(fw.records)*1e6)
+				cpu, hwm = append(cpu, (cpuSeconds(fac.pid())-c0)/float64(fw.records)*1e6), append(hwm, peak())
 			},
 			func() { dr = pushWindow(b, q, uniq("bench-targets-direct")) },
 			func() { kw = produceWindow(b, kf.ListenAddrs(), uniq("bench-targets-kfake")) },
@@ -193,6 +194,13 @@ func BenchmarkProduceTargets(b *testing.B) {
 					b.Fatalf("floor acked %d records, its sink saw %d", w.records, got)
 				}
 			},
+		}
+		if base != nil {
+			sides = append(sides, func() {
+				c0, peak := cpuSeconds(base.pid()), roundPeak(base.pid())
+				w := produceWindow(b, []string{base.addr}, uniq("bench-targets-baseline"))
+				baseCPU, baseHWM = append(baseCPU, (cpuSeconds(base.pid())-c0)/float64(w.records)*1e6), append(baseHWM, peak())
+			})
 		}
 		for r := range targetRounds {
 			for i := range sides {
@@ -210,7 +218,10 @@ func BenchmarkProduceTargets(b *testing.B) {
 			return strconv.FormatFloat(s.min, 'g', 3, 64) + " / " + strconv.FormatFloat(s.med, 'g', 3, 64) + " / " + strconv.FormatFloat(s.max, 'g', 3, 64)
 		}
 		b.Logf("issue 13 produce targets, %d rounds of %s (min / median / max):", targetRounds, targetWindow)
-		b.Logf("  (a) facade CPU-s per 1M records: %s (target <= 3.0)", f(cpu))
+		b.Logf("  (a) facade CPU-s per 1M records: %s (target <= 3.0); facade VmHWM MiB %s (issue 20 target <= 96 MB)", f(cpu), f(hwm))
+		if base != nil {
+			b.Logf("  baseline %s, same rounds: CPU-s per 1M records %s; VmHWM MiB %s", os.Getenv("QK_BENCH_BASELINE_BIN"), f(baseCPU), f(baseHWM))
+		}
 		b.Logf("  floor CPU-s per 1M records: %s; facade ÷ floor %s (same round)", f(floorCPU), f(overFloor))
 		b.Logf("  (b) rec/s facade %s, direct %s, ratio %s (target >= 0.95); kfake %s", f(facadeRate), f(directRate), f(rateRatio), f(kfakeRate))
 		b.Logf("  (c) p99 ms facade %s, kfake %s, ratio %s (target <= 2); p50 ms facade %s, kfake %s",
@@ -218,7 +229,7 @@ func BenchmarkProduceTargets(b *testing.B) {
 		for _, m := range []struct {
 			name string
 			xs   []float64
-		}{{"facade_cpu-s/Mrec", cpu}, {"floor_cpu-s/Mrec", floorCPU}, {"facade_over_floor", overFloor}, {"facade_over_direct", rateRatio}, {"p99_facade_over_kfake", p99Ratio}} {
+		}{{"facade_cpu-s/Mrec", cpu}, {"facade_VmHWM_MiB", hwm}, {"floor_cpu-s/Mrec", floorCPU}, {"facade_over_floor", overFloor}, {"facade_over_direct", rateRatio}, {"p99_facade_over_kfake", p99Ratio}} {
 			s := spreadOf(m.xs)
 			b.ReportMetric(s.min, m.name+"_min")
 			b.ReportMetric(s.med, m.name+"_median")

@@ -243,10 +243,16 @@ func startFacade(t testing.TB, dev *queenDev, overrides map[string]string) *faca
 }
 
 func newFacade(queenURL string, port int, overrides map[string]string) *facade {
+	return newFacadeOf(queenKafkBin, queenURL, port, overrides)
+}
+
+// newFacadeOf is newFacade running binary bin (a benchmark's baseline
+// build of another commit).
+func newFacadeOf(bin, queenURL string, port int, overrides map[string]string) *facade {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	env := facadeEnv(queenURL, addr, overrides)
 	listen := env["QUEEN_KAFKA_ADDR"]
-	p := &testsupport.Proc{Name: "queen-kafka@" + listen, Bin: queenKafkBin, Env: testsupport.EnvList(env), Out: &testsupport.LogBuffer{}}
+	p := &testsupport.Proc{Name: "queen-kafka@" + listen, Bin: bin, Env: testsupport.EnvList(env), Out: &testsupport.LogBuffer{}}
 	if listen != "" {
 		// Generous: under a chaos run's load a restarted node has taken
 		// 16 s to print its first line; one that never listens still fails.
