@@ -240,8 +240,9 @@ func BenchmarkProduceTargets(b *testing.B) {
 
 // profileFacade starts taking a CPU and an allocation profile of the facade
 // (its /debug/pprof over QUEEN_KAFKA_HTTP_ADDR) for d, and returns a func
-// that waits for both and writes them to dir as cpu-<name>.pprof and
-// allocs-<name>.pprof. QK_BENCH_PROFILE_DIR turns it on; the profiles cost
+// that waits for them and writes them to dir as cpu-<name>.pprof and
+// allocs-<name>.pprof, with a snapshot of the heap in use halfway through
+// as heap-<name>.pprof. QK_BENCH_PROFILE_DIR turns it on; the profiles cost
 // the facade some CPU, so figures from such a run are not the targets'.
 func profileFacade(b *testing.B, opsAddr, dir, name string, d time.Duration) func() {
 	secs := strconv.Itoa(max(int(d/time.Second), 1))
@@ -265,5 +266,24 @@ func profileFacade(b *testing.B, opsAddr, dir, name string, d time.Duration) fun
 			}
 		})
 	}
+	// The heap in use is a snapshot (as of the last collection), taken
+	// mid-window, when the produce path holds what it holds under load.
+	wg.Go(func() {
+		time.Sleep(d / 2)
+		resp, err := http.Get("http://" + opsAddr + "/debug/pprof/heap")
+		if err != nil {
+			b.Errorf("profile heap: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		out, err := os.Create(filepath.Join(dir, "heap-"+name+".pprof"))
+		if err == nil {
+			_, err = io.Copy(out, resp.Body)
+			err = errors.Join(err, out.Close())
+		}
+		if err != nil {
+			b.Errorf("profile heap: %v", err)
+		}
+	})
 	return wg.Wait
 }
