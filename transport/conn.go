@@ -50,8 +50,9 @@ type Conn struct {
 	clientID atomic.Pointer[string]
 
 	// budget bounds the bytes of requests read ahead and not yet
-	// answered: at most maxInFlight requests, and at most one maximum
-	// frame's worth of bytes, so read-ahead never multiplies the ceiling.
+	// answered: at most maxInFlight requests, and at most readAheadBytes
+	// (or one frame above it, held alone), so read-ahead never multiplies
+	// the ceiling.
 	budget *budget.Budget
 	// framesHeld is what this connection holds of the server's frame budget
 	// (Server.Frames): the buffers of its frames being read and of those read
@@ -135,7 +136,7 @@ func (q *queued) recycle() {
 }
 
 func newConn(s *Server, nc net.Conn) *Conn {
-	c := &Conn{srv: s, id: s.connIDs.Add(1), nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: budget.New(MaxFrame), turn: make(chan struct{}, 1)}
+	c := &Conn{srv: s, id: s.connIDs.Add(1), nc: nc, br: bufio.NewReaderSize(nc, 64<<10), remote: nc.RemoteAddr().String(), budget: budget.New(readAheadBytes), turn: make(chan struct{}, 1)}
 	c.log = s.cfg.Log.With("remote", c.remote)
 	if s.cfg.SASL {
 		c.authBy = time.Now().Add(s.AuthTimeout)

@@ -30,6 +30,14 @@ const (
 	// maxInFlight is how many decoded requests one connection may have
 	// read ahead of the one being answered.
 	maxInFlight = 16
+	// readAheadBytes bounds the request frames one connection holds read
+	// and not yet answered: room for the one being answered and the next
+	// of a producer's multi-megabyte requests, so that reading overlaps
+	// answering, and no more. A frame larger than it is read when the
+	// connection holds no other. At MaxFrame, one producer pipelining 6 MB
+	// requests kept a dozen of them waiting, and the facade's peak memory
+	// with them (issue 20).
+	readAheadBytes = 16 << 20
 	// framesPerConnection is the share of the server's frame budget each of
 	// QUEEN_KAFKA_MAX_CONNECTIONS is counted for (frameBudget).
 	framesPerConnection = PreAuthMaxFrame
