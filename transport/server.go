@@ -31,13 +31,15 @@ const (
 	// read ahead of the one being answered.
 	maxInFlight = 16
 	// readAheadBytes bounds the request frames one connection holds read
-	// and not yet answered: room for the one being answered and the next
-	// of a producer's multi-megabyte requests, so that reading overlaps
-	// answering, and no more. A frame larger than it is read when the
+	// and not yet answered (the one being answered included): small
+	// requests still pile up behind one another to be answered as a group,
+	// while a producer's multi-megabyte requests are read one at a time,
+	// the next as the one before is answered, which keeps the socket's own
+	// buffers between them. A frame larger than it is read when the
 	// connection holds no other. At MaxFrame, one producer pipelining 6 MB
-	// requests kept a dozen of them waiting, and the facade's peak memory
-	// with them (issue 20).
-	readAheadBytes = 16 << 20
+	// requests kept them piling up in the facade, and its peak memory with
+	// them (issue 20: 16 MiB still peaked above the 96 MB target).
+	readAheadBytes = 8 << 20
 	// framesPerConnection is the share of the server's frame budget each of
 	// QUEEN_KAFKA_MAX_CONNECTIONS is counted for (frameBudget).
 	framesPerConnection = PreAuthMaxFrame
