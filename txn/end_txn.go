@@ -114,15 +114,12 @@ func (m *Manager) commit(ctx context.Context, cl Client, t *binding) int16 {
 				// §7.4 lets the verdict's value and version be null; the
 				// row itself is what the contract promises, so read it:
 				// a retry of a commit that landed meets its own row.
-				row, rv, found, rerr := m.readRow(ctx, cl, t)
+				row, rv, _, rerr := m.readRow(ctx, cl, t)
 				if rerr != nil {
 					m.log.Warn("transaction commit: the fence was lost and the qk:txn: row could not be read; the stage is kept for the retry", "transactional_id", t.key.ID, "err", rerr)
 					return m.fault(rerr)
 				}
-				mk, ok = marker{}, false
-				if found {
-					mk, ok = readMarker(row)
-				}
+				mk, ok = readMarker(row) // an absent row is nil: no marker
 				version = rv
 			}
 			var landed bool
@@ -220,8 +217,9 @@ func (m *Manager) landed(ctx context.Context, cl Client, t *binding) (int64, boo
 // and version). found is false when the row is absent; a row the answer
 // left unread (truncated) is an error, never an absence.
 func (m *Manager) readRow(ctx context.Context, cl Client, t *binding) (value []byte, version int64, found bool, err error) {
-	key := queen.TxnKey(t.key.ID)
-	res, err := m.kv(cl).KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: []string{key}}})
+	op := rowOp(t.key.ID)
+	key := op.Keys[0]
+	res, err := m.kv(cl).KV(ctx, []queen.KVOp{op})
 	if err != nil {
 		return nil, 0, false, err
 	}
