@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,15 +21,6 @@ const ExitConfig = 78
 // zero is a SIGKILL with extra steps. The range's ceiling (an hour) only
 // refuses nonsense: a stop that may take longer is a typo.
 const MinGrace = 100 * time.Millisecond
-
-// DefaultGrace is QUEEN_KAFKA_SHUTDOWN_GRACE_MS's declared default.
-var DefaultGrace = func() time.Duration {
-	d, err := strconv.ParseInt(variable("Grace").Default, 10, 64)
-	if err != nil {
-		panic(err)
-	}
-	return ms(d)
-}()
 
 // Embedded is embedded mode as queen-dev's supervisor reads it, validated
 // as far as variables go: the facade binary itself is the supervisor's to

@@ -34,7 +34,6 @@ func TestEmbeddedRangesAreWhatTheLoaderChecks(t *testing.T) {
 			require.NoError(t, err, "%s=%d", v.Name, good)
 		}
 	}
-	require.Equal(t, 5*time.Second, DefaultGrace)
 }
 
 // Embedded mode reads its own variables and the few of the child's it
@@ -44,12 +43,12 @@ func TestEmbeddedReadsItsOwnVariables(t *testing.T) {
 	e, err := loadEmbedded(map[string]string{"QUEEN_KAFKA_EMBEDDED": "true", "QUEEN_KAFKA_ADVERTISED_ADDR": "localhost:9092",
 		"QUEEN_KAFKA_DEFAULT_PARTITIONS": "many", "QUEEN_DEV_FAULTS": "perhaps"})
 	require.NoError(t, err)
-	require.Equal(t, &Embedded{Grace: DefaultGrace}, e)
+	require.Equal(t, &Embedded{Grace: 5 * time.Second}, e)
 
 	e, err = loadEmbedded(map[string]string{"QUEEN_KAFKA_EMBEDDED": "true", "QUEEN_KAFKA_ADVERTISED_ADDR": "localhost:9092",
 		"QUEEN_URL": " http://queen:6632 ", "QUEEN_KAFKA_SASL": "Plain", "QUEEN_KAFKA_BIN": "./bin/queen-kafka"})
 	require.NoError(t, err)
-	require.Equal(t, &Embedded{Bin: "./bin/queen-kafka", Grace: DefaultGrace, QueenURL: "http://queen:6632", ChildAuth: true}, e)
+	require.Equal(t, &Embedded{Bin: "./bin/queen-kafka", Grace: 5 * time.Second, QueenURL: "http://queen:6632", ChildAuth: true}, e)
 
 	_, err = LoadDev(context.Background(), envconfig.MapLookuper(map[string]string{"QUEEN_KAFKA_EMBEDDED": "yes", "QUEEN_URL": "ftp://x"}))
 	require.NoError(t, err, "queen-dev's own broker reads neither")

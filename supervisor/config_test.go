@@ -51,7 +51,7 @@ func TestLoadOn(t *testing.T) {
 	c, err := load(t, exe, "QUEEN_KAFKA_EMBEDDED=true", "QUEEN_KAFKA_ADVERTISED_ADDR=localhost:9092")
 	require.NoError(t, err)
 	assert.Equal(t, bin, c.Bin, "the default is the queen-kafka file beside the executable")
-	assert.Equal(t, config.DefaultGrace, c.Grace)
+	assert.Equal(t, 5*time.Second, c.Grace, "QUEEN_KAFKA_SHUTDOWN_GRACE_MS's default")
 
 	other, _ := fakeBin(t)
 	c, err = load(t, "/nowhere/queen-dev", "QUEEN_KAFKA_EMBEDDED=true", "QUEEN_KAFKA_ADVERTISED_ADDR=localhost:9092",
