@@ -38,6 +38,9 @@ const (
 	FromNone       = "none"
 )
 
+// sizeShift is each ParseSize suffix's power of two.
+var sizeShift = map[string]uint{"": 0, "B": 0, "KiB": 10, "Ki": 10, "MiB": 20, "Mi": 20, "GiB": 30, "Gi": 30, "TiB": 40, "Ti": 40}
+
 // ParseSize reads a size as QUEEN_KAFKA_MEMORY_LIMIT takes it: bytes, or
 // an integer with a B, KiB, MiB, GiB or TiB suffix (GOMEMLIMIT's), or Ki,
 // Mi, Gi or Ti (a pod's limit), from MinSize to MaxSize.
@@ -45,8 +48,7 @@ func ParseSize(raw string) (int64, error) {
 	s := strings.TrimSpace(raw)
 	digits := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
 	unit := s[len(digits):]
-	shift := map[string]uint{"": 0, "B": 0, "KiB": 10, "Ki": 10, "MiB": 20, "Mi": 20, "GiB": 30, "Gi": 30, "TiB": 40, "Ti": 40}
-	sh, ok := shift[unit]
+	sh, ok := sizeShift[unit]
 	n, err := strconv.ParseInt(digits, 10, 64)
 	if !ok || err != nil || n > MaxSize>>sh || n<<sh < MinSize {
 		return 0, fmt.Errorf("expected a size from 32MiB to 1TiB: bytes, or an integer with a B, KiB, MiB, GiB, TiB (or Ki, Mi, Gi, Ti) suffix")
