@@ -150,7 +150,7 @@ func setMemoryLimit(cfg config.Facade, log *slog.Logger, root string) memlimit.D
 	if d.Container > 0 {
 		attrs = append(attrs, "container_bytes", d.Container, "cgroup_file", d.File)
 	}
-	if cfg.MemoryLimit > 0 && d.Container > 0 && cfg.MemoryLimit >= d.Container && d.From == memlimit.FromSetting {
+	if d.From == memlimit.FromSetting && d.Container > 0 && d.Limit >= d.Container {
 		log.Warn("QUEEN_KAFKA_MEMORY_LIMIT is not below the container's memory limit: the kernel kills the process before the collector works harder", "limit_bytes", cfg.MemoryLimit, "container_bytes", d.Container)
 	}
 	log.Info("memory limit", attrs...)
