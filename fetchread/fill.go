@@ -220,6 +220,17 @@ func (f *Fill) Answer(s *Slot, r *queen.FetchResult) {
 	}
 }
 
+// take answers s from r, what Queen answered of entry e, and reads it
+// again for its first push's whole length when r ended inside it
+// (Slot.more; readFirstPush). It is called before the next partition is
+// answered: only then is s still the response's first.
+func (f *Fill) take(ctx context.Context, c Conn, s *Slot, e queen.FetchEntry, r *queen.FetchResult) {
+	f.Answer(s, r)
+	if s.more {
+		f.readFirstPush(ctx, c, s, e)
+	}
+}
+
 // readFirstPush reads s again from its offset, asking Queen for its
 // topic's largest batch, when its answer holds the response's first record
 // and Queen's answer (to e, which asked e.MaxBytes; 0: unknown) ended
@@ -363,12 +374,7 @@ func (f *Fill) readChunk(ctx context.Context, c Conn, ss []*Slot, es []queen.Fet
 			got += max(len(rec.Payload), 1)
 		}
 		answered = answered || rs[i].Error != ""
-		f.Answer(ss[i], &rs[i])
-		if ss[i].more {
-			// Before the next entry is answered: only then is this one
-			// still the response's first.
-			f.readFirstPush(ctx, c, ss[i], es[i])
-		}
+		f.take(ctx, c, ss[i], es[i], &rs[i])
 	}
 	return got, answered, nil
 }
