@@ -421,7 +421,7 @@ func (cat *Catalogue) run(call *refreshCall) {
 		next := cat.next
 		cat.next = nil
 		cat.noteOutcome(call.err)
-		if next != nil && call.err != nil && cat.failed != nil {
+		if next != nil && cat.failed != nil { // in the backoff noteOutcome just started or kept
 			next.err = call.err
 			close(next.done)
 			next = nil

@@ -41,16 +41,12 @@ const MissRefreshFloor = 250 * time.Millisecond
 // Queen or through another facade must not be refused there until the TTL
 // runs out.
 func (cat *Catalogue) FindFresh(ctx context.Context, c Caller, topic string, asked time.Time) (Topic, bool) {
-	t, ok := cat.Find(ctx, c, topic)
+	look := func() (Topic, bool) { return cat.Lookup(topic) }
+	t, ok := cat.findRefreshing(ctx, c, look)
 	if ok || cat.deps.Clustered || !cat.claimMissRefresh(asked) {
 		return t, ok
 	}
-	ctx, cancel := context.WithTimeout(ctx, ClusterSyncBudget)
-	defer cancel()
-	if err := cat.Ensure(ctx, c, true); err != nil {
-		return Topic{}, false // the miss stands, as within the TTL
-	}
-	return cat.Lookup(topic)
+	return cat.lookAfterListing(ctx, c, look)
 }
 
 // claimMissRefresh reports whether a miss of a request that arrived at
@@ -74,11 +70,17 @@ func (cat *Catalogue) findRefreshing(ctx context.Context, c Caller, look func() 
 	if ok || !cat.deps.Clustered {
 		return t, ok
 	}
+	return cat.lookAfterListing(ctx, c, look)
+}
+
+// lookAfterListing is look after a listing that begins now, waited for at
+// most ClusterSyncBudget.
+func (cat *Catalogue) lookAfterListing(ctx context.Context, c Caller, look func() (Topic, bool)) (Topic, bool) {
 	ctx, cancel := context.WithTimeout(ctx, ClusterSyncBudget)
 	defer cancel()
 	if err := cat.Ensure(ctx, c, true); err != nil {
-		// The miss stands; the caller's own refresh already decided how a
-		// failing Queen is answered.
+		// The miss stands, as within the TTL; the caller's own refresh
+		// already decided how a failing Queen is answered.
 		return Topic{}, false
 	}
 	return look()

@@ -162,14 +162,23 @@ func (f *Fill) Answer(s *Slot, r *queen.FetchResult) {
 	// firstPush: every record so far is of the push of the response's
 	// first record.
 	firstPush := f.taken == 0
+	var ts time.Time // fr.TS parsed, once per run of records sharing it (a push)
 	for i := range r.Records {
 		fr := &r.Records[i]
-		rec := envelope.DecodePayload(fr.Payload, queen.ParseTS(fr.TS))
+		sameTS := i > 0 && fr.TS == r.Records[i-1].TS
+		if !sameTS {
+			ts = queen.ParseTS(fr.TS)
+		}
+		rec := envelope.DecodePayload(fr.Payload, ts)
 		if rec.Timestamp < 0 {
 			rec.Timestamp = -1 // an unreadable ts is no timestamp, not year 1
 		}
 		est := recordBound(&rec)
-		firstPush = firstPush && (i == 0 || samePush(&r.Records[i-1], fr))
+		// Of the same push: the next offset, with the same commit time (a
+		// push's records share their segment's ts, §6). Two pushes
+		// committed in the same microsecond look like one, which only lets
+		// the first push run on within its bound.
+		firstPush = firstPush && (i == 0 || sameTS && fr.TS != "" && fr.Offset == r.Records[i-1].Offset+1)
 		if f.taken+len(recs) > 0 && (size+est > s.Max || size+est > f.budget) {
 			// The response's first push comes whole (KIP-74), as far as
 			// its topic's largest batch: each partition's records of one
@@ -211,12 +220,15 @@ func (f *Fill) Answer(s *Slot, r *queen.FetchResult) {
 	}
 }
 
-// samePush reports that next came in the same Queen push as prev: the
-// next offset, with the same commit time (a push's records share their
-// segment's ts, §6). Two pushes committed in the same microsecond look
-// like one, which only lets the first push run on within its bound.
-func samePush(prev, next *queen.FetchRecord) bool {
-	return next.TS != "" && next.TS == prev.TS && next.Offset == prev.Offset+1
+// take answers s from r, what Queen answered of entry e, and reads it
+// again for its first push's whole length when r ended inside it
+// (Slot.more; readFirstPush). It is called before the next partition is
+// answered: only then is s still the response's first.
+func (f *Fill) take(ctx context.Context, c Conn, s *Slot, e queen.FetchEntry, r *queen.FetchResult) {
+	f.Answer(s, r)
+	if s.more {
+		f.readFirstPush(ctx, c, s, e)
+	}
 }
 
 // readFirstPush reads s again from its offset, asking Queen for its
@@ -362,12 +374,7 @@ func (f *Fill) readChunk(ctx context.Context, c Conn, ss []*Slot, es []queen.Fet
 			got += max(len(rec.Payload), 1)
 		}
 		answered = answered || rs[i].Error != ""
-		f.Answer(ss[i], &rs[i])
-		if ss[i].more {
-			// Before the next entry is answered: only then is this one
-			// still the response's first.
-			f.readFirstPush(ctx, c, ss[i], es[i])
-		}
+		f.take(ctx, c, ss[i], es[i], &rs[i])
 	}
 	return got, answered, nil
 }

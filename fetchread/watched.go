@@ -41,10 +41,7 @@ func NewWatched(f *Fill, round *fetchwatch.Round) *Watched {
 // budget stopped inside that record's push, it is read again through c for
 // the push's whole length (Fill's first push).
 func (w *Watched) Take(ctx context.Context, c Conn, tp *Part, e queen.FetchEntry, r *queen.FetchResult) {
-	w.Fill.Answer(&tp.Slot, r)
-	if tp.Slot.more {
-		w.Fill.readFirstPush(ctx, c, &tp.Slot, e)
-	}
+	w.Fill.take(ctx, c, &tp.Slot, e, r)
 	tp.read, tp.learned = true, false
 	w.Refused = w.Refused || tp.Slot.Resp.ErrorCode != 0
 }
