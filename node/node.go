@@ -143,7 +143,7 @@ func (n *Node) newServer(table *transport.Table) *transport.Server {
 		SASLFault: faults.SASL,
 		ConnValue: func(*transport.Conn) any { return &connState{} },
 		Forget:    func(c *transport.Conn) { n.txns.Disconnected(c.ID()) },
-		ErrorCode: hotErrorCode, Answered: n.observeAnswer,
+		Answered:  n.observeAnswer,
 	})
 }
 
