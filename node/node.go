@@ -219,10 +219,6 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	return errors.Join(drainErr, releaseErr, n.closeHTTP(ctx))
 }
 
-// errStopping ends a request whose wait the node's stop cut short; the
-// wire closes its connection as a stop.
-var errStopping = transport.ErrStopping
-
 // untilStop is ctx, ended as well when the node begins to stop. It is for
 // waits that have no answer to lose, so that a stop does not wait them out;
 // stopped then tells the handler its wait was cut by the stop.
