@@ -262,7 +262,7 @@ func (s *Server) Drain(ctx context.Context, afterCancel time.Duration) error {
 		s.mu.Lock()
 		s.cancelServed()
 		for c := range s.conns {
-			c.close()
+			c.Close()
 		}
 		s.mu.Unlock()
 		select {
