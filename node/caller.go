@@ -20,4 +20,4 @@ func callerOf(c *transport.Conn) catalogue.Caller {
 // transientIdentity reports whether an identity is a credential standing
 // for itself, which comes and goes with its token: only its catalogue is
 // dropped when idle (catalogue.Deps.Transient).
-func transientIdentity(id string) bool { return strings.HasPrefix(id, credentialIdentity) }
+func transientIdentity(id string) bool { return strings.HasPrefix(id, transport.CredentialIdentity) }

@@ -38,7 +38,3 @@ func keepFetchWatch(c *transport.Conn, w *fetchwatch.Watch) {
 		}
 	}
 }
-
-// credentialIdentity prefixes the identity of a SASL credential that
-// stands for itself: only its catalogue is ever dropped.
-const credentialIdentity = transport.CredentialIdentity

@@ -134,7 +134,7 @@ func (n *Node) failedRead(ctx context.Context, c *transport.Conn, resp *kmsg.Fet
 	if n.stopped() && ctx.Err() == nil {
 		// A long poll cut by the stop: nothing was read, and a stopping
 		// node's connection is closed, which the consumer retries elsewhere.
-		return errStopping
+		return transport.ErrStopping
 	}
 	faults.Log(c.Logger(), "fetch", err)
 	code, throttle, _, fatal := faults.Fetch(err)

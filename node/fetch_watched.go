@@ -180,7 +180,7 @@ func (n *Node) fetchWatched(ctx context.Context, c *transport.Conn, req *kmsg.Fe
 		wf.Learn()
 	}
 	if n.stopped() && ctx.Err() == nil && wf.Gathered() == 0 {
-		return nil, errStopping
+		return nil, transport.ErrStopping
 	}
 	round.Park() // what is cold now stays watched until the next fetch
 	return wf.answer(resp, nil)

@@ -143,7 +143,7 @@ func (n *Node) newServer(table *transport.Table) *transport.Server {
 		SASLFault: faults.SASL,
 		ConnValue: func(*transport.Conn) any { return &connState{} },
 		Forget:    func(c *transport.Conn) { n.txns.Disconnected(c.ID()) },
-		ErrorCode: hotErrorCode, Answered: n.observeAnswer,
+		Answered:  n.observeAnswer,
 	})
 }
 
@@ -218,10 +218,6 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	// stay up for the whole drain.
 	return errors.Join(drainErr, releaseErr, n.closeHTTP(ctx))
 }
-
-// errStopping ends a request whose wait the node's stop cut short; the
-// wire closes its connection as a stop.
-var errStopping = transport.ErrStopping
 
 // untilStop is ctx, ended as well when the node begins to stop. It is for
 // waits that have no answer to lose, so that a stop does not wait them out;

@@ -69,36 +69,6 @@ func (n *Node) observeAnswer(req kmsg.Request, resp kmsg.Response) {
 	}
 }
 
-// hotErrorCode reads the first error code of a Produce or Fetch answer,
-// the hot path, directly (transport.Config.ErrorCode): the same code the
-// wire's walk by shape finds, without reflection.
-func hotErrorCode(resp kmsg.Response) (int16, bool) {
-	switch r := resp.(type) {
-	case *kmsg.ProduceResponse:
-		for i := range r.Topics {
-			for j := range r.Topics[i].Partitions {
-				if code := r.Topics[i].Partitions[j].ErrorCode; code != 0 {
-					return code, true
-				}
-			}
-		}
-		return 0, true
-	case *kmsg.FetchResponse:
-		if r.ErrorCode != 0 {
-			return r.ErrorCode, true
-		}
-		for i := range r.Topics {
-			for j := range r.Topics[i].Partitions {
-				if code := r.Topics[i].Partitions[j].ErrorCode; code != 0 {
-					return code, true
-				}
-			}
-		}
-		return 0, true
-	}
-	return 0, false
-}
-
 // observeFetch counts the records and bytes of a Fetch answer and each
 // answered partition's lag: its high watermark less the consumer's next
 // offset, the one after the last record returned, or the offset asked when

@@ -222,9 +222,7 @@ var preAuthKeys = map[int16]bool{
 }
 
 // Close closes the connection; its value is closed with it.
-func (c *Conn) Close() { c.close() }
-
-func (c *Conn) close() {
+func (c *Conn) Close() {
 	c.closeOnce.Do(func() {
 		_ = c.nc.Close()
 		c.closed.Store(true)
@@ -243,7 +241,7 @@ func (c *Conn) stopReading() {
 
 func (c *Conn) serve(parent context.Context) {
 	defer c.srv.forget(c)
-	defer c.close()
+	defer c.Close()
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	// Encoding a response can panic on a malformed answer; that too ends
@@ -261,7 +259,7 @@ func (c *Conn) serve(parent context.Context) {
 	}()
 	defer func() {
 		cancel()
-		c.close()
+		c.Close()
 		for range queue { // let the reader finish after a failure
 		}
 		// Requests read and never answered give back the server's frame
@@ -310,7 +308,7 @@ func (c *Conn) ServerName() string { return c.serverName }
 func (c *Conn) recoverAndClose(where string) {
 	if r := recover(); r != nil {
 		c.log.Error("panic on connection, closing it", "where", where, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		c.close()
+		c.Close()
 	}
 }
 

@@ -18,6 +18,12 @@ func TestResponseErrorCode(t *testing.T) {
 	require.Equal(t, kerr.OffsetOutOfRange.Code, responseErrorCode(fetch))
 	fetch.ErrorCode = kerr.FetchSessionIDNotFound.Code
 	require.Equal(t, kerr.FetchSessionIDNotFound.Code, responseErrorCode(fetch))
+	require.Equal(t, walkedErrorCode(fetch), responseErrorCode(fetch), "the hand read agrees with the walk")
+
+	produce := kmsg.NewPtrProduceResponse()
+	produce.Topics = []kmsg.ProduceResponseTopic{{Partitions: []kmsg.ProduceResponseTopicPartition{{}, {ErrorCode: kerr.NotLeaderForPartition.Code}}}}
+	require.Equal(t, kerr.NotLeaderForPartition.Code, responseErrorCode(produce))
+	require.Equal(t, walkedErrorCode(produce), responseErrorCode(produce), "the hand read agrees with the walk")
 
 	meta := kmsg.NewPtrMetadataResponse()
 	require.Equal(t, int16(0), responseErrorCode(meta))

@@ -10,12 +10,39 @@ import (
 // responseErrorCode is the error code a request is counted under: the
 // first non-zero ErrorCode of its answer, the top level's before its
 // topics' and partitions', or 0 when every one is 0 (or there is no
-// answer). Every answer is walked by its type's shape, learnt once; the
-// hot path's answers are read directly by Config.ErrorCode.
+// answer). The hot path's answers, Produce's and Fetch's, are read
+// directly; every other is walked by its type's shape, learnt once.
 func responseErrorCode(resp kmsg.Response) int16 {
-	if resp == nil {
+	switch r := resp.(type) {
+	case nil:
+		return 0
+	case *kmsg.ProduceResponse:
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				if code := r.Topics[i].Partitions[j].ErrorCode; code != 0 {
+					return code
+				}
+			}
+		}
+		return 0
+	case *kmsg.FetchResponse:
+		if r.ErrorCode != 0 {
+			return r.ErrorCode
+		}
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				if code := r.Topics[i].Partitions[j].ErrorCode; code != 0 {
+					return code
+				}
+			}
+		}
 		return 0
 	}
+	return walkedErrorCode(resp)
+}
+
+// walkedErrorCode is responseErrorCode by resp's shape alone.
+func walkedErrorCode(resp kmsg.Response) int16 {
 	v := reflect.ValueOf(resp)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return 0

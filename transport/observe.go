@@ -39,14 +39,7 @@ func (s *Server) observe(q queued, resp kmsg.Response, took time.Duration) {
 		ms, _ := t.Throttle()
 		throttle = time.Duration(ms) * time.Millisecond
 	}
-	code, known := int16(0), false
-	if s.cfg.ErrorCode != nil {
-		code, known = s.cfg.ErrorCode(resp)
-	}
-	if !known {
-		code = responseErrorCode(resp)
-	}
-	s.cfg.Observer.Request(q.hdr.key, q.hdr.version, code, int(q.size)+4, throttle, took)
+	s.cfg.Observer.Request(q.hdr.key, q.hdr.version, responseErrorCode(resp), int(q.size)+4, throttle, took)
 	if s.cfg.Answered != nil {
 		s.cfg.Answered(q.req, resp)
 	}

@@ -78,9 +78,6 @@ type Config struct {
 	// Forget hears of a connection once it has ended and every request of
 	// it is done.
 	Forget func(*Conn)
-	// ErrorCode reads the first error code of the answers it knows (the
-	// hot path's) without walking them by shape; known false: walked.
-	ErrorCode func(resp kmsg.Response) (code int16, known bool)
 	// Answered hears every request answered, with its whole answer, after
 	// the observer (what an answer says of the data path).
 	Answered func(req kmsg.Request, resp kmsg.Response)
@@ -265,7 +262,7 @@ func (s *Server) Drain(ctx context.Context, afterCancel time.Duration) error {
 		s.mu.Lock()
 		s.cancelServed()
 		for c := range s.conns {
-			c.close()
+			c.Close()
 		}
 		s.mu.Unlock()
 		select {

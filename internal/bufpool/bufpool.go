@@ -33,7 +33,8 @@ func class(n int) (idx, size int, ok bool) {
 	}
 	step := 1 << k / perShift
 	j := (n - 1<<k + step - 1) / step // 1..perShift
-	return 1 + (k-minShift)*perShift + j - 1, 1<<k + j*step, true
+	// Class 0 is 2^minShift alone; each power of two above has perShift.
+	return (k-minShift)*perShift + j, 1<<k + j*step, true
 }
 
 // Get returns an empty buffer of capacity at least n, pooled when one is

@@ -1,6 +1,9 @@
 package idlesweep
 
-import "time"
+import (
+	"maps"
+	"time"
+)
 
 // Every spaces the sweeps of a map: a sweep walks the whole map, so it
 // runs when an entry is added, at most this often, rather than on every
@@ -17,11 +20,7 @@ func Run[K comparable, V any](s *Sweep, now time.Time, m map[K]V, gone func(K, V
 		return
 	}
 	s.next = now.Add(Every)
-	for k, v := range m {
-		if gone(k, v) {
-			delete(m, k)
-		}
-	}
+	maps.DeleteFunc(m, gone)
 }
 
 // IsDone reports whether ch is closed.
