@@ -71,13 +71,7 @@ func baselineFacade(b *testing.B, dev *queenDev, env map[string]string) *facade 
 	if bin == "" {
 		return nil
 	}
-	f := newFacadeOf(bin, dev.url, freePort(b), env)
-	b.Cleanup(f.kill)
-	if err := f.start(); err != nil {
-		b.Fatalf("baseline facade %s: %v\n%s", bin, err, f.Out.From(0))
-	}
-	f.attachLogs(b)
-	return f
+	return launchFacade(b, newFacadeOf(bin, dev.url, freePort(b), env))
 }
 
 // produceViaFacade sends n 1 KiB records with acks=all, idempotence and lz4

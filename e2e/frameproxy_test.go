@@ -29,12 +29,7 @@ func facadeBehindProxy(t *testing.T, dev *queenDev, hooks func() frameHooks) (*f
 	t.Helper()
 	facPort := freePort(t)
 	addr := startFrameProxy(t, "127.0.0.1:"+strconv.Itoa(facPort), hooks)
-	f := newFacade(dev.url, facPort, map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": addr})
-	t.Cleanup(f.kill)
-	if err := f.start(); err != nil {
-		t.Fatalf("%v\n%s", err, f.Out.From(0))
-	}
-	f.attachLogs(t)
+	f := launchFacade(t, newFacade(dev.url, facPort, map[string]string{"QUEEN_KAFKA_ADVERTISED_ADDR": addr}))
 	return f, addr
 }
 

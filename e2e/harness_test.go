@@ -233,10 +233,15 @@ func facadeEnv(queenURL, addr string, overrides map[string]string) map[string]st
 func startFacade(t testing.TB, dev *queenDev, overrides map[string]string) *facade {
 	t.Helper()
 	requireBin(t, queenKafkBin)
-	f := newFacade(dev.url, freePort(t), overrides)
+	return launchFacade(t, newFacade(dev.url, freePort(t), overrides))
+}
+
+// launchFacade starts f, killed when t ends, its logs attached to t.
+func launchFacade(t testing.TB, f *facade) *facade {
+	t.Helper()
 	t.Cleanup(f.kill)
 	if err := f.start(); err != nil {
-		t.Fatalf("%v\n%s", err, f.Out.From(0))
+		t.Fatalf("%s: %v\n%s", f.Bin, err, f.Out.From(0))
 	}
 	f.attachLogs(t)
 	return f

@@ -42,7 +42,7 @@ func (a *admin) sharded(ctx context.Context, req kmsg.Request, each func(kmsg.Re
 
 // CreateTopic creates topic with parts partitions; the topic's own error
 // code is the error.
-func (a *admin) CreateTopic(ctx context.Context, parts int32, rf int16, _ map[string]*string, topic string) (struct{}, error) {
+func (a *admin) CreateTopic(ctx context.Context, parts int32, rf int16, topic string) error {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = adminTimeoutMillis
 	rt := kmsg.NewCreateTopicsRequestTopic()
@@ -50,14 +50,14 @@ func (a *admin) CreateTopic(ctx context.Context, parts int32, rf int16, _ map[st
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, a.cl)
 	if err != nil {
-		return struct{}{}, err
+		return err
 	}
 	for _, t := range resp.Topics {
 		if t.Topic == topic {
-			return struct{}{}, kerr.ErrorForCode(t.ErrorCode)
+			return kerr.ErrorForCode(t.ErrorCode)
 		}
 	}
-	return struct{}{}, errors.New("requested topic was not part of create topic response")
+	return errors.New("requested topic was not part of create topic response")
 }
 
 type adminPartition struct {

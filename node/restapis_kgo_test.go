@@ -189,10 +189,7 @@ func pinnedClient(t *testing.T, addr string, key kmsg.Key, v int16, opts ...kgo.
 	t.Helper()
 	vs := kversion.Stable()
 	vs.SetMaxKeyVersion(key.Int16(), v)
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.MaxVersions(vs)}, opts...)...)
-	require.NoError(t, err)
-	t.Cleanup(cl.Close)
-	return cl
+	return newKgoClient(t, addr, append([]kgo.Opt{kgo.MaxVersions(vs)}, opts...)...)
 }
 
 // TestKgoDescribeCluster: franz-go's DescribeCluster at each version is

@@ -21,7 +21,7 @@ func TestGroupAPIsAtBoundaryVersionsOnTheWire(t *testing.T) {
 	_, addr, _ := servedEnv(t, dev.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := newAdmin(newKgoClient(t, addr)).CreateTopic(ctx, 2, 1, nil, "raw-in")
+	err := newAdmin(newKgoClient(t, addr)).CreateTopic(ctx, 2, 1, "raw-in")
 	require.NoError(t, err)
 
 	join := func(k *kclient, member, instance string) *kmsg.JoinGroupResponse {
@@ -132,7 +132,7 @@ func TestOffsetsByTopicIDOnTheWire(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	adm := newAdmin(newKgoClient(t, addr))
-	_, err := adm.CreateTopic(ctx, 2, 1, nil, "byid-in")
+	err := adm.CreateTopic(ctx, 2, 1, "byid-in")
 	require.NoError(t, err)
 	var id [16]byte
 	require.Eventually(t, func() bool {
