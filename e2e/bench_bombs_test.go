@@ -64,7 +64,7 @@ func BenchmarkDecompressionBombs(b *testing.B) {
 // returns f's peak resident set over the round, in MiB; every bomb must be
 // refused MESSAGE_TOO_LARGE.
 func bombRound(b *testing.B, f *facade, topic string, bomb []byte) float64 {
-	peak := roundPeak(f.pid())
+	peak := roundPeak(b, f.pid())
 	var wg sync.WaitGroup
 	errs := make([]error, bombClients)
 	for i := range bombClients {

@@ -179,7 +179,7 @@ func BenchmarkProduceTargets(b *testing.B) {
 				if profiles != "" {
 					defer profileFacade(b, opsAddr, profiles, strconv.Itoa(len(cpu)), targetWindow-time.Second)()
 				}
-				c0, peak := cpuSeconds(fac.pid()), roundPeak(fac.pid())
+				c0, peak := cpuSeconds(fac.pid()), roundPeak(b, fac.pid())
 				fw = produceWindow(b, []string{fac.addr}, uniq("bench-targets"))
 				cpu, hwm = append(cpu, (cpuSeconds(fac.pid())-c0)/float64(fw.records)*1e6), append(hwm, peak())
 			},
@@ -197,7 +197,7 @@ func BenchmarkProduceTargets(b *testing.B) {
 		}
 		if base != nil {
 			sides = append(sides, func() {
-				c0, peak := cpuSeconds(base.pid()), roundPeak(base.pid())
+				c0, peak := cpuSeconds(base.pid()), roundPeak(b, base.pid())
 				w := produceWindow(b, []string{base.addr}, uniq("bench-targets-baseline"))
 				baseCPU, baseHWM = append(baseCPU, (cpuSeconds(base.pid())-c0)/float64(w.records)*1e6), append(baseHWM, peak())
 			})
