@@ -1,0 +1,99 @@
+package assignor
+
+import "sort"
+
+// Member is one member of a group as an assignor sees it.
+type Member struct {
+	ID         string
+	InstanceID string // group.instance.id of a static member, "" otherwise
+	Rack       string
+	// Topics are the member's subscribed topic names, already resolved
+	// (a regular expression expanded against the catalogue); a topic absent
+	// from Spec.Partitions is ignored.
+	Topics []string
+	// Owned is the member's current target assignment (topic → partitions),
+	// which a sticky assignor keeps where balance allows.
+	Owned map[string][]int32
+}
+
+// Spec is one group's input to an assignor.
+type Spec struct {
+	Members    []Member
+	Partitions map[string]int32 // topic → partition count
+}
+
+// Assignment maps member id → topic → partitions in ascending order. Every
+// member of the Spec has an entry, possibly empty; a topic with no
+// partitions assigned to a member is absent from its map.
+type Assignment map[string]map[string][]int32
+
+// Assignor computes a group's target assignment.
+type Assignor interface {
+	// Name is the name members send as server_assignor.
+	Name() string
+	// Assign must assign every partition of every subscribed topic to
+	// exactly one member subscribed to it, and nothing else.
+	Assign(Spec) Assignment
+}
+
+// Default is the assignor a group uses when no member names one: Kafka's
+// group.consumer.assignors default starts with uniform.
+const Default = "uniform"
+
+// ByName returns the assignor a member names, ok false for a name this
+// broker does not offer (Kafka answers UNSUPPORTED_ASSIGNOR).
+func ByName(name string) (Assignor, bool) {
+	switch name {
+	case "uniform":
+		return Uniform(), true
+	case "range":
+		return Range(), true
+	}
+	return nil, false
+}
+
+// Uniform is Kafka's uniform assignor.
+// TEMPORARY: round-robin placeholder until the real one lands (issue 21).
+func Uniform() Assignor { return placeholder{"uniform"} }
+
+// Range is Kafka's range assignor.
+// TEMPORARY: round-robin placeholder until the real one lands (issue 21).
+func Range() Assignor { return placeholder{"range"} }
+
+type placeholder struct{ name string }
+
+func (p placeholder) Name() string { return p.name }
+
+func (p placeholder) Assign(s Spec) Assignment {
+	out := make(Assignment, len(s.Members))
+	members := make([]Member, len(s.Members))
+	copy(members, s.Members)
+	sort.Slice(members, func(i, j int) bool { return members[i].ID < members[j].ID })
+	for _, m := range members {
+		out[m.ID] = map[string][]int32{}
+	}
+	topics := make([]string, 0, len(s.Partitions))
+	for t := range s.Partitions {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	for _, t := range topics {
+		var subs []string
+		for _, m := range members {
+			for _, mt := range m.Topics {
+				if mt == t {
+					subs = append(subs, m.ID)
+					break
+				}
+			}
+		}
+		if len(subs) == 0 {
+			continue
+		}
+		for p := int32(0); p < s.Partitions[t]; p++ {
+			id := subs[int(p)%len(subs)]
+			out[id][t] = append(out[id][t], p)
+		}
+	}
+	return out
+}
