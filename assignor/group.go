@@ -111,20 +111,59 @@ func (g *group) owners() [][]int {
 }
 
 // assignment turns per-topic owners into an Assignment: every member has an
-// entry, partitions ascend, a topic with nothing for a member is absent.
+// entry, partitions ascend, a topic with nothing for a member is absent. The
+// partition lists share one backing array (a group of 1,000 members over 10
+// topics would otherwise grow 10,000 slices), each capped at its length so
+// that a caller's append copies.
 func (g *group) assignment(own [][]int) Assignment {
-	out := make(Assignment, len(g.members))
-	for _, m := range g.members {
-		out[m.ID] = map[string][]int32{}
-	}
+	// Size each member's map for the topics it got, and the array for all.
+	topics := make([]int, len(g.members))
+	last := make([]int, len(g.members)) // per member: 1 + the last topic counted
+	total := 0
 	for ti, o := range own {
-		t := g.topics[ti]
-		for p, mi := range o {
+		total += len(o)
+		for _, mi := range o {
+			if mi >= 0 && last[mi] != ti+1 {
+				last[mi] = ti + 1
+				topics[mi]++
+			}
+		}
+	}
+	out := make(Assignment, len(g.members))
+	for mi, m := range g.members {
+		out[m.ID] = make(map[string][]int32, topics[mi])
+	}
+	buf := make([]int32, 0, total)
+	count := make([]int, len(g.members))
+	fill := make([]int, len(g.members)) // per member: next index in buf for this topic
+	var touched []int
+	for ti, o := range own {
+		touched = touched[:0]
+		for _, mi := range o {
 			if mi < 0 {
 				continue
 			}
-			id := g.members[mi].ID
-			out[id][t] = append(out[id][t], int32(p))
+			if count[mi] == 0 {
+				touched = append(touched, mi)
+			}
+			count[mi]++
+		}
+		end := len(buf)
+		for _, mi := range touched {
+			fill[mi] = end
+			end += count[mi]
+		}
+		buf = buf[:end]
+		for p, mi := range o {
+			if mi >= 0 {
+				buf[fill[mi]] = int32(p)
+				fill[mi]++
+			}
+		}
+		for _, mi := range touched {
+			hi := fill[mi]
+			out[g.members[mi].ID][g.topics[ti]] = buf[hi-count[mi] : hi : hi]
+			count[mi] = 0
 		}
 	}
 	return out

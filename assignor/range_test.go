@@ -2,6 +2,7 @@ package assignor
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -129,5 +130,22 @@ func TestByName(t *testing.T) {
 	}
 	if a, ok := ByName(Default); !ok || a.Name() != "uniform" {
 		t.Errorf("Default %q is not uniform", Default)
+	}
+}
+
+// The partition lists share a backing array: appending to one must not
+// write into another member's.
+func TestAssignmentListsIndependent(t *testing.T) {
+	s := Spec{
+		Members:    []Member{{ID: "A", Topics: []string{"t"}}, {ID: "B", Topics: []string{"t"}}},
+		Partitions: map[string]int32{"t": 4},
+	}
+	for _, a := range []Assignor{Uniform(), Range()} {
+		got := a.Assign(s)
+		b := slices.Clone(got["B"]["t"])
+		_ = append(got["A"]["t"], 99)
+		if !slices.Equal(got["B"]["t"], b) {
+			t.Fatalf("%s: appending to A's list changed B's: %v", a.Name(), got["B"]["t"])
+		}
 	}
 }

@@ -76,7 +76,7 @@ func uniformHomogeneous(g *group, own [][]int) {
 	// Revoke what exceeds a quota, keeping a member's lowest partitions
 	// (topics by name), and gather everything unowned in the same order.
 	used := make([]int, n)
-	var free [][2]int // topic index, partition
+	free := make([][2]int, 0, total) // topic index, partition
 	for ti, o := range own {
 		for p, mi := range o {
 			if mi >= 0 && used[mi] < quota[mi] {
