@@ -55,6 +55,7 @@ func BenchmarkDecompressionBombs(b *testing.B) {
 		if base != nil {
 			b.Logf("baseline %s, same rounds: VmHWM MiB %s", os.Getenv("QK_BENCH_BASELINE_BIN"), spreadOf(basePeaks))
 		}
+		noPanics(b, fac, base)
 		b.ReportMetric(s.med, "facade-VmHWM-MiB")
 		b.ReportMetric(s.max, "facade-VmHWM-MiB_max")
 	}

@@ -77,6 +77,23 @@ func baselineFacade(b *testing.B, dev *queenDev, env map[string]string) *facade 
 	return launchFacade(b, newFacadeOf(bin, dev.url, freePort(b), env))
 }
 
+// noPanics fails the benchmark when a facade it ran logged a panic (a
+// recovered handler panic or the runtime's own): a figure of a run that
+// dropped connections is not one (issue 20: a benchmark's four panics
+// went unnoticed). Nil facades (no baseline) are skipped.
+func noPanics(b *testing.B, fs ...*facade) {
+	for _, f := range fs {
+		if f == nil {
+			continue
+		}
+		for _, l := range strings.Split(f.Out.String(), "\n") {
+			if strings.Contains(l, "panic:") || strings.Contains(l, "handler panic") {
+				b.Errorf("%s logged a panic: %s", f.Name, l)
+			}
+		}
+	}
+}
+
 // produceViaFacade sends n 1 KiB records with acks=all, idempotence and lz4
 // and returns records/s.
 func produceViaFacade(b *testing.B, seeds []string, topic string, n int) float64 {
@@ -210,6 +227,7 @@ func BenchmarkProduceFacadeVsDirect(b *testing.B) {
 			b.Logf("baseline %s, same rounds: facade rec/s min/med/max %s; CPU-s per 1M records %.1f/%.1f/%.1f; VmHWM MiB %s",
 				os.Getenv("QK_BENCH_BASELINE_BIN"), spreadOf(baseRate), bc.min, bc.med, bc.max, spreadOf(baseHWM))
 		}
+		noPanics(b, fac, base)
 		b.ReportMetric(fs.med, "facade-rec/s")
 		b.ReportMetric(ds.med, "direct-rec/s")
 		b.ReportMetric(rs.med, "ratio")

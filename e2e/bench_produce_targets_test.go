@@ -226,6 +226,7 @@ func BenchmarkProduceTargets(b *testing.B) {
 		b.Logf("  (b) rec/s facade %s, direct %s, ratio %s (target >= 0.95); kfake %s", f(facadeRate), f(directRate), f(rateRatio), f(kfakeRate))
 		b.Logf("  (c) p99 ms facade %s, kfake %s, ratio %s (target <= 2); p50 ms facade %s, kfake %s",
 			f(facadeP99), f(kfakeP99), f(p99Ratio), f(facadeP50), f(kfakeP50))
+		noPanics(b, fac, base)
 		for _, m := range []struct {
 			name string
 			xs   []float64

@@ -57,8 +57,6 @@ const (
 	// itemOverhead is a push item's bytes around its payload, less the
 	// topic name: {"queue":"","partition":"123","payload":},
 	itemOverhead = 48
-	// dedupKeyShape sizes an item's transactionId and its field name.
-	dedupKeyShape = `,"transactionId":"kafka:1234567890:12:1234567890"`
 )
 
 // decoding is every produce request's decoder pool and the decode budget
@@ -553,25 +551,8 @@ func pushByRequest(ctx context.Context, c *transport.Conn, parts []*producePart,
 // part's outcome; a failed call is every part's outcome, with the throttle
 // a 429 carries. A canceled call is returned.
 func pushShard(ctx context.Context, c *transport.Conn, parts []*producePart, ends []int) error {
-	size := 0
-	for _, p := range parts {
-		size += len(p.env) + (p.items[1]-p.items[0])*(itemOverhead+len(p.topic)+len(dedupKeyShape))
-	}
-	push := queen.NewPushBatch(size)
-	for _, p := range parts {
-		part := strconv.FormatInt(int64(p.resp.Partition), 10)
-		from := push.Len()
-		start := 0
-		for i := p.items[0]; i < p.items[1]; i++ {
-			key := ""
-			if p.keys != nil {
-				key = p.keys[i-p.items[0]]
-			}
-			push.Add(p.topic, part, p.env[start:ends[i]], key)
-			start = ends[i]
-		}
-		p.pushed = [2]int{from, push.Len()}
-	}
+	push := queen.NewPushBatch(pushBodyHint(parts, ends))
+	addParts(push, parts, ends)
 	results, err := c.Queen().PushBatch(ctx, push)
 	if err != nil && queen.KindOf(err) == queen.KindTooLarge && parts[0].req != parts[len(parts)-1].req {
 		// Over Queen's body ceiling (QUEEN_MAX_BODY_BYTES, which may be
@@ -597,6 +578,45 @@ func pushShard(ctx context.Context, c *transport.Conn, parts []*producePart, end
 		p.batch.Outcome = producer.Outcome{Base: base, Code: code, Msg: msg, Duplicate: code == 0 && allDuplicate(rs)}
 	}
 	return nil
+}
+
+// eachItem calls f with every item of p in push order: its partition's
+// name, its envelope and its Queen transactionId ("" for none).
+func eachItem(p *producePart, ends []int, f func(partition string, env []byte, key string)) {
+	part := strconv.FormatInt(int64(p.resp.Partition), 10)
+	start := 0
+	for i := p.items[0]; i < p.items[1]; i++ {
+		key := ""
+		if p.keys != nil {
+			key = p.keys[i-p.items[0]]
+		}
+		f(part, p.env[start:ends[i]], key)
+		start = ends[i]
+	}
+}
+
+// pushBodyHint is the body the push of parts renders: the envelopes it
+// sends from their own memory are not copied into it.
+func pushBodyHint(parts []*producePart, ends []int) int {
+	size := 0
+	for _, p := range parts {
+		eachItem(p, ends, func(partition string, env []byte, key string) {
+			size += queen.ItemBodyBytes(p.topic, partition, len(env), key)
+		})
+	}
+	return size
+}
+
+// addParts adds the items of parts to push, and notes each part's items
+// in it (pushed).
+func addParts(push *queen.PushBatch, parts []*producePart, ends []int) {
+	for _, p := range parts {
+		from := push.Len()
+		eachItem(p, ends, func(partition string, env []byte, key string) {
+			push.Add(p.topic, partition, env, key)
+		})
+		p.pushed = [2]int{from, push.Len()}
+	}
 }
 
 // allDuplicate reports a batch Queen's dedup window answered whole: every

@@ -186,3 +186,34 @@ func TestPooledReaderSegments(t *testing.T) {
 	}
 	body.release()
 }
+
+// TestItemBodyBytes: each Add grows the rendered body by ItemBodyBytes
+// (the first by one less: no comma), payloads from minRefPayload up not
+// copied into it, so the sum sizes NewPushBatch's hint.
+func TestItemBodyBytes(t *testing.T) {
+	b := NewPushBatch(0)
+	start := b.Size()
+	for i := range 400 {
+		n := i * 3
+		payload := []byte(`"` + strings.Repeat("p", max(n-2, 0)) + `"`)[:min(n, max(n-2, 0)+2)]
+		part, key := "", ""
+		if i%2 == 0 {
+			part = fmt.Sprint(i % 7)
+		}
+		if i%3 == 0 {
+			key = fmt.Sprintf("kafka:%d:0:%d", i, i*100)
+		}
+		want := ItemBodyBytes("topic-q", part, len(payload), key)
+		if i == 0 {
+			want--
+		}
+		b.Add("topic-q", part, payload, key)
+		if got := b.Size() - start; got != want {
+			t.Fatalf("item %d (payload %d bytes): body grew %d, ItemBodyBytes says %d", i, len(payload), got, want)
+		}
+		start = b.Size()
+	}
+	if got := ItemBodyBytes("q", "0", 1400, "kafka:1:0:1"); got > 100 {
+		t.Fatalf("an item of a 1,400-byte payload sent in place renders %d bytes of body", got)
+	}
+}

@@ -136,3 +136,47 @@ func TestDecodeWaitsForBudget(t *testing.T) {
 	require.Nil(t, r.f)
 	require.Equal(t, budget.Size(), budget.Free())
 }
+
+// TestDecodedRequestCostsOneFrame: one request's decompressed batch, its
+// decompressor's history and its records' cost together stay within one
+// frame, which is the whole budget. A compressed batch that decompresses
+// to 60% of a frame, whose records cost 80% of one, is refused
+// MESSAGE_TOO_LARGE; each alone used to be allowed a frame, so it held
+// 1.4 frames and the budget was two (issue 20: twelve bombs kept two
+// frames live, and the heap twice that). The same records uncompressed,
+// which decompress to nothing, still decode; and a coalesced group's
+// later request is not refused for the records of the requests before it
+// (it is Busy, and goes to a group of its own).
+func TestDecodedRequestCostsOneFrame(t *testing.T) {
+	const frame = 8 << 20
+	p := recordbatch.NewPool(recordbatch.Limits{Frame: frame, ItemOverhead: int(unsafe.Sizeof(queen.PushItem{})) + 48})
+	recs := batchtest.BenchRecords(frame*6/10/1024, 1024)
+	zstd := batchtest.Batch{Codec: recordbatch.CodecZstd, FirstTS: 1, Records: recs}.Encode(t)
+	f, err := decodeRequest(context.Background(), p, zstd)
+	require.NoError(t, err)
+	require.NotNil(t, f, "a request holding 1.4 frames decoded")
+	require.Equal(t, kerr.MessageTooLarge.Code, f.Code)
+	require.Contains(t, f.Msg, "request ceiling")
+	require.LessOrEqual(t, p.Budget().Size(), int64(frame+64<<10), "the budget is one request's ceiling")
+	require.LessOrEqual(t, p.Budget().Peak(), p.Budget().Size())
+	require.Equal(t, p.Budget().Size(), p.Budget().Free(), "every claim was given back")
+
+	plain := batchtest.Batch{FirstTS: 1, Records: recs}.Encode(t)
+	f, err = decodeRequest(context.Background(), p, plain)
+	require.NoError(t, err)
+	require.Nil(t, f, "the records uncompressed cost what they cost, within a frame")
+
+	// A group of two such requests on one decoder: the second fits a
+	// request's ceiling but not the group's budget.
+	var b kmsg.RecordBatch
+	require.Nil(t, recordbatch.ParseProduce(plain, &b))
+	d := p.Get()
+	defer d.Release()
+	d.StartRequest()
+	_, _, f = d.Envelopes(&b, "t", nil, nil)
+	require.Nil(t, f)
+	d.StartRequest()
+	_, _, f = d.Envelopes(&b, "t", nil, nil)
+	require.NotNil(t, f)
+	require.True(t, f.Busy(), "the group's second request refused for the first's records: %v", f.Msg)
+}

@@ -15,12 +15,14 @@ type Limits struct {
 	// Frame is the largest request frame. One produce request's batches
 	// may decompress to one frame's worth together (operator page,
 	// "Decompressed produce batch"), so that compression buys a client no
-	// more room than an uncompressed frame would have; and its records
-	// may cost one frame's worth once decoded (their envelopes and their
+	// more room than an uncompressed frame would have; its records may
+	// cost one frame's worth once decoded (their envelopes and their
 	// overhead each), so that a million empty records in a few hundred
-	// compressed KiB buy no more than a frame of records would. A request
-	// within it makes a push body within one frame, past which Queen's own
-	// body ceiling (64 MiB by default) refuses it anyway.
+	// compressed KiB buy no more than a frame of records would; and what
+	// it holds at once, its decompressed batch, the decompressor's history
+	// and its records' cost, is one frame's worth too. A request within it
+	// makes a push body within one frame, past which Queen's own body
+	// ceiling (64 MiB by default) refuses it anyway.
 	Frame int
 	// ItemOverhead is what the caller's item for a record costs beyond
 	// its envelope and its topic name: for the facade its queen.PushItem
@@ -42,19 +44,23 @@ type Pool struct {
 }
 
 // NewPool returns a Pool decoding under l. Its budget is what every
-// request decoding from it may hold at once in decompressed records and in
-// the envelopes and items made from them. One request may need a frame's
-// worth of each: the budget is exactly one such request, so the worst
+// request decoding from it may hold at once in decompressed records, in
+// the decompressor's history and in the envelopes and items made from
+// them. One request may hold a frame's worth of all three together
+// (maxDecoded): the budget is exactly one such request, so the worst
 // request is never refused for want of room, and ordinary requests, a few
 // hundred KiB each, share it without waiting. (minDecodeBuffer covers a
 // pooled buffer's capacity and the refusal's one byte past the ceiling.)
+// Each alone could take a frame's worth before, twice a frame together:
+// twelve bombs then kept two frames of the budget live, and the collector
+// let the heap grow to twice that (issue 20: 451-566 MiB peak).
 func NewPool(l Limits) *Pool {
 	p := &Pool{
 		maxDecompressed: l.Frame,
 		maxRecordCost:   l.Frame,
 		// A record's end in the ends index, then the caller's item.
 		recordOverhead: int(unsafe.Sizeof(int(0))) + l.ItemOverhead,
-		budget:         budget.New(int64(2*l.Frame + minDecodeBuffer)),
+		budget:         budget.New(int64(l.Frame + minDecodeBuffer)),
 	}
 	p.codecs.maxDecompressed = l.Frame
 	p.decoders.New = func() any { return &Decoder{pool: p} }
@@ -104,13 +110,25 @@ type decodeClaim struct {
 	// a refused batch takes its record cost back, and a restart sized by
 	// what is left would be refused at the same record again.
 	reached int64
+	// base is records as the request being decoded began (StartRequest):
+	// a coalesced group's claim carries the requests before it, which its
+	// own ceiling does not count.
+	base int64
 }
+
+// errDecodedTooLarge is a request whose decompressed batch, decompressor
+// history and record cost together would pass the budget, which is one
+// such request's ceiling (NewPool).
+var errDecodedTooLarge = errors.New("decoded request exceeds one frame")
 
 // cover takes from the budget, without waiting, what the claim's use
 // exceeds its hold by (in geometric steps, to keep the lock cold).
 func (c *decodeClaim) cover() error {
 	use := c.scratch + c.records + c.window
 	c.reached = max(c.reached, use)
+	if use-c.base > c.budget.Size() {
+		return errDecodedTooLarge
+	}
 	if use <= c.held {
 		return nil
 	}
@@ -133,8 +151,13 @@ func (c *decodeClaim) payScratch(n int) error {
 	if int64(n) <= c.scratch {
 		return nil
 	}
+	prev := c.scratch
 	c.scratch = int64(n)
-	return c.cover()
+	err := c.cover()
+	if err == errDecodedTooLarge {
+		c.scratch = prev // refused: the buffer does not grow
+	}
+	return err
 }
 
 // payWindow records the decompressor of the batch being decoded holding n
@@ -174,5 +197,5 @@ func (c *decodeClaim) release() {
 	if c.held > 0 {
 		c.budget.Release(c.held)
 	}
-	c.held, c.scratch, c.records, c.window, c.reached = 0, 0, 0, 0, 0
+	c.held, c.scratch, c.records, c.window, c.reached, c.base = 0, 0, 0, 0, 0, 0
 }

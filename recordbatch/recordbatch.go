@@ -143,6 +143,9 @@ const scratchKeep = 4 << 20
 // again after Restart starts again too).
 func (d *Decoder) StartRequest() {
 	d.recordCost, d.allowance = 0, d.pool.maxDecompressed
+	if d.claim != nil {
+		d.claim.base = d.claim.records
+	}
 }
 
 // Envelopes appends one payload envelope per record of rb (a batch from
@@ -228,6 +231,8 @@ func (d *Decoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, allowa
 			return buf, ends, 0, faultBudgetBusy
 		case err == errDecompressedTooLarge:
 			return buf, ends, 0, faultf(kerr.MessageTooLarge.Code, "record batch decompresses past the %d byte request ceiling", maxDecompressed)
+		case err == errDecodedTooLarge:
+			return buf, ends, 0, faultf(kerr.MessageTooLarge.Code, "record batch decompresses past the %d byte request ceiling, with the request's records decoded before it", d.pool.budget.Size())
 		case err != nil:
 			return buf, ends, 0, faultf(kerr.CorruptMessage.Code, "record batch does not decompress: %v", err)
 		}
@@ -247,6 +252,9 @@ func (d *Decoder) envelopes(rb *kmsg.RecordBatch, buf []byte, ends []int, allowa
 		if d.claim != nil && upTo > paid {
 			err := d.claim.payRecords(upTo - paid)
 			paid = upTo
+			if err == errDecodedTooLarge {
+				return faultf(kerr.MessageTooLarge.Code, "records cost past the %d byte request ceiling once decoded, with the batch decompressed", d.pool.budget.Size())
+			}
 			if err != nil {
 				return faultBudgetBusy
 			}

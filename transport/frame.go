@@ -39,7 +39,7 @@ type requestHeader struct {
 // peer declaring 100 MiB and sending ten bytes costs what it sent.
 const frameChunk = 64 << 10
 
-// pooledWholeFrame: a free pooled buffer for the whole frame is taken once
+// pooledWholeFrame: a buffer for the whole frame is taken once
 // the bytes charged are at least 1/pooledWholeFrame of it, so what a frame
 // holds stays within that multiple of what it was charged.
 const pooledWholeFrame = 4
@@ -89,20 +89,19 @@ func readBody(r io.Reader, n int32, charge func(int64) error) (frame []byte, cha
 				charged += int64(grown - limit)
 			}
 			if grown > cap(buf) {
-				// A free pooled buffer for the whole frame is taken once
-				// a quarter of the frame is charged (it is no new memory,
-				// and spares the last copies of doubling); otherwise the
-				// buffer doubles. Either may hold more than was charged;
-				// only what was charged is read into it. Taken earlier, a
-				// pooled buffer the collector would free could be pinned
-				// by a size prefix alone.
-				var next []byte
+				// A buffer for the whole frame, pooled or fresh, is taken
+				// once a quarter of the frame is charged: it spares the
+				// doubling's last copies, and the buffers of a quarter to
+				// a half of the frame that the pools would then keep for
+				// nothing else. Before, the buffer doubles. Either may
+				// hold more than was charged; only what was charged is
+				// read into it. Taken earlier, a buffer for the whole
+				// frame could be pinned by a size prefix alone.
+				want := grown
 				if int(n) <= pooledWholeFrame*grown {
-					next = bufpool.Pooled(int(n))
+					want = int(n)
 				}
-				if next == nil {
-					next = bufpool.Get(grown)
-				}
+				next := bufpool.Get(want)
 				next = append(next, buf...)
 				bufpool.Put(buf)
 				buf = next

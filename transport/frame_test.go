@@ -66,11 +66,11 @@ func (r *capReader) Read(p []byte) (int, error) {
 }
 
 // TestReadBodyLeavesPooledFramesToTheCollector: a free pooled buffer for a
-// whole 64 MiB frame is not taken on the strength of its size prefix (it
-// would pin 64 MiB the collector frees, for 10 bytes sent), only once a
+// whole 16 MiB frame is not taken on the strength of its size prefix (it
+// would pin 16 MiB the collector frees, for 10 bytes sent), only once a
 // quarter of the frame has been charged.
 func TestReadBodyLeavesPooledFramesToTheCollector(t *testing.T) {
-	const size = 64 << 20
+	const size = 16 << 20
 	bufpool.Put(bufpool.Get(size))
 	r := &capReader{want: 10}
 	if _, _, err := readBody(r, size, nil); !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -79,4 +79,47 @@ func TestReadBodyLeavesPooledFramesToTheCollector(t *testing.T) {
 	if r.room > frameChunk {
 		t.Fatalf("10 bytes of a declared %d read into %d bytes of buffer, want at most %d", size, r.room, frameChunk)
 	}
+}
+
+// bufReader hands out a whole body, noting each buffer it is asked to
+// read into (by its capacity, from the bytes read before it).
+type bufReader struct {
+	body []byte
+	read int
+	bufs []int
+}
+
+func (r *bufReader) Read(p []byte) (int, error) {
+	if c := r.read + cap(p); len(r.bufs) == 0 || r.bufs[len(r.bufs)-1] != c {
+		r.bufs = append(r.bufs, c)
+	}
+	n := copy(p, r.body[r.read:])
+	r.read += n
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// TestReadBodyWholeFrameAtAQuarter: once a quarter of a frame is charged
+// the frame is read into a buffer of its whole size, pooled or fresh, not
+// doubled through buffers of a quarter to a half of it, which the pools
+// kept for nothing else (issue 20: a 6 MB frame went through 2 and 4 MiB
+// buffers whenever no free 6 MiB one was there).
+func TestReadBodyWholeFrameAtAQuarter(t *testing.T) {
+	body := bytes.Repeat([]byte("0123456789abcdef"), (6<<20)/16-5)
+	r := &bufReader{body: body}
+	got, held, err := readBody(r, int32(len(body)), func(int64) error { return nil })
+	if err != nil || !bytes.Equal(got, body) || held != int64(len(body)) {
+		t.Fatalf("whole body: err %v, held %d, equal %v", err, held, bytes.Equal(got, body))
+	}
+	for _, c := range r.bufs[:len(r.bufs)-1] {
+		if c > len(body)/4 {
+			t.Fatalf("a %d-byte frame was read through buffers of %v bytes: one above a quarter of it before the whole", len(body), r.bufs)
+		}
+	}
+	if last := r.bufs[len(r.bufs)-1]; last < len(body) {
+		t.Fatalf("the last buffer holds %d of %d", last, len(body))
+	}
+	bufpool.Put(got)
 }
