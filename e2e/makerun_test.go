@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"os"
@@ -28,15 +29,19 @@ import (
 type runPorts struct{ dev, kafka, http int }
 
 // env is the script's variables for these ports, the test's binaries and
-// nodes facades; more is added last (so it wins).
+// nodes facades (0: NODES unset, the script's default); more is added last
+// (so it wins).
 func (p runPorts) env(nodes int, more ...string) []string {
-	return append(append(testsupport.BaseEnv(),
+	env := append(testsupport.BaseEnv(),
 		"BIN="+binDir,
-		"NODES="+strconv.Itoa(nodes),
 		"QUEEN_DEV_ADDR=127.0.0.1:"+strconv.Itoa(p.dev),
 		"BASE_PORT="+strconv.Itoa(p.kafka),
 		"HTTP_BASE_PORT="+strconv.Itoa(p.http),
-	), more...)
+	)
+	if nodes > 0 {
+		env = append(env, "NODES="+strconv.Itoa(nodes))
+	}
+	return append(env, more...)
 }
 
 // all is every port a run with nodes facades binds.
@@ -116,9 +121,16 @@ type runJob struct {
 
 func startRun(t testing.TB, line string, env []string) *runJob {
 	t.Helper()
+	return startRunIn(t, line, env, nil)
+}
+
+// startRunIn is startRun with stdin.
+func startRunIn(t testing.TB, line string, env []string, stdin io.Reader) *runJob {
+	t.Helper()
 	j := &runJob{done: make(chan struct{})}
 	j.cmd = exec.Command("bash", "-c", line)
 	j.cmd.Env = env
+	j.cmd.Stdin = stdin
 	j.cmd.Stdout, j.cmd.Stderr = &j.stdout, &j.stderr
 	// A terminal's foreground job leads its own process group; Pdeathsig
 	// keeps a crashed test from leaving the script behind.
@@ -444,3 +456,52 @@ func TestMakeRunPortInUse(t *testing.T) {
 
 // shellQuote quotes s for bash.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// TestMakeRunTerminal runs the real `make run` recipe (its build taken as
+// done: make -o build, on the binaries TestMain built) on a terminal, a
+// pseudo-terminal that util-linux's script(1) opens, and types Ctrl-C into
+// it: the terminal signals its foreground process group, make included.
+// make must exit 0 with nothing left running: the script makes itself the
+// terminal's foreground job, so that make is not signalled, and stops
+// everything on the signal.
+func TestMakeRunTerminal(t *testing.T) {
+	for _, tool := range []string{"script", "make"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("this test needs %s: %v", tool, err)
+		}
+	}
+	script := scriptPath(t)
+	root := filepath.Dir(filepath.Dir(script))
+	ports := freeRunPorts(t)
+	// An *os.File, so that Wait does not wait for a copy from stdin; the
+	// write end stays open until the end (an end of input is a ^D).
+	typed, keys, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keys.Close()
+	makeRun := "make -s -C " + shellQuote(root) + " -o build run BIN=" + shellQuote(binDir)
+	line := "exec script -qefc " + shellQuote(makeRun) + " /dev/null"
+	j := startRunIn(t, line, ports.env(3, "QUEEN_DEV_DATA="+t.TempDir(), "SHELL=/bin/sh"), typed)
+	typed.Close()
+	j.banner(t, 60*time.Second)
+	started := j.children()
+	if got, want := comms(started), []string{"queen-dev", "queen-kafka", "queen-kafka", "queen-kafka"}; !slices.Equal(got, want) {
+		t.Fatalf("make run's processes are %q, want %q", got, want)
+	}
+	if _, err := keys.Write([]byte{3}); err != nil { // Ctrl-C
+		t.Fatal(err)
+	}
+	if code := j.wait(t, 60*time.Second); code != 0 {
+		t.Errorf("make run exited %d after Ctrl-C on its terminal, want 0", code)
+	}
+	if out := j.stdout.String(); strings.Contains(out, "Interrupt") || strings.Contains(out, "Error") {
+		t.Errorf("make reported the Ctrl-C as a failure:\n%s", testsupport.Tail(out, 4<<10))
+	}
+	if left := survivors(started); len(left) > 0 {
+		t.Errorf("still running after make run exited: %+v", left)
+	}
+	if open := accepting(ports.all(3)); len(open) > 0 {
+		t.Errorf("ports %v still accept connections after make run exited", open)
+	}
+}

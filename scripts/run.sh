@@ -12,6 +12,28 @@
 # stops every child and exits 0. Any other end (a child that dies, a child
 # that never listens) exits non-zero, after stopping the rest.
 set -euo pipefail
+
+# A terminal's Ctrl-C signals its whole foreground process group, and make
+# is in it: make dies of the signal (status 130, "*** Interrupt") whatever
+# its recipe does. So when the script runs in a terminal's foreground, it
+# runs itself again as a job of its own (bash's job control, set -m), which
+# bash makes the terminal's foreground: Ctrl-C then reaches this script and
+# its children only, and make exits with the script's status. (Elsewhere,
+# as under a test or in a pipeline, it runs as it is: whoever signals it
+# signals its process group.)
+foreground_here() {
+  local stat pgrp tpgid
+  stat=$(cat "/proc/$$/stat" 2>/dev/null) || return 1
+  # After "pid (comm) ": state ppid pgrp session tty_nr tpgid.
+  read -r _ _ pgrp _ _ tpgid _ <<<"${stat##*) }"
+  [ "$pgrp" = "$tpgid" ]
+}
+if [ -z "${RUN_SH_JOB:-}" ] && [ -t 0 ] && foreground_here; then
+  set -m
+  RUN_SH_JOB=1 "$0" "$@"
+  exit
+fi
+unset RUN_SH_JOB
 cd "$(dirname "$0")/.."
 
 NODES=${NODES:-3}
@@ -75,7 +97,7 @@ dev_pid=
 pids=()
 stop() {
   # A second Ctrl-C while the children stop must not orphan queen-dev.
-  trap '' INT TERM
+  trap '' INT TERM HUP
   trap - EXIT
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
@@ -87,6 +109,8 @@ stop() {
 # Ctrl-C (SIGINT) and SIGTERM are how a user stops it: a clean stop is a
 # success. Any other way out keeps its status.
 trap 'stop; exit 0' INT TERM
+# A closed terminal is not a clean stop.
+trap 'stop; exit 129' HUP
 trap stop EXIT
 
 # wait_listen: until host:port accepts, failing at once if pid (the child
