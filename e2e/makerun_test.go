@@ -505,3 +505,36 @@ func TestMakeRunTerminal(t *testing.T) {
 		t.Errorf("ports %v still accept connections after make run exited", open)
 	}
 }
+
+// TestMakeRunRefusesBadVariables: a variable make run cannot use is one
+// line naming it and a non-zero exit, before anything starts (before, NODES=0
+// printed a banner with an empty bootstrap.servers and ran queen-dev alone).
+func TestMakeRunRefusesBadVariables(t *testing.T) {
+	script := scriptPath(t)
+	for _, tc := range []struct{ set, names string }{
+		{"NODES=0", "NODES"},
+		{"NODES=three", "NODES"},
+		{"BASE_PORT=65535", "BASE_PORT"}, // three nodes need 65535-65537
+		{"HTTP_BASE_PORT=0", "HTTP_BASE_PORT"},
+		{"QUEEN_DEV_ADDR=6632", "QUEEN_DEV_ADDR"},
+		{"BIN=" + filepath.Join(t.TempDir(), "nothing"), "make run"},
+	} {
+		t.Run(tc.set, func(t *testing.T) {
+			ports := freeRunPorts(t)
+			j := startRun(t, shellQuote(script), ports.env(3, "QUEEN_DEV_DATA="+t.TempDir(), tc.set))
+			if code := j.wait(t, 30*time.Second); code == 0 {
+				t.Errorf("make run exited 0 with %s", tc.set)
+			}
+			if out := j.stdout.String(); out != "" {
+				t.Errorf("make run printed %q with %s", out, tc.set)
+			}
+			lines := strings.Split(strings.TrimSpace(j.stderr.String()), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], tc.names) {
+				t.Errorf("make run said %q, want one line naming %s", lines, tc.names)
+			}
+			if open := accepting(ports.all(3)); len(open) > 0 {
+				t.Errorf("ports %v accept connections after make run refused to start", open)
+			}
+		})
+	}
+}
