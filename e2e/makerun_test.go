@@ -109,11 +109,13 @@ func scriptPath(t testing.TB) string {
 }
 
 // runJob is one `make run` in the foreground of a (pretend) terminal:
-// bash -c line, leading a process group of its own.
+// bash -c line, leading a process group of its own. Its stdout and stderr
+// are files, not pipes, so that its exit is seen when it exits even if a
+// process it left behind still holds them.
 type runJob struct {
-	cmd            *exec.Cmd
-	stdout, stderr testsupport.LogBuffer
-	done           chan struct{}
+	cmd      *exec.Cmd
+	out, err string // the files of stdout and stderr
+	done     chan struct{}
 
 	mu   sync.Mutex
 	seen map[int]osProc // every product process seen below the job
@@ -124,14 +126,27 @@ func startRun(t testing.TB, line string, env []string) *runJob {
 	return startRunIn(t, line, env, nil)
 }
 
-// startRunIn is startRun with stdin.
-func startRunIn(t testing.TB, line string, env []string, stdin io.Reader) *runJob {
+// startRunIn is startRun with stdin (nil: /dev/null).
+func startRunIn(t testing.TB, line string, env []string, stdin *os.File) *runJob {
 	t.Helper()
-	j := &runJob{done: make(chan struct{})}
+	dir := t.TempDir()
+	j := &runJob{done: make(chan struct{}), out: filepath.Join(dir, "stdout"), err: filepath.Join(dir, "stderr")}
 	j.cmd = exec.Command("bash", "-c", line)
 	j.cmd.Env = env
-	j.cmd.Stdin = stdin
-	j.cmd.Stdout, j.cmd.Stderr = &j.stdout, &j.stderr
+	if stdin != nil {
+		j.cmd.Stdin = stdin
+	}
+	for _, f := range []struct {
+		path string
+		to   *io.Writer
+	}{{j.out, &j.cmd.Stdout}, {j.err, &j.cmd.Stderr}} {
+		file, err := os.Create(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer file.Close() // the child has its own descriptor
+		*f.to = file
+	}
 	// A terminal's foreground job leads its own process group; Pdeathsig
 	// keeps a crashed test from leaving the script behind.
 	j.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -171,20 +186,26 @@ func startRunIn(t testing.TB, line string, env []string, stdin io.Reader) *runJo
 				<-j.done
 			}
 		}
-		j.mu.Lock()
-		seen := slices.Collect(maps.Values(j.seen))
-		j.mu.Unlock()
-		for _, p := range survivors(seen) {
+		for _, p := range survivors(j.seenProcs()) {
 			_ = syscall.Kill(p.pid, syscall.SIGKILL)
 		}
 	})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("---- make run's stdout ----\n%s\n---- its stderr ----\n%s",
-				testsupport.Tail(j.stdout.String(), 16<<10), testsupport.Tail(j.stderr.String(), 32<<10))
+				testsupport.Tail(j.stdout(), 16<<10), testsupport.Tail(j.stderr(), 256<<10))
 		}
 	})
 	return j
+}
+
+func (j *runJob) stdout() string { b, _ := os.ReadFile(j.out); return string(b) }
+func (j *runJob) stderr() string { b, _ := os.ReadFile(j.err); return string(b) }
+
+func (j *runJob) seenProcs() []osProc {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Collect(maps.Values(j.seen))
 }
 
 // ctrlC signals the job's whole process group with SIGINT, as a terminal's
@@ -198,16 +219,29 @@ func (j *runJob) ctrlC(t testing.TB, limit time.Duration) int {
 	return j.wait(t, limit)
 }
 
-// wait waits up to limit for the job's exit and returns its code.
+// wait waits up to limit for the job's exit and returns its code. On a
+// timeout it logs where every process below the job is blocked, and has
+// the product's processes (Go) dump their goroutines into its stderr.
 func (j *runJob) wait(t testing.TB, limit time.Duration) int {
 	t.Helper()
 	select {
 	case <-j.done:
 		return j.cmd.ProcessState.ExitCode()
 	case <-time.After(limit):
-		t.Fatalf("make run still running %s after it should have ended", limit)
-		return 0
 	}
+	var b strings.Builder
+	for _, p := range append([]osProc{{pid: j.cmd.Process.Pid, comm: "(job)"}}, descendants(j.cmd.Process.Pid)...) {
+		wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", p.pid))
+		stat, _ := readProc(p.pid)
+		fmt.Fprintf(&b, "pid %d ppid %d %s wchan=%s\n", p.pid, stat.ppid, stat.comm, wchan)
+	}
+	for _, p := range survivors(j.seenProcs()) {
+		fmt.Fprintf(&b, "product process %d (%s) still running: SIGQUIT for its goroutines\n", p.pid, p.comm)
+		_ = syscall.Kill(p.pid, syscall.SIGQUIT)
+	}
+	time.Sleep(time.Second)
+	t.Fatalf("make run still running %s after it should have ended\n%s", limit, b.String())
+	return 0
 }
 
 // banner waits until the script has printed its whole banner and returns
@@ -216,7 +250,7 @@ func (j *runJob) banner(t testing.TB, limit time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		if out := j.stdout.String(); strings.Contains(out, "Ctrl-C stops everything.") {
+		if out := j.stdout(); strings.Contains(out, "Ctrl-C stops everything.") {
 			return out
 		}
 		select {
@@ -434,11 +468,11 @@ func TestMakeRunPortInUse(t *testing.T) {
 			if code == 0 {
 				t.Errorf("make run exited 0 with port %d in use", held)
 			}
-			if strings.Contains(j.stdout.String(), "bootstrap.servers") {
+			if strings.Contains(j.stdout(), "bootstrap.servers") {
 				t.Errorf("make run printed its banner with port %d in use", held)
 			}
 			var lines []string
-			for _, l := range strings.Split(strings.TrimSpace(j.stderr.String()), "\n") {
+			for _, l := range strings.Split(strings.TrimSpace(j.stderr()), "\n") {
 				if l != "" {
 					lines = append(lines, l)
 				}
@@ -495,7 +529,7 @@ func TestMakeRunTerminal(t *testing.T) {
 	if code := j.wait(t, 60*time.Second); code != 0 {
 		t.Errorf("make run exited %d after Ctrl-C on its terminal, want 0", code)
 	}
-	if out := j.stdout.String(); strings.Contains(out, "Interrupt") || strings.Contains(out, "Error") {
+	if out := j.stdout(); strings.Contains(out, "Interrupt") || strings.Contains(out, "Error") {
 		t.Errorf("make reported the Ctrl-C as a failure:\n%s", testsupport.Tail(out, 4<<10))
 	}
 	if left := survivors(started); len(left) > 0 {
@@ -525,10 +559,10 @@ func TestMakeRunRefusesBadVariables(t *testing.T) {
 			if code := j.wait(t, 30*time.Second); code == 0 {
 				t.Errorf("make run exited 0 with %s", tc.set)
 			}
-			if out := j.stdout.String(); out != "" {
+			if out := j.stdout(); out != "" {
 				t.Errorf("make run printed %q with %s", out, tc.set)
 			}
-			lines := strings.Split(strings.TrimSpace(j.stderr.String()), "\n")
+			lines := strings.Split(strings.TrimSpace(j.stderr()), "\n")
 			if len(lines) != 1 || !strings.Contains(lines[0], tc.names) {
 				t.Errorf("make run said %q, want one line naming %s", lines, tc.names)
 			}
