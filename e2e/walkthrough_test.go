@@ -38,7 +38,10 @@ import (
 // 9092-9094, the operator's 8080-8082) become free ones given through the
 // script's variables, in commands and outputs alike, so that the test
 // never meets a `make run` someone else left running. TMPDIR is the test's,
-// so the fresh data directory of mktemp -d is removed with it.
+// so the fresh data directory of mktemp -d is removed with it. The whole
+// walkthrough runs twice: as written (three facades), and with NODES=1
+// (one facade embedded in queen-dev), whose outputs must be the same but
+// for the bootstrap line, which names its one node.
 
 // walkStep is one marked command block and the output shown after it.
 type walkStep struct {
@@ -214,6 +217,19 @@ func TestREADMEWalkthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The README's make run, with its defaults (NODES unset: three
+	// facades); and NODES=1, the README's other way to start, which must
+	// answer every step the same, its bootstrap line naming its one node.
+	for _, nodes := range []int{0, 1} {
+		name := "README"
+		if nodes > 0 {
+			name = "NODES=" + strconv.Itoa(nodes)
+		}
+		t.Run(name, func(t *testing.T) { walkthrough(t, script, steps, nodes) })
+	}
+}
+
+func walkthrough(t *testing.T, script string, steps []walkStep, nodes int) {
 	ports := freeRunPorts(t)
 	var pairs []string
 	for i := range 3 {
@@ -230,12 +246,15 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 	line := strings.Replace(moved(start.command), "make run", shellQuote(script), 1)
 	tmp := t.TempDir()
-	// The README's make run is run with its defaults; only ports and the
-	// binaries' folder are the test's.
-	j := startRun(t, line, ports.env(0, "TMPDIR="+tmp))
+	// Only the ports and the binaries' folder are the test's (and NODES).
+	j := startRun(t, line, ports.env(nodes, "TMPDIR="+tmp))
 	banner := j.banner(t, 90*time.Second)
-	if start.hasOutput && !outputMatches(start.mode, moved(start.output), banner) {
-		t.Fatalf("README.md:%d: make run printed\n%s\nwhich does not show (%s)\n%s", start.line, banner, modeName(start.mode), moved(start.output))
+	want := moved(start.output)
+	if nodes == 1 {
+		want = firstServer(want)
+	}
+	if start.hasOutput && !outputMatches(start.mode, want, banner) {
+		t.Fatalf("README.md:%d: make run printed\n%s\nwhich does not show (%s)\n%s", start.line, banner, modeName(start.mode), want)
 	}
 
 	for _, s := range steps[1:] {
@@ -258,6 +277,18 @@ func TestREADMEWalkthrough(t *testing.T) {
 	if code := j.ctrlC(t, 60*time.Second); code != 0 {
 		t.Errorf("Ctrl-C: make run exited %d, want 0", code)
 	}
+}
+
+// firstServer cuts every bootstrap.servers line of s to its first address:
+// what make run prints with one node.
+func firstServer(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "bootstrap.servers=") {
+			lines[i], _, _ = strings.Cut(l, ",")
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 func modeName(mode string) string {
