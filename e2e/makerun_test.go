@@ -551,11 +551,13 @@ func TestMakeRunRefusesBadVariables(t *testing.T) {
 		{"BASE_PORT=65535", "BASE_PORT"}, // three nodes need 65535-65537
 		{"HTTP_BASE_PORT=0", "HTTP_BASE_PORT"},
 		{"QUEEN_DEV_ADDR=6632", "QUEEN_DEV_ADDR"},
+		{"QUEEN_DEV_ADDR=127.0.0.1:65534 BASE_PORT=65532", "QUEEN_DEV_ADDR"},
+		{"BASE_PORT=40001 HTTP_BASE_PORT=40003", "HTTP_BASE_PORT"}, // node 3's Kafka port is node 1's operator port
 		{"BIN=" + filepath.Join(t.TempDir(), "nothing"), "make run"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			ports := freeRunPorts(t)
-			j := startRun(t, shellQuote(script), ports.env(3, "QUEEN_DEV_DATA="+t.TempDir(), tc.set))
+			j := startRun(t, shellQuote(script), ports.env(3, append([]string{"QUEEN_DEV_DATA=" + t.TempDir()}, strings.Fields(tc.set)...)...))
 			if code := j.wait(t, 30*time.Second); code == 0 {
 				t.Errorf("make run exited 0 with %s", tc.set)
 			}

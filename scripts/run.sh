@@ -53,14 +53,29 @@ refuse() {
 }
 is_uint() { case $1 in '' | *[!0-9]*) return 1 ;; esac }
 
-is_uint "$NODES" && [ "$NODES" -ge 1 ] || refuse "NODES=$NODES: want the number of facades, 1 or more"
+# Each number is made decimal once checked (bash's arithmetic reads 08 as
+# octal); a number too long for it fails the test and is refused.
+is_uint "$NODES" && [ "$NODES" -ge 1 ] 2>/dev/null || refuse "NODES=$NODES: want the number of facades, 1 or more"
+NODES=$((10#$NODES))
 for v in BASE_PORT HTTP_BASE_PORT; do
-  is_uint "${!v}" && [ "${!v}" -ge 1 ] && [ $((${!v} + NODES - 1)) -le 65535 ] ||
+  is_uint "${!v}" && [ "${!v}" -ge 1 ] 2>/dev/null && [ $((10#${!v} + NODES - 1)) -le 65535 ] ||
     refuse "$v=${!v}: want a port from 1 to $((65536 - NODES)) (node i listens on $v+i-1)"
+  printf -v "$v" %d $((10#${!v}))
 done
 dev_host=${QUEEN_DEV_ADDR%:*} dev_port=${QUEEN_DEV_ADDR##*:}
-[ "$dev_host" != "$QUEEN_DEV_ADDR" ] && is_uint "$dev_port" ||
+[ "$dev_host" != "$QUEEN_DEV_ADDR" ] && is_uint "$dev_port" && [ "$dev_port" -le 65535 ] 2>/dev/null ||
   refuse "QUEEN_DEV_ADDR=$QUEEN_DEV_ADDR: want host:port"
+dev_port=$((10#$dev_port))
+# The ranges must not overlap: a node would otherwise fail to bind a port
+# that a sibling, or queen-dev, took first.
+if [ "$BASE_PORT" -le $((HTTP_BASE_PORT + NODES - 1)) ] && [ "$HTTP_BASE_PORT" -le $((BASE_PORT + NODES - 1)) ]; then
+  refuse "BASE_PORT=$BASE_PORT and HTTP_BASE_PORT=$HTTP_BASE_PORT: their $NODES ports each overlap; move one of them"
+fi
+for v in BASE_PORT HTTP_BASE_PORT; do
+  if [ "$dev_port" -ge "${!v}" ] && [ "$dev_port" -le $((${!v} + NODES - 1)) ]; then
+    refuse "QUEEN_DEV_ADDR=$QUEEN_DEV_ADDR: its port is one of the nodes' ($v=${!v}); move one of them"
+  fi
+done
 for b in queen-dev queen-kafka; do
   [ -x "$BIN/$b" ] || refuse "$BIN/$b is not built: start with make run, which builds it"
 done
