@@ -115,11 +115,26 @@ stop() {
   trap '' INT TERM HUP
   trap - EXIT
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  gone "${pids[@]}"
   if [ -n "$dev_pid" ]; then
     kill -TERM "$dev_pid" 2>/dev/null || true
-    wait "$dev_pid" 2>/dev/null || true
+    gone "$dev_pid"
   fi
+}
+# gone: until none of its pids is alive (bash reaps its children as they
+# end), then SIGKILL to any left after 30 s. Polled rather than waited for:
+# bash 5.2's wait, called from a trap that had interrupted wait -n, was seen
+# (under load) waiting forever for a child it had already reaped, with
+# queen-dev never stopped.
+gone() {
+  local pid alive
+  for _ in $(seq 1 300); do
+    alive=
+    for pid; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ -n "$alive" ] || return 0
+    sleep 0.1
+  done
+  for pid; do kill -KILL "$pid" 2>/dev/null || true; done
 }
 # Ctrl-C (SIGINT) and SIGTERM are how a user stops it: a clean stop is a
 # success. Any other way out keeps its status.
@@ -204,12 +219,20 @@ bootstrap.servers=$list
 Ctrl-C stops everything.
 MSG
 
-# Runs until Ctrl-C (the trap above), or until a child ends on its own,
-# which is a failure whatever its status.
+# Runs until Ctrl-C, or until a child ends on its own, which is a failure
+# whatever its status. From here the traps only note the signal, and the
+# stop runs below, outside the handler (see gone).
+caught=
+trap 'caught=0' INT TERM
+trap 'caught=129' HUP
 set +e
-wait -n "$dev_pid" "${pids[@]}"
+[ -n "$caught" ] || wait -n "$dev_pid" "${pids[@]}"
 rc=$?
 set -e
+if [ -n "$caught" ]; then
+  stop
+  exit "$caught"
+fi
 echo "run: a process exited unexpectedly (status $rc); stopping the others" >&2
 [ "$rc" -ne 0 ] || rc=1
 exit "$rc"
