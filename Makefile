@@ -26,7 +26,7 @@ build:
 
 # Starts queen-dev and the facade on localhost and prints the bootstrap address.
 run: build
-	./scripts/run.sh
+	@BIN=$(BIN) exec ./scripts/run.sh
 
 # Everything: formatting, tidy modules, vet, staticcheck, unit tests, e2e with
 # real clients, the short chaos run, fuzz smoke.
