@@ -26,7 +26,11 @@ func (x *rawTxn) produceV(k *kclient, version int16, epoch int16, topic string, 
 	raw := batchtest.Batch{Attrs: recordbatch.AttrTransactional, Idem: true, PID: x.pid, Epoch: epoch, FirstSeq: seq, FirstTS: 1, Records: recs}.Encode(x.t)
 	req := produceReq(version, -1, topic, p, raw)
 	req.TransactionID = &x.id
-	return k.roundTrip(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	rp := k.roundTrip(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	if rp.ErrorMessage != nil {
+		x.t.Logf("produce %s[%d] at epoch %d: %v: %s", topic, p, epoch, kerr.ErrorForCode(rp.ErrorCode), *rp.ErrorMessage)
+	}
+	return rp.ErrorCode
 }
 
 // endV5 is an EndTxn v5 of x's id at pid and epoch: the code and the
@@ -212,4 +216,120 @@ func TestTxnV1ProduceV12NeedsAddPartitions(t *testing.T) {
 	require.Equal(t, int16(0), x.end(k, true))
 	vs, _ := e.values("out", 0)
 	require.Equal(t, []string{"a"}, vs)
+}
+
+func listTxns(t *testing.T, k *kclient) map[string]kmsg.ListTransactionsResponseTransactionState {
+	t.Helper()
+	req := kmsg.NewPtrListTransactionsRequest()
+	req.Version = 2
+	resp := k.roundTrip(req).(*kmsg.ListTransactionsResponse)
+	require.Equal(t, int16(0), resp.ErrorCode)
+	out := map[string]kmsg.ListTransactionsResponseTransactionState{}
+	for _, s := range resp.TransactionStates {
+		out[s.TransactionalID] = s
+	}
+	return out
+}
+
+func describeTxn(t *testing.T, k *kclient, id string) kmsg.DescribeTransactionsResponseTransactionState {
+	t.Helper()
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{id}
+	return k.roundTrip(req).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
+}
+
+func describeProducers(t *testing.T, k *kclient, topic string, p int32) kmsg.DescribeProducersResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{p}
+	req.Topics = append(req.Topics, rt)
+	return k.roundTrip(req).(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0]
+}
+
+// Cluster mode under KIP-890: a Produce v12 at a partition leader that is
+// not the owner opens the transaction (and TxnOffsetCommit v5 at the
+// group's coordinator joins it); every node lists and describes it from
+// Queen; the owner's EndTxn v5 commits it and bumps the epoch in the row,
+// which fences a late Produce at any node and a late EndTxn; a retried
+// decision is answered from the row after the owner forgot the id.
+func TestClusterTxnV2AndTheAdminViews(t *testing.T) {
+	e := newClusterTxnEnv(t)
+	e.fq.addQueue("out", 6)
+	e.fq.addQueue("in", 1)
+	live := []int32{1, 2, 3}
+	id := groupOwnedBy(t, live, 1, "tv2")
+	group := groupOwnedBy(t, live, 3, "tv2g")
+	owner := e.k[0]
+	p := int32(-1)
+	for q := range int32(6) {
+		if l, _ := e.nodes[0].topo.LeaderFor("out", q); l == 2 {
+			p = q
+			break
+		}
+	}
+	require.NotEqual(t, int32(-1), p, "node 2 leads a partition of out")
+	leader := e.k[1]
+
+	x := mustInitTxn(t, owner, id)
+	pid := x.pid
+	require.Equal(t, int16(0), x.produceV(leader, 12, 0, "out", p, 0, "a", "b"), "Produce v12 at a leader opens the transaction")
+	require.Equal(t, int16(0), x.commitOffsetsV(e.k[2], 5, 0, group, "in", 0, 7))
+
+	for i, k := range e.k {
+		l := listTxns(t, k)
+		require.Equal(t, "Ongoing", l[id].TransactionState, "node %d lists it", i+1)
+		require.Equal(t, pid, l[id].ProducerID)
+		d := describeTxn(t, k, id)
+		require.Equal(t, int16(0), d.ErrorCode, "node %d", i+1)
+		require.Equal(t, "Ongoing", d.State)
+		require.Equal(t, [2]int64{pid, 0}, [2]int64{d.ProducerID, int64(d.ProducerEpoch)})
+		require.Equal(t, int32(60_000), d.TimeoutMillis)
+		require.Positive(t, d.StartTimestamp)
+		require.Len(t, d.Topics, 1, "node %d: the partitions staged", i+1)
+		require.Equal(t, "out", d.Topics[0].Topic)
+		require.Equal(t, []int32{p}, d.Topics[0].Partitions)
+		require.Equal(t, kerr.TransactionalIDNotFound.Code, describeTxn(t, k, "no-such-id").ErrorCode)
+	}
+	dp := describeProducers(t, leader, "out", p)
+	require.Equal(t, int16(0), dp.ErrorCode)
+	require.Len(t, dp.ActiveProducers, 1)
+	require.Equal(t, pid, dp.ActiveProducers[0].ProducerID)
+	require.Equal(t, int32(0), dp.ActiveProducers[0].ProducerEpoch)
+	require.Equal(t, int32(1), dp.ActiveProducers[0].LastSequence)
+	require.Positive(t, dp.ActiveProducers[0].LastTimestamp)
+	require.Equal(t, int64(-1), dp.ActiveProducers[0].CurrentTxnStartOffset)
+	require.Equal(t, kerr.NotLeaderForPartition.Code, describeProducers(t, owner, "out", p).ErrorCode, "node 1 does not lead it")
+
+	code, np, ne := x.endV5(owner, pid, 0, true)
+	require.Equal(t, [3]int64{0, pid, 1}, [3]int64{int64(code), np, int64(ne)})
+	require.Equal(t, []string{"a", "b"}, e.values(t, "out", p))
+	require.Equal(t, int64(7), e.offset(t, group, "in", 0))
+	for i, k := range e.k {
+		d := describeTxn(t, k, id)
+		require.Equal(t, "CompleteCommit", d.State, "node %d", i+1)
+		require.Equal(t, int16(1), d.ProducerEpoch, "node %d reads the bump", i+1)
+	}
+
+	// The epoch left behind is fenced at every node.
+	for i, k := range e.k {
+		require.Equal(t, kerr.ProducerFenced.Code, x.produceV(k, 12, 0, "out", p, 2, "late"), "node %d", i+1)
+	}
+	// Transaction 2, through node 3; a late EndTxn of transaction 1 cannot
+	// decide it.
+	require.Equal(t, int16(0), x.produceV(e.k[2], 12, 1, "out", p, 0, "c"))
+	code, _, _ = x.endV5(owner, pid, 0, false)
+	require.Equal(t, kerr.ProducerFenced.Code, code)
+	require.Equal(t, "Ongoing", describeTxn(t, e.k[1], id).State)
+	code, _, ne = x.endV5(owner, pid, 1, false)
+	require.Equal(t, [2]int64{0, 2}, [2]int64{int64(code), int64(ne)})
+	require.Equal(t, []string{"a", "b"}, e.values(t, "out", p), "the aborted transaction wrote nothing")
+
+	// The owner forgets the id (a restart, a move): the abort's retry is
+	// answered from the row.
+	e.nodes[0].txns.DropUnowned(func(string) bool { return false })
+	code, np, ne = x.endV5(dial(t, e.addr[0]), pid, 1, false)
+	require.Equal(t, [3]int64{0, pid, 2}, [3]int64{int64(code), np, int64(ne)})
+	code, _, _ = x.endV5(owner, pid, 1, true)
+	require.Equal(t, kerr.InvalidTxnState.Code, code, "a commit of the aborted transaction")
 }

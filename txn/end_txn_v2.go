@@ -37,8 +37,14 @@ func (m *Manager) endTxnV2(ctx context.Context, cl Client, req *kmsg.EndTxnReque
 		}
 	}
 	if t == nil {
-		// Kafka answers an id it holds no metadata for so at v5.
-		resp.ErrorCode = kerr.InvalidProducerIDMapping.Code
+		// Single mode after a restart: the stage was the process's memory,
+		// so a commit is INVALID_TXN_STATE and an abort 0 with nothing
+		// written, as below v5; no epoch is moved (-1/-1 answered: the
+		// producer keeps its own, and InitProducerId re-binds the id).
+		if !req.Commit {
+			return resp
+		}
+		resp.ErrorCode = kerr.InvalidTxnState.Code
 		return resp
 	}
 	defer t.mu.Unlock()
@@ -48,8 +54,10 @@ func (m *Manager) endTxnV2(ctx context.Context, cl Client, req *kmsg.EndTxnReque
 	}
 	m.adopt(t, cl.Owner)
 	t.expire(m, m.clock.Now())
-	if m.cfg.Cluster && t.state == stateEmpty && req.ProducerID == t.pid && req.ProducerEpoch == t.epoch {
-		// A leader may have opened the transaction implicitly (Shared).
+	if m.cfg.Cluster && t.state == stateEmpty {
+		// A leader may have opened the next transaction implicitly
+		// (Shared): then a retry of the last decision is fenced, as Kafka's
+		// coordinator, which hears of every implicit add, fences it.
 		if code := m.refresh(ctx, cl, t); code != 0 {
 			resp.ErrorCode = code
 			return resp
