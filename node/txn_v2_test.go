@@ -333,3 +333,23 @@ func TestClusterTxnV2AndTheAdminViews(t *testing.T) {
 	code, _, _ = x.endV5(owner, pid, 1, true)
 	require.Equal(t, kerr.InvalidTxnState.Code, code, "a commit of the aborted transaction")
 }
+
+// The old protocol's late EndTxn in cluster mode: the owner holds the
+// transaction, records staged at another node, and the guard is the
+// owner's.
+func TestClusterTxnLateEndTxnNeverTouchesTheNext(t *testing.T) {
+	e := newClusterTxnEnv(t, map[string]string{"QUEEN_KAFKA_TRANSACTION_VERSION": "1"})
+	e.fq.addQueue("out", 1)
+	id := groupOwnedBy(t, []int32{1, 2, 3}, 1, "late")
+	old, fresh, other := e.k[0], dial(t, e.addr[0]), e.k[1]
+	x := mustInitTxn(t, old, id)
+	x.mustAdd(old, "out", 0)
+	x.mustProduce(other, "out", 0, "t1")
+	require.Equal(t, int16(0), x.end(fresh, true), "the retry through a new connection")
+	x.mustAdd(fresh, "out", 0)
+	x.mustProduce(other, "out", 0, "t2")
+	require.Equal(t, int16(0), x.end(old, true), "the late commit of transaction 1, answered as its repeat")
+	require.Equal(t, []string{"t1"}, e.values(t, "out", 0), "transaction 2 untouched")
+	require.Equal(t, int16(0), x.end(fresh, false))
+	require.Equal(t, []string{"t1"}, e.values(t, "out", 0))
+}
