@@ -197,6 +197,12 @@ func TestTxnV2RawRequests(t *testing.T) {
 	require.Equal(t, [3]int64{0, pid, 3}, [3]int64{int64(code), p, int64(ep)}, "an abort of nothing moves too")
 	vs, _ = e.values("out", 0)
 	require.Equal(t, []string{"a", "b"}, vs)
+	dp := describeProducers(t, k, "out", 0)
+	require.Equal(t, int16(0), dp.ErrorCode)
+	require.Len(t, dp.ActiveProducers, 1)
+	require.Equal(t, [3]int64{pid, 1, 0}, [3]int64{dp.ActiveProducers[0].ProducerID, int64(dp.ActiveProducers[0].ProducerEpoch), int64(dp.ActiveProducers[0].LastSequence)},
+		"the window of epoch 1, its last sequence 0")
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, describeProducers(t, k, "out", 99).ErrorCode)
 	code, _, _ = x.endV5(k, pid, 7, true)
 	require.Equal(t, kerr.ProducerFenced.Code, code, "an epoch never granted")
 	code, _, _ = x.endV5(k, pid+1, 3, true)
