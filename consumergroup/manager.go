@@ -28,6 +28,8 @@ const (
 	writeTimeout    = 10 * time.Second
 	maxOpsPerCall   = 256
 	maxGroupIDChars = 255
+	// maxAbsent bounds the cache of group ids known to have no rows.
+	maxAbsent = 100_000
 )
 
 // KV is the one Queen route the package needs; *queen.Client satisfies it.
@@ -209,6 +211,9 @@ func (m *Manager) lookup(ctx context.Context, cl Client, id string) (*group, int
 		}
 		if g == nil {
 			m.mu.Lock()
+			if len(m.absent) >= maxAbsent {
+				clear(m.absent) // a cache: forgetting costs one read a group
+			}
 			if m.groups[k] == nil {
 				m.absent[k] = true
 			}

@@ -108,6 +108,13 @@ func (g *group) persist(ctx context.Context) int16 {
 	clear(g.dirty)
 	clear(g.gone)
 	g.metaDirty = false
+	if len(g.members) == 0 {
+		// An empty group holds nothing its rows do not: it leaves memory
+		// (so memory holds only groups with members) and is loaded again
+		// from the store when it is next named.
+		g.kill()
+		g.m.forget(g)
+	}
 	return 0
 }
 
