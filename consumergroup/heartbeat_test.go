@@ -255,3 +255,19 @@ func TestRegexSubscriptionFollowsNewTopics(t *testing.T) {
 		t.Fatalf("after a matching topic appeared: epoch %d %v", r.MemberEpoch, assigned(r))
 	}
 }
+
+func TestStatsCountGroupsEpochsAndAssignments(t *testing.T) {
+	e := newEnv(t)
+	e.topics.add("orders", 2)
+	e.ok(e.join("m1", "orders"))
+	e.ok(e.join("m2", "orders"))
+	st := e.m.Stats()
+	if st.Rebalances != 2 || st.Assignments != 2 || st.MaxEpoch != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	for _, s := range st.States {
+		if s.State == StateReconciling && (s.Groups != 1 || s.Members != 2) {
+			t.Fatalf("states %+v", st.States)
+		}
+	}
+}
