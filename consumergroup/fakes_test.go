@@ -98,6 +98,7 @@ type memKV struct {
 	rows  map[string]memRow
 	fail  error
 	calls int
+	delay time.Duration // each call waits this long first, so that concurrent callers interleave
 }
 
 type memRow struct {
@@ -108,6 +109,10 @@ type memRow struct {
 func newMemKV() *memKV { return &memKV{rows: map[string]memRow{}} }
 
 func (m *memKV) KV(_ context.Context, ops []queen.KVOp) ([]queen.KVResult, error) {
+	m.mu.Lock()
+	d := m.delay
+	m.mu.Unlock()
+	time.Sleep(d)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++

@@ -1,7 +1,10 @@
 package consumergroup
 
 import (
+	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -70,5 +73,45 @@ func TestFailedWriteIsNeverAnsweredAsSuccess(t *testing.T) {
 	}
 	if _, ok := e.g().members["m2"]; ok {
 		t.Fatal("a member whose write failed is in the group")
+	}
+}
+
+// TestConcurrentRequestsLoadAGroupOnce: requests arriving together for a
+// group only in the store load it once; a second load's takeover write
+// fenced the first's group object, and its members were answered
+// NOT_COORDINATOR by their own node (seen with franz-go's 848 tests).
+func TestConcurrentRequestsLoadAGroupOnce(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		e := newEnv(t)
+		e.topics.add("orders", 4)
+		e.ok(e.join("m1", "orders"))
+		e.ok(e.join("m2", "orders"))
+		r1 := e.ok(e.hb("m1", 1, nil))
+		e.ok(e.hb("m1", 1, assigned(r1)))
+		r2 := e.ok(e.hb("m2", 2, parts{}))
+		e.ok(e.hb("m2", 2, assigned(r2)))
+		e.m = e.manager(nil, false, 1) // a restart: the group is only in the store
+		e.kv.delay = time.Millisecond
+		var wg sync.WaitGroup
+		codes := make(chan int16, 16)
+		for i := 0; i < 8; i++ {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				codes <- e.send(e.m, hbReq("g", "m1", 2, nil)).ErrorCode
+			}()
+			go func() {
+				defer wg.Done()
+				_, _, code := e.m.Holds(context.Background(), "", nil, "g")
+				codes <- code
+			}()
+		}
+		wg.Wait()
+		close(codes)
+		for c := range codes {
+			if c != 0 {
+				t.Fatalf("round %d: a request was answered %d", round, c)
+			}
+		}
 	}
 }
