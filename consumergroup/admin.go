@@ -266,3 +266,25 @@ func (m *Manager) heldGroup(ctx context.Context, identity string, kv KV, group s
 	}
 	return m.lookup(ctx, Client{Identity: identity, KV: kv}, group)
 }
+
+// Subscribed is the topics group's members subscribe to, by name or
+// through a resolved regular expression (Kafka's
+// ConsumerGroup.isSubscribedToTopic, which OffsetDelete refuses
+// GROUP_SUBSCRIBED_TO_TOPIC); held is false when group is not a
+// consumer-protocol group here.
+func (m *Manager) Subscribed(ctx context.Context, identity string, kv KV, group string) (held bool, topics map[string]bool, code int16) {
+	g, code := m.heldGroup(ctx, identity, kv, group)
+	if g == nil {
+		return false, nil, code
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.dead {
+		return true, nil, kerr.CoordinatorNotAvailable.Code
+	}
+	topics = map[string]bool{}
+	for _, n := range g.subscribedNames() {
+		topics[n] = true
+	}
+	return true, topics, 0
+}
