@@ -203,7 +203,8 @@ func (g *group) refreshTopics(ctx context.Context, topics Topics) (changed bool,
 		if _, done := regexes[m.regex]; done {
 			continue
 		}
-		re, err := regexp.Compile(m.regex)
+		// Kafka matches the whole name (Java's Matcher.matches).
+		re, err := regexp.Compile(`^(?:` + m.regex + `)$`)
 		if err != nil {
 			regexes[m.regex] = nil // validated at the heartbeat; a stored one matches nothing
 			continue

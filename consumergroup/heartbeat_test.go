@@ -245,6 +245,7 @@ func TestRegexSubscriptionFollowsNewTopics(t *testing.T) {
 	}
 	t2 := e.topics.add("events-b", 3)
 	e.topics.add("other", 3)
+	e.topics.add("old-events-c", 3) // the whole name must match, as in Kafka
 	e.advance(2 * time.Second)
 	r = e.ok(e.hb("m1", 1, assigned(r)))
 	want := allOf(t1, 2)
