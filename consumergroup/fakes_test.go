@@ -204,9 +204,20 @@ type fakeTopics struct {
 	mu     sync.Mutex
 	topics []Topic
 	err    error
+	gate   chan struct{} // when set, All waits for it (a slow catalogue)
+	inAll  chan struct{} // when set, All signals it before waiting on gate
 }
 
 func (f *fakeTopics) All(context.Context) ([]Topic, error) {
+	f.mu.Lock()
+	gate, inAll := f.gate, f.inAll
+	f.mu.Unlock()
+	if gate != nil {
+		if inAll != nil {
+			inAll <- struct{}{}
+		}
+		<-gate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {

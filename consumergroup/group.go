@@ -1,7 +1,6 @@
 package consumergroup
 
 import (
-	"context"
 	"hash/fnv"
 	"regexp"
 	"slices"
@@ -9,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/assignor"
 )
@@ -185,11 +186,7 @@ func (g *group) memberTopics(m *member) []string {
 // expression against it and records the subscribed topics' ids and widths.
 // It reports whether the subscription's metadata changed since the target
 // assignment was computed (Kafka bumps the group epoch then).
-func (g *group) refreshTopics(ctx context.Context, topics Topics) (changed bool, err error) {
-	all, err := topics.All(ctx)
-	if err != nil {
-		return false, err
-	}
+func (g *group) refreshTopics(all []Topic) (changed bool) {
 	g.refreshed = g.m.clock.Now()
 	byName := make(map[string]Topic, len(all))
 	for _, t := range all {
@@ -228,7 +225,25 @@ func (g *group) refreshTopics(ctx context.Context, topics Topics) (changed bool,
 	h := hashTopics(metas)
 	changed = h != g.topicsHash
 	g.topics, g.topicsHash = metas, h
-	return changed, nil
+	return changed
+}
+
+// listing is the catalogue as a heartbeat listed it, before it took the
+// group's lock (a listing may wait on Queen, and a commit's member check
+// waits on that lock).
+type listing struct {
+	all []Topic
+	err error
+}
+
+// listingDue reports whether a heartbeat should list the catalogue: the
+// group has not yet, or not for topicRefresh, or the request may change
+// the subscription.
+func (g *group) listingDue(req *kmsg.ConsumerGroupHeartbeatRequest) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.topics == nil || g.m.clock.Now().Sub(g.refreshed) >= topicRefresh ||
+		req.MemberEpoch == 0 || req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil
 }
 
 // hashTopics fingerprints the subscribed topics' metadata (Kafka's

@@ -1,6 +1,7 @@
 package consumergroup
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -271,4 +272,39 @@ func TestStatsCountGroupsEpochsAndAssignments(t *testing.T) {
 			t.Fatalf("states %+v", st.States)
 		}
 	}
+}
+
+// TestSlowCatalogueDoesNotHoldTheGroup: a heartbeat listing the catalogue
+// (which may wait on Queen) does not hold the group, so a commit's member
+// check meanwhile is answered at once.
+func TestSlowCatalogueDoesNotHoldTheGroup(t *testing.T) {
+	e := newEnv(t)
+	e.topics.add("orders", 2)
+	e.ok(e.join("m1", "orders"))
+	e.advance(2 * time.Second) // the next heartbeat lists again
+	gate, inAll := make(chan struct{}), make(chan struct{}, 1)
+	e.topics.mu.Lock()
+	e.topics.gate, e.topics.inAll = gate, inAll
+	e.topics.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.hb("m1", 1, nil)
+	}()
+	<-inAll // the heartbeat is listing now
+	checked := make(chan int16, 1)
+	go func() {
+		_, code := e.m.ValidateCommit(context.Background(), "", nil, "g", "m1", 1, false, 9)
+		checked <- code
+	}()
+	select {
+	case code := <-checked:
+		if code != 0 {
+			t.Fatalf("commit check: %d", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a commit's member check waited for a heartbeat's catalogue listing")
+	}
+	close(gate)
+	<-done
 }
