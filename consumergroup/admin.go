@@ -206,22 +206,21 @@ func (m *Manager) ValidateCommit(ctx context.Context, identity string, kv KV, gr
 	if g == nil {
 		return false, code
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.dead {
+	v := g.view.Load()
+	if v == nil || v.dead {
 		return true, kerr.CoordinatorNotAvailable.Code
 	}
-	if epoch < 0 && len(g.members) == 0 {
+	if epoch < 0 && len(v.epochs) == 0 {
 		return true, 0
 	}
-	mb := g.members[memberID]
-	if mb == nil {
+	cur, ok := v.epochs[memberID]
+	if !ok {
 		return true, kerr.UnknownMemberID.Code
 	}
 	if !txn && version < 9 {
 		return true, kerr.UnsupportedVersion.Code
 	}
-	if epoch != mb.epoch {
+	if epoch != cur {
 		return true, kerr.StaleMemberEpoch.Code
 	}
 	return true, 0
@@ -239,20 +238,19 @@ func (m *Manager) ValidateFetch(ctx context.Context, identity string, kv KV, gro
 	if memberID == nil && epoch < 0 {
 		return true, 0
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.dead {
+	v := g.view.Load()
+	if v == nil || v.dead {
 		return true, kerr.CoordinatorNotAvailable.Code
 	}
 	id := ""
 	if memberID != nil {
 		id = *memberID
 	}
-	mb := g.members[id]
-	if mb == nil {
+	cur, ok := v.epochs[id]
+	if !ok {
 		return true, kerr.UnknownMemberID.Code
 	}
-	if epoch != mb.epoch {
+	if epoch != cur {
 		return true, kerr.StaleMemberEpoch.Code
 	}
 	return true, 0

@@ -99,6 +99,8 @@ type memKV struct {
 	fail  error
 	calls int
 	delay time.Duration // each call waits this long first, so that concurrent callers interleave
+	gate  chan struct{} // when set, a call waits for it, after signalling inKV
+	inKV  chan struct{}
 }
 
 type memRow struct {
@@ -110,9 +112,13 @@ func newMemKV() *memKV { return &memKV{rows: map[string]memRow{}} }
 
 func (m *memKV) KV(_ context.Context, ops []queen.KVOp) ([]queen.KVResult, error) {
 	m.mu.Lock()
-	d := m.delay
+	d, gate, inKV := m.delay, m.gate, m.inKV
 	m.mu.Unlock()
 	time.Sleep(d)
+	if gate != nil {
+		inKV <- struct{}{}
+		<-gate
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -59,6 +60,28 @@ type group struct {
 	dirty           map[string]bool              // member rows to write
 	gone            map[string]bool              // member rows to delete
 	metaDirty       bool
+
+	// view is every member's epoch as last stored, published after each
+	// write, so that the member checks of commits and fetches read it
+	// without waiting for the group's lock (held across Queen calls).
+	view atomic.Pointer[epochView]
+}
+
+// epochView is a group's member epochs as stored; dead once the group
+// object is no longer this node's.
+type epochView struct {
+	epochs map[string]int32
+	dead   bool
+}
+
+// publish stores the member epochs the group holds now in view. The
+// caller holds g.mu.
+func (g *group) publish() {
+	v := &epochView{epochs: make(map[string]int32, len(g.members)), dead: g.dead}
+	for id, m := range g.members {
+		v.epochs[id] = m.epoch
+	}
+	g.view.Store(v)
 }
 
 func newGroup(m *Manager, k groupKey, kv KV) *group {

@@ -169,6 +169,7 @@ func (m *Manager) forget(g *group) {
 // dead and asks the registry again. The caller holds g.mu.
 func (g *group) kill() {
 	g.dead = true
+	g.view.Store(&epochView{dead: true})
 	for _, mb := range g.members {
 		mb.stopTimers()
 	}
@@ -259,6 +260,7 @@ func (m *Manager) create(cl Client, id string) *group {
 	delete(m.absent, k)
 	g := newGroup(m, k, m.kvFor(cl))
 	g.metaVer = -1 // unknown until the takeover write reads it
+	g.view.Store(&epochView{})
 	m.groups[k] = g
 	return g
 }

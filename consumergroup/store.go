@@ -108,6 +108,7 @@ func (g *group) persist(ctx context.Context) int16 {
 	clear(g.dirty)
 	clear(g.gone)
 	g.metaDirty = false
+	g.publish()
 	if len(g.members) == 0 {
 		// An empty group holds nothing its rows do not: it leaves memory
 		// (so memory holds only groups with members) and is loaded again
@@ -280,6 +281,7 @@ func (m *Manager) load(ctx context.Context, cl Client, id string) (*group, int16
 		return nil, codeOf(err)
 	}
 	g.metaDirty = false
+	g.publish()
 	m.log.Info("consumer group loaded from the store", "group", id, "epoch", g.epoch, "assignment_epoch", g.assignmentEpoch, "members", len(g.members))
 	return g, 0
 }

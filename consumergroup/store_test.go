@@ -115,3 +115,40 @@ func TestConcurrentRequestsLoadAGroupOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitCheckDoesNotWaitForAStateWrite: a heartbeat writing the
+// group's state (a Queen call, under the group's lock) does not hold up a
+// commit's member-epoch check, which reads the epochs last stored.
+func TestCommitCheckDoesNotWaitForAStateWrite(t *testing.T) {
+	e := newEnv(t)
+	e.topics.add("orders", 2)
+	e.ok(e.join("m1", "orders"))
+	gate, inKV := make(chan struct{}), make(chan struct{}, 4)
+	e.kv.mu.Lock()
+	e.kv.gate, e.kv.inKV = gate, inKV
+	e.kv.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.join("m2", "orders")
+	}()
+	<-inKV // m2's join is writing
+	checked := make(chan int16, 1)
+	go func() {
+		_, code := e.m.ValidateCommit(context.Background(), "", nil, "g", "m1", 1, false, 9)
+		checked <- code
+	}()
+	select {
+	case code := <-checked:
+		if code != 0 {
+			t.Fatalf("commit check: %d", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a commit's member check waited for a heartbeat's state write")
+	}
+	e.kv.mu.Lock()
+	e.kv.gate = nil
+	e.kv.mu.Unlock()
+	close(gate)
+	<-done
+}
