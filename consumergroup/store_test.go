@@ -152,3 +152,26 @@ func TestCommitCheckDoesNotWaitForAStateWrite(t *testing.T) {
 	close(gate)
 	<-done
 }
+
+// TestLoadWithOverlappingTargetsRecomputes: rows whose targets overlap (a
+// write cut between calls) load at a new group epoch, so the next
+// heartbeat computes a consistent target.
+func TestLoadWithOverlappingTargetsRecomputes(t *testing.T) {
+	e := newEnv(t)
+	tid := e.topics.add("orders", 2)
+	e.ok(e.join("m1", "orders"))
+	e.ok(e.join("m2", "orders"))
+	// m2's stored target also claims m1's partitions.
+	g := e.g()
+	g.mu.Lock()
+	g.target["m2"] = allOf(tid, 2)
+	g.markDirty("m2")
+	g.persist(context.Background())
+	g.mu.Unlock()
+	e.m = e.manager(nil, false, 1)
+	e.ok(e.hb("m1", 1, nil))
+	ge, ae := e.epochs()
+	if ge != 3 || ae != 3 {
+		t.Fatalf("epochs after load %d/%d, want 3/3", ge, ae)
+	}
+}
