@@ -308,3 +308,25 @@ func TestSlowCatalogueDoesNotHoldTheGroup(t *testing.T) {
 	close(gate)
 	<-done
 }
+
+// TestGroupAssignorIsTheOneMostMembersName: Kafka's
+// preferredServerAssignor, described by ConsumerGroupDescribe.
+func TestGroupAssignorIsTheOneMostMembersName(t *testing.T) {
+	e := newEnv(t)
+	e.topics.add("orders", 2)
+	join := func(id, assignor string) {
+		req := hbReq(e.group, id, 0, parts{})
+		req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 1000, []string{"orders"}
+		req.ServerAssignor = &assignor
+		e.ok(e.send(e.m, req))
+	}
+	join("m1", "range")
+	join("m2", "uniform")
+	join("m3", "range")
+	d := kmsg.NewPtrConsumerGroupDescribeRequest()
+	d.Groups = []string{"g"}
+	g := e.m.Describe(context.Background(), e.client(), d).Groups[0]
+	if g.ErrorCode != 0 || g.AssignorName != "range" || len(g.Members) != 3 || g.Epoch != 3 {
+		t.Fatalf("described %+v", g)
+	}
+}
