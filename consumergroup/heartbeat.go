@@ -122,7 +122,7 @@ func (m *Manager) validate(req *kmsg.ConsumerGroupHeartbeatRequest) *hbError {
 	}
 	if req.ServerAssignor != nil {
 		if _, ok := assignor.ByName(*req.ServerAssignor); !ok {
-			return refuse(kerr.UnsupportedAssignor.Code, "ServerAssignor %s is not supported. Supported assignors: range, uniform.", *req.ServerAssignor)
+			return refuse(kerr.UnsupportedAssignor.Code, "ServerAssignor %s is not supported. Supported assignors: uniform, range.", *req.ServerAssignor)
 		}
 	}
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {

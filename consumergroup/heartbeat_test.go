@@ -117,7 +117,7 @@ func TestRefusalsAnswerKafkasCodesAndMessages(t *testing.T) {
 	req.SubscribedTopicNames = []string{"orders"}
 	bad := "nope"
 	req.ServerAssignor = &bad
-	e.refused(e.send(e.m, req), kerr.UnsupportedAssignor.Code, "ServerAssignor nope is not supported. Supported assignors: range, uniform.")
+	e.refused(e.send(e.m, req), kerr.UnsupportedAssignor.Code, "ServerAssignor nope is not supported. Supported assignors: uniform, range.")
 	req.ServerAssignor = nil
 	re := "orders("
 	req.SubscribedTopicRegex = &re
