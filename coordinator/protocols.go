@@ -69,3 +69,11 @@ func (c *Coordinator) consumerHeld(ctx context.Context, cl Client, group string)
 	}
 	return c.cfg.Consumer.Holds(ctx, cl.Identity, cl.KV, group)
 }
+
+// IsClassic reports whether group is a classic group this node knows (in
+// memory, or listed by the store's index), for ConsumerGroupDescribe's
+// answer "Group … is not a consumer group."
+func (c *Coordinator) IsClassic(ctx context.Context, cl Client, group string) bool {
+	d, consumer := c.describe(ctx, cl, group)
+	return !consumer && d.ErrorCode == 0 && d.State != stateDead.String()
+}

@@ -138,6 +138,7 @@ func TestConsumerProtocolOnTheWire(t *testing.T) {
 	require.Equal(t, []int32{0, 1, 2, 3}, g.Members[0].TargetAssignment.TopicPartitions[0].Partitions)
 	require.EqualValues(t, 1, g.Members[0].MemberType)
 	require.Equal(t, kerr.GroupIDNotFound.Code, cdr.Groups[1].ErrorCode)
+	require.Equal(t, "Group nope not found.", msgOf(cdr.Groups[1].ErrorMessage))
 
 	// The member leaves: the empty group gives its id back to the classic
 	// protocol, and its committed offset stays.
@@ -169,6 +170,12 @@ func TestConsumerProtocolRefusesAClassicGroupWithMembers(t *testing.T) {
 	jg.Protocols = append(jg.Protocols, p)
 	jr := k.roundTrip(jg).(*kmsg.JoinGroupResponse)
 	require.Zero(t, jr.ErrorCode)
+
+	cd := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cd.Groups = []string{"cl-g"}
+	d := k.roundTrip(cd).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
+	require.Equal(t, kerr.GroupIDNotFound.Code, d.ErrorCode)
+	require.Equal(t, "Group cl-g is not a consumer group.", msgOf(d.ErrorMessage))
 
 	r := cgJoin(k, "cl-g", "m1", "cp-classic")
 	require.Equal(t, kerr.GroupIDNotFound.Code, r.ErrorCode)
