@@ -68,6 +68,9 @@ var beyondSeed = map[kmsg.Key]string{
 	kmsg.DescribeProducers:    "issue 23",
 	kmsg.DescribeTransactions: "issue 23",
 	kmsg.ListTransactions:     "issue 23",
+	// KIP-848's consumer protocol.
+	kmsg.ConsumerGroupHeartbeat: "issue 21",
+	kmsg.ConsumerGroupDescribe:  "issue 21",
 }
 
 func TestNotOfferedKeysAreNotAdvertised(t *testing.T) {
