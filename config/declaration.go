@@ -33,6 +33,8 @@ type declaration struct {
 	GroupJoinDelay    string `env:"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS, default=3000" modes:"facade" range:"0..3600000" help:"group.initial.rebalance.delay.ms: how long an empty group's first join waits for company."`
 	GroupMinSession   string `env:"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS, default=6000" modes:"facade" range:"1..3600000" help:"group.min.session.timeout.ms."`
 	GroupMaxSession   string `env:"QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS, default=300000" modes:"facade" range:"1..3600000" help:"group.max.session.timeout.ms; never below the minimum."`
+	CGHeartbeat       string `env:"QUEEN_KAFKA_CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS, default=5000" modes:"facade" range:"1..3600000" help:"group.consumer.heartbeat.interval.ms: the interval KIP-848 consumer-protocol members are told to heartbeat at; below the session timeout."`
+	CGSession         string `env:"QUEEN_KAFKA_CONSUMER_GROUP_SESSION_TIMEOUT_MS, default=45000" modes:"facade" range:"1..3600000" help:"group.consumer.session.timeout.ms: how long a KIP-848 consumer-protocol member may go without a heartbeat before it is removed from its group."`
 	TxnMaxBytes       string `env:"QUEEN_KAFKA_TXN_MAX_BYTES, default=8388608" modes:"facade" range:"1..1073741824" help:"Staged record bytes one transaction may hold until its commit; never above QUEEN_KAFKA_TXN_MAX_STAGED_BYTES."`
 	TxnMaxRecords     string `env:"QUEEN_KAFKA_TXN_MAX_RECORDS, default=50000" modes:"facade" range:"1..10000000" help:"Staged records in one transaction."`
 	TxnMaxStaged      string `env:"QUEEN_KAFKA_TXN_MAX_STAGED_BYTES, default=134217728" modes:"facade" range:"1..17179869184" help:"Staged bytes across every open transaction of the process."`

@@ -43,6 +43,9 @@ type Facade struct {
 	GroupJoinDelay         time.Duration // QUEEN_KAFKA_GROUP_JOIN_DELAY_MS
 	GroupMinSessionTimeout time.Duration // QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS
 	GroupMaxSessionTimeout time.Duration // QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS
+	// KIP-848 consumer-protocol groups (package consumergroup).
+	ConsumerGroupHeartbeatInterval time.Duration // QUEEN_KAFKA_CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS
+	ConsumerGroupSessionTimeout    time.Duration // QUEEN_KAFKA_CONSUMER_GROUP_SESSION_TIMEOUT_MS
 
 	TxnMaxBytes       int64         // QUEEN_KAFKA_TXN_MAX_BYTES
 	TxnMaxRecords     int           // QUEEN_KAFKA_TXN_MAX_RECORDS
@@ -162,6 +165,8 @@ func LoadFacade(ctx context.Context, l envconfig.Lookuper) (Facade, error) {
 		{"GroupJoinDelay", func(v int64) { c.GroupJoinDelay = ms(v) }},
 		{"GroupMinSession", func(v int64) { c.GroupMinSessionTimeout = ms(v) }},
 		{"GroupMaxSession", func(v int64) { c.GroupMaxSessionTimeout = ms(v) }},
+		{"CGHeartbeat", func(v int64) { c.ConsumerGroupHeartbeatInterval = ms(v) }},
+		{"CGSession", func(v int64) { c.ConsumerGroupSessionTimeout = ms(v) }},
 		{"TxnMaxBytes", func(v int64) { c.TxnMaxBytes = v }},
 		{"TxnMaxRecords", func(v int64) { c.TxnMaxRecords = int(v) }},
 		{"TxnMaxStaged", func(v int64) { c.TxnMaxStagedBytes = v }},
@@ -179,6 +184,11 @@ func LoadFacade(ctx context.Context, l envconfig.Lookuper) (Facade, error) {
 	if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
 		return Facade{}, fmt.Errorf("QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS (%d) is above QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS (%d): every consumer would be refused INVALID_SESSION_TIMEOUT; the minimum must not exceed the maximum",
 			c.GroupMinSessionTimeout.Milliseconds(), c.GroupMaxSessionTimeout.Milliseconds())
+	}
+	if c.ConsumerGroupHeartbeatInterval >= c.ConsumerGroupSessionTimeout {
+		// Kafka's GroupCoordinatorConfig requires the same.
+		return Facade{}, fmt.Errorf("QUEEN_KAFKA_CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS (%d) must be below QUEEN_KAFKA_CONSUMER_GROUP_SESSION_TIMEOUT_MS (%d): every member would be expired between two heartbeats",
+			c.ConsumerGroupHeartbeatInterval.Milliseconds(), c.ConsumerGroupSessionTimeout.Milliseconds())
 	}
 	if c.TxnMaxBytes > c.TxnMaxStagedBytes {
 		return Facade{}, fmt.Errorf("QUEEN_KAFKA_TXN_MAX_BYTES (%d) is above QUEEN_KAFKA_TXN_MAX_STAGED_BYTES (%d): one transaction may never hold more than the whole process budget",

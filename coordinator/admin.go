@@ -30,6 +30,22 @@ const classicGroupType = "classic"
 // so that only "classic" selects anything.
 func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	consumer := map[string]bool{}
+	if c.cfg.Consumer != nil {
+		// Every consumer-protocol group is left out of the classic rows
+		// below, whatever the filters: its id is not a classic group's.
+		all, code := c.cfg.Consumer.List(ctx, cl.Identity, cl.KV, nil, nil)
+		if code != 0 {
+			resp.ErrorCode = code
+		}
+		for _, g := range all {
+			consumer[g.Group] = true
+			if listWanted(req.StatesFilter, g.GroupState) && listWanted(req.TypesFilter, g.GroupType) {
+				resp.Groups = append(resp.Groups, g)
+			}
+		}
+	}
+	defer sort.Slice(resp.Groups, func(i, j int) bool { return resp.Groups[i].Group < resp.Groups[j].Group })
 	typeWanted := len(req.TypesFilter) == 0
 	for _, f := range req.TypesFilter {
 		typeWanted = typeWanted || strings.EqualFold(f, classicGroupType)
@@ -75,7 +91,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListG
 		g.mu.Lock()
 		s, ptype := g.state, g.protocolType
 		g.mu.Unlock()
-		if s == stateDead {
+		if s == stateDead || consumer[g.key.id] {
 			continue
 		}
 		if ok, _ := owned(g.key.id); !ok {
@@ -92,7 +108,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListG
 	}
 	for _, row := range rows {
 		id, ok := queen.Unesc(strings.TrimPrefix(row.Key, queen.PrefixGroups))
-		if !ok || inMemory[id] {
+		if !ok || inMemory[id] || consumer[id] {
 			continue
 		}
 		if mine, err := owned(id); err != nil {
@@ -105,8 +121,21 @@ func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListG
 		_ = json.Unmarshal(row.Value, &iv) // an unreadable index row still names a group
 		add(id, iv.PT, stateEmpty)
 	}
-	sort.Slice(resp.Groups, func(i, j int) bool { return resp.Groups[i].Group < resp.Groups[j].Group })
 	return resp
+}
+
+// listWanted matches a ListGroups filter as Kafka does: trimmed and
+// case-insensitively, an empty filter wanting everything.
+func listWanted(filter []string, v string) bool {
+	if len(filter) == 0 {
+		return true
+	}
+	for _, f := range filter {
+		if strings.EqualFold(strings.TrimSpace(f), v) {
+			return true
+		}
+	}
+	return false
 }
 
 // DescribeGroups answers a DescribeGroups v0-5 (v4: each member's
@@ -118,7 +147,17 @@ func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListG
 func (c *Coordinator) DescribeGroups(ctx context.Context, cl Client, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
-		d := c.describe(ctx, cl, id)
+		d, consumer := c.describe(ctx, cl, id)
+		if consumer && req.Version >= 6 {
+			// Kafka 4 describes only classic groups here: a
+			// consumer-protocol group is "not a classic group" (v6) or
+			// Dead (below); ConsumerGroupDescribe describes it.
+			d.ErrorCode = kerr.GroupIDNotFound.Code
+			msg := "Group " + id + " is not a classic group."
+			d.ErrorMessage = &msg
+			resp.Groups = append(resp.Groups, d)
+			continue
+		}
 		if req.Version >= 6 && d.ErrorCode == 0 && d.State == stateDead.String() {
 			// KIP-1043: from v6 a group that does not exist is an error
 			// with a message, where older versions describe it Dead.
@@ -131,37 +170,43 @@ func (c *Coordinator) DescribeGroups(ctx context.Context, cl Client, req *kmsg.D
 	return resp
 }
 
-func (c *Coordinator) describe(ctx context.Context, cl Client, id string) kmsg.DescribeGroupsResponseGroup {
-	d := kmsg.NewDescribeGroupsResponseGroup()
+// describe is one group's answer; consumer reports a consumer-protocol
+// group, described Dead here as Kafka does.
+func (c *Coordinator) describe(ctx context.Context, cl Client, id string) (d kmsg.DescribeGroupsResponseGroup, consumer bool) {
+	d = kmsg.NewDescribeGroupsResponseGroup()
 	d.Group = id
 	d.AuthorizedOperations = math.MinInt32
 	d.State = stateDead.String()
 	if !validGroupID(id, true) {
 		d.ErrorCode = kerr.InvalidGroupID.Code
-		return d
+		return d, false
 	}
 	if code := c.ownerCode(cl, id); code != 0 {
 		d.ErrorCode = code
-		return d
+		return d, false
+	}
+	if held, _, code := c.consumerHeld(ctx, cl, id); code != 0 || held {
+		d.ErrorCode = code
+		return d, held
 	}
 	if g := c.lookup(cl, id); g != nil && g.describe(&d) {
-		return d
+		return d, false
 	}
 	if !storable(id) {
-		return d
+		return d, false
 	}
 	rows, err := c.readKeys(ctx, c.kvFor(cl), []string{queen.GroupIndexKey(id)})
 	if err != nil {
 		c.log.Warn("describe group: reading the group index failed", "group", id, "err", err)
 		d.ErrorCode = kvCode(err)
-		return d
+		return d, false
 	}
 	if row, ok := rows[queen.GroupIndexKey(id)]; ok {
 		var iv indexValue
 		_ = json.Unmarshal(row.Value, &iv)
 		d.State, d.ProtocolType = stateEmpty.String(), iv.PT
 	}
-	return d
+	return d, false
 }
 
 // describe fills d from the group in memory and reports whether it could:
@@ -216,6 +261,15 @@ func (c *Coordinator) deleteGroup(ctx context.Context, cl Client, id string) int
 	}
 	if code := c.ownerCode(cl, id); code != 0 {
 		return code
+	}
+	if held, _, code := c.consumerHeld(ctx, cl, id); code != 0 {
+		return code
+	} else if held {
+		// Kafka's ConsumerGroup.validateDeleteGroup: only an empty group
+		// goes; its state first, then its offsets below.
+		if _, code := c.cfg.Consumer.DeleteEmpty(ctx, cl.Identity, cl.KV, id); code != 0 {
+			return code
+		}
 	}
 	// The group is held Dead while its rows go, so a JoinGroup meanwhile is
 	// answered COORDINATOR_NOT_AVAILABLE and retried after.

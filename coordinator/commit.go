@@ -66,10 +66,25 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.Off
 		setAll(code)
 		return resp
 	}
-	g, code := c.commitMember(cl, req)
-	if code != 0 {
+	held, code := c.consumerCommit(ctx, cl, req.Group, req.MemberID, req.Generation, false, req.Version)
+	var g *group
+	switch {
+	case code != 0:
 		setAll(code)
 		return resp
+	case held:
+		// A consumer-protocol group: its member epoch was checked there;
+		// the group object here only serialises and fences the writes.
+		var err error
+		if g, err = c.getOrCreate(cl, req.Group); err != nil {
+			setAll(kerr.CoordinatorNotAvailable.Code)
+			return resp
+		}
+	default:
+		if g, code = c.commitMember(cl, req); code != 0 {
+			setAll(code)
+			return resp
+		}
 	}
 
 	// A partition named twice is written once, with the last value.
@@ -110,6 +125,9 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.Off
 	g.mu.Lock()
 	ptype, gen := g.protocolType, g.generation
 	g.mu.Unlock()
+	if held {
+		ptype = consumerProtocolType
+	}
 	if !g.indexed {
 		// The existence index goes first, in its own call, so that no
 		// committed offset is ever left without the row that lists its group.
@@ -187,6 +205,9 @@ func (c *Coordinator) TxnCommitCheck(cl Client, group, memberID string, instance
 	if code := c.ownerCode(cl, group); code != 0 {
 		return code, ""
 	}
+	if held, code := c.consumerCommit(context.Background(), cl, group, memberID, generation, true, 3); held || code != 0 {
+		return code, consumerProtocolType
+	}
 	g := c.lookup(cl, group)
 	if g == nil {
 		switch {
@@ -206,4 +227,17 @@ func (c *Coordinator) TxnCommitCheck(cl Client, group, memberID string, instance
 		g.touch(m)
 	}
 	return 0, g.protocolType
+}
+
+// consumerProtocolType is the protocol type a consumer-protocol group's
+// index row records, as its ListGroups row answers.
+const consumerProtocolType = "consumer"
+
+// consumerCommit is the consumer side's check of a commit for group
+// (ConsumerGroups.ValidateCommit): held false leaves the classic rules.
+func (c *Coordinator) consumerCommit(ctx context.Context, cl Client, group, memberID string, epoch int32, txn bool, version int16) (held bool, code int16) {
+	if c.cfg.Consumer == nil {
+		return false, 0
+	}
+	return c.cfg.Consumer.ValidateCommit(ctx, cl.Identity, cl.KV, group, memberID, epoch, txn, version)
 }

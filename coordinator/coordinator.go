@@ -49,6 +49,11 @@ type Config struct {
 	Fenced      bool
 	NodeID      int32
 	Incarnation string
+
+	// Consumer is the node's KIP-848 consumer-protocol groups (package
+	// consumergroup); nil when there are none (tests of the classic
+	// protocol alone).
+	Consumer ConsumerGroups
 }
 
 // Coordinator is every group this node coordinates. The registry map is

@@ -17,8 +17,9 @@ import (
 // honoured by construction: an offset reaches the store only when it is
 // committed, so nothing returned is ever UNSTABLE_OFFSET_COMMIT. v8 asks
 // for several groups at once, each answered on its own; v9's member id and
-// epoch are the new consumer protocol's and, as Kafka's classic groups do,
-// are not checked.
+// epoch are checked against a consumer-protocol group's member
+// (ConsumerGroups.ValidateFetch: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) and,
+// as Kafka's classic groups do, not checked for a classic group.
 func (c *Coordinator) OffsetFetch(ctx context.Context, cl Client, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	kv := c.kvFor(cl)
@@ -29,6 +30,12 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, cl Client, req *kmsg.Offs
 				rt := kmsg.NewOffsetFetchRequestTopic()
 				rt.Topic, rt.Partitions = t.Topic, t.Partitions
 				topics = append(topics, rt)
+			}
+			if req.Version >= 9 && c.cfg.Consumer != nil {
+				if held, code := c.cfg.Consumer.ValidateFetch(ctx, cl.Identity, cl.KV, rg.Group, rg.MemberID, rg.MemberEpoch); held && code != 0 {
+					resp.Groups = append(resp.Groups, groupAnswer(rg.Group, nil, code))
+					continue
+				}
 			}
 			got, code := c.fetchGroup(ctx, kv, rg.Group, topics, rg.Topics == nil)
 			resp.Groups = append(resp.Groups, groupAnswer(rg.Group, got, code))

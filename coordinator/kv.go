@@ -1,16 +1,13 @@
 package coordinator
 
 import (
-	"context"
-
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // KV is the one Queen route the coordinator needs (§7). *queen.Client
-// satisfies it.
-type KV interface {
-	KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, error)
-}
+// satisfies it. It is queen.KVCaller itself, so that the consumer-group
+// interface (ConsumerGroups) passes it on as the same type.
+type KV = queen.KVCaller
 
 // Client is who sent a request: what DescribeGroups reports about a member,
 // the identity that keys the group registry (two tenants' "orders" are two

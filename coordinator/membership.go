@@ -19,6 +19,10 @@ import (
 // v9 skip_assignment.
 func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	if code := c.classicOnly(ctx, cl, req.Group); code != 0 {
+		resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, req.MemberID
+		return resp
+	}
 	if code := c.claimFence(ctx, cl, req.Group, req.MemberID); code != 0 {
 		resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, req.MemberID
 		return resp
@@ -476,4 +480,30 @@ func (c *Coordinator) leave(cl Client, group string, leaving []kmsg.LeaveGroupRe
 		g.maybeCompleteJoin()
 	}
 	return 0, out
+}
+
+// classicOnly refuses a JoinGroup for a consumer-protocol group with
+// members INCONSISTENT_GROUP_PROTOCOL, as Kafka does when a group exists
+// with the other protocol; an empty one is deleted and the id becomes
+// classic (Kafka converts an empty consumer group on a classic join).
+func (c *Coordinator) classicOnly(ctx context.Context, cl Client, group string) int16 {
+	if c.cfg.Consumer == nil || !validGroupID(group, false) || c.ownerCode(cl, group) != 0 {
+		return 0 // join answers those itself
+	}
+	held, members, code := c.consumerHeld(ctx, cl, group)
+	switch {
+	case code != 0:
+		return code
+	case !held:
+		return 0
+	case members:
+		return kerr.InconsistentGroupProtocol.Code
+	}
+	if _, code := c.cfg.Consumer.DeleteEmpty(ctx, cl.Identity, cl.KV, group); code != 0 {
+		if code == kerr.NonEmptyGroup.Code {
+			return kerr.InconsistentGroupProtocol.Code
+		}
+		return code
+	}
+	return 0
 }

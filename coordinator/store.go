@@ -21,12 +21,7 @@ type indexValue struct {
 	TS int64  `json:"ts"`
 }
 
-type fenceValue struct {
-	Node        int32  `json:"node"`
-	Incarnation string `json:"incarnation"`
-	Generation  int32  `json:"generation"`
-	TS          int64  `json:"ts"`
-}
+type fenceValue = queen.FenceValue
 
 func mustJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)

@@ -91,7 +91,8 @@ func TestSnapshotAtScrape(t *testing.T) {
 		Rebalances:      4, Producers: 6, SequenceWindows: 9, ProducerEvictions: 1, WindowEvictions: 2, ProducerIDsHeld: 1500,
 		TxnOpen: 1, TxnCommitted: 7, TxnAborted: 2, DecodeBudget: Budget{InUse: 100, Size: 1000}, FrameBudget: Budget{InUse: 10, Size: 50},
 		FetchBudget: Budget{InUse: 20, Size: 60}, AnswerBudget: Budget{InUse: 30, Size: 70},
-		FetchSessions: FetchSessions{Sessions: 2, Partitions: 30, Evictions: 5, Full: 3, Incremental: 40, Sessionless: 8, NotFound: 1, InvalidEpoch: 2, TopicIDError: 4, Parked: 6, ParkedLimit: 1024},
+		ConsumerGroups: ConsumerGroups{States: []GroupState{{State: "Reconciling", Groups: 1, Members: 6}}, Rebalances: 9, MaxEpoch: 12, Assignments: 8, AssignTime: 1500 * time.Millisecond},
+		FetchSessions:  FetchSessions{Sessions: 2, Partitions: 30, Evictions: 5, Full: 3, Incremental: 40, Sessionless: 8, NotFound: 1, InvalidEpoch: 2, TopicIDError: 4, Parked: 6, ParkedLimit: 1024},
 	}
 	m := New("dev", func() Snapshot { return snap })
 	s := scrape(t, m)
@@ -105,6 +106,12 @@ func TestSnapshotAtScrape(t *testing.T) {
 		{"queen_kafka_group_members", []string{"state", "Stable"}, 5},
 		{"queen_kafka_groups", []string{"state", "Empty"}, 1},
 		{"queen_kafka_rebalances_total", nil, 4},
+		{"queen_kafka_consumer_groups", []string{"state", "Reconciling"}, 1},
+		{"queen_kafka_consumer_group_members", []string{"state", "Reconciling"}, 6},
+		{"queen_kafka_consumer_group_rebalances_total", nil, 9},
+		{"queen_kafka_consumer_group_epoch_max", nil, 12},
+		{"queen_kafka_consumer_group_assignments_total", nil, 8},
+		{"queen_kafka_consumer_group_assignment_seconds_total", nil, 1.5},
 		{"queen_kafka_idempotent_producers", nil, 6},
 		{"queen_kafka_producer_sequence_windows", nil, 9},
 		{"queen_kafka_producer_ids_reserved", nil, 1500},
@@ -173,7 +180,8 @@ func TestRequestAllocatesNothing(t *testing.T) {
 // checked by its absence.
 func TestNamingConventions(t *testing.T) {
 	m := New("dev", func() Snapshot {
-		return Snapshot{Groups: []GroupState{{State: "Stable", Groups: 1, Members: 1}}, Cluster: &Cluster{Joined: true}}
+		return Snapshot{Groups: []GroupState{{State: "Stable", Groups: 1, Members: 1}}, Cluster: &Cluster{Joined: true},
+			ConsumerGroups: ConsumerGroups{States: []GroupState{{State: "Stable", Groups: 1, Members: 1}}}}
 	})
 	m.Request(kmsg.Produce.Int16(), 9, 0, 100, time.Second, time.Millisecond)
 	m.Sent(1)
@@ -195,7 +203,7 @@ func TestNamingConventions(t *testing.T) {
 	}
 	// Every family New registers, the state collector's cluster ones
 	// included: a family missing here was never linted.
-	require.Equal(t, 48, ours, "families of ours in the scrape (17 event families, 31 of the state collector)")
+	require.Equal(t, 54, ours, "families of ours in the scrape (17 event families, 37 of the state collector)")
 
 	problems, err := promlint.NewWithMetricFamilies(fams).Lint()
 	require.NoError(t, err)

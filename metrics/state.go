@@ -18,6 +18,10 @@ type Snapshot struct {
 	Groups     []GroupState
 	Rebalances uint64 // rebalances completed with members
 
+	// ConsumerGroups are the KIP-848 consumer-protocol groups this node
+	// coordinates.
+	ConsumerGroups ConsumerGroups
+
 	Producers         int    // idempotent producers whose epochs are tracked
 	SequenceWindows   int    // producer-partitions whose sequences are tracked
 	ProducerEvictions uint64 // producers evicted past the bound
@@ -61,6 +65,19 @@ type GroupState struct {
 	Members int
 }
 
+// ConsumerGroups is the node's KIP-848 consumer-protocol groups: by state
+// (Empty, Assigning, Reconciling, Stable), the group epochs bumped (each
+// a rebalance: a member joined, left, was fenced or changed its
+// subscription, or the subscribed topics changed), the highest group epoch
+// held, and the target assignments computed with their total time.
+type ConsumerGroups struct {
+	States      []GroupState
+	Rebalances  uint64
+	MaxEpoch    int32
+	Assignments uint64
+	AssignTime  time.Duration
+}
+
 // Cluster is cluster mode's membership as this node sees it.
 type Cluster struct {
 	Joined    bool // the node id is claimed
@@ -82,6 +99,8 @@ type stateCollector struct {
 	snapshot func() Snapshot
 
 	conns, groups, members, rebalances                 *prometheus.Desc
+	cgGroups, cgMembers, cgRebalances, cgEpoch         *prometheus.Desc
+	cgAssignments, cgAssignTime                        *prometheus.Desc
 	producers, windows, evictions, idsHeld             *prometheus.Desc
 	txnOpen, txns                                      *prometheus.Desc
 	decode, frames, fetch, answers                     budgetDescs
@@ -95,17 +114,23 @@ func newStateCollector(snapshot func() Snapshot) *stateCollector {
 		return prometheus.NewDesc(prometheus.BuildFQName(ns, "", name), help, labels, nil)
 	}
 	return &stateCollector{
-		snapshot:   snapshot,
-		conns:      d("open_connections", "Kafka connections open now."),
-		groups:     d("groups", "Consumer groups this node coordinates, by state.", "state"),
-		members:    d("group_members", "Members of the groups this node coordinates, by their group's state.", "state"),
-		rebalances: d("rebalances_total", "Rebalances completed with members (a new generation handed to its members)."),
-		producers:  d("idempotent_producers", "Idempotent producers whose epochs this node tracks."),
-		windows:    d("producer_sequence_windows", "Producer-partitions whose sequence windows this node tracks."),
-		idsHeld:    d("producer_ids_reserved", "Producer ids this node has reserved in Queen and not yet handed out: InitProducerId answers from them with no KV call (a block of 1,000 is reserved ahead once the current one is half spent)."),
-		evictions:  d("producer_evictions_total", "Least recently used producer state evicted past the bound, by kind (producer, window); an evicted producer recovers through KIP-360.", "kind"),
-		txnOpen:    d("transactions_open", "Transactions open now."),
-		txns:       d("transactions_total", "Transactions ended, by outcome (committed, aborted).", "outcome"),
+		snapshot:      snapshot,
+		conns:         d("open_connections", "Kafka connections open now."),
+		groups:        d("groups", "Consumer groups this node coordinates, by state.", "state"),
+		members:       d("group_members", "Members of the groups this node coordinates, by their group's state.", "state"),
+		rebalances:    d("rebalances_total", "Rebalances completed with members (a new generation handed to its members)."),
+		cgGroups:      d("consumer_groups", "KIP-848 consumer-protocol groups this node coordinates, by state (Empty, Assigning, Reconciling, Stable).", "state"),
+		cgMembers:     d("consumer_group_members", "Members of the KIP-848 consumer-protocol groups this node coordinates, by their group's state.", "state"),
+		cgRebalances:  d("consumer_group_rebalances_total", "Group epochs bumped in KIP-848 consumer-protocol groups: a member joined, left, was fenced or changed its subscription, or the subscribed topics changed."),
+		cgEpoch:       d("consumer_group_epoch_max", "The highest group epoch among the KIP-848 consumer-protocol groups this node holds."),
+		cgAssignments: d("consumer_group_assignments_total", "Target assignments computed by the server-side assignors (uniform, range)."),
+		cgAssignTime:  d("consumer_group_assignment_seconds_total", "Time spent computing target assignments; divided by consumer_group_assignments_total it is the mean assignment time."),
+		producers:     d("idempotent_producers", "Idempotent producers whose epochs this node tracks."),
+		windows:       d("producer_sequence_windows", "Producer-partitions whose sequence windows this node tracks."),
+		idsHeld:       d("producer_ids_reserved", "Producer ids this node has reserved in Queen and not yet handed out: InitProducerId answers from them with no KV call (a block of 1,000 is reserved ahead once the current one is half spent)."),
+		evictions:     d("producer_evictions_total", "Least recently used producer state evicted past the bound, by kind (producer, window); an evicted producer recovers through KIP-360.", "kind"),
+		txnOpen:       d("transactions_open", "Transactions open now."),
+		txns:          d("transactions_total", "Transactions ended, by outcome (committed, aborted).", "outcome"),
 		decode: budgetDescs{d("decode_budget_bytes", "Bytes of the process-wide produce decode budget held now."),
 			d("decode_budget_limit_bytes", "Size of the process-wide produce decode budget.")},
 		frames: budgetDescs{d("frame_budget_bytes", "Bytes of request frames being read or awaiting their answer, held against the node's frame budget."),
@@ -132,7 +157,7 @@ func newStateCollector(snapshot func() Snapshot) *stateCollector {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.conns, c.groups, c.members, c.rebalances, c.producers, c.windows, c.evictions, c.idsHeld,
+	for _, d := range []*prometheus.Desc{c.conns, c.groups, c.members, c.rebalances, c.cgGroups, c.cgMembers, c.cgRebalances, c.cgEpoch, c.cgAssignments, c.cgAssignTime, c.producers, c.windows, c.evictions, c.idsHeld,
 		c.txnOpen, c.txns, c.decode.used, c.decode.size, c.frames.used, c.frames.size, c.fetch.used, c.fetch.size, c.answers.used, c.answers.size, c.joined, c.healthy, c.live, c.hbAge, c.heartbeats, c.lostDesc,
 		c.sessions, c.sessionParts, c.sessionEvicts, c.sessionFetches, c.sessionErrors, c.parked, c.parkedLimit} {
 		ch <- d
@@ -153,6 +178,15 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.members, float64(g.Members), g.State)
 	}
 	counter(c.rebalances, s.Rebalances)
+	cg := &s.ConsumerGroups
+	for _, g := range cg.States {
+		gauge(c.cgGroups, float64(g.Groups), g.State)
+		gauge(c.cgMembers, float64(g.Members), g.State)
+	}
+	counter(c.cgRebalances, cg.Rebalances)
+	gauge(c.cgEpoch, float64(cg.MaxEpoch))
+	counter(c.cgAssignments, cg.Assignments)
+	ch <- prometheus.MustNewConstMetric(c.cgAssignTime, prometheus.CounterValue, cg.AssignTime.Seconds())
 	gauge(c.producers, float64(s.Producers))
 	gauge(c.windows, float64(s.SequenceWindows))
 	gauge(c.idsHeld, float64(s.ProducerIDsHeld))

@@ -17,8 +17,9 @@ import (
 // with this node's id and the process's incarnation, so that a node that
 // lost a group without noticing can never overwrite its successor's
 // commits.
-func newCoordinator(cfg config.Facade, kv coordinator.KV, log *slog.Logger, own ownership.Owners, incarnation string) *coordinator.Coordinator {
+func newCoordinator(cfg config.Facade, kv coordinator.KV, log *slog.Logger, own ownership.Owners, incarnation string, consumer coordinator.ConsumerGroups) *coordinator.Coordinator {
 	return coordinator.New(coordinator.Config{
+		Consumer:          consumer,
 		KV:                kv,
 		Ownership:         own,
 		Log:               log.With("component", "coordinator"),

@@ -12,6 +12,7 @@ import (
 	"github.com/queen-mq/queen-kafka/budget"
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/config"
+	"github.com/queen-mq/queen-kafka/consumergroup"
 	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/fetchsession"
@@ -46,7 +47,8 @@ type Node struct {
 	// producer ids (InitProducerId) and sequence windows (Produce)
 	producerIDs *producer.IDs
 	sequencer   *producer.Sequencer
-	coord       *coordinator.Coordinator // consumer groups and committed offsets
+	coord       *coordinator.Coordinator // classic consumer groups and committed offsets
+	groups      *consumergroup.Manager   // KIP-848 consumer-protocol groups
 	txns        *txn.Manager             // transactional ids and their stages
 	txnShared   *txn.Shared              // cluster mode: staging in Queen at any node; nil in single mode
 	sessions    *fetchsession.Cache      // KIP-227 fetch sessions (fetch.go), this process's only
@@ -122,7 +124,8 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	n.sequencer = producer.NewSequencer(maxSeqWindows)
 	n.sessions = fetchsession.New(fetchsession.Config{})
 	n.parked = fetchwatch.NewCalls(0, identityShare(cfg))
-	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation())
+	n.groups = newConsumerGroups(cfg, q, log, own, n.Incarnation())
+	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation(), n.groups)
 	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, clock.Wall{})
 	if cfg.Clustered() {
 		n.txnShared = newTxnShared(cfg, q, log, n.coord, clock.Wall{})

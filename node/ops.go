@@ -228,6 +228,11 @@ func (n *Node) snapshot() metrics.Snapshot {
 	for _, st := range cs.States {
 		s.Groups = append(s.Groups, metrics.GroupState{State: st.State, Groups: st.Groups, Members: st.Members})
 	}
+	gs := n.groups.Stats()
+	s.ConsumerGroups = metrics.ConsumerGroups{Rebalances: gs.Rebalances, MaxEpoch: gs.MaxEpoch, Assignments: gs.Assignments, AssignTime: gs.AssignTime}
+	for _, st := range gs.States {
+		s.ConsumerGroups.States = append(s.ConsumerGroups.States, metrics.GroupState{State: st.State, Groups: st.Groups, Members: st.Members})
+	}
 	if n.cluster != nil {
 		c := &metrics.Cluster{}
 		if sess := n.cluster.session(); sess != nil {

@@ -28,9 +28,9 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.Metadata.Int16(), Min: 0, Max: 13, Handler: transport.Handle(n.handleMetadata), // 3
 			Why: "Below v4 a named topic is always auto-created, from v4 only if the request allows it; v10 answers topic ids (the Queen queue's id), v11 drops the cluster's authorized operations, v12 takes topics by id (never auto-created; an id below v12 is INVALID_REQUEST, as in Kafka), v13's top-level error is always 0 (no rebootstrap is ever asked). Ceiling: kmsg's newest."},
 		{Key: kmsg.OffsetCommit.Int16(), Min: 2, Max: 10, Handler: transport.Handle(n.handleOffsetCommit), // 8
-			Why: "Kafka's ceiling (4.2): v10 names topics by id, resolved through the catalogue (an id no topic has is UNKNOWN_TOPIC_ID). v7's `group_instance_id` is fenced as Kafka fences it (FENCED_INSTANCE_ID); v9's generation is a classic group's. Floor: v0 and v1 are the ZooKeeper-era offset store."},
+			Why: "Kafka's ceiling (4.2): v10 names topics by id, resolved through the catalogue (an id no topic has is UNKNOWN_TOPIC_ID). v7's `group_instance_id` is fenced as Kafka fences it (FENCED_INSTANCE_ID); v9's generation is a KIP-848 group's member epoch (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID as Kafka answers them; a KIP-848 member below v9 is UNSUPPORTED_VERSION) or a classic group's generation. Floor: v0 and v1 are the ZooKeeper-era offset store."},
 		{Key: kmsg.OffsetFetch.Int16(), Min: 1, Max: 10, Handler: transport.Handle(n.handleOffsetFetch), // 9
-			Why: "Kafka's ceiling (4.2): v10 names topics by id (an id no topic has is UNKNOWN_TOPIC_ID; an all-topics answer names the committed topics the catalogue has an id for). v8 fetches several groups per request, each answered on its own; v9's member id and epoch belong to KIP-848 groups and, as Kafka does for classic groups, are not checked. v7's `require_stable` is honoured: an open transaction's offsets are not in the store until its commit."},
+			Why: "Kafka's ceiling (4.2): v10 names topics by id (an id no topic has is UNKNOWN_TOPIC_ID; an all-topics answer names the committed topics the catalogue has an id for). v8 fetches several groups per request, each answered on its own; v9's member id and epoch are checked for a KIP-848 group (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) and, as Kafka does for classic groups, not for a classic one. v7's `require_stable` is honoured: an open transaction's offsets are not in the store until its commit."},
 		{Key: kmsg.FindCoordinator.Int16(), Min: 0, Max: 6, Handler: transport.Handle(n.handleFindCoordinator), // 10
 			Why: "The whole schema: v4 batches keys, each answered on its own; v5 only lets the client read TRANSACTION_ABORTABLE; v6's share-group keys are INVALID_REQUEST, as on a broker without a share coordinator. Group and transaction keys resolve to this node in single mode and to the key's rendezvous owner in cluster mode."},
 		{Key: kmsg.JoinGroup.Int16(), Min: 0, Max: 9, Handler: transport.Handle(n.handleJoinGroup), // 11
@@ -42,9 +42,9 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.SyncGroup.Int16(), Min: 0, Max: 5, Handler: transport.Handle(n.handleSyncGroup), // 14
 			Why: "Kafka's ceiling: v3 `group_instance_id`, v4 the flexible encoding, v5 the protocol type and name, checked against the group's and answered."},
 		{Key: kmsg.DescribeGroups.Int16(), Min: 0, Max: 6, Handler: transport.Handle(n.handleDescribeGroups), // 15
-			Why: "Kafka's ceiling: v4 names each member's `group_instance_id`, v5 is the flexible encoding, v6 (KIP-1043) answers a group that does not exist GROUP_ID_NOT_FOUND with a message where older versions describe it Dead; v3's `include_authorized_operations` is answered with Kafka's omitted sentinel: there is no ACL model."},
+			Why: "Kafka's ceiling: v4 names each member's `group_instance_id`, v5 is the flexible encoding, v6 (KIP-1043) answers a group that does not exist GROUP_ID_NOT_FOUND with a message where older versions describe it Dead, and a KIP-848 group the same way, as Kafka 4 does (\"is not a classic group\"; ConsumerGroupDescribe describes it); v3's `include_authorized_operations` is answered with Kafka's omitted sentinel: there is no ACL model."},
 		{Key: kmsg.ListGroups.Int16(), Min: 0, Max: 5, Handler: transport.Handle(n.handleListGroups), // 16
-			Why: "The whole schema: every group is `classic` (v5's `group_type`), the only protocol served; v4's `states_filter` and v5's `types_filter` are honoured."},
+			Why: "The whole schema: v5's `group_type` is `classic` or `consumer` (KIP-848 groups, listed with protocol type `consumer` and their own states); v4's `states_filter` and v5's `types_filter` are honoured, case-insensitively."},
 		{Key: kmsg.SASLHandshake.Int16(), Min: 0, Max: 1, Handler: transport.SASLHandshake, // 17
 			Why: "Both versions: the two SASL flows (raw tokens after v0, SaslAuthenticate after v1); PLAIN is the one mechanism."},
 		{Key: kmsg.ApiVersions.Int16(), Min: 0, Max: 5, Handler: transport.ApiVersions, // 18
@@ -64,7 +64,7 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.EndTxn.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleEndTxn), // 26
 			Why: "Ceiling: v5's answer carries the protocol-2 epoch bump this facade does not perform; v4 is the step on the way to it."},
 		{Key: kmsg.TxnOffsetCommit.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleTxnOffsetCommit), // 28
-			Why: "Floor: kafka-clients' builder throws below v3 whenever group metadata is set (every KIP-447 loop). Ceiling: the transaction-protocol-2 bump. v3's `group_instance_id` is fenced as OffsetCommit's is."},
+			Why: "Floor: kafka-clients' builder throws below v3 whenever group metadata is set (every KIP-447 loop). Ceiling: the transaction-protocol-2 bump. v3's `group_instance_id` is fenced as OffsetCommit's is; for a KIP-848 group the generation is the member epoch, checked as OffsetCommit's."},
 		{Key: kmsg.DescribeACLs.Int16(), Min: 1, Max: 3, Handler: transport.Handle(n.handleDescribeAcls), // 29
 			Why: "The whole schema; every answer is SECURITY_DISABLED, as a Kafka broker with no authorizer answers."},
 		{Key: kmsg.CreateACLs.Int16(), Min: 1, Max: 3, Handler: transport.Handle(n.handleCreateAcls), // 30
@@ -87,5 +87,9 @@ func (n *Node) apiTable() []transport.Row {
 			Why: "One version; live groups' subscribed topics are refused, as Kafka does."},
 		{Key: kmsg.DescribeCluster.Int16(), Min: 0, Max: 2, Handler: transport.Handle(n.handleDescribeCluster), // 60
 			Why: "The whole schema: the brokers, cluster id and controller Metadata answers; every node is a broker endpoint (v1: asking for controllers is MISMATCHED_ENDPOINT_TYPE, an unknown type UNSUPPORTED_ENDPOINT_TYPE, both INVALID_REQUEST at v0) and none is ever fenced (v2)."},
+		{Key: kmsg.ConsumerGroupHeartbeat.Int16(), Min: 0, Max: 1, Handler: transport.Handle(n.handleConsumerGroupHeartbeat), // 68
+			Why: "The whole schema (KIP-848, the consumer protocol): v1 is what clients need to enable it (KIP-1082's client-generated member id, a server-side `subscribed_topic_regex` in RE2 syntax, re-resolved as topics appear); v0's member id is generated here. Assignments are computed here by `uniform` or `range`, revoked before they move, and the group's epochs and assignments survive an owner move (Queen KV). A non-empty classic group is not converted (GROUP_ID_NOT_FOUND, Kafka's migration policy `disabled`); an empty one is."},
+		{Key: kmsg.ConsumerGroupDescribe.Int16(), Min: 0, Max: 1, Handler: transport.Handle(n.handleConsumerGroupDescribe), // 69
+			Why: "The whole schema: each member's subscription, assignment and target assignment, topics named by id and name; v1's member type is always `consumer` (no classic members join a consumer group here); `include_authorized_operations` is answered with Kafka's omitted sentinel: there is no ACL model."},
 	}
 }

@@ -65,6 +65,9 @@ var seedNotOffered = []kmsg.Key{
 var beyondSeed = map[kmsg.Key]string{
 	kmsg.OffsetForLeaderEpoch: "issue 10",
 	kmsg.DescribeCluster:      "issue 10",
+	// KIP-848's consumer protocol.
+	kmsg.ConsumerGroupHeartbeat: "issue 21",
+	kmsg.ConsumerGroupDescribe:  "issue 21",
 }
 
 func TestNotOfferedKeysAreNotAdvertised(t *testing.T) {

@@ -80,6 +80,10 @@ const (
 	// node received them and read by the transactional id's owner at
 	// EndTxn(commit). Layout and expiry: TxnStagePrefix.
 	PrefixTxnStage = "qk:txnstage:"
+	// PrefixConsumerGroup is a KIP-848 consumer-protocol group's state
+	// (package consumergroup): what must survive an owner move. Layout:
+	// ConsumerGroupPrefix.
+	PrefixConsumerGroup = "qk:cg:"
 )
 
 // ProducerIDsKey is the one row of the producer id counter,
@@ -120,6 +124,18 @@ func ParseGroupOffsetKey(key string) (group, topic string, partition int32, ok b
 // GroupIndexKey is qk:groups:<esc group>.
 func GroupIndexKey(group string) string { return PrefixGroups + Esc(group) }
 
+// FenceValue is the value of a qk:fence:<group> row: the node and process
+// (incarnation) that took the group last, and the generation (a classic
+// group's) or group epoch (a consumer-protocol group's) it carried.
+// Package coordinator and package consumergroup both write it, so that
+// each recognises the other's writes from the same process as its own.
+type FenceValue struct {
+	Node        int32  `json:"node"`
+	Incarnation string `json:"incarnation"`
+	Generation  int32  `json:"generation"`
+	TS          int64  `json:"ts"`
+}
+
 // FenceKey is qk:fence:<esc group>.
 func FenceKey(group string) string { return PrefixFence + Esc(group) }
 
@@ -156,3 +172,26 @@ func TxnStagePrefix(txnID string, pid int64, epoch int16, txn uint64) string {
 
 // TopicCfgKey is qk:topiccfg:<topic> (topic names are validated, not escaped).
 func TopicCfgKey(topic string) string { return PrefixTopicCfg + topic }
+
+// ConsumerGroupPrefix is qk:cg:<esc group>: — every row of one KIP-848
+// consumer-protocol group's state. Below it:
+//
+//	g           {"epoch":…,"assignmentEpoch":…,"topicsHash":…,"ts":…}, the group
+//	            epoch, the target assignment's epoch and what the subscribed
+//	            topics' metadata was when it was computed;
+//	m:<esc id>  one member: ids, subscription, member epoch, state, assigned
+//	            and pending-revocation partitions, and its target assignment.
+//
+// The g row is written by compare-and-set on its own version (the owner's
+// fence for the state) and a new owner rewrites it together with
+// qk:fence:<group> when it loads the group, so a previous owner's next
+// state write or offset commit fails.
+func ConsumerGroupPrefix(group string) string { return PrefixConsumerGroup + Esc(group) + ":" }
+
+// ConsumerGroupMetaKey is qk:cg:<esc group>:g.
+func ConsumerGroupMetaKey(group string) string { return ConsumerGroupPrefix(group) + "g" }
+
+// ConsumerGroupMemberKey is qk:cg:<esc group>:m:<esc member id>.
+func ConsumerGroupMemberKey(group, member string) string {
+	return ConsumerGroupPrefix(group) + "m:" + Esc(member)
+}

@@ -63,23 +63,25 @@ func TestGroupOffsetKeyRoundTrip(t *testing.T) {
 
 func TestKeyFamilies(t *testing.T) {
 	keys := map[string]string{
-		GroupIndexKey("a:b"):            "qk:groups:a%3Ab",
-		FenceKey("a b"):                 "qk:fence:a%20b",
-		NodeKey("prod-1", 3):            "qk:node:prod-1:3",
-		NodePrefix("prod-1"):            "qk:node:prod-1:",
-		TxnKey("tx:1"):                  "qk:txn:tx%3A1",
-		TopicCfgKey("orders"):           "qk:topiccfg:orders",
-		GroupOffsetKey("g", "t", 3):     "qk:group:g:t:3",
-		GroupOffsetPrefix("billing"):    "qk:group:billing:",
-		ProducerIDsKey:                  "qk:producerids",
-		TxnStagePrefix("tx:1", 7, 2, 9): "qk:txnstage:tx%3A1:7:2:9:",
+		GroupIndexKey("a:b"):               "qk:groups:a%3Ab",
+		FenceKey("a b"):                    "qk:fence:a%20b",
+		NodeKey("prod-1", 3):               "qk:node:prod-1:3",
+		NodePrefix("prod-1"):               "qk:node:prod-1:",
+		TxnKey("tx:1"):                     "qk:txn:tx%3A1",
+		TopicCfgKey("orders"):              "qk:topiccfg:orders",
+		GroupOffsetKey("g", "t", 3):        "qk:group:g:t:3",
+		GroupOffsetPrefix("billing"):       "qk:group:billing:",
+		ConsumerGroupMetaKey("a:b"):        "qk:cg:a%3Ab:g",
+		ConsumerGroupMemberKey("g", "m/1"): "qk:cg:g:m:m%2F1",
+		ProducerIDsKey:                     "qk:producerids",
+		TxnStagePrefix("tx:1", 7, 2, 9):    "qk:txnstage:tx%3A1:7:2:9:",
 	}
 	for got, want := range keys {
 		if got != want {
 			t.Errorf("got %q want %q", got, want)
 		}
 	}
-	fams := []string{PrefixGroup, PrefixGroups, PrefixFence, PrefixNode, PrefixTxn, PrefixTopicCfg, PrefixTxnStage, ProducerIDsKey}
+	fams := []string{PrefixGroup, PrefixGroups, PrefixFence, PrefixNode, PrefixTxn, PrefixTopicCfg, PrefixTxnStage, PrefixConsumerGroup, ProducerIDsKey}
 	for i, a := range fams {
 		for j, b := range fams {
 			if i != j && strings.HasPrefix(a, b) {

@@ -1,0 +1,236 @@
+package consumergroup
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/queen-mq/queen-kafka/ownership"
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// fakeClock is a manual clock: timers fire only inside Advance, on the
+// caller's goroutine, in deadline order.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c       *fakeClock
+	at      time.Time
+	f       func()
+	stopped bool
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_787_824_800, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := !t.stopped
+	t.stopped = true
+	return was
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	end := c.now.Add(d)
+	c.mu.Unlock()
+	for {
+		c.mu.Lock()
+		var next *fakeTimer
+		idx := -1
+		for i, t := range c.timers {
+			if t.stopped || t.at.After(end) {
+				continue
+			}
+			if next == nil || t.at.Before(next.at) {
+				next, idx = t, i
+			}
+		}
+		if next == nil {
+			c.now = end
+			live := c.timers[:0]
+			for _, t := range c.timers {
+				if !t.stopped {
+					live = append(live, t)
+				}
+			}
+			c.timers = live
+			c.mu.Unlock()
+			return
+		}
+		c.timers = append(c.timers[:idx], c.timers[idx+1:]...)
+		next.stopped = true
+		if next.at.After(c.now) {
+			c.now = next.at
+		}
+		c.mu.Unlock()
+		next.f()
+	}
+}
+
+// memKV is an in-memory KV with the contract's put/delete preconditions
+// (expect 0 = absent, required fails the whole call), getMany and
+// getPrefix. fail, when set, fails every call.
+type memKV struct {
+	mu    sync.Mutex
+	seq   int64
+	rows  map[string]memRow
+	fail  error
+	calls int
+}
+
+type memRow struct {
+	value   json.RawMessage
+	version int64
+}
+
+func newMemKV() *memKV { return &memKV{rows: map[string]memRow{}} }
+
+func (m *memKV) KV(_ context.Context, ops []queen.KVOp) ([]queen.KVResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
+	if m.fail != nil {
+		return nil, m.fail
+	}
+	snapshot := make(map[string]memRow, len(m.rows))
+	for k, v := range m.rows {
+		snapshot[k] = v
+	}
+	seq := m.seq
+	res := make([]queen.KVResult, len(ops))
+	for i, op := range ops {
+		r := queen.KVResult{Index: i, Op: op.Op, Key: op.Key}
+		switch op.Op {
+		case queen.OpPut, queen.OpDelete:
+			cur, live := m.rows[op.Key]
+			reason := ""
+			if op.Expect != nil {
+				switch {
+				case *op.Expect == 0 && live:
+					reason = queen.ReasonExists
+				case *op.Expect > 0 && !live:
+					reason = queen.ReasonAbsent
+				case *op.Expect > 0 && cur.version != *op.Expect:
+					reason = queen.ReasonVersion
+				}
+			}
+			if reason != "" {
+				if op.Required {
+					m.rows, m.seq = snapshot, seq
+					return nil, &queen.PreconditionError{Index: i, KVReason: reason, Version: cur.version, Value: cur.value}
+				}
+				r.Reason = reason
+				break
+			}
+			r.Applied = true
+			if op.Op == queen.OpPut {
+				m.seq++
+				m.rows[op.Key] = memRow{value: op.Value, version: m.seq}
+				r.Version = m.seq
+			} else {
+				delete(m.rows, op.Key)
+			}
+		case queen.OpGetMany:
+			for _, k := range op.Keys {
+				if row, ok := m.rows[k]; ok {
+					r.Rows = append(r.Rows, queen.KVRow{Key: k, Value: row.value, Version: row.version})
+				} else {
+					r.Missing = append(r.Missing, k)
+				}
+			}
+		case queen.OpGetPrefix:
+			var ks []string
+			for k := range m.rows {
+				if strings.HasPrefix(k, op.Prefix) && k > op.After {
+					ks = append(ks, k)
+				}
+			}
+			sort.Strings(ks)
+			for _, k := range ks {
+				kr := queen.KVRow{Key: k, Version: m.rows[k].version}
+				if !op.KeysOnly {
+					kr.Value = m.rows[k].value
+				}
+				r.Rows = append(r.Rows, kr)
+			}
+		}
+		res[i] = r
+	}
+	return res, nil
+}
+
+func (m *memKV) keys(prefix string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for k := range m.rows {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// fakeTopics is a catalogue the test edits.
+type fakeTopics struct {
+	mu     sync.Mutex
+	topics []Topic
+	err    error
+}
+
+func (f *fakeTopics) All(context.Context) ([]Topic, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	return append([]Topic(nil), f.topics...), nil
+}
+
+func (f *fakeTopics) add(name string, parts int32) topicID {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var id topicID
+	copy(id[:], name)
+	id[15] = byte(len(f.topics) + 1)
+	f.topics = append(f.topics, Topic{Name: name, ID: id, Partitions: parts})
+	return id
+}
+
+// owners is an ownership.Owners the test points at a node.
+type owners struct {
+	mu    sync.Mutex
+	self  int32
+	owner int32
+}
+
+func (o *owners) Owner(string) (ownership.Broker, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return ownership.Broker{NodeID: o.owner}, nil
+}
+func (o *owners) Redirect(string) (ownership.Broker, bool) { return ownership.Broker{}, false }
+func (o *owners) Self() ownership.Broker                   { return ownership.Broker{NodeID: o.self} }

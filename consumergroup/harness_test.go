@@ -1,0 +1,133 @@
+package consumergroup
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type env struct {
+	t      testing.TB
+	clock  *fakeClock
+	kv     *memKV
+	topics *fakeTopics
+	m      *Manager
+	group  string
+}
+
+func newEnv(t testing.TB) *env {
+	e := &env{t: t, clock: newFakeClock(), kv: newMemKV(), topics: &fakeTopics{}, group: "g"}
+	e.m = e.manager(nil, false, 1)
+	return e
+}
+
+func (e *env) manager(own *owners, fenced bool, node int32) *Manager {
+	cfg := Config{KV: e.kv, Clock: e.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Fenced: fenced, NodeID: node, Incarnation: "inc"}
+	if own != nil {
+		cfg.Ownership = own
+	}
+	return New(cfg)
+}
+
+func (e *env) client() Client { return Client{ID: "client", Host: "/127.0.0.1", Topics: e.topics} }
+
+// join is a member's first heartbeat (v1, epoch 0) subscribed to names.
+func (e *env) join(id string, names ...string) *kmsg.ConsumerGroupHeartbeatResponse {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch = e.group, id, 0
+	req.RebalanceTimeoutMillis = 60000
+	req.SubscribedTopicNames = append([]string{}, names...)
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	return e.send(e.m, req)
+}
+
+// hb is a partial heartbeat: owned nil says nothing of what it owns.
+func (e *env) hb(id string, epoch int32, owned parts) *kmsg.ConsumerGroupHeartbeatResponse {
+	return e.send(e.m, hbReq(e.group, id, epoch, owned))
+}
+
+func hbReq(group, id string, epoch int32, owned parts) *kmsg.ConsumerGroupHeartbeatRequest {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch = group, id, epoch
+	req.RebalanceTimeoutMillis = -1
+	if owned != nil {
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		for _, t := range owned.topics() {
+			rt := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+			rt.TopicID, rt.Partitions = t, slices.Clone(owned[t])
+			req.Topics = append(req.Topics, rt)
+		}
+	}
+	return req
+}
+
+func (e *env) send(m *Manager, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	e.t.Helper()
+	return m.Heartbeat(context.Background(), e.client(), req)
+}
+
+// assigned is the partitions an answer assigns, nil when it carries none.
+func assigned(r *kmsg.ConsumerGroupHeartbeatResponse) parts {
+	if r.Assignment == nil {
+		return nil
+	}
+	raw := map[topicID][]int32{}
+	for _, t := range r.Assignment.Topics {
+		raw[t.TopicID] = append(raw[t.TopicID], t.Partitions...)
+	}
+	return partsOf(raw)
+}
+
+func (e *env) ok(r *kmsg.ConsumerGroupHeartbeatResponse) *kmsg.ConsumerGroupHeartbeatResponse {
+	e.t.Helper()
+	if r.ErrorCode != 0 {
+		msg := ""
+		if r.ErrorMessage != nil {
+			msg = *r.ErrorMessage
+		}
+		e.t.Fatalf("heartbeat refused: code %d %s", r.ErrorCode, msg)
+	}
+	return r
+}
+
+func (e *env) refused(r *kmsg.ConsumerGroupHeartbeatResponse, code int16, msg string) {
+	e.t.Helper()
+	got := ""
+	if r.ErrorMessage != nil {
+		got = *r.ErrorMessage
+	}
+	if r.ErrorCode != code || (msg != "" && got != msg) {
+		e.t.Fatalf("answer: code %d %q, want %d %q", r.ErrorCode, got, code, msg)
+	}
+}
+
+// g is the group held in memory.
+func (e *env) g() *group {
+	e.m.mu.Lock()
+	defer e.m.mu.Unlock()
+	return e.m.groups[groupKey{"", e.group}]
+}
+
+func (e *env) epochs() (group, assignment int32) {
+	g := e.g()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.epoch, g.assignmentEpoch
+}
+
+func (e *env) advance(d time.Duration) { e.clock.Advance(d) }
+
+func allOf(id topicID, n int32) parts {
+	p := parts{}
+	for i := int32(0); i < n; i++ {
+		p.add(id, i)
+	}
+	return p
+}

@@ -1,0 +1,358 @@
+package consumergroup
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/queen-mq/queen-kafka/ownership"
+	"github.com/queen-mq/queen-kafka/queen"
+)
+
+// Kafka's defaults (GroupCoordinatorConfig).
+const (
+	DefaultHeartbeatInterval = 5 * time.Second  // group.consumer.heartbeat.interval.ms
+	DefaultSessionTimeout    = 45 * time.Second // group.consumer.session.timeout.ms
+	// DefaultMaxGroupSize is this facade's group.consumer.max.size (Kafka's
+	// default is unbounded); the classic coordinator's ceiling.
+	DefaultMaxGroupSize = 1000
+	// topicRefresh is how often a group lists the catalogue again at a
+	// heartbeat, to see topics appear, grow or go (a regular expression
+	// is re-resolved then too).
+	topicRefresh = time.Second
+	// writeTimeout bounds a write a timer makes (no request carries it).
+	writeTimeout    = 10 * time.Second
+	maxOpsPerCall   = 256
+	maxGroupIDChars = 255
+	// maxAbsent bounds the cache of group ids known to have no rows.
+	maxAbsent = 100_000
+)
+
+// KV is the one Queen route the package needs; *queen.Client satisfies it.
+type KV = queen.KVCaller
+
+// Topic is a topic a member may subscribe to.
+type Topic struct {
+	Name       string
+	ID         [16]byte
+	Partitions int32
+}
+
+// Topics is the caller's catalogue as a group sees it.
+type Topics interface {
+	// All is every topic a client may name, with its id and width.
+	All(ctx context.Context) ([]Topic, error)
+}
+
+// Client is who sent a request: the client id and host ConsumerGroupDescribe
+// reports, the identity that files the group (two tenants' "orders" are two
+// groups), the credential its KV calls carry and its catalogue.
+type Client struct {
+	ID       string
+	Host     string
+	Identity string
+	KV       KV     // nil uses the manager's
+	Topics   Topics // nil lists no topics
+}
+
+// Config is how a Manager is built.
+type Config struct {
+	KV                KV
+	Ownership         ownership.Owners // nil is ownership.Single
+	Clock             Clock            // nil is SystemClock
+	Log               *slog.Logger
+	HeartbeatInterval time.Duration // 0 is DefaultHeartbeatInterval
+	SessionTimeout    time.Duration // 0 is DefaultSessionTimeout
+	MaxGroupSize      int           // 0 is DefaultMaxGroupSize
+	// NodeID and Incarnation go into the group's qk:fence: row when this
+	// node takes a group over (cluster mode), in the coordinator's format,
+	// so that the coordinator's commits recognise the fence as this
+	// process's own.
+	NodeID      int32
+	Incarnation string
+	// Fenced moves qk:fence:<group> when a group is loaded (cluster mode),
+	// so that a previous owner's offset commits fail from then on.
+	Fenced bool
+}
+
+// Manager is every consumer-protocol group this node coordinates. Lock
+// order: mu before a group's lock, never the reverse.
+type Manager struct {
+	cfg   Config
+	log   *slog.Logger
+	clock Clock
+	own   ownership.Owners
+
+	mu     sync.Mutex
+	groups map[groupKey]*group
+	// absent is every group id the store was read for and had no rows:
+	// the classic path asks Holds at every commit, and only this node
+	// writes a group's rows while it owns it. Cleared when owners move.
+	absent map[groupKey]bool
+	stats  stats
+}
+
+// New builds a manager.
+func New(cfg Config) *Manager {
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Ownership == nil {
+		cfg.Ownership = ownership.Single{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = DefaultSessionTimeout
+	}
+	if cfg.MaxGroupSize <= 0 {
+		cfg.MaxGroupSize = DefaultMaxGroupSize
+	}
+	return &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, own: cfg.Ownership, groups: map[groupKey]*group{}, absent: map[groupKey]bool{}}
+}
+
+func (m *Manager) kvFor(cl Client) KV {
+	if cl.KV != nil {
+		return cl.KV
+	}
+	return m.cfg.KV
+}
+
+// ownerCode is 0 when this node coordinates id, NOT_COORDINATOR when
+// another does (state held here is dropped), COORDINATOR_NOT_AVAILABLE
+// while ownership cannot be decided.
+func (m *Manager) ownerCode(identity, id string) int16 {
+	owner, err := m.own.Owner(id)
+	if err != nil {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	if owner.NodeID != m.own.Self().NodeID {
+		m.drop(groupKey{identity, id})
+		return kerr.NotCoordinator.Code
+	}
+	return 0
+}
+
+func (m *Manager) drop(k groupKey) {
+	m.mu.Lock()
+	g := m.groups[k]
+	delete(m.groups, k)
+	m.mu.Unlock()
+	if g != nil {
+		g.mu.Lock()
+		g.kill()
+		g.mu.Unlock()
+	}
+}
+
+// forget removes g from the registry if it is still the entry for its key.
+func (m *Manager) forget(g *group) {
+	m.mu.Lock()
+	if m.groups[g.key] == g {
+		delete(m.groups, g.key)
+	}
+	m.mu.Unlock()
+}
+
+// kill ends this object's life: timers stop, and whoever holds it sees it
+// dead and asks the registry again. The caller holds g.mu.
+func (g *group) kill() {
+	g.dead = true
+	for _, mb := range g.members {
+		mb.stopTimers()
+	}
+}
+
+// DropUnowned drops every group this node no longer coordinates; cluster
+// mode calls it when the live node set changes. While ownership is
+// unknown nothing is dropped.
+func (m *Manager) DropUnowned() {
+	self := m.own.Self().NodeID
+	m.mu.Lock()
+	clear(m.absent)
+	var lost []groupKey
+	for k := range m.groups {
+		if o, err := m.own.Owner(k.id); err == nil && o.NodeID != self {
+			lost = append(lost, k)
+		}
+	}
+	m.mu.Unlock()
+	for _, k := range lost {
+		m.drop(k)
+	}
+}
+
+// lookup returns the group held in memory, or loads it from the store (a
+// new owner, or a group dropped after a failed write); nil and 0 when the
+// store has none either.
+func (m *Manager) lookup(ctx context.Context, cl Client, id string) (*group, int16) {
+	k := groupKey{cl.Identity, id}
+	for {
+		m.mu.Lock()
+		g, absent := m.groups[k], m.absent[k]
+		m.mu.Unlock()
+		if g != nil {
+			return g, 0
+		}
+		if absent {
+			return nil, 0
+		}
+		g, code := m.load(ctx, cl, id)
+		if code != 0 {
+			return nil, code
+		}
+		if g == nil {
+			m.mu.Lock()
+			if len(m.absent) >= maxAbsent {
+				clear(m.absent) // a cache: forgetting costs one read a group
+			}
+			if m.groups[k] == nil {
+				m.absent[k] = true
+			}
+			m.mu.Unlock()
+			return nil, 0
+		}
+		m.mu.Lock()
+		if cur := m.groups[k]; cur != nil {
+			// Another request loaded it meanwhile; its object wins.
+			m.mu.Unlock()
+			g.mu.Lock()
+			g.kill()
+			g.mu.Unlock()
+			continue
+		}
+		m.groups[k] = g
+		m.mu.Unlock()
+		return g, 0
+	}
+}
+
+// create makes an empty group in memory (its rows are written with its
+// first member).
+func (m *Manager) create(cl Client, id string) *group {
+	k := groupKey{cl.Identity, id}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if g := m.groups[k]; g != nil {
+		return g
+	}
+	delete(m.absent, k)
+	g := newGroup(m, k, m.kvFor(cl))
+	g.metaVer = -1 // unknown until the takeover write reads it
+	m.groups[k] = g
+	return g
+}
+
+// Holds reports whether id is a consumer-protocol group of identity at
+// this node, loading it from the store if needed, and whether it has
+// members; code is the refusal when that cannot be known. For the
+// coordinator's JoinGroup, ListGroups and offset checks.
+func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) (held, hasMembers bool, code int16) {
+	if owner, err := m.own.Owner(id); err != nil || owner.NodeID != m.own.Self().NodeID {
+		return false, false, 0 // the caller answers ownership itself
+	}
+	g, code := m.lookup(ctx, Client{Identity: identity, KV: kv}, id)
+	if code != 0 || g == nil {
+		return false, false, code
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.dead {
+		return false, false, kerr.CoordinatorNotAvailable.Code
+	}
+	return true, len(g.members) > 0, 0
+}
+
+// DeleteEmpty deletes the rows of an empty consumer-protocol group so that
+// the classic protocol may take the id (Kafka converts an empty consumer
+// group when a classic member joins, and DeleteGroups removes it). False
+// when the group has members (NON_EMPTY_GROUP) or the delete failed; code
+// is then what to answer.
+func (m *Manager) DeleteEmpty(ctx context.Context, identity string, kv KV, id string) (deleted bool, code int16) {
+	g, code := m.lookup(ctx, Client{Identity: identity, KV: kv}, id)
+	if code != 0 || g == nil {
+		return false, code
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.dead {
+		return false, kerr.CoordinatorNotAvailable.Code
+	}
+	if len(g.members) > 0 {
+		return false, kerr.NonEmptyGroup.Code
+	}
+	if code := g.deleteRows(ctx, kv); code != 0 {
+		return false, code
+	}
+	g.kill()
+	m.forget(g)
+	m.log.Info("empty consumer group deleted", "group", id)
+	return true, 0
+}
+
+// stats are the counters /metrics reads.
+type stats struct {
+	rebalances  atomic.Uint64 // group epoch bumps
+	assignments atomic.Uint64 // target assignments computed
+	assignNanos atomic.Uint64 // time spent computing them
+}
+
+func (s *stats) observeAssign(d time.Duration) {
+	s.assignments.Add(1)
+	s.assignNanos.Add(uint64(d.Nanoseconds()))
+}
+
+// Stats is what the manager holds, for /metrics.
+type Stats struct {
+	States      []StateCount // Empty, Assigning, Reconciling, Stable
+	Rebalances  uint64       // group epochs bumped (a member joined, left, changed its subscription, or the subscribed topics changed)
+	Assignments uint64       // target assignments computed
+	AssignTime  time.Duration
+	// MaxEpoch is the highest group epoch held.
+	MaxEpoch int32
+}
+
+// StateCount is how many groups are in State, and their members.
+type StateCount struct {
+	State   string
+	Groups  int
+	Members int
+}
+
+// Stats reads every group, each under its own lock, held briefly.
+func (m *Manager) Stats() Stats {
+	order := []string{StateEmpty, StateAssigning, StateReconciling, StateStable}
+	groups := map[string]int{}
+	members := map[string]int{}
+	var maxEpoch int32
+	m.mu.Lock()
+	held := make([]*group, 0, len(m.groups))
+	for _, g := range m.groups {
+		held = append(held, g)
+	}
+	m.mu.Unlock()
+	for _, g := range held {
+		g.mu.Lock()
+		if !g.dead {
+			s := g.state()
+			groups[s]++
+			members[s] += len(g.members)
+			maxEpoch = max(maxEpoch, g.epoch)
+		}
+		g.mu.Unlock()
+	}
+	st := Stats{Rebalances: m.stats.rebalances.Load(), Assignments: m.stats.assignments.Load(),
+		AssignTime: time.Duration(m.stats.assignNanos.Load()), MaxEpoch: maxEpoch}
+	for _, s := range order {
+		st.States = append(st.States, StateCount{State: s, Groups: groups[s], Members: members[s]})
+	}
+	return st
+}

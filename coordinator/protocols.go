@@ -1,0 +1,67 @@
+package coordinator
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ConsumerGroups is what the classic coordinator asks of the node's KIP-848
+// consumer-protocol groups (package consumergroup implements it), so that
+// one group id is only ever one protocol's and a consumer-protocol group's
+// offsets are checked against member epochs while staying in this
+// package's rows. Every method answers about groups this node coordinates;
+// code is what to answer when the answer cannot be known (a Queen failure).
+type ConsumerGroups interface {
+	// Holds reports whether id is a consumer-protocol group, and whether
+	// it has members.
+	Holds(ctx context.Context, identity string, kv KV, id string) (held, hasMembers bool, code int16)
+	// DeleteEmpty deletes an empty consumer-protocol group's state, so
+	// that the classic protocol (a JoinGroup, DeleteGroups) may take the
+	// id; NON_EMPTY_GROUP when it has members.
+	DeleteEmpty(ctx context.Context, identity string, kv KV, id string) (deleted bool, code int16)
+	// List is the consumer-protocol groups as ListGroups rows, filtered.
+	List(ctx context.Context, identity string, kv KV, statesFilter, typesFilter []string) ([]kmsg.ListGroupsResponseGroup, int16)
+	// ValidateCommit checks an OffsetCommit (txn false) or TxnOffsetCommit
+	// against the member's epoch; held false leaves the classic rules.
+	ValidateCommit(ctx context.Context, identity string, kv KV, group, memberID string, epoch int32, txn bool, version int16) (held bool, code int16)
+	// ValidateFetch checks an OffsetFetch v9+ naming a member.
+	ValidateFetch(ctx context.Context, identity string, kv KV, group string, memberID *string, epoch int32) (held bool, code int16)
+}
+
+// ReleaseEmptyClassic reports whether group may become a consumer-protocol
+// group (a ConsumerGroupHeartbeat joining it): true when no classic group
+// with members or a rebalance in progress holds the id here; an Empty one
+// is forgotten (Kafka's online upgrade of an empty classic group; its
+// committed offsets stay). A classic group with members is not converted:
+// Kafka's group.consumer.migration.policy "disabled" for non-empty groups.
+func (c *Coordinator) ReleaseEmptyClassic(cl Client, group string) bool {
+	g := c.lookup(cl, group)
+	if g == nil {
+		return true
+	}
+	if !g.wmu.TryLock() {
+		return false // a commit is being written: not idle
+	}
+	defer g.wmu.Unlock()
+	g.mu.Lock()
+	idle := g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 || g.state == stateDead
+	if idle && g.state != stateDead {
+		g.kill(kerr.CoordinatorNotAvailable.Code)
+	}
+	g.mu.Unlock()
+	if idle {
+		c.forget(g)
+	}
+	return idle
+}
+
+// consumerHeld asks the consumer side whether group is one of its groups;
+// code is the refusal when that cannot be known.
+func (c *Coordinator) consumerHeld(ctx context.Context, cl Client, group string) (held, hasMembers bool, code int16) {
+	if c.cfg.Consumer == nil {
+		return false, false, 0
+	}
+	return c.cfg.Consumer.Holds(ctx, cl.Identity, cl.KV, group)
+}
