@@ -8,8 +8,11 @@ import (
 	"time"
 )
 
-// consumerGroupEnv is the facade environment of the KIP-848 tests.
-var consumerGroupEnv = map[string]string{}
+// consumerGroupEnv is the facade environment of the KIP-848 tests: members
+// told to heartbeat every 500 ms (Kafka's default is 5 s), so that each
+// step of a rebalance (revoke, acknowledge, assign) takes a heartbeat or
+// two of the suite's time, not of production's.
+var consumerGroupEnv = map[string]string{"QUEEN_KAFKA_CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS": "500"}
 
 // TestConsumerProtocolSixMembers (issue 21): six consumer-protocol members
 // over 24 partitions under a steady producer; one member added, one
