@@ -164,12 +164,17 @@ func groupChange(t testing.TB, seeds []string, proto groupProto, topic, group st
 	logf("m2 removed: balanced again after %s", time.Since(at).Round(time.Millisecond))
 
 	// The static member leaves temporarily (epoch -2 in the consumer
-	// protocol, no LeaveGroup in the classic one) and a new client with its
-	// instance id rejoins inside the session timeout.
+	// protocol, see closeStatic; no LeaveGroup in the classic one) and a new
+	// client with its instance id rejoins inside the session timeout.
 	r.staticHeld = tl.held(s1.name)
 	r.epochs[0] = epoch()
 	at = time.Now()
-	drop(s1)
+	if proto == protoConsumer {
+		s1.closeStatic(t, seeds, group, static)
+		r.live = slices.DeleteFunc(r.live, func(x *gm) bool { return x == s1 })
+	} else {
+		drop(s1)
+	}
 	s2 := start("s#2", static)
 	tl.waitBalanced(t, changeParts, r.live, changeStep)
 	r.change[1] = time.Now()

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The harness of the KIP-848 group tests and benchmark (issue 21): franz-go
@@ -305,6 +307,30 @@ func (m *gm) close() {
 	<-m.done
 	m.cl.Close()
 	m.tl.released(m.name, "closed", m.tl.held(m.name))
+}
+
+// closeStatic closes a static member as a restart does: its client
+// closes, and the group is told it left temporarily (epoch -2 with its
+// instance id), so that a new client with the instance id takes over its
+// member and assignment. franz-go v1.22.3 sends that leave itself but
+// without the instance id, which Kafka answers INVALID_REQUEST ("InstanceId
+// can't be null.", GroupMetadataManager's request validation), as the
+// facade does: the member stays, and a restart is refused
+// UNRELEASED_INSTANCE_ID until the session timeout (45 s) removes it. So
+// the leave a correct client sends is sent here on its behalf.
+func (m *gm) closeStatic(t testing.TB, seeds []string, group, instance string) {
+	t.Helper()
+	member, _ := m.cl.GroupMetadata()
+	m.close()
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch, req.InstanceID = group, member, -2, &instance
+	resp, err := req.RequestWith(ctxT(t, 15*time.Second), newKgo(t, seeds))
+	if err != nil {
+		t.Fatalf("static member %s's temporary leave: %v", m.name, err)
+	}
+	if resp.ErrorCode != 0 {
+		t.Fatalf("static member %s's temporary leave (member %s, instance %s, epoch -2): %v", m.name, member, instance, kerr.ErrorForCode(resp.ErrorCode))
+	}
 }
 
 func (m *gm) records() []consumed {
