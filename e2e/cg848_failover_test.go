@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -16,7 +18,7 @@ import (
 // or unknown at the new owner), the group epoch does not go back, the same
 // member ids are in the group, and the number of partitions that changed
 // owner across the kill is logged and must be at most a quarter of them;
-// committed offsets (sampled at a survivor every 200 ms) never go backwards;
+// committed offsets (sampled at a survivor, node 1, every 200 ms) never go backwards;
 // every acknowledged record is processed and the final commits are the end
 // offsets.
 func TestConsumerProtocolCoordinatorKilled(t *testing.T) {
@@ -38,7 +40,9 @@ func TestConsumerProtocolCoordinatorKilled(t *testing.T) {
 	tl := newOwnership()
 	defer tl.report(t)
 	prod := startSteadyProducer(t, survivors, topic, parts, 5*time.Millisecond)
-	mon := startCommitMonitor(t, survivors, group, topic)
+	// Committed offsets as node 1 answers OffsetFetch (every node does):
+	// a client of the coordinator would lose its samples with it.
+	mon := startCommitMonitorWith(t, func(context.Context) (map[int32]int64, error) { return c.offsetsAt(t, 1, group, topic, parts) })
 	var ms []*gm
 	for i := range members {
 		ms = append(ms, startGM(t, tl, []string{survivors[i%2], survivors[(i+1)%2]}, fmt.Sprintf("m%d", i+1), group, topic, gmOpts{proto: protoConsumer}))
@@ -81,7 +85,7 @@ func TestConsumerProtocolCoordinatorKilled(t *testing.T) {
 				behind++
 			}
 		}
-		return behind == 0, fmt.Sprintf("%d partitions not yet", behind)
+		return behind == 0, fmt.Sprintf("%d partitions not yet (committed %v, at the kill %v; members: %s)", behind, now, atKill, memberStatus(ms))
 	})
 	resumed := time.Since(killed)
 	tl.waitBalanced(t, parts, ms, step)
@@ -122,4 +126,20 @@ func TestConsumerProtocolCoordinatorKilled(t *testing.T) {
 	mon.report(t)
 	v := checkDelivery(t, acked, ms)
 	t.Logf("%d records acknowledged, %d processed, %d duplicates (inside the at-least-once window)", v.acked, v.consumed, v.duplicates)
+}
+
+// memberStatus is each member's records processed and failed commits, for
+// a failure message.
+func memberStatus(ms []*gm) string {
+	var out []string
+	for _, m := range ms {
+		m.mu.Lock()
+		last := ""
+		if n := len(m.commitErrs); n > 0 {
+			last = m.commitErrs[n-1]
+		}
+		out = append(out, fmt.Sprintf("%s %d records, %d failed commits %q", m.name, len(m.got), len(m.commitErrs), last))
+		m.mu.Unlock()
+	}
+	return strings.Join(out, "; ")
 }

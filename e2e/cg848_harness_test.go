@@ -410,29 +410,47 @@ type commitMonitor struct {
 	done        chan struct{}
 }
 
+// startCommitMonitor samples through a kadm client of seeds, which asks
+// the group's coordinator.
 func startCommitMonitor(t testing.TB, seeds []string, group, topic string) *commitMonitor {
 	t.Helper()
 	adm := newAdmin(t, seeds)
+	return startCommitMonitorWith(t, func(ctx context.Context) (map[int32]int64, error) {
+		os, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return nil, err
+		}
+		out := map[int32]int64{}
+		os.Each(func(o kadm.OffsetResponse) {
+			if o.Topic == topic && o.Err == nil && o.At >= 0 {
+				out[o.Partition] = o.At
+			}
+		})
+		return out, nil
+	})
+}
+
+// startCommitMonitorWith samples with read (a partition without a commit
+// absent); a failed read is no sample.
+func startCommitMonitorWith(t testing.TB, read func(context.Context) (map[int32]int64, error)) *commitMonitor {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &commitMonitor{latest: map[int32]int64{}, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
 		for ctx.Err() == nil {
 			qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
-			os, err := adm.FetchOffsets(qctx, group)
+			got, err := read(qctx)
 			qcancel()
 			if err == nil {
 				c.mu.Lock()
 				c.samples++
-				os.Each(func(o kadm.OffsetResponse) {
-					if o.Topic != topic || o.Err != nil || o.At < 0 {
-						return
+				for p, o := range got {
+					if prev, ok := c.latest[p]; ok && o < prev {
+						c.regressions = append(c.regressions, fmt.Sprintf("partition %d: %d after %d", p, o, prev))
 					}
-					if prev, ok := c.latest[o.Partition]; ok && o.At < prev {
-						c.regressions = append(c.regressions, fmt.Sprintf("partition %d: %d after %d", o.Partition, o.At, prev))
-					}
-					c.latest[o.Partition] = o.At
-				})
+					c.latest[p] = o
+				}
 				c.mu.Unlock()
 			}
 			select {
