@@ -15,12 +15,12 @@ import (
 // facade. The newest confluent-kafka-go the module proxy serves here is
 // v2.11.1 (librdkafka 2.11.1, KIP-848 in preview; it became generally
 // available in librdkafka 2.12, which is not served); e2e requires v2.6.1,
-// whose librdkafka 2.6.1 has KIP-848 in early access, sending
-// ConsumerGroupHeartbeat as the broker's version table allows. Two members
-// of one group read every record of 6 partitions between them, each
-// partition by one member only, commit, and the committed offsets are the
-// end offsets; ConsumerGroupDescribe lists both as consumer-protocol
-// members.
+// whose librdkafka 2.6.1 has KIP-848 in early access and sends
+// ConsumerGroupHeartbeat v0. Two members of one group share 6 partitions
+// (disjoint and covering; ConsumerGroupDescribe lists both as
+// consumer-protocol members); the records produced then are each read
+// once, every partition by one member only, and committed: the committed
+// offsets are the end offsets.
 func TestRdkafkaConsumerProtocol(t *testing.T) {
 	t.Parallel()
 	const (
@@ -33,7 +33,6 @@ func TestRdkafkaConsumerProtocol(t *testing.T) {
 	topic, group := uniq("rdk848"), uniq("rdk848-group")
 	createTopic(t, target{bootstrap: seeds}, topic, parts, nil)
 	require848(t, seeds)
-	want := produceRound(t, target{bootstrap: seeds}, topic, parts, per, "rdk848", 0)
 	_, version := kafka.LibraryVersion()
 	t.Logf("librdkafka %s", version)
 
@@ -118,8 +117,15 @@ func TestRdkafkaConsumerProtocol(t *testing.T) {
 		if err1 != nil || err2 != nil {
 			return false, fmt.Sprint(err1, err2)
 		}
-		return len(pa) > 0 && len(pb) > 0 && len(pa)+len(pb) == parts, fmt.Sprintf("%d and %d partitions", len(pa), len(pb))
+		cover := map[int32]bool{}
+		for _, tp := range append(pa, pb...) {
+			cover[tp.Partition] = true
+		}
+		return len(pa) > 0 && len(pb) > 0 && len(pa)+len(pb) == parts && len(cover) == parts, fmt.Sprintf("%v and %v", pa, pb)
 	})
+	// Produced once the two share the topic, so each partition's records
+	// are read by its one owner.
+	want := produceRound(t, target{bootstrap: seeds}, topic, parts, per, "rdk848", 0)
 	dg := describe848(t, seeds, group)
 	if len(dg.Members) != 2 {
 		t.Errorf("ConsumerGroupDescribe: %d members, want 2", len(dg.Members))
