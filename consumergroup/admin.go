@@ -206,22 +206,21 @@ func (m *Manager) ValidateCommit(ctx context.Context, identity string, kv KV, gr
 	if g == nil {
 		return false, code
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.dead {
+	v := g.view.Load()
+	if v == nil || v.dead {
 		return true, kerr.CoordinatorNotAvailable.Code
 	}
-	if epoch < 0 && len(g.members) == 0 {
+	if epoch < 0 && len(v.epochs) == 0 {
 		return true, 0
 	}
-	mb := g.members[memberID]
-	if mb == nil {
+	cur, ok := v.epochs[memberID]
+	if !ok {
 		return true, kerr.UnknownMemberID.Code
 	}
 	if !txn && version < 9 {
 		return true, kerr.UnsupportedVersion.Code
 	}
-	if epoch != mb.epoch {
+	if epoch != cur {
 		return true, kerr.StaleMemberEpoch.Code
 	}
 	return true, 0
@@ -239,20 +238,19 @@ func (m *Manager) ValidateFetch(ctx context.Context, identity string, kv KV, gro
 	if memberID == nil && epoch < 0 {
 		return true, 0
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.dead {
+	v := g.view.Load()
+	if v == nil || v.dead {
 		return true, kerr.CoordinatorNotAvailable.Code
 	}
 	id := ""
 	if memberID != nil {
 		id = *memberID
 	}
-	mb := g.members[id]
-	if mb == nil {
+	cur, ok := v.epochs[id]
+	if !ok {
 		return true, kerr.UnknownMemberID.Code
 	}
-	if epoch != mb.epoch {
+	if epoch != cur {
 		return true, kerr.StaleMemberEpoch.Code
 	}
 	return true, 0
@@ -265,4 +263,26 @@ func (m *Manager) heldGroup(ctx context.Context, identity string, kv KV, group s
 		return nil, 0
 	}
 	return m.lookup(ctx, Client{Identity: identity, KV: kv}, group)
+}
+
+// Subscribed is the topics group's members subscribe to, by name or
+// through a resolved regular expression (Kafka's
+// ConsumerGroup.isSubscribedToTopic, which OffsetDelete refuses
+// GROUP_SUBSCRIBED_TO_TOPIC); held is false when group is not a
+// consumer-protocol group here.
+func (m *Manager) Subscribed(ctx context.Context, identity string, kv KV, group string) (held bool, topics map[string]bool, code int16) {
+	g, code := m.heldGroup(ctx, identity, kv, group)
+	if g == nil {
+		return false, nil, code
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.dead {
+		return true, nil, kerr.CoordinatorNotAvailable.Code
+	}
+	topics = map[string]bool{}
+	for _, n := range g.subscribedNames() {
+		topics[n] = true
+	}
+	return true, topics, 0
 }

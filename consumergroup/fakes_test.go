@@ -98,6 +98,9 @@ type memKV struct {
 	rows  map[string]memRow
 	fail  error
 	calls int
+	delay time.Duration // each call waits this long first, so that concurrent callers interleave
+	gate  chan struct{} // when set, a call waits for it, after signalling inKV
+	inKV  chan struct{}
 }
 
 type memRow struct {
@@ -108,6 +111,14 @@ type memRow struct {
 func newMemKV() *memKV { return &memKV{rows: map[string]memRow{}} }
 
 func (m *memKV) KV(_ context.Context, ops []queen.KVOp) ([]queen.KVResult, error) {
+	m.mu.Lock()
+	d, gate, inKV := m.delay, m.gate, m.inKV
+	m.mu.Unlock()
+	time.Sleep(d)
+	if gate != nil {
+		inKV <- struct{}{}
+		<-gate
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
@@ -199,9 +210,20 @@ type fakeTopics struct {
 	mu     sync.Mutex
 	topics []Topic
 	err    error
+	gate   chan struct{} // when set, All waits for it (a slow catalogue)
+	inAll  chan struct{} // when set, All signals it before waiting on gate
 }
 
 func (f *fakeTopics) All(context.Context) ([]Topic, error) {
+	f.mu.Lock()
+	gate, inAll := f.gate, f.inAll
+	f.mu.Unlock()
+	if gate != nil {
+		if inAll != nil {
+			inAll <- struct{}{}
+		}
+		<-gate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {

@@ -1,14 +1,16 @@
 package consumergroup
 
 import (
-	"context"
 	"hash/fnv"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/assignor"
 )
@@ -58,6 +60,28 @@ type group struct {
 	dirty           map[string]bool              // member rows to write
 	gone            map[string]bool              // member rows to delete
 	metaDirty       bool
+
+	// view is every member's epoch as last stored, published after each
+	// write, so that the member checks of commits and fetches read it
+	// without waiting for the group's lock (held across Queen calls).
+	view atomic.Pointer[epochView]
+}
+
+// epochView is a group's member epochs as stored; dead once the group
+// object is no longer this node's.
+type epochView struct {
+	epochs map[string]int32
+	dead   bool
+}
+
+// publish stores the member epochs the group holds now in view. The
+// caller holds g.mu.
+func (g *group) publish() {
+	v := &epochView{epochs: make(map[string]int32, len(g.members)), dead: g.dead}
+	for id, m := range g.members {
+		v.epochs[id] = m.epoch
+	}
+	g.view.Store(v)
 }
 
 func newGroup(m *Manager, k groupKey, kv KV) *group {
@@ -185,11 +209,7 @@ func (g *group) memberTopics(m *member) []string {
 // expression against it and records the subscribed topics' ids and widths.
 // It reports whether the subscription's metadata changed since the target
 // assignment was computed (Kafka bumps the group epoch then).
-func (g *group) refreshTopics(ctx context.Context, topics Topics) (changed bool, err error) {
-	all, err := topics.All(ctx)
-	if err != nil {
-		return false, err
-	}
+func (g *group) refreshTopics(all []Topic) (changed bool) {
 	g.refreshed = g.m.clock.Now()
 	byName := make(map[string]Topic, len(all))
 	for _, t := range all {
@@ -203,7 +223,8 @@ func (g *group) refreshTopics(ctx context.Context, topics Topics) (changed bool,
 		if _, done := regexes[m.regex]; done {
 			continue
 		}
-		re, err := regexp.Compile(m.regex)
+		// Kafka matches the whole name (Java's Matcher.matches).
+		re, err := regexp.Compile(`^(?:` + m.regex + `)$`)
 		if err != nil {
 			regexes[m.regex] = nil // validated at the heartbeat; a stored one matches nothing
 			continue
@@ -227,7 +248,25 @@ func (g *group) refreshTopics(ctx context.Context, topics Topics) (changed bool,
 	h := hashTopics(metas)
 	changed = h != g.topicsHash
 	g.topics, g.topicsHash = metas, h
-	return changed, nil
+	return changed
+}
+
+// listing is the catalogue as a heartbeat listed it, before it took the
+// group's lock (a listing may wait on Queen, and a commit's member check
+// waits on that lock).
+type listing struct {
+	all []Topic
+	err error
+}
+
+// listingDue reports whether a heartbeat should list the catalogue: the
+// group has not yet, or not for topicRefresh, or the request may change
+// the subscription.
+func (g *group) listingDue(req *kmsg.ConsumerGroupHeartbeatRequest) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.topics == nil || g.m.clock.Now().Sub(g.refreshed) >= topicRefresh ||
+		req.MemberEpoch == 0 || req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil
 }
 
 // hashTopics fingerprints the subscribed topics' metadata (Kafka's

@@ -59,6 +59,11 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGr
 			}
 			g = m.create(cl, req.Group)
 		}
+		var pre *listing
+		if cl.Topics != nil && req.MemberEpoch >= 0 && g.listingDue(req) {
+			all, err := cl.Topics.All(ctx)
+			pre = &listing{all: all, err: err}
+		}
 		g.mu.Lock()
 		if g.dead {
 			// Dropped or reloaded meanwhile: look again, once.
@@ -68,7 +73,7 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGr
 			}
 			return fail(&hbError{code: kerr.CoordinatorNotAvailable.Code})
 		}
-		out, e := g.heartbeat(ctx, cl, req)
+		out, e := g.heartbeat(ctx, cl, req, pre)
 		g.mu.Unlock()
 		if e != nil {
 			return fail(e)
@@ -127,7 +132,7 @@ func (m *Manager) validate(req *kmsg.ConsumerGroupHeartbeatRequest) *hbError {
 }
 
 // heartbeat is one heartbeat against g; the caller holds g.mu.
-func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, *hbError) {
+func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGroupHeartbeatRequest, pre *listing) (*kmsg.ConsumerGroupHeartbeatResponse, *hbError) {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
 		return g.leave(ctx, req, resp)
@@ -153,19 +158,28 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGrou
 	// The subscribed topics: listed again when something changed or the
 	// last listing is older than topicRefresh (topics appear and widen).
 	if bump || g.topics == nil || now.Sub(g.refreshed) >= topicRefresh {
-		if cl.Topics == nil {
+		if pre == nil && cl.Topics != nil {
+			// Not listed before the lock (a subscription the request did
+			// not predict): list now.
+			all, err := cl.Topics.All(ctx)
+			pre = &listing{all: all, err: err}
+		}
+		switch {
+		case pre == nil:
 			if g.topics == nil {
 				g.topics = map[string]topicMeta{}
 			}
-		} else if changed, err := g.refreshTopics(ctx, cl.Topics); err != nil {
-			g.m.log.Warn("consumer group heartbeat: listing topics failed", "group", g.key.id, "err", err)
+		case pre.err != nil:
+			g.m.log.Warn("consumer group heartbeat: listing topics failed", "group", g.key.id, "err", pre.err)
 			if g.topics == nil {
 				g.rollbackNew(m, isNew)
-				return nil, &hbError{code: codeOf(err)}
+				return nil, &hbError{code: codeOf(pre.err)}
 			}
-		} else if changed && !bump {
-			bump = true
-			reason = "the subscribed topics' metadata changed"
+		default:
+			if g.refreshTopics(pre.all) && !bump {
+				bump = true
+				reason = "the subscribed topics' metadata changed"
+			}
 		}
 	}
 	if bump {

@@ -1,6 +1,7 @@
 package consumergroup
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -245,6 +246,7 @@ func TestRegexSubscriptionFollowsNewTopics(t *testing.T) {
 	}
 	t2 := e.topics.add("events-b", 3)
 	e.topics.add("other", 3)
+	e.topics.add("old-events-c", 3) // the whole name must match, as in Kafka
 	e.advance(2 * time.Second)
 	r = e.ok(e.hb("m1", 1, assigned(r)))
 	want := allOf(t1, 2)
@@ -269,5 +271,62 @@ func TestStatsCountGroupsEpochsAndAssignments(t *testing.T) {
 		if s.State == StateReconciling && (s.Groups != 1 || s.Members != 2) {
 			t.Fatalf("states %+v", st.States)
 		}
+	}
+}
+
+// TestSlowCatalogueDoesNotHoldTheGroup: a heartbeat listing the catalogue
+// (which may wait on Queen) does not hold the group, so a commit's member
+// check meanwhile is answered at once.
+func TestSlowCatalogueDoesNotHoldTheGroup(t *testing.T) {
+	e := newEnv(t)
+	e.topics.add("orders", 2)
+	e.ok(e.join("m1", "orders"))
+	e.advance(2 * time.Second) // the next heartbeat lists again
+	gate, inAll := make(chan struct{}), make(chan struct{}, 1)
+	e.topics.mu.Lock()
+	e.topics.gate, e.topics.inAll = gate, inAll
+	e.topics.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.hb("m1", 1, nil)
+	}()
+	<-inAll // the heartbeat is listing now
+	checked := make(chan int16, 1)
+	go func() {
+		_, code := e.m.ValidateCommit(context.Background(), "", nil, "g", "m1", 1, false, 9)
+		checked <- code
+	}()
+	select {
+	case code := <-checked:
+		if code != 0 {
+			t.Fatalf("commit check: %d", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a commit's member check waited for a heartbeat's catalogue listing")
+	}
+	close(gate)
+	<-done
+}
+
+// TestGroupAssignorIsTheOneMostMembersName: Kafka's
+// preferredServerAssignor, described by ConsumerGroupDescribe.
+func TestGroupAssignorIsTheOneMostMembersName(t *testing.T) {
+	e := newEnv(t)
+	e.topics.add("orders", 2)
+	join := func(id, assignor string) {
+		req := hbReq(e.group, id, 0, parts{})
+		req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 1000, []string{"orders"}
+		req.ServerAssignor = &assignor
+		e.ok(e.send(e.m, req))
+	}
+	join("m1", "range")
+	join("m2", "uniform")
+	join("m3", "range")
+	d := kmsg.NewPtrConsumerGroupDescribeRequest()
+	d.Groups = []string{"g"}
+	g := e.m.Describe(context.Background(), e.client(), d).Groups[0]
+	if g.ErrorCode != 0 || g.AssignorName != "range" || len(g.Members) != 3 || g.Epoch != 3 {
+		t.Fatalf("described %+v", g)
 	}
 }

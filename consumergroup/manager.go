@@ -93,7 +93,10 @@ type Manager struct {
 	// the classic path asks Holds at every commit, and only this node
 	// writes a group's rows while it owns it. Cleared when owners move.
 	absent map[groupKey]bool
-	stats  stats
+	// loading is the groups being read from the store now, each closed
+	// when its load ends.
+	loading map[groupKey]chan struct{}
+	stats   stats
 }
 
 // New builds a manager.
@@ -116,7 +119,7 @@ func New(cfg Config) *Manager {
 	if cfg.MaxGroupSize <= 0 {
 		cfg.MaxGroupSize = DefaultMaxGroupSize
 	}
-	return &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, own: cfg.Ownership, groups: map[groupKey]*group{}, absent: map[groupKey]bool{}}
+	return &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, own: cfg.Ownership, groups: map[groupKey]*group{}, absent: map[groupKey]bool{}, loading: map[groupKey]chan struct{}{}}
 }
 
 func (m *Manager) kvFor(cl Client) KV {
@@ -166,6 +169,7 @@ func (m *Manager) forget(g *group) {
 // dead and asks the registry again. The caller holds g.mu.
 func (g *group) kill() {
 	g.dead = true
+	g.view.Store(&epochView{dead: true})
 	for _, mb := range g.members {
 		mb.stopTimers()
 	}
@@ -197,41 +201,44 @@ func (m *Manager) lookup(ctx context.Context, cl Client, id string) (*group, int
 	k := groupKey{cl.Identity, id}
 	for {
 		m.mu.Lock()
-		g, absent := m.groups[k], m.absent[k]
-		m.mu.Unlock()
-		if g != nil {
+		if g := m.groups[k]; g != nil {
+			m.mu.Unlock()
 			return g, 0
 		}
-		if absent {
+		if m.absent[k] {
+			m.mu.Unlock()
 			return nil, 0
 		}
-		g, code := m.load(ctx, cl, id)
-		if code != 0 {
-			return nil, code
+		if wait := m.loading[k]; wait != nil {
+			// One load of a group at a time: a second one's takeover
+			// write would fence the first's group object.
+			m.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, kerr.CoordinatorNotAvailable.Code
+			}
 		}
-		if g == nil {
-			m.mu.Lock()
+		done := make(chan struct{})
+		m.loading[k] = done
+		m.mu.Unlock()
+		g, code := m.load(ctx, cl, id)
+		m.mu.Lock()
+		delete(m.loading, k)
+		close(done)
+		switch {
+		case code != 0:
+		case g == nil:
 			if len(m.absent) >= maxAbsent {
 				clear(m.absent) // a cache: forgetting costs one read a group
 			}
-			if m.groups[k] == nil {
-				m.absent[k] = true
-			}
-			m.mu.Unlock()
-			return nil, 0
+			m.absent[k] = true
+		default:
+			m.groups[k] = g
 		}
-		m.mu.Lock()
-		if cur := m.groups[k]; cur != nil {
-			// Another request loaded it meanwhile; its object wins.
-			m.mu.Unlock()
-			g.mu.Lock()
-			g.kill()
-			g.mu.Unlock()
-			continue
-		}
-		m.groups[k] = g
 		m.mu.Unlock()
-		return g, 0
+		return g, code
 	}
 }
 
@@ -240,6 +247,12 @@ func (m *Manager) lookup(ctx context.Context, cl Client, id string) (*group, int
 func (m *Manager) create(cl Client, id string) *group {
 	k := groupKey{cl.Identity, id}
 	m.mu.Lock()
+	for m.loading[k] != nil {
+		wait := m.loading[k]
+		m.mu.Unlock()
+		<-wait
+		m.mu.Lock()
+	}
 	defer m.mu.Unlock()
 	if g := m.groups[k]; g != nil {
 		return g
@@ -247,6 +260,7 @@ func (m *Manager) create(cl Client, id string) *group {
 	delete(m.absent, k)
 	g := newGroup(m, k, m.kvFor(cl))
 	g.metaVer = -1 // unknown until the takeover write reads it
+	g.view.Store(&epochView{})
 	m.groups[k] = g
 	return g
 }

@@ -108,6 +108,7 @@ func (g *group) persist(ctx context.Context) int16 {
 	clear(g.dirty)
 	clear(g.gone)
 	g.metaDirty = false
+	g.publish()
 	if len(g.members) == 0 {
 		// An empty group holds nothing its rows do not: it leaves memory
 		// (so memory holds only groups with members) and is loaded again
@@ -257,6 +258,12 @@ func (m *Manager) load(ctx context.Context, cl Client, id string) (*group, int16
 	if !found {
 		return nil, 0
 	}
+	if !g.targetsDisjoint() {
+		// A write cut between calls (a group of more members than one
+		// call carries) left targets of two epochs: compute a new one.
+		g.epoch++
+		m.log.Warn("consumer group loaded with overlapping target assignments; bumping its epoch", "group", id, "epoch", g.epoch)
+	}
 	now := m.clock.Now()
 	for _, mb := range g.members {
 		mb.lastSeen = now
@@ -280,6 +287,7 @@ func (m *Manager) load(ctx context.Context, cl Client, id string) (*group, int16
 		return nil, codeOf(err)
 	}
 	g.metaDirty = false
+	g.publish()
 	m.log.Info("consumer group loaded from the store", "group", id, "epoch", g.epoch, "assignment_epoch", g.assignmentEpoch, "members", len(g.members))
 	return g, 0
 }
@@ -301,4 +309,22 @@ func (g *group) loadMember(r memberRow) {
 	}
 	g.target[m.id] = target
 	g.setOwned(m, assigned, revoking)
+}
+
+// targetsDisjoint reports whether no partition is in two members' targets.
+func (g *group) targetsDisjoint() bool {
+	seen := map[topicID]map[int32]bool{}
+	ok := true
+	for _, p := range g.target {
+		p.each(func(t topicID, n int32) {
+			if seen[t] == nil {
+				seen[t] = map[int32]bool{}
+			}
+			if seen[t][n] {
+				ok = false
+			}
+			seen[t][n] = true
+		})
+	}
+	return ok
 }

@@ -1,7 +1,10 @@
 package consumergroup
 
 import (
+	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -70,5 +73,105 @@ func TestFailedWriteIsNeverAnsweredAsSuccess(t *testing.T) {
 	}
 	if _, ok := e.g().members["m2"]; ok {
 		t.Fatal("a member whose write failed is in the group")
+	}
+}
+
+// TestConcurrentRequestsLoadAGroupOnce: requests arriving together for a
+// group only in the store load it once; a second load's takeover write
+// fenced the first's group object, and its members were answered
+// NOT_COORDINATOR by their own node (seen with franz-go's 848 tests).
+func TestConcurrentRequestsLoadAGroupOnce(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		e := newEnv(t)
+		e.topics.add("orders", 4)
+		e.ok(e.join("m1", "orders"))
+		e.ok(e.join("m2", "orders"))
+		r1 := e.ok(e.hb("m1", 1, nil))
+		e.ok(e.hb("m1", 1, assigned(r1)))
+		r2 := e.ok(e.hb("m2", 2, parts{}))
+		e.ok(e.hb("m2", 2, assigned(r2)))
+		e.m = e.manager(nil, false, 1) // a restart: the group is only in the store
+		e.kv.delay = time.Millisecond
+		var wg sync.WaitGroup
+		codes := make(chan int16, 16)
+		for i := 0; i < 8; i++ {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				codes <- e.send(e.m, hbReq("g", "m1", 2, nil)).ErrorCode
+			}()
+			go func() {
+				defer wg.Done()
+				_, _, code := e.m.Holds(context.Background(), "", nil, "g")
+				codes <- code
+			}()
+		}
+		wg.Wait()
+		close(codes)
+		for c := range codes {
+			if c != 0 {
+				t.Fatalf("round %d: a request was answered %d", round, c)
+			}
+		}
+	}
+}
+
+// TestCommitCheckDoesNotWaitForAStateWrite: a heartbeat writing the
+// group's state (a Queen call, under the group's lock) does not hold up a
+// commit's member-epoch check, which reads the epochs last stored.
+func TestCommitCheckDoesNotWaitForAStateWrite(t *testing.T) {
+	e := newEnv(t)
+	e.topics.add("orders", 2)
+	e.ok(e.join("m1", "orders"))
+	gate, inKV := make(chan struct{}), make(chan struct{}, 4)
+	e.kv.mu.Lock()
+	e.kv.gate, e.kv.inKV = gate, inKV
+	e.kv.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.join("m2", "orders")
+	}()
+	<-inKV // m2's join is writing
+	checked := make(chan int16, 1)
+	go func() {
+		_, code := e.m.ValidateCommit(context.Background(), "", nil, "g", "m1", 1, false, 9)
+		checked <- code
+	}()
+	select {
+	case code := <-checked:
+		if code != 0 {
+			t.Fatalf("commit check: %d", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a commit's member check waited for a heartbeat's state write")
+	}
+	e.kv.mu.Lock()
+	e.kv.gate = nil
+	e.kv.mu.Unlock()
+	close(gate)
+	<-done
+}
+
+// TestLoadWithOverlappingTargetsRecomputes: rows whose targets overlap (a
+// write cut between calls) load at a new group epoch, so the next
+// heartbeat computes a consistent target.
+func TestLoadWithOverlappingTargetsRecomputes(t *testing.T) {
+	e := newEnv(t)
+	tid := e.topics.add("orders", 2)
+	e.ok(e.join("m1", "orders"))
+	e.ok(e.join("m2", "orders"))
+	// m2's stored target also claims m1's partitions.
+	g := e.g()
+	g.mu.Lock()
+	g.target["m2"] = allOf(tid, 2)
+	g.markDirty("m2")
+	g.persist(context.Background())
+	g.mu.Unlock()
+	e.m = e.manager(nil, false, 1)
+	e.ok(e.hb("m1", 1, nil))
+	ge, ae := e.epochs()
+	if ge != 3 || ae != 3 {
+		t.Fatalf("epochs after load %d/%d, want 3/3", ge, ae)
 	}
 }

@@ -426,6 +426,16 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, cl Client, req *kmsg.Off
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
 		return resp
 	}
+	if c.cfg.Consumer != nil {
+		held, topics, code := c.cfg.Consumer.Subscribed(ctx, cl.Identity, cl.KV, req.Group)
+		if code != 0 {
+			resp.ErrorCode = code
+			return resp
+		}
+		if held {
+			subscribed, allSubscribed = topics, false
+		}
+	}
 
 	var writes batch
 	for i, t := range req.Topics {

@@ -205,7 +205,20 @@ func (c *Coordinator) TxnCommitCheck(cl Client, group, memberID string, instance
 	if code := c.ownerCode(cl, group); code != 0 {
 		return code, ""
 	}
-	if held, code := c.consumerCommit(context.Background(), cl, group, memberID, generation, true, 3); held || code != 0 {
+	if memberID == "" && instanceID == nil && generation < 0 {
+		// Naming no member (AddOffsetsToTxn's check, or a producer
+		// committing for a group it is not in): accepted for a
+		// consumer-protocol group as for a classic one. Kafka answers a
+		// consumer group with members UNKNOWN_MEMBER_ID here.
+		if held, _, code := c.consumerHeld(context.Background(), cl, group); held || code != 0 {
+			return code, consumerProtocolType
+		}
+	} else if held, code := c.consumerCommit(context.Background(), cl, group, memberID, generation, true, 3); held || code != 0 {
+		if code == kerr.StaleMemberEpoch.Code {
+			// Kafka's OffsetMetadataManager answers a transactional
+			// commit's stale member epoch ILLEGAL_GENERATION.
+			code = kerr.IllegalGeneration.Code
+		}
 		return code, consumerProtocolType
 	}
 	g := c.lookup(cl, group)

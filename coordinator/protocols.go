@@ -26,6 +26,10 @@ type ConsumerGroups interface {
 	// ValidateCommit checks an OffsetCommit (txn false) or TxnOffsetCommit
 	// against the member's epoch; held false leaves the classic rules.
 	ValidateCommit(ctx context.Context, identity string, kv KV, group, memberID string, epoch int32, txn bool, version int16) (held bool, code int16)
+	// Subscribed is the topics a consumer-protocol group's members
+	// subscribe to (by name or by a resolved regular expression), which
+	// OffsetDelete refuses GROUP_SUBSCRIBED_TO_TOPIC.
+	Subscribed(ctx context.Context, identity string, kv KV, group string) (held bool, topics map[string]bool, code int16)
 	// ValidateFetch checks an OffsetFetch v9+ naming a member.
 	ValidateFetch(ctx context.Context, identity string, kv KV, group string, memberID *string, epoch int32) (held bool, code int16)
 }

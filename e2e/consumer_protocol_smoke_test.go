@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -61,4 +62,76 @@ func fmtParts(ps []int32) string {
 		s += string(rune('0' + p%10))
 	}
 	return s + "]"
+}
+
+// TestConsumerProtocolClusterSmoke: two consumer-protocol members on a
+// three-node cluster; the group's coordinator is SIGKILLed and the group
+// continues at its successor at the same group epoch, each member keeping
+// its partitions (the state was loaded from Queen, not rebuilt), and the
+// records produced after the kill are all consumed.
+func TestConsumerProtocolClusterSmoke(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{nodes: 3})
+	const parts = 6
+	topic, group := uniq("cp-cluster"), uniq("g-cp-cluster")
+	c.createTopic(t, topic, parts)
+	tg := c.target()
+	opts := memberOpts{balancer: kgo.RangeBalancer(), extra: []kgo.Opt{kgo.ServerSideBalancer()}}
+	m1 := startMember(t, tg, "m1", group, topic, opts)
+	m2 := startMember(t, tg, "m2", group, topic, opts)
+	want := produceRound(t, tg, topic, parts, 5, "r1", 0)
+	exactlyOnce(t, "before the kill", want, collect(t, len(want), 60*time.Second, m1, m2))
+
+	describe := func() kmsg.ConsumerGroupDescribeResponseGroup {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups = []string{group}
+		resp, err := req.RequestWith(ctx, m1.cl)
+		if err != nil {
+			return kmsg.ConsumerGroupDescribeResponseGroup{ErrorCode: -1}
+		}
+		return resp.Groups[0]
+	}
+	var before kmsg.ConsumerGroupDescribeResponseGroup
+	eventually(t, 30*time.Second, "the group stable with two members", func() (bool, string) {
+		before = describe()
+		return before.ErrorCode == 0 && before.State == "Stable" && len(before.Members) == 2, before.State
+	})
+	p1, p2 := fmtParts(m1.partitions()), fmtParts(m2.partitions())
+	owner := c.agreedOwner(t, group, 1, 2, 3)
+	if owner == 0 {
+		t.Fatal("no agreed coordinator")
+	}
+	c.node(int(owner)).kill()
+	var survivors []int
+	for id := 1; id <= 3; id++ {
+		if id != int(owner) {
+			survivors = append(survivors, id)
+		}
+	}
+	eventually(t, 30*time.Second, "a new coordinator", func() (bool, string) {
+		o := c.agreedOwner(t, group, survivors...)
+		return o != 0 && o != owner, fmt.Sprint(o)
+	})
+	want2 := produceRound(t, c.target(survivors...), topic, parts, 5, "r2", 5)
+	eventually(t, 60*time.Second, "round 2 consumed", func() (bool, string) {
+		seen := map[string]bool{}
+		for _, r := range append(m1.records(), m2.records()...) {
+			seen[string(r.value)] = true
+		}
+		n := 0
+		for _, r := range want2 {
+			if seen[string(r.value)] {
+				n++
+			}
+		}
+		return n == len(want2), fmt.Sprintf("%d of %d", n, len(want2))
+	})
+	after := describe()
+	if after.ErrorCode != 0 || after.Epoch != before.Epoch || after.AssignmentEpoch != before.AssignmentEpoch {
+		t.Fatalf("after the move: code %d epoch %d/%d, before %d/%d", after.ErrorCode, after.Epoch, after.AssignmentEpoch, before.Epoch, before.AssignmentEpoch)
+	}
+	if q1, q2 := fmtParts(m1.partitions()), fmtParts(m2.partitions()); q1 != p1 || q2 != p2 {
+		t.Fatalf("assignment moved: m1 %s -> %s, m2 %s -> %s", p1, q1, p2, q2)
+	}
 }
