@@ -1,7 +1,5 @@
 package assignor
 
-import "sort"
-
 // Member is one member of a group as an assignor sees it.
 type Member struct {
 	ID         string
@@ -52,48 +50,10 @@ func ByName(name string) (Assignor, bool) {
 	return nil, false
 }
 
-// Uniform is Kafka's uniform assignor.
-// TEMPORARY: round-robin placeholder until the real one lands (issue 21).
-func Uniform() Assignor { return placeholder{"uniform"} }
+// Uniform is Kafka's uniform assignor (KIP-848's default): balanced, then
+// sticky. See the package documentation for what it guarantees.
+func Uniform() Assignor { return uniform{} }
 
-// Range is Kafka's range assignor.
-// TEMPORARY: round-robin placeholder until the real one lands (issue 21).
-func Range() Assignor { return placeholder{"range"} }
-
-type placeholder struct{ name string }
-
-func (p placeholder) Name() string { return p.name }
-
-func (p placeholder) Assign(s Spec) Assignment {
-	out := make(Assignment, len(s.Members))
-	members := make([]Member, len(s.Members))
-	copy(members, s.Members)
-	sort.Slice(members, func(i, j int) bool { return members[i].ID < members[j].ID })
-	for _, m := range members {
-		out[m.ID] = map[string][]int32{}
-	}
-	topics := make([]string, 0, len(s.Partitions))
-	for t := range s.Partitions {
-		topics = append(topics, t)
-	}
-	sort.Strings(topics)
-	for _, t := range topics {
-		var subs []string
-		for _, m := range members {
-			for _, mt := range m.Topics {
-				if mt == t {
-					subs = append(subs, m.ID)
-					break
-				}
-			}
-		}
-		if len(subs) == 0 {
-			continue
-		}
-		for p := int32(0); p < s.Partitions[t]; p++ {
-			id := subs[int(p)%len(subs)]
-			out[id][t] = append(out[id][t], p)
-		}
-	}
-	return out
-}
+// Range is Kafka 4's server-side range assignor: co-partitioned contiguous
+// ranges, sticky only through instance ids. See the package documentation.
+func Range() Assignor { return rangeAssignor{} }
