@@ -149,17 +149,28 @@ func (o *ownership) waitBalanced(t testing.TB, parts int32, live []*gm, limit ti
 // logs the whole timeline.
 func (o *ownership) report(t testing.TB) {
 	t.Helper()
+	for _, p := range o.problems() {
+		t.Error(p)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, v := range o.violations {
-		t.Errorf("owned twice: %s", v)
-	}
-	for _, l := range o.lost {
-		t.Errorf("OnPartitionsLost in a run with no fault: %s", l)
-	}
 	if t.Failed() {
 		t.Logf("ownership timeline:\n%s", strings.Join(o.events, "\n"))
 	}
+}
+
+// problems is every violation and lost partition so far.
+func (o *ownership) problems() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for _, v := range o.violations {
+		out = append(out, "owned twice: "+v)
+	}
+	for _, l := range o.lost {
+		out = append(out, "OnPartitionsLost in a run with no fault: "+l)
+	}
+	return out
 }
 
 // consumed is one record as a member processed it.
@@ -499,6 +510,15 @@ type deliveryVerdict struct {
 // a violation: the group's position went backwards.
 func checkDelivery(t testing.TB, acked []rec, members []*gm) deliveryVerdict {
 	t.Helper()
+	v, problems := judgeDelivery(acked, members)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	return v
+}
+
+// judgeDelivery is checkDelivery's verdict and the problems it found.
+func judgeDelivery(acked []rec, members []*gm) (deliveryVerdict, []string) {
 	type delivery struct {
 		member string
 		value  string
@@ -543,16 +563,17 @@ func checkDelivery(t testing.TB, acked []rec, members []*gm) deliveryVerdict {
 		}
 	}
 	sort.Strings(violations)
+	var problems []string
 	if len(lost) > 0 {
-		t.Errorf("%d acknowledged records never processed: %v", len(lost), head(lost))
+		problems = append(problems, fmt.Sprintf("%d acknowledged records never processed: %v", len(lost), head(lost)))
 	}
 	if len(wrong) > 0 {
-		t.Errorf("%d records processed with another value: %v", len(wrong), head(wrong))
+		problems = append(problems, fmt.Sprintf("%d records processed with another value: %v", len(wrong), head(wrong)))
 	}
 	if len(violations) > 0 {
-		t.Errorf("%d records processed again after a commit covered them: %v", len(violations), head(violations))
+		problems = append(problems, fmt.Sprintf("%d records processed again after a commit covered them: %v", len(violations), head(violations)))
 	}
-	return v
+	return v, problems
 }
 
 func head(s []string) []string {
