@@ -57,7 +57,9 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGr
 			if req.MemberEpoch != 0 {
 				return fail(refuse(kerr.GroupIDNotFound.Code, "Consumer group %s not found.", req.Group))
 			}
-			g = m.create(cl, req.Group)
+			if g = m.create(cl, req.Group); g == nil {
+				return fail(&hbError{code: kerr.CoordinatorNotAvailable.Code})
+			}
 		}
 		var pre *listing
 		if cl.Topics != nil && req.MemberEpoch >= 0 && g.listingDue(req) {

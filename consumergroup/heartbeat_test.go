@@ -330,3 +330,17 @@ func TestGroupAssignorIsTheOneMostMembersName(t *testing.T) {
 		t.Fatalf("described %+v", g)
 	}
 }
+
+// TestGroupCeiling: past the ceiling of groups held (or one identity's
+// share) a new group is COORDINATOR_NOT_AVAILABLE; an existing one still
+// serves its members.
+func TestGroupCeiling(t *testing.T) {
+	e := newEnv(t)
+	e.m.cfg.MaxGroups, e.m.cfg.MaxGroupsPerIdentity = 10, 1
+	e.topics.add("orders", 2)
+	e.ok(e.join("m1", "orders"))
+	e.group = "g2"
+	e.refused(e.join("m1", "orders"), kerr.CoordinatorNotAvailable.Code, "")
+	e.group = "g"
+	e.ok(e.join("m2", "orders"))
+}

@@ -20,6 +20,8 @@ const (
 	// DefaultMaxGroupSize is this facade's group.consumer.max.size (Kafka's
 	// default is unbounded); the classic coordinator's ceiling.
 	DefaultMaxGroupSize = 1000
+	// DefaultMaxGroups is the classic coordinator's ceiling of groups held.
+	DefaultMaxGroups = 10_000
 	// topicRefresh is how often a group lists the catalogue again at a
 	// heartbeat, to see topics appear, grow or go (a regular expression
 	// is re-resolved then too).
@@ -68,6 +70,13 @@ type Config struct {
 	HeartbeatInterval time.Duration // 0 is DefaultHeartbeatInterval
 	SessionTimeout    time.Duration // 0 is DefaultSessionTimeout
 	MaxGroupSize      int           // 0 is DefaultMaxGroupSize
+	// MaxGroups bounds the groups held in memory (0 is DefaultMaxGroups)
+	// and MaxGroupsPerIdentity one identity's share of them (0 is a
+	// quarter, at least 1), as the classic coordinator bounds its own: a
+	// new group past either is COORDINATOR_NOT_AVAILABLE. Only groups with
+	// members stay in memory.
+	MaxGroups            int
+	MaxGroupsPerIdentity int
 	// NodeID and Incarnation go into the group's qk:fence: row when this
 	// node takes a group over (cluster mode), in the coordinator's format,
 	// so that the coordinator's commits recognise the fence as this
@@ -119,6 +128,13 @@ func New(cfg Config) *Manager {
 	if cfg.MaxGroupSize <= 0 {
 		cfg.MaxGroupSize = DefaultMaxGroupSize
 	}
+	if cfg.MaxGroups <= 0 {
+		cfg.MaxGroups = DefaultMaxGroups
+	}
+	if cfg.MaxGroupsPerIdentity <= 0 {
+		cfg.MaxGroupsPerIdentity = max(cfg.MaxGroups/4, 1)
+	}
+	cfg.MaxGroupsPerIdentity = min(cfg.MaxGroupsPerIdentity, cfg.MaxGroups)
 	return &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, own: cfg.Ownership, groups: map[groupKey]*group{}, absent: map[groupKey]bool{}, loading: map[groupKey]chan struct{}{}}
 }
 
@@ -243,7 +259,8 @@ func (m *Manager) lookup(ctx context.Context, cl Client, id string) (*group, int
 }
 
 // create makes an empty group in memory (its rows are written with its
-// first member).
+// first member); nil past the ceiling of groups held, or the identity's
+// share of it.
 func (m *Manager) create(cl Client, id string) *group {
 	k := groupKey{cl.Identity, id}
 	m.mu.Lock()
@@ -256,6 +273,16 @@ func (m *Manager) create(cl Client, id string) *group {
 	defer m.mu.Unlock()
 	if g := m.groups[k]; g != nil {
 		return g
+	}
+	held := 0
+	for o := range m.groups {
+		if o.identity == k.identity {
+			held++
+		}
+	}
+	if len(m.groups) >= m.cfg.MaxGroups || held >= m.cfg.MaxGroupsPerIdentity {
+		m.log.Warn("consumer group refused: the node holds its ceiling of consumer groups, or this identity its share of it", "group", id, "max_groups", m.cfg.MaxGroups, "max_groups_per_identity", m.cfg.MaxGroupsPerIdentity)
+		return nil
 	}
 	delete(m.absent, k)
 	g := newGroup(m, k, m.kvFor(cl))

@@ -22,9 +22,12 @@ func newConsumerGroups(cfg config.Facade, kv consumergroup.KV, log *slog.Logger,
 		Log:               log.With("component", "consumergroup"),
 		HeartbeatInterval: cfg.ConsumerGroupHeartbeatInterval,
 		SessionTimeout:    cfg.ConsumerGroupSessionTimeout,
-		Fenced:            cfg.Clustered(),
-		NodeID:            int32(cfg.NodeID),
-		Incarnation:       incarnation,
+		// One identity's share of the group ceiling, as the classic
+		// coordinator's.
+		MaxGroupsPerIdentity: identityShare(cfg),
+		Fenced:               cfg.Clustered(),
+		NodeID:               int32(cfg.NodeID),
+		Incarnation:          incarnation,
 	})
 }
 
