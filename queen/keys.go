@@ -80,6 +80,9 @@ const (
 	// node received them and read by the transactional id's owner at
 	// EndTxn(commit). Layout and expiry: TxnStagePrefix.
 	PrefixTxnStage = "qk:txnstage:"
+	// PrefixShare is a share group's share-partition states (KIP-932),
+	// one row per partition: ShareStateKey.
+	PrefixShare = "qk:share:"
 )
 
 // ProducerIDsKey is the one row of the producer id counter,
@@ -156,3 +159,22 @@ func TxnStagePrefix(txnID string, pid int64, epoch int16, txn uint64) string {
 
 // TopicCfgKey is qk:topiccfg:<topic> (topic names are validated, not escaped).
 func TopicCfgKey(topic string) string { return PrefixTopicCfg + topic }
+
+// ShareStateKey is qk:share:<esc group>:<esc topic>:<partition>: one
+// share-partition's state (SPSO and in-flight records, package
+// sharepartition's encoding), written with compare-and-set on every change.
+func ShareStateKey(group, topic string, partition int32) string {
+	return PrefixShare + Esc(group) + ":" + Esc(topic) + ":" + strconv.FormatInt(int64(partition), 10)
+}
+
+// ShareStatePrefix is qk:share:<esc group>: (every share-partition of a group).
+func ShareStatePrefix(group string) string { return PrefixShare + Esc(group) + ":" }
+
+// ParseShareStateKey splits a qk:share: key back into its parts.
+func ParseShareStateKey(key string) (group, topic string, partition int32, ok bool) {
+	rest, found := strings.CutPrefix(key, PrefixShare)
+	if !found {
+		return "", "", 0, false
+	}
+	return ParseGroupOffsetKey(PrefixGroup + rest)
+}
