@@ -13,6 +13,24 @@
 // Update (one fenced write per request per partition, one retry on a lost
 // compare-and-set) and the admin operations (Describe, Alter, Delete).
 //
+// Durability. Every change is written before the caller answers: an
+// acquisition before its records are handed out, an acknowledgement before
+// it is answered success. Kafka persists no acquisition (one leader holds
+// them in memory); here any node serves any partition, so the acquisition
+// itself must be fenced, and delivery counts stay exact across restarts
+// (Kafka under-counts the delivery a crash interrupts). After a facade
+// SIGKILL nothing answered success is lost, and the records acquired but
+// not acknowledged stay locked to their member until the stored deadline,
+// then are redelivered with their count kept (a member fenced meanwhile
+// has them released at once through ReleaseMember). Lock expiry writes
+// nothing: every node derives it from the stored deadline, so clock skew
+// between nodes lengthens or shortens a lock by the skew. A put that loses
+// its compare-and-set is rerun once on the row that won (the KV answer
+// carries it); a second loss is ErrContended (COORDINATOR_NOT_AVAILABLE),
+// with nothing applied. A put whose outcome is unknown drops the cache: an
+// acknowledgement then either landed or its records are redelivered when
+// their locks expire (at least once, never lost).
+//
 // It does not own, and must not reach for: the Kafka wire (ShareFetch,
 // ShareAcknowledge and the admin APIs are node's; this package answers
 // Kafka error codes, never encodes a response), the share group's

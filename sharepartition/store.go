@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -223,4 +224,47 @@ func (h *Handle) put(ctx context.Context, kv KV, expect int64, value []byte) (bo
 		return false, queen.KVResult{}, errors.New("share state put: not one result")
 	}
 	return res[0].Applied, res[0], nil
+}
+
+// Fetch is ShareFetch's work on one partition, as one write: member's
+// piggy-backed acknowledgements (refused or not: ackErr, answered as the
+// partition's acknowledge_error_code) and then an acquisition of up to
+// maxRecords among first..last, the offsets the caller read from the log
+// at NextFetchOffset. err is the write's failure: nothing was acquired and
+// no acknowledgement applied.
+func (h *Handle) Fetch(ctx context.Context, kv KV, member string, acks []AckBatch, first, last int64, maxRecords int, now time.Time) (acquired []AcquiredRange, ackErr error, err error) {
+	err = h.Update(ctx, kv, func(p *Partition) error {
+		ackErr = nil
+		if len(acks) > 0 {
+			ackErr = p.Acknowledge(member, acks, now)
+		}
+		acquired = p.Acquire(member, first, last, maxRecords, now)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return acquired, ackErr, nil
+}
+
+// Acknowledge is ShareAcknowledge's work on one partition: one write,
+// durable before it returns nil.
+func (h *Handle) Acknowledge(ctx context.Context, kv KV, member string, acks []AckBatch, now time.Time) error {
+	return h.Update(ctx, kv, func(p *Partition) error { return p.Acknowledge(member, acks, now) })
+}
+
+// ReleaseMember gives back what member holds (it left or was fenced).
+func (h *Handle) ReleaseMember(ctx context.Context, kv KV, member string, now time.Time) (released int, err error) {
+	err = h.Update(ctx, kv, func(p *Partition) error {
+		released = p.ReleaseMember(member, now)
+		return nil
+	})
+	return released, err
+}
+
+// NextFetchOffset is where the caller reads the log from next (from the
+// cache: a stale answer costs a rerun in Fetch, never a wrong acquisition).
+func (h *Handle) NextFetchOffset(ctx context.Context, kv KV, now time.Time) (next int64, err error) {
+	err = h.View(ctx, kv, func(p *Partition) { next = p.NextFetchOffset(now) })
+	return next, err
 }

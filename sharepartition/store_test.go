@@ -221,3 +221,33 @@ func TestResetInitializer(t *testing.T) {
 		}
 	}
 }
+
+func TestFetchAcknowledgesAndAcquiresInOneWrite(t *testing.T) {
+	kv := newMemKV()
+	ctx := context.Background()
+	h := NewHandle(key, testConfig(), fixedInit(0))
+	got, ackErr, err := h.Fetch(ctx, kv, "m1", nil, 0, 9, 5, t0)
+	if err != nil || ackErr != nil || !reflect.DeepEqual(got, []AcquiredRange{{0, 4, 1}}) {
+		t.Fatalf("%v %v %v", got, ackErr, err)
+	}
+	_, w0 := kv.counts()
+	next, _ := h.NextFetchOffset(ctx, kv, t0)
+	got, ackErr, err = h.Fetch(ctx, kv, "m1", ack(0, 4, Accept), next, 9, 5, t0)
+	if err != nil || ackErr != nil || !reflect.DeepEqual(got, []AcquiredRange{{5, 9, 1}}) {
+		t.Fatalf("%v %v %v", got, ackErr, err)
+	}
+	if _, w1 := kv.counts(); w1-w0 != 1 {
+		t.Fatalf("%d writes for one ShareFetch with acknowledgements", w1-w0)
+	}
+	// A refused acknowledgement does not stop the acquisition.
+	got, ackErr, err = h.Fetch(ctx, kv, "m2", ack(5, 9, Accept), 10, 12, 5, t0)
+	if err != nil || code(ackErr) != kerr.InvalidRecordState.Code || !reflect.DeepEqual(got, []AcquiredRange{{10, 12, 1}}) {
+		t.Fatalf("%v %v %v", got, ackErr, err)
+	}
+	if n, err := h.ReleaseMember(ctx, kv, "m1", t0); n != 5 || err != nil {
+		t.Fatalf("released %d %v", n, err)
+	}
+	if err := h.Acknowledge(ctx, kv, "m2", ack(10, 12, Reject), t0); err != nil {
+		t.Fatal(err)
+	}
+}
