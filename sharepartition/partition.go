@@ -245,7 +245,16 @@ func (p *Partition) Acquire(member string, first, last int64, maxRecords int, no
 			p.gen++
 			continue
 		}
+		// As Kafka 4.2, a record on its last attempt is delivered alone,
+		// so a poison record cannot use up its neighbours' attempts.
+		last := p.cfg.DeliveryLimit > 2 && int(r.count) == p.cfg.DeliveryLimit-1
+		if last && n > 0 {
+			return p.finishAcquire(out, n, deadline)
+		}
 		take(off, r)
+		if last {
+			return p.finishAcquire(out, n, deadline)
+		}
 	}
 	if last > end && n < maxRecords {
 		if len(p.recs) == 0 && first > p.spso {
@@ -268,6 +277,10 @@ func (p *Partition) Acquire(member string, first, last int64, maxRecords int, no
 			take(off, &p.recs[len(p.recs)-1])
 		}
 	}
+	return p.finishAcquire(out, n, deadline)
+}
+
+func (p *Partition) finishAcquire(out []AcquiredRange, n int, deadline int64) []AcquiredRange {
 	if n > 0 {
 		p.gen++
 		p.nextExpiry = min(p.nextExpiry, deadline)
@@ -277,9 +290,10 @@ func (p *Partition) Acquire(member string, first, last int64, maxRecords int, no
 }
 
 // Acknowledge applies member's acknowledgement batches at now, all or
-// nothing: a malformed batch is INVALID_REQUEST, an offset member does not
-// hold (never acquired, expired, another member's, already acknowledged)
-// INVALID_RECORD_STATE, and then nothing changes. Batches wholly below
+// nothing: a malformed batch, or one reaching past SPEO, is
+// INVALID_REQUEST; an offset member does not hold (never acquired,
+// expired, another member's, already acknowledged, nothing in flight)
+// INVALID_RECORD_STATE; and then nothing changes. Batches wholly below
 // SPSO are skipped, as Kafka skips them (their records are done).
 func (p *Partition) Acknowledge(member string, batches []AckBatch, now time.Time) error {
 	prevLast := int64(math.MinInt64)
@@ -306,8 +320,11 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, now time.Time
 		if b.Last < p.spso {
 			continue
 		}
+		if len(p.recs) == 0 {
+			return invalidRecordState("no records in flight for %d..%d", b.First, b.Last)
+		}
 		if b.First > end {
-			return invalidRecordState("no acquired records at %d..%d", b.First, b.Last)
+			return invalidRequest("acknowledgement batch %d..%d is past the last in-flight offset %d", b.First, b.Last, end)
 		}
 		if b.Last > end {
 			return invalidRequest("acknowledgement batch ends at %d past the last in-flight offset %d", b.Last, end)

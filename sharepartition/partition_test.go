@@ -169,7 +169,7 @@ func TestAcknowledgeRefusals(t *testing.T) {
 		{"unknown type", "m1", ack(0, 0, 4), kerr.InvalidRequest.Code},
 		{"overlapping batches", "m1", []AckBatch{{0, 2, one(Accept)}, {2, 3, one(Accept)}}, kerr.InvalidRequest.Code},
 		{"out of order batches", "m1", []AckBatch{{3, 3, one(Accept)}, {0, 1, one(Accept)}}, kerr.InvalidRequest.Code},
-		{"past the window", "m1", ack(10, 12, Accept), kerr.InvalidRecordState.Code},
+		{"past the window", "m1", ack(10, 12, Accept), kerr.InvalidRequest.Code},
 		{"straddling the window's end", "m1", ack(4, 12, Accept), kerr.InvalidRequest.Code},
 		{"a record already accepted", "m1", ack(8, 8, Accept), kerr.InvalidRecordState.Code},
 		{"valid batch then a bad one", "m1", []AckBatch{{0, 1, one(Accept)}, {6, 6, one(Accept)}}, kerr.InvalidRecordState.Code},
@@ -303,5 +303,38 @@ func TestConfigValidate(t *testing.T) {
 		if c.Validate() == nil {
 			t.Errorf("%+v accepted", c)
 		}
+	}
+}
+
+func TestAcknowledgeNothingInFlight(t *testing.T) {
+	p := New(testConfig(), 5)
+	if got := code(p.Acknowledge("m1", ack(5, 6, Accept), t0)); got != kerr.InvalidRecordState.Code {
+		t.Fatalf("code %d", got)
+	}
+}
+
+func TestLastAttemptDeliveredAlone(t *testing.T) {
+	cfg := testConfig()
+	cfg.DeliveryLimit = 4
+	p := New(cfg, 0)
+	p.Acquire("m1", 0, 5, 10, t0)
+	for range 2 { // records 2 and 3 reach three deliveries
+		p.Acknowledge("m1", ack(2, 3, Release), t0)
+		p.Acquire("m1", 2, 3, 10, t0)
+	}
+	p.Acknowledge("m1", []AckBatch{{0, 5, []AckType{Release, Release, Release, Release, Release, Release}}}, t0)
+	// 0..1 are on their second delivery; 2 is on its last: the fetch stops
+	// before it, and the next one hands it out alone.
+	if got := p.Acquire("m1", 0, 5, 10, t0); !reflect.DeepEqual(got, []AcquiredRange{{0, 1, 2}}) {
+		t.Fatalf("first fetch %v", got)
+	}
+	if got := p.Acquire("m2", 0, 5, 10, t0); !reflect.DeepEqual(got, []AcquiredRange{{2, 2, 4}}) {
+		t.Fatalf("second fetch %v", got)
+	}
+	if got := p.Acquire("m2", 0, 5, 10, t0); !reflect.DeepEqual(got, []AcquiredRange{{3, 3, 4}}) {
+		t.Fatalf("third fetch %v", got)
+	}
+	if got := p.Acquire("m2", 0, 5, 10, t0); !reflect.DeepEqual(got, []AcquiredRange{{4, 5, 2}}) {
+		t.Fatalf("fourth fetch %v", got)
 	}
 }

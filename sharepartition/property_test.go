@@ -91,6 +91,10 @@ func (m *model) acquire(member string, first, last int64, max int, now int64) []
 		if r.holder != "" {
 			panic(fmt.Sprintf("model: offset %d handed out while %s holds it", off, r.holder))
 		}
+		lastAttempt := m.cfg.DeliveryLimit > 2 && int(r.count) == m.cfg.DeliveryLimit-1
+		if lastAttempt && n > 0 {
+			break
+		}
 		r.state, r.holder, r.deadline = Acquired, member, now+m.cfg.LockDuration.Milliseconds()
 		r.count++
 		n++
@@ -98,6 +102,9 @@ func (m *model) acquire(member string, first, last int64, max int, now int64) []
 			out[k].Last = off
 		} else {
 			out = append(out, AcquiredRange{off, off, r.count})
+		}
+		if lastAttempt {
+			break
 		}
 	}
 	m.settle()

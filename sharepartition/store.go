@@ -268,3 +268,25 @@ func (h *Handle) NextFetchOffset(ctx context.Context, kv KV, now time.Time) (nex
 	err = h.View(ctx, kv, func(p *Partition) { next = p.NextFetchOffset(now) })
 	return next, err
 }
+
+// Sweep expires the cached partition's locks at now (for metrics between
+// requests; no KV call, nothing to write) and reports how many expired.
+func (h *Handle) Sweep(now time.Time) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.p == nil {
+		return 0
+	}
+	return h.p.Sweep(now)
+}
+
+// Stats are the cached partition's counters (zero before it loads; a
+// reload starts them afresh).
+func (h *Handle) Stats() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.p == nil {
+		return Stats{}
+	}
+	return h.p.Stats()
+}

@@ -251,3 +251,15 @@ func TestFetchAcknowledgesAndAcquiresInOneWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestHandleSweepAndStats(t *testing.T) {
+	kv := newMemKV()
+	h := NewHandle(key, testConfig(), fixedInit(0))
+	if h.Sweep(t0) != 0 || h.Stats() != (Stats{}) {
+		t.Fatal("an unloaded handle has state")
+	}
+	acquire(t, h, kv, "m1", 0, 4, 5, t0)
+	if n := h.Sweep(t0.Add(time.Minute)); n != 5 || h.Stats().LockExpiries != 5 || h.Stats().Acquisitions != 5 {
+		t.Fatalf("swept %d, stats %+v", n, h.Stats())
+	}
+}
