@@ -35,6 +35,18 @@ type Initializer func(ctx context.Context) (int64, error)
 // COORDINATOR_NOT_AVAILABLE, a retriable code the share consumers retry.
 var ErrContended = &Error{Code: kerr.CoordinatorNotAvailable.Code, Message: "share-partition state changed concurrently twice; retry"}
 
+// MaxRowBytes is the KV's value ceiling (queen-api.md §7.3). A default
+// window (2,000 records) in the worst shape, every record its own range
+// acquired by its own member, takes about 60 KB with Kafka's default group
+// size (200 members); wider windows or more fragmentation can exceed it.
+const MaxRowBytes = 65536
+
+// ErrRowTooLarge is a change whose row would pass MaxRowBytes: nothing was
+// applied. Fetch retries without its acquisition; an acknowledgement so
+// fragmenting is refused UNKNOWN_SERVER_ERROR and its records expire back
+// to available (which merges ranges) as any unacknowledged delivery does.
+var ErrRowTooLarge = &Error{Code: kerr.UnknownServerError.Code, Message: "share-partition state would exceed the KV value limit"}
+
 // Handle is one share-partition's state as this node caches it, and the
 // only way to change it: every change is one compare-and-set put of the
 // whole row, fenced on the version it was computed from, made before the
@@ -49,6 +61,7 @@ type Handle struct {
 	mu      sync.Mutex
 	p       *Partition // nil until loaded, or after an unknown write outcome
 	version int64      // the row's version p came from
+	row     []byte     // and that row
 	writes  uint64
 }
 
@@ -122,13 +135,23 @@ func (h *Handle) Update(ctx context.Context, kv KV, fn func(p *Partition) error)
 			}
 			continue
 		}
-		applied, res, werr := h.put(ctx, kv, h.version, h.p.Encode())
+		row := h.p.Encode()
+		if len(row) > MaxRowBytes {
+			// The KV refuses a value this large: undo fn's change.
+			stats := h.p.Stats()
+			if derr := h.decode(h.row, h.version); derr != nil {
+				return derr
+			}
+			h.p.stats = stats
+			return ErrRowTooLarge
+		}
+		applied, res, werr := h.put(ctx, kv, h.version, row)
 		if werr != nil {
 			h.p = nil // the outcome is unknown: read it next time
 			return werr
 		}
 		if applied {
-			h.version = res.Version
+			h.version, h.row = res.Version, row
 			return nil
 		}
 		if lost {
@@ -184,7 +207,7 @@ func (h *Handle) decode(value []byte, version int64) error {
 		h.p = nil
 		return fmt.Errorf("%s: %w", h.kvKey, err)
 	}
-	h.p, h.version = p, version
+	h.p, h.version, h.row = p, version, value
 	return nil
 }
 
@@ -197,13 +220,14 @@ func (h *Handle) initialize(ctx context.Context, kv KV) error {
 		return err
 	}
 	p := New(h.cfg, max(spso, 0))
-	applied, res, err := h.put(ctx, kv, 0, p.Encode())
+	row := p.Encode()
+	applied, res, err := h.put(ctx, kv, 0, row)
 	if err != nil {
 		h.p = nil
 		return err
 	}
 	if applied {
-		h.p, h.version = p, res.Version
+		h.p, h.version, h.row = p, res.Version, row
 		return nil
 	}
 	if res.Version == 0 { // deleted again in between: give up this time
@@ -233,14 +257,21 @@ func (h *Handle) put(ctx context.Context, kv KV, expect int64, value []byte) (bo
 // at NextFetchOffset. err is the write's failure: nothing was acquired and
 // no acknowledgement applied.
 func (h *Handle) Fetch(ctx context.Context, kv KV, member string, acks []AckBatch, first, last int64, maxRecords int, now time.Time) (acquired []AcquiredRange, ackErr error, err error) {
-	err = h.Update(ctx, kv, func(p *Partition) error {
-		ackErr = nil
-		if len(acks) > 0 {
-			ackErr = p.Acknowledge(member, acks, now)
-		}
-		acquired = p.Acquire(member, first, last, maxRecords, now)
-		return nil
-	})
+	run := func(maxRecords int) error {
+		return h.Update(ctx, kv, func(p *Partition) error {
+			ackErr = nil
+			if len(acks) > 0 {
+				ackErr = p.Acknowledge(member, acks, now)
+			}
+			acquired = p.Acquire(member, first, last, maxRecords, now)
+			return nil
+		})
+	}
+	err = run(maxRecords)
+	if errors.Is(err, ErrRowTooLarge) {
+		acquired = nil
+		err = run(0) // the window is too fragmented to grow: acknowledge only
+	}
 	if err != nil {
 		return nil, nil, err
 	}

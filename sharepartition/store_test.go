@@ -3,6 +3,7 @@ package sharepartition
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -261,5 +262,55 @@ func TestHandleSweepAndStats(t *testing.T) {
 	acquire(t, h, kv, "m1", 0, 4, 5, t0)
 	if n := h.Sweep(t0.Add(time.Minute)); n != 5 || h.Stats().LockExpiries != 5 || h.Stats().Acquisitions != 5 {
 		t.Fatalf("swept %d, stats %+v", n, h.Stats())
+	}
+}
+
+func TestRowTooLargeIsRefusedWhole(t *testing.T) {
+	kv := newMemKV()
+	ctx := context.Background()
+	cfg := testConfig()
+	cfg.MaxLocks = MaxMaxLocks
+	h := NewHandle(key, cfg, fixedInit(0))
+	// Every record its own range: alternate accepted and held records
+	// (accepted ones cannot merge with held neighbours; SPSO stays at 0).
+	now := t0
+	var off int64
+	for i := 0; ; i++ {
+		member := fmt.Sprintf("member-%030d", i%200)
+		got, _, err := h.Fetch(ctx, kv, member, nil, off, off+1, 2, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			break // the row is full: Fetch acquired nothing rather than fail
+		}
+		if err := h.Acknowledge(ctx, kv, member, ack(off+1, off+1, Accept), now); err != nil {
+			t.Fatal(err)
+		}
+		off += 2
+		now = now.Add(time.Millisecond)
+	}
+	if off < 1000 {
+		t.Fatalf("row full after only %d records", off)
+	}
+	row, _ := kv.row(key.kvKey())
+	if len(row.value) > MaxRowBytes {
+		t.Fatalf("row of %d bytes written", len(row.value))
+	}
+	// The refused acquisition left the cache equal to the row.
+	var same bool
+	fresh := NewHandle(key, cfg, fixedInit(0))
+	h.View(ctx, kv, func(p *Partition) {
+		fresh.View(ctx, kv, func(q *Partition) { same = Equal(p, q) })
+	})
+	if !same {
+		t.Fatal("the cache kept a change the KV never got")
+	}
+	err := h.Update(ctx, kv, func(p *Partition) error {
+		p.Acquire("member-x", off, off+5, 5, now)
+		return nil
+	})
+	if !errors.Is(err, ErrRowTooLarge) || code(err) != kerr.UnknownServerError.Code {
+		t.Fatalf("got %v", err)
 	}
 }
