@@ -46,7 +46,7 @@ func TestConcurrentNodesShareOnePartition(t *testing.T) {
 					if next >= logEnd {
 						return
 					}
-					got, _, err := h.Fetch(ctx, kv, member, nil, next, logEnd-1, 37, t0)
+					got, _, err := h.Fetch(ctx, kv, member, nil, next, next, logEnd-1, 37, t0)
 					if errors.Is(err, ErrContended) {
 						continue
 					}

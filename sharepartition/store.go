@@ -253,17 +253,23 @@ func (h *Handle) put(ctx context.Context, kv KV, expect int64, value []byte) (bo
 // Fetch is ShareFetch's work on one partition, as one write: member's
 // piggy-backed acknowledgements (refused or not: ackErr, answered as the
 // partition's acknowledge_error_code) and then an acquisition of up to
-// maxRecords among first..last, the offsets the caller read from the log
-// at NextFetchOffset. err is the write's failure: nothing was acquired and
-// no acknowledgement applied.
-func (h *Handle) Fetch(ctx context.Context, kv KV, member string, acks []AckBatch, first, last int64, maxRecords int, now time.Time) (acquired []AcquiredRange, ackErr error, err error) {
+// maxRecords among first..last, the offsets the caller's log read asked
+// from (NextFetchOffset) returned. err is the write's failure: nothing was
+// acquired and no acknowledgement applied. When from is no longer the
+// next fetch offset (another node moved the state, or an admin reset it),
+// offsets between SPEO and first are not taken for absent from the log:
+// nothing past SPEO+1 is acquired and the caller reads again.
+func (h *Handle) Fetch(ctx context.Context, kv KV, member string, acks []AckBatch, from, first, last int64, maxRecords int, now time.Time) (acquired []AcquiredRange, ackErr error, err error) {
 	run := func(maxRecords int) error {
 		return h.Update(ctx, kv, func(p *Partition) error {
 			ackErr = nil
 			if len(acks) > 0 {
 				ackErr = p.Acknowledge(member, acks, now)
 			}
-			acquired = p.Acquire(member, first, last, maxRecords, now)
+			acquired = nil
+			if first <= p.SPEO()+1 || from == p.NextFetchOffset(now) {
+				acquired = p.Acquire(member, first, last, maxRecords, now)
+			}
 			return nil
 		})
 	}

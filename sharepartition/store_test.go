@@ -227,13 +227,13 @@ func TestFetchAcknowledgesAndAcquiresInOneWrite(t *testing.T) {
 	kv := newMemKV()
 	ctx := context.Background()
 	h := NewHandle(key, testConfig(), fixedInit(0))
-	got, ackErr, err := h.Fetch(ctx, kv, "m1", nil, 0, 9, 5, t0)
+	got, ackErr, err := h.Fetch(ctx, kv, "m1", nil, 0, 0, 9, 5, t0)
 	if err != nil || ackErr != nil || !reflect.DeepEqual(got, []AcquiredRange{{0, 4, 1}}) {
 		t.Fatalf("%v %v %v", got, ackErr, err)
 	}
 	_, w0 := kv.counts()
 	next, _ := h.NextFetchOffset(ctx, kv, t0)
-	got, ackErr, err = h.Fetch(ctx, kv, "m1", ack(0, 4, Accept), next, 9, 5, t0)
+	got, ackErr, err = h.Fetch(ctx, kv, "m1", ack(0, 4, Accept), next, next, 9, 5, t0)
 	if err != nil || ackErr != nil || !reflect.DeepEqual(got, []AcquiredRange{{5, 9, 1}}) {
 		t.Fatalf("%v %v %v", got, ackErr, err)
 	}
@@ -241,7 +241,7 @@ func TestFetchAcknowledgesAndAcquiresInOneWrite(t *testing.T) {
 		t.Fatalf("%d writes for one ShareFetch with acknowledgements", w1-w0)
 	}
 	// A refused acknowledgement does not stop the acquisition.
-	got, ackErr, err = h.Fetch(ctx, kv, "m2", ack(5, 9, Accept), 10, 12, 5, t0)
+	got, ackErr, err = h.Fetch(ctx, kv, "m2", ack(5, 9, Accept), 10, 10, 12, 5, t0)
 	if err != nil || code(ackErr) != kerr.InvalidRecordState.Code || !reflect.DeepEqual(got, []AcquiredRange{{10, 12, 1}}) {
 		t.Fatalf("%v %v %v", got, ackErr, err)
 	}
@@ -277,7 +277,7 @@ func TestRowTooLargeIsRefusedWhole(t *testing.T) {
 	var off int64
 	for i := 0; ; i++ {
 		member := fmt.Sprintf("member-%030d", i%200)
-		got, _, err := h.Fetch(ctx, kv, member, nil, off, off+1, 2, now)
+		got, _, err := h.Fetch(ctx, kv, member, nil, off, off, off+1, 2, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -312,5 +312,29 @@ func TestRowTooLargeIsRefusedWhole(t *testing.T) {
 	})
 	if !errors.Is(err, ErrRowTooLarge) || code(err) != kerr.UnknownServerError.Code {
 		t.Fatalf("got %v", err)
+	}
+}
+
+func TestFetchFromAStalePositionDoesNotSkipRecords(t *testing.T) {
+	kv := newMemKV()
+	ctx := context.Background()
+	a := NewHandle(key, testConfig(), fixedInit(0))
+	if _, _, err := a.Fetch(ctx, kv, "m1", nil, 0, 0, 9, 10, t0); err != nil {
+		t.Fatal(err)
+	}
+	a.Acknowledge(ctx, kv, "m1", ack(0, 9, Accept), t0)
+	// An admin rewinds the group to 3 (its members stopped); node a's
+	// cache still says the next fetch offset is 10.
+	if err := Alter(ctx, kv, map[Key]int64{key: 3}); err != nil {
+		t.Fatal(err)
+	}
+	from, _ := a.NextFetchOffset(ctx, kv, t0)
+	got, _, err := a.Fetch(ctx, kv, "m2", nil, from, from, from+4, 10, t0)
+	if err != nil || got != nil {
+		t.Fatalf("acquired %v (%v) past records the rewind made available", got, err)
+	}
+	from, _ = a.NextFetchOffset(ctx, kv, t0)
+	if got, _, _ := a.Fetch(ctx, kv, "m2", nil, from, from, from+4, 10, t0); !reflect.DeepEqual(got, []AcquiredRange{{3, 7, 1}}) {
+		t.Fatalf("from %d: %v", from, got)
 	}
 }
