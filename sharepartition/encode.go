@@ -34,8 +34,10 @@ func (p *Partition) AppendEncode(b []byte) []byte {
 	b = strconv.AppendInt(b, p.spso, 10)
 	var members []string
 	index := map[string]int{}
+	last := ""
 	for i := range p.recs {
-		if r := &p.recs[i]; r.state == Acquired {
+		if r := &p.recs[i]; r.state == Acquired && r.member != last {
+			last = r.member
 			if _, ok := index[r.member]; !ok {
 				index[r.member] = len(members)
 				members = append(members, r.member)
@@ -71,7 +73,7 @@ func (p *Partition) AppendEncode(b []byte) []byte {
 		b = strconv.AppendInt(b, int64(r.count), 10)
 		if r.state == Acquired {
 			b = append(b, ',')
-			b = strconv.AppendInt(b, int64(index[r.member]), 10)
+			b = strconv.AppendInt(b, int64(index[r.member]), 10) // once a range
 			b = append(b, ',')
 			b = strconv.AppendInt(b, r.deadline, 10)
 		}
