@@ -13,6 +13,7 @@
 // kmsg or kerr; which Kafka code a typed error answers is package faults',
 // and for the group APIs coordinator's kvCode); what a qk: row holds beyond
 // its key (each family's value is its owner's: coordinator, producer,
-// registry, txn, catalogue's topic configs); or queen-dev's storage (queen/dev
+// registry, txn, catalogue's topic configs, sharepartition's share
+// states); or queen-dev's storage (queen/dev
 // imports this package, never the reverse).
 package queen

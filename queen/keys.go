@@ -84,6 +84,9 @@ const (
 	// (package consumergroup): what must survive an owner move. Layout:
 	// ConsumerGroupPrefix.
 	PrefixConsumerGroup = "qk:cg:"
+	// PrefixShare is a share group's share-partition states (KIP-932),
+	// one row per partition: ShareStateKey.
+	PrefixShare = "qk:share:"
 )
 
 // ProducerIDsKey is the one row of the producer id counter,
@@ -194,4 +197,23 @@ func ConsumerGroupMetaKey(group string) string { return ConsumerGroupPrefix(grou
 // ConsumerGroupMemberKey is qk:cg:<esc group>:m:<esc member id>.
 func ConsumerGroupMemberKey(group, member string) string {
 	return ConsumerGroupPrefix(group) + "m:" + Esc(member)
+}
+
+// ShareStateKey is qk:share:<esc group>:<esc topic>:<partition>: one
+// share-partition's state (SPSO and in-flight records, package
+// sharepartition's encoding), written with compare-and-set on every change.
+func ShareStateKey(group, topic string, partition int32) string {
+	return PrefixShare + Esc(group) + ":" + Esc(topic) + ":" + strconv.FormatInt(int64(partition), 10)
+}
+
+// ShareStatePrefix is qk:share:<esc group>: (every share-partition of a group).
+func ShareStatePrefix(group string) string { return PrefixShare + Esc(group) + ":" }
+
+// ParseShareStateKey splits a qk:share: key back into its parts.
+func ParseShareStateKey(key string) (group, topic string, partition int32, ok bool) {
+	rest, found := strings.CutPrefix(key, PrefixShare)
+	if !found {
+		return "", "", 0, false
+	}
+	return ParseGroupOffsetKey(PrefixGroup + rest)
 }

@@ -75,18 +75,38 @@ func TestKeyFamilies(t *testing.T) {
 		ConsumerGroupMemberKey("g", "m/1"): "qk:cg:g:m:m%2F1",
 		ProducerIDsKey:                     "qk:producerids",
 		TxnStagePrefix("tx:1", 7, 2, 9):    "qk:txnstage:tx%3A1:7:2:9:",
+		ShareStateKey("s g", "t", 4):       "qk:share:s%20g:t:4",
+		ShareStatePrefix("s:g"):            "qk:share:s%3Ag:",
 	}
 	for got, want := range keys {
 		if got != want {
 			t.Errorf("got %q want %q", got, want)
 		}
 	}
-	fams := []string{PrefixGroup, PrefixGroups, PrefixFence, PrefixNode, PrefixTxn, PrefixTopicCfg, PrefixTxnStage, PrefixConsumerGroup, ProducerIDsKey}
+	fams := []string{PrefixGroup, PrefixGroups, PrefixFence, PrefixNode, PrefixTxn, PrefixTopicCfg, PrefixTxnStage, PrefixConsumerGroup, PrefixShare, ProducerIDsKey}
 	for i, a := range fams {
 		for j, b := range fams {
 			if i != j && strings.HasPrefix(a, b) {
 				t.Errorf("families %q and %q are not prefix-free", a, b)
 			}
+		}
+	}
+}
+
+func TestShareStateKeyRoundTrip(t *testing.T) {
+	for _, g := range []string{"share", "g:with:colons", "100% sure", ""} {
+		k := ShareStateKey(g, "orders", 9)
+		if !strings.HasPrefix(k, ShareStatePrefix(g)) || strings.Count(k, ":") != 4 {
+			t.Fatalf("%q: escaping must keep exactly the layout colons", k)
+		}
+		g2, t2, p2, ok := ParseShareStateKey(k)
+		if !ok || g2 != g || t2 != "orders" || p2 != 9 {
+			t.Fatalf("ParseShareStateKey(%q) = %q %q %d %v", k, g2, t2, p2, ok)
+		}
+	}
+	for _, bad := range []string{"qk:group:g:t:0", "qk:share:g:t", "qk:share:g:t:-1", "qk:shares:g:t:0"} {
+		if _, _, _, ok := ParseShareStateKey(bad); ok {
+			t.Errorf("ParseShareStateKey(%q) accepted", bad)
 		}
 	}
 }
