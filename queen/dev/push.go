@@ -1,6 +1,7 @@
 package dev
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -126,6 +127,8 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 	groups := map[partKey]*recordGroup{}
 	created := map[string]*queue{}
 	var seen map[partKey]map[string]int
+	dedup := dedupReader{r: r}
+	defer dedup.close()
 	for i := range items {
 		it := &items[i]
 		q := t.queues[it.queue]
@@ -155,7 +158,7 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 				continue
 			}
 			if window := q.opts.dedupWindow(); p != nil && window > 0 {
-				e, found, err := getDedup(r, keyDedup(q.id, it.part, it.txID))
+				e, found, err := dedup.get(keyDedup(q.id, it.part, it.txID))
 				if err != nil {
 					return nil, err
 				}
@@ -184,6 +187,36 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 		g.recs = append(g.recs, record{payload: it.payload, msgID: msgID, txID: it.txID, ts: g.ts})
 	}
 	return plan, nil
+}
+
+// dedupReader looks up the dedup entries of one request through one
+// iterator: a batch's keys are mostly ascending (a producer's sequences),
+// so each seek continues from the last instead of descending every level
+// of the store again, as a point read per record would.
+type dedupReader struct {
+	r  pebble.Reader
+	it *pebble.Iterator
+}
+
+func (d *dedupReader) get(key []byte) (dedupEntry, bool, error) {
+	if d.it == nil {
+		it, err := d.r.NewIter(&pebble.IterOptions{LowerBound: []byte{kindDedup}, UpperBound: []byte{kindDedup + 1}})
+		if err != nil {
+			return dedupEntry{}, false, err
+		}
+		d.it = it
+	}
+	if !d.it.SeekGE(key) || !bytes.Equal(d.it.Key(), key) {
+		return dedupEntry{}, false, d.it.Error()
+	}
+	e, err := decodeDedup(d.it.Value())
+	return e, err == nil, err
+}
+
+func (d *dedupReader) close() {
+	if d.it != nil {
+		d.it.Close()
+	}
 }
 
 // getDedup reads one dedup entry.
