@@ -228,8 +228,9 @@ func (b *Broker) Drain() {
 	b.drainOnce.Do(func() { close(b.closing) })
 }
 
-// Close drains, stops the sweep, waits for requests using the store and
-// closes it (pebble flushes and syncs its log). Requests after Close get
+// Close drains, stops the sweep, waits for requests using the store,
+// flushes its memtables (so that the next boot has no log to replay) and
+// closes it. Requests after Close get
 // errors.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
@@ -241,7 +242,12 @@ func (b *Broker) Close() error {
 		b.closed = true
 		b.mu.Unlock()
 		b.life.Unlock()
-		b.closeErr = errors.Join(b.dur.err(), b.db.Close())
+		failed := b.dur.err()
+		if failed == nil {
+			// Flushed memtables make the next boot replay nothing.
+			failed = b.db.Flush()
+		}
+		b.closeErr = errors.Join(failed, b.db.Close())
 	})
 	return b.closeErr
 }
