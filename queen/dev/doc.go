@@ -23,7 +23,8 @@
 // neither memory nor boot time grows with the data stored. Fetch reads
 // ranges of record keys through a bounded block cache (Options.CacheBytes,
 // QUEEN_DEV_CACHE_SIZE, 64 MiB by default) beside at most four 16 MiB
-// memtables.
+// memtables. Values of 256 bytes and more (records) are separated into blob
+// files written once, so compactions rewrite only keys (see store.go).
 //
 // Each request that changes anything is ONE pebble batch (a transaction's
 // KV rider and records included), so it applies entirely or not at all.
