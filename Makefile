@@ -104,6 +104,8 @@ fuzz-long:
 # Unit-level benchmarks run for a time each; the e2e ones start real
 # processes and compare facade and direct paths inside one iteration, so they
 # run once (-benchtime 1x) and report min/median/max over their own rounds.
+# BenchmarkQueenDevStored generates QK_BENCH_STORED (default 1GB) of data for
+# queen-dev's memory and boot figures; QK_BENCH_STORED=10GB for issue 24's.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -timeout 20m $(UNIT)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./e2e/

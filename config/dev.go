@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/sethvargo/go-envconfig"
+
+	"github.com/queen-mq/queen-kafka/internal/memlimit"
 )
 
 // Dev is queen-dev's own broker configuration, validated but for the
@@ -18,6 +20,7 @@ type Dev struct {
 	Tokens       string // QUEEN_DEV_TOKENS as given; "" is auth off
 	Faults       bool   // QUEEN_DEV_FAULTS
 	MaxBodyBytes int64  // QUEEN_MAX_BODY_BYTES
+	CacheBytes   int64  // QUEEN_DEV_CACHE_SIZE
 }
 
 // LoadDev reads queen-dev's own variables through l; the error names the
@@ -43,6 +46,9 @@ func LoadDev(ctx context.Context, l envconfig.Lookuper) (Dev, error) {
 	}
 	if c.MaxBodyBytes, err = strconv.ParseInt(raw.DevMaxBody, 10, 64); err != nil || c.MaxBodyBytes <= 0 {
 		return Dev{}, devRefusal("DevMaxBody", raw.DevMaxBody)
+	}
+	if c.CacheBytes, err = memlimit.ParseSize(raw.DevCache); err != nil {
+		return Dev{}, devRefusal("DevCache", raw.DevCache)
 	}
 	return c, nil
 }

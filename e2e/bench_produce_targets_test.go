@@ -170,7 +170,7 @@ func BenchmarkProduceTargets(b *testing.B) {
 		sink := startProduceSink(b)
 		fl, floorAddr := startProduceFloor(b, sink.url)
 
-		var floorCPU, overFloor, hwm, baseCPU, baseHWM []float64
+		var floorCPU, overFloor, hwm, baseCPU, baseHWM, devCPU []float64
 		var cpu, facadeRate, directRate, kfakeRate, rateRatio, facadeP99, kfakeP99, p99Ratio, facadeP50, kfakeP50 []float64
 		var fw, kw windowResult
 		var dr float64
@@ -179,9 +179,10 @@ func BenchmarkProduceTargets(b *testing.B) {
 				if profiles != "" {
 					defer profileFacade(b, opsAddr, profiles, strconv.Itoa(len(cpu)), targetWindow-time.Second)()
 				}
-				c0, peak := cpuSeconds(fac.pid()), roundPeak(b, fac.pid())
+				c0, d0, peak := cpuSeconds(fac.pid()), cpuSeconds(dev.pid()), roundPeak(b, fac.pid())
 				fw = produceWindow(b, []string{fac.addr}, uniq("bench-targets"))
 				cpu, hwm = append(cpu, (cpuSeconds(fac.pid())-c0)/float64(fw.records)*1e6), append(hwm, peak())
+				devCPU = append(devCPU, (cpuSeconds(dev.pid())-d0)/float64(fw.records)*1e6)
 			},
 			func() { dr = pushWindow(b, q, uniq("bench-targets-direct")) },
 			func() { kw = produceWindow(b, kf.ListenAddrs(), uniq("bench-targets-kfake")) },
@@ -223,6 +224,7 @@ func BenchmarkProduceTargets(b *testing.B) {
 			b.Logf("  baseline %s, same rounds: CPU-s per 1M records %s; VmHWM MiB %s", os.Getenv("QK_BENCH_BASELINE_BIN"), f(baseCPU), f(baseHWM))
 		}
 		b.Logf("  floor CPU-s per 1M records: %s; facade ÷ floor %s (same round)", f(floorCPU), f(overFloor))
+		b.Logf("  queen-dev CPU-s per 1M records behind the facade (same windows): %s", f(devCPU))
 		b.Logf("  (b) rec/s facade %s, direct %s, ratio %s (target >= 0.95); kfake %s", f(facadeRate), f(directRate), f(rateRatio), f(kfakeRate))
 		b.Logf("  (c) p99 ms facade %s, kfake %s, ratio %s (target <= 2); p50 ms facade %s, kfake %s",
 			f(facadeP99), f(kfakeP99), f(p99Ratio), f(facadeP50), f(kfakeP50))
@@ -230,7 +232,7 @@ func BenchmarkProduceTargets(b *testing.B) {
 		for _, m := range []struct {
 			name string
 			xs   []float64
-		}{{"facade_cpu-s/Mrec", cpu}, {"facade_VmHWM_MiB", hwm}, {"floor_cpu-s/Mrec", floorCPU}, {"facade_over_floor", overFloor}, {"facade_over_direct", rateRatio}, {"p99_facade_over_kfake", p99Ratio}} {
+		}{{"facade_cpu-s/Mrec", cpu}, {"queendev_cpu-s/Mrec", devCPU}, {"facade_VmHWM_MiB", hwm}, {"floor_cpu-s/Mrec", floorCPU}, {"facade_over_floor", overFloor}, {"facade_over_direct", rateRatio}, {"p99_facade_over_kfake", p99Ratio}} {
 			s := spreadOf(m.xs)
 			b.ReportMetric(s.min, m.name+"_min")
 			b.ReportMetric(s.med, m.name+"_median")

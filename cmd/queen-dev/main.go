@@ -105,7 +105,7 @@ func run(log *slog.Logger) error {
 		defer sup.Stop()
 		status = func() map[string]any { return map[string]any{"kafka": sup.Status()} }
 	}
-	b, err := dev.New(dev.Options{Dir: cfg.Data, Tokens: cfg.tokens, Faults: cfg.Faults, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, Status: status})
+	b, err := dev.New(dev.Options{Dir: cfg.Data, CacheBytes: cfg.CacheBytes, Tokens: cfg.tokens, Faults: cfg.Faults, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, Status: status})
 	if err != nil {
 		return fmt.Errorf("QUEEN_DEV_DATA=%s: %w", cfg.Data, err)
 	}
@@ -120,8 +120,8 @@ func run(log *slog.Logger) error {
 		auth = "on"
 	}
 	log.Info("queen-dev listening (development broker, not Queen)", "addr", ln.Addr().String(), "data", cfg.Data,
-		"auth", auth, "tenants", b.Tenants(), "faults", cfg.Faults, "embedded", emb != nil, "replayed_frames", b.Replay.Frames,
-		"torn_bytes", b.Replay.TornBytes)
+		"auth", auth, "tenants", b.Tenants(), "faults", cfg.Faults, "embedded", emb != nil, "queues", b.Boot.Queues,
+		"partitions", b.Boot.Partitions, "boot_ms", b.Boot.Took.Milliseconds())
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

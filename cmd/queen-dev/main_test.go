@@ -3,14 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -174,9 +172,9 @@ func TestBinaryBadEnvAndUsage(t *testing.T) {
 	}
 }
 
-// Damage in the middle of the log is a fatal boot: a non-zero exit and one
-// log line naming the file and the byte offset, the log left as it was.
-func TestBinaryDamagedWALRefusesBoot(t *testing.T) {
+// A damaged store is a fatal boot: a non-zero exit and one log line naming
+// the data directory, the store left as it was.
+func TestBinaryDamagedStoreRefusesBoot(t *testing.T) {
 	dir := t.TempDir()
 	env := []string{"QUEEN_DEV_DATA=" + dir}
 	p := start(t, env...)
@@ -192,22 +190,17 @@ func TestBinaryDamagedWALRefusesBoot(t *testing.T) {
 		t.Fatalf("SIGTERM exit %d", code)
 	}
 
-	path := filepath.Join(dir, "wal.log")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	manifests, err := filepath.Glob(filepath.Join(dir, "MANIFEST-*"))
+	if err != nil || len(manifests) == 0 {
+		t.Fatalf("no manifest in %s: %v", dir, err)
 	}
-	var frames []int
-	for at := 0; at < len(data); at += 8 + int(binary.LittleEndian.Uint32(data[at:])) {
-		frames = append(frames, at)
-	}
-	if len(frames) < 6 {
-		t.Fatalf("%d frames for 6 pushes", len(frames))
-	}
-	k := frames[len(frames)/2]
-	data[k+4] ^= 0xff // that frame's CRC no longer matches; intact frames follow it
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
+	damaged := map[string][]byte{}
+	for _, m := range manifests {
+		data := bytes.Repeat([]byte{0x5a}, 4096)
+		if err := os.WriteFile(m, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		damaged[m] = data
 	}
 
 	bad := &testsupport.Proc{Name: "queen-dev", Bin: os.Args[0], Args: []string{"-test.run=^$"},
@@ -219,10 +212,10 @@ func TestBinaryDamagedWALRefusesBoot(t *testing.T) {
 	select {
 	case <-bad.Done():
 	case <-time.After(20 * time.Second): // a broker that boots anyway serves forever
-		t.Fatalf("damaged log: the broker started instead of refusing\n%s", bad.Out.String())
+		t.Fatalf("damaged store: the broker started instead of refusing\n%s", bad.Out.String())
 	}
 	if bad.ExitCode() <= 0 {
-		t.Fatalf("damaged log: exit %d, want non-zero\n%s", bad.ExitCode(), bad.Out.String())
+		t.Fatalf("damaged store: exit %d, want non-zero\n%s", bad.ExitCode(), bad.Out.String())
 	}
 	var lines []string // what the broker wrote, without Proc's start and exit markers
 	for _, l := range strings.Split(strings.TrimSpace(bad.Out.String()), "\n") {
@@ -230,12 +223,13 @@ func TestBinaryDamagedWALRefusesBoot(t *testing.T) {
 			lines = append(lines, l)
 		}
 	}
-	if len(lines) != 1 || !strings.Contains(lines[0], path) || !strings.Contains(lines[0], "frame at byte "+strconv.Itoa(k)+" ") ||
-		!strings.Contains(lines[0], "level=ERROR") {
-		t.Errorf("want one error line naming %s and byte %d, got:\n%s", path, k, bad.Out.String())
+	if len(lines) != 1 || !strings.Contains(lines[0], dir) || !strings.Contains(lines[0], "level=ERROR") {
+		t.Errorf("want one error line naming %s, got:\n%s", dir, bad.Out.String())
 	}
-	if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
-		t.Error("the refused log was modified")
+	for m, data := range damaged {
+		if got, _ := os.ReadFile(m); !bytes.Equal(got, data) {
+			t.Errorf("the refused store's %s was modified", m)
+		}
 	}
 }
 

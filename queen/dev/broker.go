@@ -1,15 +1,16 @@
 package dev
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // DefaultMaxBodyBytes is QUEEN_MAX_BODY_BYTES's default (§0).
@@ -18,15 +19,15 @@ const DefaultMaxBodyBytes = 64 << 20
 // DefaultTenant is the one tenant every caller acts for when auth is off.
 const DefaultTenant = "local"
 
-// walName is the log file inside Options.Dir.
-const walName = "wal.log"
-
 // Options configure a Broker. The zero value is a memory-only, single-tenant
 // broker without fault injection, which is what other packages' unit tests
 // want behind httptest.NewServer(b.Handler()).
 type Options struct {
-	// Dir holds the write-ahead log. "" keeps everything in memory only.
+	// Dir holds the store (an embedded pebble database). "" keeps it in
+	// memory only.
 	Dir string
+	// CacheBytes is the store's block cache; 0 means DefaultCacheBytes.
+	CacheBytes int64
 	// Now is the clock for record ts, KV expiry and retention (tests inject
 	// a fake one). nil means time.Now.
 	Now func() time.Time
@@ -51,21 +52,30 @@ type Options struct {
 	// Status adds top-level blocks to GET /status beside "status":"ok"
 	// (cmd/queen-dev adds "kafka" in embedded mode); nil adds none.
 	Status func() map[string]any
+
+	// fs replaces the store's file system (tests inject failures).
+	fs vfs.FS
 }
 
-// Broker is a Queen-compatible development broker: authoritative state in
-// memory, made durable by a write-ahead log when Options.Dir is set.
+// Broker is a Queen-compatible development broker on an embedded storage
+// engine: records, KV rows and metadata in the store, only small
+// per-partition metadata in memory.
 type Broker struct {
 	opts    Options
 	log     *slog.Logger
 	maxBody int64
 	limits  connLimits // of Server
 
-	mu sync.Mutex
-	st *state
+	mu  sync.Mutex
+	st  *state
+	db  *pebble.DB
+	dur *durability
 
-	wal      *wal     // nil when memory-only
-	lockFile *os.File // flock on Dir, so two processes never share a log
+	// life is held (read) by every request while it uses the store outside
+	// mu, and taken by Close before it closes the store; closed turns away
+	// those that come after.
+	life   sync.RWMutex
+	closed bool // set under mu and life
 
 	faults faultSet
 
@@ -78,20 +88,20 @@ type Broker struct {
 
 	panics atomic.Int64 // recovered handler panics (tests assert zero)
 
-	// Replay describes what New found in the log.
-	Replay ReplayInfo
+	// Boot describes what New loaded.
+	Boot BootInfo
 }
 
-// ReplayInfo reports the boot-time replay of the write-ahead log.
-type ReplayInfo struct {
-	Frames    int   // intact frames replayed
-	Bytes     int64 // bytes of intact frames
-	TornBytes int64 // bytes of a torn tail that were truncated
-	Compacted int64 // size of the rewritten log, 0 if boot did not compact
+// BootInfo reports what New loaded from the store: metadata only, so boot
+// time does not grow with the data stored.
+type BootInfo struct {
+	Queues     int
+	Partitions int
+	Took       time.Duration
 }
 
-// New opens (or creates) the broker's storage and replays it. With
-// Options.Dir empty it cannot fail.
+// New opens (or creates) the broker's store and loads its metadata. With
+// Options.Dir empty the store is in memory.
 func New(opts Options) (*Broker, error) {
 	b := &Broker{
 		opts:      opts,
@@ -99,6 +109,7 @@ func New(opts Options) (*Broker, error) {
 		maxBody:   opts.MaxBodyBytes,
 		limits:    defaultLimits,
 		st:        newState(),
+		dur:       newDurability(),
 		closing:   make(chan struct{}),
 		sweepStop: make(chan struct{}),
 		sweepDone: make(chan struct{}),
@@ -109,11 +120,17 @@ func New(opts Options) (*Broker, error) {
 	if b.maxBody <= 0 {
 		b.maxBody = DefaultMaxBodyBytes
 	}
-	if opts.Dir != "" {
-		if err := b.openStorage(opts.Dir); err != nil {
-			return nil, err
-		}
+	start := time.Now()
+	db, err := openEngine(opts.Dir, opts.CacheBytes, opts.fs, engineLogger{log: b.log, fail: b.dur.fail})
+	if err != nil {
+		return nil, err
 	}
+	b.db = db
+	if err := b.load(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("load %s: %w", opts.Dir, err)
+	}
+	b.Boot.Took = time.Since(start)
 	interval := opts.SweepInterval
 	if interval == 0 {
 		interval = time.Second
@@ -126,67 +143,83 @@ func New(opts Options) (*Broker, error) {
 	return b, nil
 }
 
-func (b *Broker) openStorage(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("data dir %s: %w", dir, err)
-	}
-	lf, err := lockDir(filepath.Join(dir, "LOCK"))
-	if err != nil {
-		return fmt.Errorf("data dir %s: %w", dir, err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, walName), os.O_RDWR|os.O_CREATE, 0o644)
-	if err == nil {
-		// A new log's directory entry must be durable too, or a power loss
-		// could drop the whole file along with every fsynced frame.
-		err = syncDir(dir)
-	}
-	if err != nil {
-		if f != nil {
-			f.Close()
+// load reads the metadata kinds: the KV version counter, every queue and
+// every partition's log end and start.
+func (b *Broker) load() error {
+	if v, closer, err := b.db.Get(keyKVSeq()); err == nil {
+		if len(v) == 8 {
+			b.st.kvSeq = int64(binary.BigEndian.Uint64(v))
 		}
-		lf.Close()
-		return fmt.Errorf("open log: %w", err)
+		closer.Close()
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return err
 	}
-	res, err := replay(f, func(ops []op) error {
-		for _, o := range ops {
-			if err := o.apply(b.st); err != nil {
-				return err
-			}
+	byID := map[string]*queue{}
+	err := b.scan([]byte{kindQueue}, func(k, v []byte) error {
+		tn, name, err := readLP(k[1:])
+		if err != nil {
+			return err
 		}
+		id, created, opts, err := decodeQueue(v)
+		if err != nil {
+			return fmt.Errorf("queue %q: %w", name, err)
+		}
+		q := newQueue(string(name), id, created, opts)
+		b.st.tenant(tn).queues[q.name] = q
+		byID[id] = q
+		b.Boot.Queues++
 		return nil
 	})
 	if err != nil {
-		f.Close()
-		lf.Close()
-		return fmt.Errorf("replay %s: %w", filepath.Join(dir, walName), err)
+		return err
 	}
-	b.Replay = ReplayInfo{Frames: res.frames, Bytes: res.validEnd, TornBytes: res.tornBytes}
-	if res.tornBytes > 0 {
-		b.log.Warn("queen-dev: truncated a torn log tail", "bytes", res.tornBytes, "kept", res.validEnd)
-	}
-	// A log mostly made of dead bytes (overwritten KV rows, deleted queues,
-	// retired records) is rewritten as a snapshot of the live state.
-	if live := b.st.liveBytes(); res.validEnd > compactMinBytes && res.validEnd > 2*live {
-		f.Close()
-		n, err := compactLog(dir, b.st, b.now().UnixMicro())
+	return b.scan([]byte{kindPart}, func(k, v []byte) error {
+		qid, name, err := readLP(k[1:])
 		if err != nil {
-			lf.Close()
 			return err
 		}
-		b.log.Info("queen-dev: compacted the log", "from_bytes", res.validEnd, "to_bytes", n)
-		b.Replay.Compacted = n
-		if f, err = os.OpenFile(filepath.Join(dir, walName), os.O_RDWR, 0o644); err == nil {
-			_, err = f.Seek(0, io.SeekEnd)
+		q := byID[qid]
+		if q == nil {
+			return nil // deleted with its queue in the same batch; never expected
 		}
-		if err != nil {
-			lf.Close()
-			return fmt.Errorf("reopen compacted log: %w", err)
+		p := &partition{name: string(name), waiters: map[*waiter]struct{}{}}
+		if err := decodePart(v, p); err != nil {
+			return fmt.Errorf("partition %q of %q: %w", name, q.name, err)
+		}
+		p.dedupFloor = p.lso
+		q.parts[p.name] = p
+		b.Boot.Partitions++
+		return nil
+	})
+}
+
+// scan calls fn for every key with prefix.
+func (b *Broker) scan(prefix []byte, fn func(k, v []byte) error) error {
+	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
 		}
 	}
-	b.lockFile = lf
-	b.wal = startWAL(f)
-	return nil
+	return errors.Join(it.Error(), it.Close())
 }
+
+// enter admits a request to the store (false once Close has begun); the
+// caller calls leave when done with it, including its durability wait.
+func (b *Broker) enter() bool {
+	b.life.RLock()
+	if b.closed {
+		b.life.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (b *Broker) leave() { b.life.RUnlock() }
 
 // Drain makes every parked fetch answer now and every new one answer
 // without parking; call it before http.Server.Shutdown so draining does
@@ -195,21 +228,26 @@ func (b *Broker) Drain() {
 	b.drainOnce.Do(func() { close(b.closing) })
 }
 
-// Close drains, stops the sweep, flushes and syncs the log and releases the
-// data directory. Requests still in flight after Close get errors.
+// Close drains, stops the sweep, waits for requests using the store,
+// flushes its memtables (so that the next boot has no log to replay) and
+// closes it. Requests after Close get
+// errors.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.Drain()
 		close(b.sweepStop)
 		<-b.sweepDone
-		var errs []error
-		if b.wal != nil {
-			errs = append(errs, b.wal.close())
+		b.life.Lock()
+		b.mu.Lock()
+		b.closed = true
+		b.mu.Unlock()
+		b.life.Unlock()
+		failed := b.dur.err()
+		if failed == nil {
+			// Flushed memtables make the next boot replay nothing.
+			failed = b.db.Flush()
 		}
-		if b.lockFile != nil {
-			errs = append(errs, b.lockFile.Close())
-		}
-		b.closeErr = errors.Join(errs...)
+		b.closeErr = errors.Join(failed, b.db.Close())
 	})
 	return b.closeErr
 }
@@ -222,43 +260,6 @@ func (b *Broker) now() time.Time {
 }
 
 func (b *Broker) authOn() bool { return len(b.opts.Tokens) > 0 }
-
-// commit applies ops to memory and queues them as one WAL frame. The caller
-// holds b.mu and waits on the returned batch (outside the lock) before
-// acknowledging. A failing apply is a bug in the caller's decision logic;
-// the ops before it stay applied, so it is reported loudly.
-func (b *Broker) commit(ops []op) (*batch, error) {
-	for _, o := range ops {
-		if err := o.apply(b.st); err != nil {
-			b.log.Error("queen-dev: apply failed", "err", err)
-			return nil, err
-		}
-	}
-	return b.logApplied(ops), nil
-}
-
-// logApplied queues ops the caller has already applied and returns the
-// batch to wait for before acknowledging. With nothing to log that is the
-// newest batch: the answer may still rest on state another request has not
-// yet made durable (a duplicate push names records still being synced).
-func (b *Broker) logApplied(ops []op) *batch {
-	if b.wal == nil {
-		return nil
-	}
-	if len(ops) == 0 {
-		return b.wal.tail()
-	}
-	return b.wal.append(ops)
-}
-
-// observed returns the batch a reader must wait for so that it never
-// answers with state that a crash could still take back.
-func (b *Broker) observed() *batch {
-	if b.wal == nil {
-		return nil
-	}
-	return b.wal.tail()
-}
 
 // Mutations counts applied state changes (for tests proving a refused
 // request wrote nothing).

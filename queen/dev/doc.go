@@ -10,52 +10,61 @@
 //
 // # Storage
 //
-// State is authoritative in memory (queues, partitions as slices of records,
-// KV namespaces with a sorted key index) and made durable by an append-only
-// write-ahead log, Dir/wal.log. Each request that changes anything becomes
-// ONE CRC-32C framed entry holding the outcomes it applied (offsets,
-// versions, commit times — never the request), so replay needs no clock and
-// no decisions, and a request replays entirely or not at all (a transaction's
-// KV rider and records share a frame). One writer goroutine group-commits:
-// while it writes and fsyncs one batch of frames the next batch collects, and
-// every request is acknowledged only after the fsync of its batch; reads
-// likewise wait until everything they could have observed is synced, so no
-// answer ever shows state a crash could take back. A flock on Dir/LOCK keeps
-// two processes off one log. If a write or fsync fails the broker stops
-// acknowledging writes (500), since memory would otherwise be ahead of disk.
+// Everything is in an embedded storage engine, cockroachdb/pebble (an LSM
+// tree with a group-committed write-ahead log), in Dir; with Dir empty it
+// runs on pebble's in-memory file system. keys.go is the layout: records
+// keyed by (queue id, partition, offset), the producer-dedup index by
+// (queue id, partition, transactionId) plus its age index by offset, KV
+// rows by (tenant, namespace, key) plus an expiry index, queue metadata,
+// partition metadata (log end, log start, retained bytes, last commit
+// time) and the store-wide KV version counter. Memory holds only the
+// metadata of queues and partitions (and parked fetches), loaded at boot
+// by a scan of the metadata keys: boot reads no record and no KV row, so
+// neither memory nor boot time grows with the data stored. Fetch reads
+// ranges of record keys through a bounded block cache (Options.CacheBytes,
+// QUEEN_DEV_CACHE_SIZE, 64 MiB by default) beside at most four 16 MiB
+// memtables. Values of 256 bytes and more (records) are separated into blob
+// files written once, so compactions rewrite only keys (see store.go).
 //
-// # Torn tails and damage
+// Each request that changes anything is ONE pebble batch (a transaction's
+// KV rider and records included), so it applies entirely or not at all.
+// It is decided and applied under Broker.mu, which makes it visible at
+// once (pebble's ApplyNoSyncWait with Sync), and its fsync is waited for
+// outside the lock, where pebble coalesces the fsyncs of concurrent
+// batches (group commit); a request is acknowledged only after its fsync.
+// Readers wait likewise until every batch applied before their read is
+// synced, so no answer ever shows state a crash could take back. If a
+// commit or an fsync fails the broker stops acknowledging anything (500),
+// since what it showed may not be on disk. Pebble's own LOCK file keeps two
+// processes (and two brokers in one process) off one directory. On boot
+// pebble replays its log: a torn tail (a record cut short, zeros, garbage
+// after the last intact record: what a crash during the last write
+// leaves) ends the replay, and nothing in it was acknowledged. A damaged
+// manifest refuses the boot (cmd/queen-dev exits 1 with one log line naming
+// the directory). Unlike the hand-rolled log before it, which refused a
+// boot when intact frames followed a damaged one, pebble ends the replay of
+// its newest log file at damage in its middle too (disk corruption, not a
+// crash, makes that: a test flipping one byte halfway through a log of
+// 1,000 synced records kept the 495 before it). A directory still holding
+// the old log, wal.log, is refused with what to do (its format is no
+// longer read). Retention and the dedup
+// and KV expiry sweeps delete with range deletions and point deletes; the
+// engine's compactions reclaim the space in the background.
 //
-// On boot the log is replayed frame by frame from byte 0. A frame is intact
-// when its length is 1..1 GiB, it lies wholly inside the file and its CRC-32C
-// matches. Replay stops at the first frame that is not intact, at byte X. The
-// bytes from X to the end are a torn tail, and are truncated (with a warning
-// line), only when fewer than 8 bytes remain after X or no intact frame whose
-// body decodes starts at any byte after X: a crash during the last write
-// leaves exactly that (a frame cut short, zeros, or a final frame whose CRC
-// does not match), and what it leaves was never acknowledged, because
-// nothing is acknowledged before its fsync. Anything else is damage: an
-// intact frame after a bad one means writes were acknowledged after it, so
-// boot refuses (cmd/queen-dev exits 1 with one log line naming the file and
-// byte X, and leaves the file as it was) rather than silently drop them;
-// move the log aside, or truncate it to X bytes to keep what precedes the
-// damage. A CRC-valid frame that does not decode refuses the boot too. The
-// search after X checksums at most 4 GiB (enough for any tail made of this
-// log's own frames); a tail it cannot check is refused, never cut. Two
-// consequences of the definition: damage to the final frame alone is cut as
-// a torn tail, and a power loss that wrote the last batch's later pages but
-// not its earlier ones is refused although nothing in it was acknowledged.
-//
-// Why not bbolt: a B+tree commit costs an fsync (two, with the freelist) per
-// transaction and serialises writers; grouping requests into one bbolt
-// transaction needs the same batching machinery as a log, and fetch would
-// decode records from pages instead of handing out the pushed bytes. For a
-// development broker whose data fits in memory, a log of outcomes is smaller,
-// faster and easier to make crash-exact. Dead bytes (overwritten KV rows,
-// deleted queues, retired records) stay in the log until the next boot: when
-// a log over 64 MiB is more than twice the live state, boot rewrites it as a
-// snapshot (temporary file, fsync, rename, directory fsync), so a crash during
-// compaction leaves either the old log or the new one.
+// Why pebble. bbolt (a B+tree in one mmapped file) commits with an fsync
+// per transaction and serialises writers: a request per fsync, or the
+// broker's own batching machinery in front of it, which is what the engine
+// is meant to replace; its file never shrinks, and a 10 GB store is 10 GB
+// of mapped pages the kernel counts in the process's RSS while they are
+// hot. badger (an LSM with values in a separate log) group-commits too,
+// but its value log needs its own garbage collection runs, which a
+// delete-heavy queue (retention) makes constant work, and its caches and
+// memtables are sized for servers (about 1 GiB by default). pebble has
+// group commit of synced batches, range deletions (a deleted queue or a
+// retired prefix of a partition is one tombstone), bloom filters for the
+// dedup lookups, one bounded block cache, and is the engine of CockroachDB.
+// pebble/v2 rather than v1: v1 is in maintenance; v2 is the line CockroachDB
+// ships.
 //
 // # Connections
 //
@@ -81,8 +90,9 @@
 //     200 ms). The first record of a call is always delivered; per-entry
 //     maxBytes and the 64 MiB call budget are otherwise not exceeded.
 //   - KV versions come from one store-wide counter (persisted, never
-//     reissued). Ops of one call are applied directly with an undo log, so
-//     a lost required precondition restores everything. incr (unused by the
+//     reissued). Ops of one call are written to one indexed batch that
+//     each op reads through, so a lost required precondition discards the
+//     batch and restores everything. incr (unused by the
 //     facade) adds delta to a numeric value (absent = 0); a non-numeric value
 //     answers applied:false reason "type", a result outside min/max answers
 //     applied:false reason "bounds". expiresAt/updatedAt use the record-time

@@ -2,16 +2,19 @@ package dev
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"hash/crc32"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -106,8 +109,8 @@ func TestRestartReplaysEverything(t *testing.T) {
 	}
 
 	e2 := reopen(t, dir, Options{Now: clk.Now})
-	if e2.b.Replay.Frames == 0 || e2.b.Replay.TornBytes != 0 {
-		t.Errorf("replay %+v", e2.b.Replay)
+	if e2.b.Boot.Queues == 0 || e2.b.Boot.Partitions == 0 {
+		t.Errorf("boot %+v", e2.b.Boot)
 	}
 	if after := snapshot(t, e2); after != before {
 		t.Fatalf("state differs after restart:\nbefore:\n%s\nafter:\n%s", before, after)
@@ -126,8 +129,9 @@ func TestRestartReplaysEverything(t *testing.T) {
 	}
 }
 
-// An acknowledged write is in the log file at the moment of the answer:
-// a copy of the file taken then (as a kill -9 would leave it) replays it.
+// An acknowledged write is in the store's files at the moment of the
+// answer: a copy of them taken then (as a kill -9 would leave them, the
+// engine's lock included) boots with it.
 func TestAckedWritesOnDiskWithoutClose(t *testing.T) {
 	dir := t.TempDir()
 	e := newEnv(t, Options{Dir: dir})
@@ -147,23 +151,36 @@ func TestAckedWritesOnDiskWithoutClose(t *testing.T) {
 	wg.Wait()
 	snapshot(t, e) // its configure of "cfg" creates that queue; the next one is stable
 	want := snapshot(t, e)
-	crash := t.TempDir()
-	data, err := os.ReadFile(filepath.Join(dir, walName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(crash, walName), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	crash := copyDir(t, dir)
 	e2 := reopen(t, crash, Options{})
 	if got := snapshot(t, e2); got != want {
 		t.Fatalf("crash copy differs:\nwant:\n%s\ngot:\n%s", want, got)
 	}
 }
 
-// populatedLog is a closed broker's Dir after populate, and the snapshot it
-// served.
-func populatedLog(t *testing.T) (dir, want string) {
+// copyDir copies every file of dir into a new directory, as they are now.
+func copyDir(t *testing.T, dir string) string {
+	t.Helper()
+	out := t.TempDir()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ent := range ents {
+		data, err := os.ReadFile(filepath.Join(dir, ent.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(out, ent.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// populatedStore is a closed broker's Dir after populate, and the snapshot
+// it served.
+func populatedStore(t *testing.T) (dir, want string) {
 	t.Helper()
 	dir = t.TempDir()
 	e := newEnv(t, Options{Dir: dir})
@@ -176,92 +193,100 @@ func populatedLog(t *testing.T) (dir, want string) {
 	return dir, want
 }
 
-// A tail that holds no intact frame is cut whatever it holds.
-func TestTornTailTruncated(t *testing.T) {
-	dir, want := populatedLog(t)
-	path := filepath.Join(dir, walName)
-	orig, _ := os.ReadFile(path)
-	good := int64(len(orig))
-	// The largest frame, so that a copy's prefix holds op headers.
-	offs := append(frameOffsets(t, orig), good)
-	var big []byte
-	for i := range offs[1:] {
-		if f := orig[offs[i]:offs[i+1]]; len(f) > len(big) {
-			big = f
-		}
+// newestWAL is the engine's write-ahead log file that takes new writes.
+func newestWAL(t *testing.T, dir string) string {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no write-ahead log in %s: %v", dir, err)
 	}
+	sort.Strings(logs)
+	return logs[len(logs)-1]
+}
 
+// A crash during the engine's last log write leaves a torn tail (a record
+// cut short, zeros, garbage): boot keeps everything before it, and new
+// writes follow and survive the next restart.
+func TestTornTailTruncated(t *testing.T) {
 	cases := map[string]func([]byte) []byte{
 		"short header": func(b []byte) []byte { return append(b, 7, 0, 0) },
-		"short body": func(b []byte) []byte {
-			h := make([]byte, frameHeader)
-			binary.LittleEndian.PutUint32(h, 100)
-			return append(append(b, h...), make([]byte, 40)...)
-		},
-		"bad crc": func(b []byte) []byte {
-			body := []byte{1, kindKVSeq, 2}
-			h := make([]byte, frameHeader)
-			binary.LittleEndian.PutUint32(h, uint32(len(body)))
-			binary.LittleEndian.PutUint32(h[4:], 12345)
-			return append(append(b, h...), body...)
-		},
-		"huge length": func(b []byte) []byte { return append(b, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0) },
 		// A power loss after the file grew but before its blocks were written.
-		"zeros":             func(b []byte) []byte { return append(b, make([]byte, 4096)...) },
-		"real frame prefix": func(b []byte) []byte { return append(b, big[:len(big)-1]...) },
-		"real frame, bad crc": func(b []byte) []byte {
-			b = append(b, big...)
-			b[len(b)-len(big)+4] ^= 1
-			return b
+		"zeros":   func(b []byte) []byte { return append(b, make([]byte, 4096)...) },
+		"garbage": func(b []byte) []byte { return append(b, bytes.Repeat([]byte{0xa5, 0x11, 0x3c}, 3000)...) },
+		"half a record": func(b []byte) []byte {
+			return append(b, b[len(b)/2:len(b)/2+len(b)/4]...)
 		},
 	}
 	for name, tear := range cases {
 		t.Run(name, func(t *testing.T) {
-			if err := os.WriteFile(path, tear(append([]byte(nil), orig...)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			opts := Options{Dir: dir, SweepInterval: -1}
-			b, err := New(opts)
+			dir, _ := populatedStore(t)
+			// The writes of a second boot land in a log of their own, which is
+			// the one torn.
+			e := reopen(t, dir, Options{})
+			e.pushN("torn", "0", 2)
+			want := snapshot(t, e)
+			crash := copyDir(t, dir) // as kill -9 leaves it: the engine not closed
+			wal := newestWAL(t, crash)
+			orig, err := os.ReadFile(wal)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b.Replay.TornBytes == 0 || b.Replay.Bytes != good {
-				t.Errorf("replay %+v, want %d good bytes and a torn tail", b.Replay, good)
+			if err := os.WriteFile(wal, tear(orig), 0o644); err != nil {
+				t.Fatal(err)
 			}
-			b.Close()
-			st, _ := os.Stat(path)
-			if st.Size() != good {
-				t.Errorf("file %d bytes after truncation, want %d", st.Size(), good)
+			e2 := reopen(t, crash, Options{})
+			if got := snapshot(t, e2); got != want {
+				t.Fatalf("after a torn tail:\nwant:\n%s\ngot:\n%s", want, got)
+			}
+			e2.pushN("after", "0", 2)
+			want = snapshot(t, e2)
+			e2.srv.Close()
+			if err := e2.b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			e3 := reopen(t, crash, Options{})
+			if got := snapshot(t, e3); got != want {
+				t.Fatalf("writes after the torn tail lost:\nwant:\n%s\ngot:\n%s", want, got)
 			}
 		})
 	}
-	e2 := reopen(t, dir, Options{})
-	if got := snapshot(t, e2); got != want {
-		t.Fatalf("after torn tails:\nwant:\n%s\ngot:\n%s", want, got)
+}
+
+// A store whose manifest is damaged refuses the boot, naming the
+// directory, rather than starting with part of its data.
+func TestCorruptStoreRefusesBoot(t *testing.T) {
+	dir, _ := populatedStore(t)
+	manifests, err := filepath.Glob(filepath.Join(dir, "MANIFEST-*"))
+	if err != nil || len(manifests) == 0 {
+		t.Fatalf("no manifest: %v", err)
 	}
-	// New writes follow the last good frame and replay too.
-	e2.pushN("after", "0", 2)
-	want = snapshot(t, e2)
-	e2.srv.Close()
-	e2.b.Close()
-	e3 := reopen(t, dir, Options{})
-	if got := snapshot(t, e3); got != want {
-		t.Fatalf("writes after truncation lost:\nwant:\n%s\ngot:\n%s", want, got)
+	for _, m := range manifests {
+		if err := os.WriteFile(m, bytes.Repeat([]byte{0x5a}, 4096), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := New(Options{Dir: dir, SweepInterval: -1}); err == nil {
+		b.Close()
+		t.Fatal("corrupt store accepted")
+	} else if !strings.Contains(err.Error(), dir) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("error must name %s on one line: %v", dir, err)
 	}
 }
 
-// A CRC-valid frame that does not decode is corruption: boot refuses it.
-func TestCorruptFrameRefusesBoot(t *testing.T) {
+// A data directory of the queen-dev before the engine (its wal.log) is
+// refused with what to do, never silently started empty beside it.
+func TestLegacyLogRefused(t *testing.T) {
 	dir := t.TempDir()
-	body := []byte{1, 99}
-	h := make([]byte, frameHeader)
-	binary.LittleEndian.PutUint32(h, uint32(len(body)))
-	binary.LittleEndian.PutUint32(h[4:], crc32c(body))
-	if err := os.WriteFile(filepath.Join(dir, walName), append(h, body...), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, legacyLog), []byte("old frames"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(Options{Dir: dir}); err == nil {
-		t.Fatal("corrupt log accepted")
+	b, err := New(Options{Dir: dir, SweepInterval: -1})
+	if err == nil {
+		b.Close()
+		t.Fatal("a directory holding wal.log was opened")
+	}
+	if !strings.Contains(err.Error(), filepath.Join(dir, legacyLog)) || !strings.Contains(err.Error(), "move it aside") {
+		t.Errorf("error: %v", err)
 	}
 }
 
@@ -298,18 +323,20 @@ func TestWritesAfterCloseFail(t *testing.T) {
 	if queen.KindOf(err) != queen.KindServer {
 		t.Errorf("fetch after close: %v", err)
 	}
+	if b.Panics() != 0 {
+		t.Errorf("%d panics", b.Panics())
+	}
 }
 
-func crc32c(b []byte) uint32 { return crc32.Checksum(b, crcTable) }
-
-// A log mostly made of dead bytes is rewritten at boot; the state it
-// rebuilds is identical, and writes after it replay too.
-func TestCompactionOnBoot(t *testing.T) {
+// Retention's raised log start (an emptied partition keeps its log end),
+// a deleted queue's records and overwritten KV rows are as they were after
+// a restart, and writes after it continue from there.
+func TestRestartAfterRetentionAndDelete(t *testing.T) {
 	dir := t.TempDir()
 	clk := newFakeClock()
 	e := newEnv(t, Options{Dir: dir, Now: clk.Now})
 	populate(t, e)
-	for i := 0; i < 50; i++ { // dead bytes: overwritten rows and a deleted queue
+	for i := 0; i < 50; i++ {
 		if _, err := e.qc.KV(ctx(t), []queen.KVOp{put("qk:hot", fmt.Sprintf(`{"i":%d,"pad":"%0200d"}`, i, 0))}); err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +345,6 @@ func TestCompactionOnBoot(t *testing.T) {
 	if _, err := e.qc.DeleteQueue(ctx(t), "scratch"); err != nil {
 		t.Fatal(err)
 	}
-	// Retention empties a partition: its log end must survive compaction.
 	if _, err := e.qc.Configure(ctx(t), "a", map[string]any{"retentionEnabled": true, "retentionSeconds": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -329,37 +355,90 @@ func TestCompactionOnBoot(t *testing.T) {
 	if err := e.b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := os.Stat(filepath.Join(dir, walName))
-
-	old := compactMinBytes
-	compactMinBytes = 0
-	t.Cleanup(func() { compactMinBytes = old })
 	e2 := reopen(t, dir, Options{Now: clk.Now})
-	if e2.b.Replay.Compacted == 0 || e2.b.Replay.Compacted >= st.Size() {
-		t.Fatalf("not compacted: %+v (log was %d bytes)", e2.b.Replay, st.Size())
-	}
 	if got := snapshot(t, e2); got != want {
-		t.Fatalf("compaction changed state:\nwant:\n%s\ngot:\n%s", want, got)
+		t.Fatalf("restart changed state:\nwant:\n%s\ngot:\n%s", want, got)
 	}
 	res := e2.pushN("a", "0", 1)
 	if *res[0].Offset != 4 {
-		t.Errorf("offset after compaction %d, want 4", *res[0].Offset)
+		t.Errorf("offset after restart %d, want 4", *res[0].Offset)
 	}
-	want = snapshot(t, e2)
-	e2.srv.Close()
-	if err := e2.b.Close(); err != nil {
+	// The deleted queue's rows are gone from the store, not only hidden.
+	// Stored now: a/0's new record and t/0's one; a's retired records and
+	// the deleted queues' are gone from the store, not only hidden.
+	n := 0
+	if err := e2.b.scan([]byte{kindRecord}, func(k, v []byte) error { n++; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	e3 := reopen(t, dir, Options{Now: clk.Now})
-	if got := snapshot(t, e3); got != want {
-		t.Fatalf("writes after compaction:\nwant:\n%s\ngot:\n%s", want, got)
+	if n != 2 {
+		t.Errorf("%d records stored, want 2", n)
 	}
 }
 
-// A failed log write is sticky: that write and every later call answer 500
-// instead of acknowledging (or showing) state the log does not hold.
+// failFS fails every Sync of the engine's files once armed.
+type failFS struct {
+	vfs.FS
+	armed *atomic.Bool
+}
+
+type failFile struct {
+	vfs.File
+	armed *atomic.Bool
+}
+
+func (f failFile) Sync() error {
+	if f.armed.Load() {
+		return errors.New("injected sync failure")
+	}
+	return f.File.Sync()
+}
+
+func (f failFile) SyncData() error { return f.Sync() }
+
+func (f failFile) SyncTo(length int64) (bool, error) {
+	if f.armed.Load() {
+		return false, errors.New("injected sync failure")
+	}
+	return f.File.SyncTo(length)
+}
+
+func (f failFile) Write(p []byte) (int, error) {
+	if f.armed.Load() {
+		return 0, errors.New("injected write failure")
+	}
+	return f.File.Write(p)
+}
+
+func (fs failFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, cat)
+	if err != nil {
+		return nil, err
+	}
+	return failFile{f, fs.armed}, nil
+}
+
+func (fs failFS) ReuseForWrite(oldname, newname string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname, cat)
+	if err != nil {
+		return nil, err
+	}
+	return failFile{f, fs.armed}, nil
+}
+
+func (fs failFS) OpenReadWrite(name string, cat vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.OpenReadWrite(name, cat, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return failFile{f, fs.armed}, nil
+}
+
+// A failed write to the store is sticky: that write and every later call
+// answer 500 instead of acknowledging (or showing) state the disk may not
+// hold.
 func TestLogFailureIsSticky(t *testing.T) {
-	b, err := New(Options{Dir: t.TempDir(), SweepInterval: -1})
+	var armed atomic.Bool
+	b, err := New(Options{Dir: t.TempDir(), SweepInterval: -1, fs: failFS{vfs.Default, &armed}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,11 +447,12 @@ func TestLogFailureIsSticky(t *testing.T) {
 	qc, _ := queen.New(queen.Config{URL: srv.URL})
 	e := &env{t: t, b: b, srv: srv, qc: qc}
 	e.pushN("q", "0", 1)
-	e.b.wal.f.Close() // every later write or sync fails
+	armed.Store(true) // every later write or sync fails
 	_, err = e.qc.Push(ctx(t), []queen.PushItem{{Queue: "q", Partition: "0", Payload: json.RawMessage(`2`)}})
 	if queen.KindOf(err) != queen.KindServer {
 		t.Fatalf("push with a failed log: %v", err)
 	}
+	armed.Store(false) // a recovered disk does not make the broker trust memory again
 	_, err = e.qc.KV(ctx(t), []queen.KVOp{put("k", `1`)})
 	if queen.KindOf(err) != queen.KindServer {
 		t.Errorf("kv with a failed log: %v", err)
@@ -386,101 +466,5 @@ func TestLogFailureIsSticky(t *testing.T) {
 	}
 	if err := b.Close(); err == nil {
 		t.Error("Close must report the log failure")
-	}
-}
-
-// frameOffsets walks a log's frame headers: the start of every frame, and
-// the end of the last one.
-func frameOffsets(t *testing.T, data []byte) []int64 {
-	t.Helper()
-	var offs []int64
-	for at := int64(0); at < int64(len(data)); {
-		offs = append(offs, at)
-		at += frameHeader + int64(binary.LittleEndian.Uint32(data[at:]))
-	}
-	return offs
-}
-
-// Damage anywhere but the tail refuses the boot, naming the file and the
-// offset, and leaves the log untouched; nothing acknowledged after the
-// damage is silently dropped.
-func TestMidLogDamageRefusesBoot(t *testing.T) {
-	dir, want := populatedLog(t)
-	path := filepath.Join(dir, walName)
-	orig, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	offs := frameOffsets(t, orig)
-	if len(offs) < 4 {
-		t.Fatalf("%d frames: too few to damage one in the middle", len(offs))
-	}
-	k := offs[len(offs)/2]
-	n := binary.LittleEndian.Uint32(orig[k:])
-	setLen := func(v uint32) func([]byte) { return func(b []byte) { binary.LittleEndian.PutUint32(b[k:], v) } }
-	cases := map[string]func([]byte){
-		"flipped body byte":  func(b []byte) { b[k+frameHeader+int64(n)/2] ^= 0x40 },
-		"flipped crc":        func(b []byte) { b[k+4] ^= 1 },
-		"length shorter":     setLen(n - 1),
-		"length longer":      setLen(n + 5),
-		"length past end":    setLen(uint32(len(orig))),
-		"length over limit":  setLen(0xfffffff0),
-		"zeroed header":      func(b []byte) { copy(b[k:], make([]byte, frameHeader)) },
-		"zeroed first frame": func(b []byte) { copy(b, make([]byte, frameHeader+3)) },
-	}
-	for name, damage := range cases {
-		t.Run(name, func(t *testing.T) {
-			bad := append([]byte(nil), orig...)
-			damage(bad)
-			at := k
-			if name == "zeroed first frame" {
-				at = 0
-			}
-			if err := os.WriteFile(path, bad, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			b, err := New(Options{Dir: dir, SweepInterval: -1})
-			if err == nil {
-				b.Close()
-				t.Fatalf("damaged log accepted: replay %+v", b.Replay)
-			}
-			if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, fmt.Sprintf("frame at byte %d ", at)) ||
-				strings.Contains(msg, "\n") {
-				t.Errorf("error must name %s and byte %d on one line: %v", path, at, err)
-			}
-			if got, _ := os.ReadFile(path); !bytes.Equal(got, bad) {
-				t.Errorf("refused log was modified (%d bytes, was %d)", len(got), len(bad))
-			}
-		})
-	}
-	// What follows the damage cannot be checked within the budget: refused,
-	// never cut.
-	t.Run("scan budget spent", func(t *testing.T) {
-		old := scanBudget
-		scanBudget = 0
-		t.Cleanup(func() { scanBudget = old })
-		bad := append([]byte(nil), orig...)
-		bad[k+4] ^= 1
-		if err := os.WriteFile(path, bad, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		b, err := New(Options{Dir: dir, SweepInterval: -1})
-		if err == nil {
-			b.Close()
-			t.Fatal("unchecked tail accepted")
-		}
-		if !strings.Contains(err.Error(), fmt.Sprintf("frame at byte %d ", k)) || !strings.Contains(err.Error(), "could not be checked") {
-			t.Errorf("error: %v", err)
-		}
-		if got, _ := os.ReadFile(path); !bytes.Equal(got, bad) {
-			t.Error("refused log was modified")
-		}
-	})
-	if err := os.WriteFile(path, orig, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e2 := reopen(t, dir, Options{})
-	if got := snapshot(t, e2); got != want {
-		t.Fatalf("after restoring the log:\nwant:\n%s\ngot:\n%s", want, got)
 	}
 }

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/queen-mq/queen-kafka/internal/jsontext"
 	"github.com/queen-mq/queen-kafka/queen"
@@ -125,28 +126,30 @@ func fetchPartition(raw json.RawMessage) (string, error) {
 	return string(raw), nil
 }
 
-// fetchSlot is one answered entry; recs is an immutable view of the log.
+// fetchSlot is one entry's view of its partition, taken under b.mu.
 type fetchSlot struct {
-	recs     []record
+	qid      string
 	first    int64
 	hwm, lso int64
 	err      string
 }
 
 type fetchEval struct {
-	slots     []fetchSlot
-	anyErr    bool
-	delivered int64
+	slots    []fetchSlot
+	anyErr   bool
+	readable bool             // some entry has records at or past its offset
+	it       *pebble.Iterator // the store as of the slots' metadata; nil if !readable
+	tail     *pending
 }
 
-// evalFetch reads every entry against the call's budgets under b.mu. When
-// w is not nil it is registered on every named partition (or on the queue,
-// for a partition not written yet) so that a write wakes it.
-func (b *Broker) evalFetch(tenantName string, req *fetchRequest, w *waiter) *fetchEval {
+// evalFetch reads every entry's partition metadata under b.mu and opens an
+// iterator on the records as they are at that instant (records are
+// rendered from it outside the lock). When w is not nil it is registered on
+// every named partition (or on the queue, for a partition not written yet)
+// so that a write wakes it.
+func (b *Broker) evalFetch(tenantName string, req *fetchRequest, w *waiter) (*fetchEval, error) {
 	t := b.st.tenant(tenantName)
 	ev := &fetchEval{slots: make([]fetchSlot, len(req.entries))}
-	var used, rendered int64
-	firstOfCall := true
 	for i := range req.entries {
 		e := &req.entries[i]
 		s := &ev.slots[i]
@@ -175,34 +178,33 @@ func (b *Broker) evalFetch(tenantName string, req *fetchRequest, w *waiter) *fet
 		if w != nil {
 			p.waiters[w] = struct{}{}
 		}
-		s.hwm, s.lso = p.hwm(), p.lso
+		s.hwm, s.lso = p.hwm, p.lso
 		if e.offset < s.lso || e.offset > s.hwm {
 			s.err = queen.FetchErrOutOfRange
 			ev.anyErr = true
 			continue
 		}
-		s.first = e.offset
-		var n, entryBytes int64
-		for off := e.offset; off < s.hwm && n < maxRecordsPerEntry; off++ {
-			r := p.at(off)
-			sz := int64(len(r.payload))
-			rs := sz + int64(len(r.msgID)+len(r.txID)) + renderOverhead
-			if !firstOfCall && (entryBytes+sz > e.maxBytes || used+sz > callBudgetBytes || rendered+rs > callBudgetBytes) {
-				break
-			}
-			firstOfCall = false
-			n++
-			entryBytes += sz
-			used += sz
-			rendered += rs
-			ev.delivered += max(sz, 1)
-		}
-		if n > 0 {
-			start := e.offset - p.base
-			s.recs = p.recs[start : start+n : start+n]
+		s.qid, s.first = q.id, e.offset
+		if s.first < s.hwm {
+			ev.readable = true
 		}
 	}
-	return ev
+	ev.tail = b.observed()
+	if ev.readable && ev.tail.err == nil {
+		it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kindRecord}, UpperBound: []byte{kindRecord + 1}})
+		if err != nil {
+			return nil, err
+		}
+		ev.it = it
+	}
+	return ev, nil
+}
+
+func (ev *fetchEval) close() {
+	if ev.it != nil {
+		ev.it.Close()
+		ev.it = nil
+	}
 }
 
 // handleFetch answers §6, parking until data, maxWaitMs or shutdown.
@@ -222,26 +224,28 @@ func (b *Broker) handleFetch(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	deadline := time.Now().Add(req.maxWait)
 	var timer *time.Timer
+	bp := renderPool.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 16<<20 {
+			renderPool.Put(bp)
+		}
+	}()
 	for {
-		b.mu.Lock()
-		ev := b.evalFetch(c.tenant, req, wt)
-		tail := b.observed()
-		b.mu.Unlock()
-		left := time.Until(deadline)
-		if wt == nil || ev.anyErr || ev.delivered >= req.minBytes || left <= 0 || b.draining() {
+		out, delivered, anyErr, err := b.readFetch((*bp)[:0], c.tenant, req, wt)
+		*bp = out
+		if err != nil {
 			if wt != nil {
 				b.unpark(c.tenant, req, wt)
 			}
-			if err := tail.wait(); err != nil {
-				writeError(w, http.StatusInternalServerError, "fetch failed")
-				return
+			writeError(w, http.StatusInternalServerError, "fetch failed: "+err.Error())
+			return
+		}
+		left := time.Until(deadline)
+		if wt == nil || anyErr || delivered >= req.minBytes || left <= 0 || b.draining() {
+			if wt != nil {
+				b.unpark(c.tenant, req, wt)
 			}
-			bp := renderPool.Get().(*[]byte)
-			*bp = renderFetch((*bp)[:0], req, ev)
-			writeBody(w, http.StatusOK, *bp)
-			if cap(*bp) <= 16<<20 {
-				renderPool.Put(bp)
-			}
+			writeBody(w, http.StatusOK, out)
 			return
 		}
 		if timer == nil {
@@ -259,6 +263,33 @@ func (b *Broker) handleFetch(w http.ResponseWriter, r *http.Request, c *call) {
 			return
 		}
 	}
+}
+
+// readFetch evaluates the call once and renders its answer into out, after
+// everything it shows is durable.
+func (b *Broker) readFetch(out []byte, tenantName string, req *fetchRequest, wt *waiter) ([]byte, int64, bool, error) {
+	if !b.enter() {
+		return out, 0, false, errClosed
+	}
+	defer b.leave()
+	b.mu.Lock()
+	ev, err := b.evalFetch(tenantName, req, wt)
+	b.mu.Unlock()
+	if err != nil {
+		return out, 0, false, err
+	}
+	defer ev.close()
+	if ev.tail.err != nil {
+		return out, 0, false, ev.tail.err
+	}
+	out, delivered, err := renderFetch(out, req, ev)
+	if err != nil {
+		return out, 0, false, err
+	}
+	if err := ev.tail.wait(); err != nil {
+		return out, 0, false, err
+	}
+	return out, delivered, ev.anyErr, nil
 }
 
 // unpark removes w from every set evalFetch may have put it in.
@@ -294,20 +325,17 @@ func (b *Broker) draining() bool {
 // be zeroed by the allocator only to be overwritten.
 var renderPool = sync.Pool{New: func() any { return new([]byte) }}
 
-// renderFetch appends the fetch answer to out.
-func renderFetch(out []byte, req *fetchRequest, ev *fetchEval) []byte {
-	size := 32
-	for i := range ev.slots {
-		size += 128
-		for j := range ev.slots[i].recs {
-			r := &ev.slots[i].recs[j]
-			size += len(r.payload) + len(r.msgID) + len(r.txID) + renderOverhead
-		}
-	}
-	out = slices.Grow(out, size)
+// renderFetch appends the fetch answer to out, reading each entry's records
+// from ev's iterator within the call's budgets: the first record of the
+// call always, then records while the entry's maxBytes, the 64 MiB payload
+// budget and the rendered-body cap allow, at most maxRecordsPerEntry per
+// entry. delivered is the payload bytes shown (at least 1 per record).
+func renderFetch(out []byte, req *fetchRequest, ev *fetchEval) ([]byte, int64, error) {
 	out = append(out, `{"entries":[`...)
 	var lastTS int64 = -1
 	var tsText string
+	var used, rendered, delivered int64
+	firstOfCall := true
 	for i := range ev.slots {
 		s, e := &ev.slots[i], &req.entries[i]
 		if i > 0 {
@@ -318,27 +346,57 @@ func renderFetch(out []byte, req *fetchRequest, ev *fetchEval) []byte {
 		out = append(out, `,"partition":`...)
 		out = jsontext.AppendString(out, e.part)
 		out = append(out, `,"records":[`...)
-		for j := range s.recs {
-			r := &s.recs[j]
-			if j > 0 {
-				out = append(out, ',')
+		if s.err == "" && s.first < s.hwm {
+			prefix := keyPrefix(kindRecord, s.qid, e.part)
+			var n, entryBytes int64
+			it := ev.it
+			for ok := it.SeekGE(appendOffset(prefix, s.first)); ok && n < maxRecordsPerEntry; ok = it.Next() {
+				k := it.Key()
+				if len(k) != len(prefix)+8 || string(k[:len(prefix)]) != string(prefix) {
+					break
+				}
+				off := offsetOf(k)
+				if off >= s.hwm {
+					break
+				}
+				r, err := decodeRecord(it.Value())
+				if err != nil {
+					return out, 0, fmt.Errorf("record %s/%s@%d: %w", e.queue, e.part, off, err)
+				}
+				sz := int64(len(r.payload))
+				rs := sz + int64(len(r.msgID)+len(r.txID)) + renderOverhead
+				if !firstOfCall && (entryBytes+sz > e.maxBytes || used+sz > callBudgetBytes || rendered+rs > callBudgetBytes) {
+					break
+				}
+				firstOfCall = false
+				entryBytes += sz
+				used += sz
+				rendered += rs
+				delivered += max(sz, 1)
+				if n > 0 {
+					out = append(out, ',')
+				}
+				n++
+				out = append(out, `{"offset":`...)
+				out = strconv.AppendInt(out, off, 10)
+				out = append(out, `,"transactionId":`...)
+				out = jsontext.AppendString(out, string(r.transactionID()))
+				out = append(out, `,"payload":`...)
+				if len(r.payload) == 0 {
+					out = append(out, "null"...)
+				} else {
+					out = append(out, r.payload...)
+				}
+				if r.ts != lastTS {
+					lastTS, tsText = r.ts, queen.FormatTS(time.UnixMicro(r.ts))
+				}
+				out = append(out, `,"ts":"`...)
+				out = append(out, tsText...)
+				out = append(out, `"}`...)
 			}
-			out = append(out, `{"offset":`...)
-			out = strconv.AppendInt(out, s.first+int64(j), 10)
-			out = append(out, `,"transactionId":`...)
-			out = jsontext.AppendString(out, r.transactionID())
-			out = append(out, `,"payload":`...)
-			if len(r.payload) == 0 {
-				out = append(out, "null"...)
-			} else {
-				out = append(out, r.payload...)
+			if err := it.Error(); err != nil {
+				return out, 0, err
 			}
-			if r.ts != lastTS {
-				lastTS, tsText = r.ts, queen.FormatTS(time.UnixMicro(r.ts))
-			}
-			out = append(out, `,"ts":"`...)
-			out = append(out, tsText...)
-			out = append(out, `"}`...)
 		}
 		out = append(out, `],"highWatermark":`...)
 		out = strconv.AppendInt(out, s.hwm, 10)
@@ -351,5 +409,5 @@ func renderFetch(out []byte, req *fetchRequest, ev *fetchEval) []byte {
 		}
 		out = append(out, '}')
 	}
-	return append(out, "]}"...)
+	return append(out, "]}"...), delivered, nil
 }

@@ -426,16 +426,33 @@ func TestScanFetchBody(t *testing.T) {
 // write to another partition of the queue (a consumer of 10,000 mostly
 // unwritten partitions would otherwise re-read them all at every one).
 func TestFirstWriteWakesOnlyItsWaiters(t *testing.T) {
-	s := newState()
-	if err := (&opQueueSet{tenant: DefaultTenant, name: "q", id: "id"}).apply(s); err != nil {
+	b, err := New(Options{SweepInterval: -1})
+	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Broker{st: s}
+	defer b.Close()
+	s := b.st
+	s.tenant(DefaultTenant).queues["q"] = newQueue("q", "id", 0, defaultOptions())
 	w := newWaiter()
-	b.evalFetch(DefaultTenant, &fetchRequest{entries: []fetchEntry{{queue: "q", part: "5", maxBytes: 1}}}, w)
+	b.mu.Lock()
+	ev, err := b.evalFetch(DefaultTenant, &fetchRequest{entries: []fetchEntry{{queue: "q", part: "5", maxBytes: 1}}}, w)
+	b.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.close()
 	write := func(part string) {
 		t.Helper()
-		if err := (&opRecords{tenant: DefaultTenant, queue: "q", part: part, recs: []record{{payload: []byte("1")}}}).apply(s); err != nil {
+		b.mu.Lock()
+		plan, err := b.planPush(DefaultTenant, []pushItem{{queue: "q", part: part, payload: []byte("1")}}, time.Now(), b.db)
+		if err != nil {
+			b.mu.Unlock()
+			t.Fatal(err)
+		}
+		batch := b.db.NewBatch()
+		pd := b.apply(batch, plan.write(batch, s))
+		b.mu.Unlock()
+		if err := pd.wait(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,12 +1,16 @@
 package dev
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/queen-mq/queen-kafka/internal/jsontext"
 	"github.com/queen-mq/queen-kafka/queen"
@@ -41,71 +45,93 @@ type kvFailure struct {
 	value   []byte
 }
 
-type undoEntry struct {
-	sp   *kvSpace
-	key  string
-	prev *kvRow
-}
-
-// kvExec applies one call's ops under b.mu, directly to the store, keeping
-// an undo log so that a lost required precondition (or a transaction that
-// fails after its rider) restores everything, including the version
-// sequence.
+// kvExec runs one call's ops under b.mu in one indexed batch of the store:
+// each op reads through the batch, so it sees the writes of the ops before
+// it, and nothing reaches the store unless the batch is applied. A lost
+// required precondition (or a transaction that fails after its rider)
+// discards the batch and restores the version sequence.
 type kvExec struct {
 	st        *state
-	t         *tenant
+	batch     *pebble.Batch // indexed
 	tenant    string
 	now       int64 // one clock instant per call, unix microseconds
-	undo      []undoEntry
-	ops       []op
+	writes    int
 	seqBefore int64
-	mutBefore uint64
 	readUsed  int64
+	err       error // a failed read of the store: the call answers 500
 }
 
 func (b *Broker) newKVExec(tenantName string, now time.Time) *kvExec {
 	return &kvExec{
-		st: b.st, t: b.st.tenant(tenantName), tenant: tenantName, now: now.UnixMicro(),
-		seqBefore: b.st.kvSeq, mutBefore: b.st.mutations,
+		st: b.st, batch: b.db.NewIndexedBatch(), tenant: tenantName, now: now.UnixMicro(),
+		seqBefore: b.st.kvSeq,
 	}
 }
 
-func (x *kvExec) live(ns, key string) *kvRow {
-	sp := x.t.kv[ns]
-	if sp == nil {
+// row reads the stored row of (ns, key), live or not (nil if none).
+func (x *kvExec) row(ns, key string) *kvRow {
+	v, closer, err := x.batch.Get(keyKV(x.tenant, ns, key))
+	if errors.Is(err, pebble.ErrNotFound) {
 		return nil
 	}
-	if r := sp.get(key); r.live(x.now) {
+	if err == nil {
+		var row *kvRow
+		row, err = decodeKV(v)
+		closer.Close()
+		if err == nil {
+			return row
+		}
+	}
+	if x.err == nil {
+		x.err = fmt.Errorf("read %s/%s: %w", ns, key, err)
+	}
+	return nil
+}
+
+func (x *kvExec) live(ns, key string) *kvRow {
+	if r := x.row(ns, key); r.live(x.now) {
 		return r
 	}
 	return nil
 }
 
+// write stores row under (ns, key); nil deletes the key. A row with an
+// expiry is also filed by it (kind x) for the sweep.
 func (x *kvExec) write(ns, key string, row *kvRow) {
-	sp := x.t.space(ns)
-	x.undo = append(x.undo, undoEntry{sp: sp, key: key, prev: sp.get(key)})
-	o := &opKVSet{tenant: x.tenant, ns: ns, key: key, row: row}
-	_ = o.apply(x.st) // opKVSet.apply cannot fail
-	x.ops = append(x.ops, o)
+	k := keyKV(x.tenant, ns, key)
+	if row == nil {
+		x.batch.Delete(k, nil)
+	} else {
+		x.batch.Set(k, encodeKV(row), nil)
+		if row.expires != 0 {
+			x.batch.Set(keyKVExpiry(row.expires, x.tenant, ns, key), nil, nil)
+		}
+	}
+	x.writes++
 }
 
+// rollback discards every write of the call.
 func (x *kvExec) rollback() {
-	for i := len(x.undo) - 1; i >= 0; i-- {
-		u := x.undo[i]
-		u.sp.set(u.key, u.prev)
-	}
-	x.undo, x.ops = nil, nil
+	x.batch.Close()
+	x.batch = nil
+	x.writes = 0
 	x.st.kvSeq = x.seqBefore
-	x.st.mutations = x.mutBefore
 }
 
-// logOps are the ops to put in the WAL frame: every write plus the version
-// sequence, so a version is never reissued after a restart.
-func (x *kvExec) logOps() []op {
-	if len(x.ops) == 0 {
-		return nil
+// commitTo finishes the call's writes in its batch: the version sequence
+// goes with them, so a version is never reissued after a restart. It
+// returns the batch to apply (nil when nothing was written) and what to
+// count in memory once applied.
+func (x *kvExec) commitTo() (*pebble.Batch, func()) {
+	if x.writes == 0 && x.batch.Empty() {
+		x.batch.Close()
+		return nil, nil
 	}
-	return append(x.ops, &opKVSeq{seq: x.st.kvSeq})
+	if x.writes > 0 {
+		x.batch.Set(keyKVSeq(), binary.BigEndian.AppendUint64(nil, uint64(x.st.kvSeq)), nil)
+	}
+	n := x.writes
+	return x.batch, func() { x.st.mutations += uint64(n) }
 }
 
 // run applies ops: single-key ops in ascending (ns, key) byte order (ties
@@ -260,11 +286,13 @@ func (x *kvExec) getMany(o *kvOp, r *kvResult) {
 	r.missing = []string{}
 	sorted := append([]string(nil), distinct...)
 	sort.Strings(sorted)
+	found := make(map[string]bool, len(sorted))
 	for _, k := range sorted {
 		row := x.live(o.ns, k)
 		if row == nil {
 			continue
 		}
+		found[k] = true
 		if !x.budgetLeft() {
 			r.truncated = true
 			continue
@@ -273,7 +301,7 @@ func (x *kvExec) getMany(o *kvOp, r *kvResult) {
 		r.rows = append(r.rows, kvRowOut{key: k, row: row})
 	}
 	for _, k := range distinct {
-		if x.live(o.ns, k) == nil {
+		if !found[k] {
 			r.missing = append(r.missing, k)
 		}
 	}
@@ -281,24 +309,28 @@ func (x *kvExec) getMany(o *kvOp, r *kvResult) {
 
 func (x *kvExec) getPrefix(o *kvOp, r *kvResult) {
 	r.rows = []kvRowOut{}
-	sp := x.t.kv[o.ns]
-	if sp == nil {
-		return
-	}
+	ns := kvPrefix(x.tenant, o.ns)
 	start := o.prefix
 	if o.after > start {
 		start = o.after
 	}
-	i := sort.SearchStrings(sp.keys, start)
-	for ; i < len(sp.keys); i++ {
-		k := sp.keys[i]
-		if !strings.HasPrefix(k, o.prefix) {
-			break
-		}
+	upper := prefixEnd(append(append([]byte(nil), ns...), o.prefix...))
+	it, err := x.batch.NewIter(&pebble.IterOptions{LowerBound: append(append([]byte(nil), ns...), start...), UpperBound: upper})
+	if err != nil {
+		x.err = err
+		return
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		k := string(it.Key()[len(ns):])
 		if o.after != "" && k <= o.after {
 			continue
 		}
-		row := sp.rows[k]
+		row, err := decodeKV(it.Value())
+		if err != nil {
+			x.err = fmt.Errorf("read %s/%s: %w", o.ns, k, err)
+			return
+		}
 		if !row.live(x.now) {
 			continue
 		}
@@ -310,6 +342,9 @@ func (x *kvExec) getPrefix(o *kvOp, r *kvResult) {
 			x.readUsed += int64(len(row.value))
 		}
 		r.rows = append(r.rows, kvRowOut{key: k, row: row})
+	}
+	if err := it.Error(); err != nil && x.err == nil {
+		x.err = err
 	}
 	if r.truncated {
 		switch {
@@ -448,18 +483,27 @@ func (b *Broker) handleKV(w http.ResponseWriter, r *http.Request, c *call) {
 		writeBody(w, http.StatusOK, []byte(`{"results":[]}`))
 		return
 	}
+	if !b.enter() {
+		writeKVError(w, &kvError{status: http.StatusInternalServerError, code: "kv_error", reason: "kv_error", detail: errClosed.Error()})
+		return
+	}
+	defer b.leave()
 	b.mu.Lock()
 	x := b.newKVExec(c.tenant, b.now())
 	res, fail := x.run(ops)
-	var bt *batch
-	if fail != nil {
+	var pd *pending
+	switch {
+	case x.err != nil:
 		x.rollback()
-		bt = b.observed()
-	} else {
-		bt = b.logApplied(x.logOps())
+		pd = &pending{err: x.err}
+	case fail != nil:
+		x.rollback()
+		pd = b.observed()
+	default:
+		pd = b.apply(x.commitTo())
 	}
 	b.mu.Unlock()
-	if err := bt.wait(); err != nil {
+	if err := pd.wait(); err != nil {
 		writeKVError(w, &kvError{status: http.StatusInternalServerError, code: "kv_error", reason: "kv_error", detail: err.Error()})
 		return
 	}

@@ -1,11 +1,15 @@
 package dev
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/queen-mq/queen-kafka/internal/jsontext"
 )
@@ -85,50 +89,67 @@ type pushOutcome struct {
 	duplicate   bool
 }
 
-// pushPlan is the decided effect of a set of items: ops to commit and one
-// outcome per item. windowDup is the first item that repeats a record
-// already stored inside the dedup window (-1 if none); a transaction rolls
-// back on it, a plain push reports it as duplicate.
+// pushPlan is the decided effect of a set of items: queues to create,
+// records to store per partition, and one outcome per item. windowDup is
+// the first item that repeats a record already stored inside the dedup
+// window (-1 if none); a transaction rolls back on it, a plain push reports
+// it as duplicate.
 type pushPlan struct {
-	ops       []op
+	tenant    string
+	created   []*queue // new queues, with default options
+	groups    []*recordGroup
 	out       []pushOutcome
 	windowDup int
+}
+
+// recordGroup is the records one request stores in one partition, at
+// offsets base, base+1, … and with one commit time.
+type recordGroup struct {
+	q      *queue
+	part   string
+	p      *partition // nil: the partition is new
+	base   int64
+	ts     int64
+	recs   []record
+	hasTxn bool
 }
 
 type partKey struct{ queue, part string }
 
 // planPush decides offsets under b.mu without changing state: items of one
 // partition get contiguous offsets from its high watermark, in item order;
-// missing queues are created with default options.
-func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time) *pushPlan {
+// missing queues are created with default options. r reads the store (the
+// transaction's batch, so that its KV rider is seen, or the database).
+func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r pebble.Reader) (*pushPlan, error) {
 	t := b.st.tenant(tenantName)
 	nowUs := now.UnixMicro()
-	plan := &pushPlan{out: make([]pushOutcome, len(items)), windowDup: -1}
-	groups := map[partKey]*opRecords{}
-	var order []*opRecords
-	created := map[string]bool{}
+	plan := &pushPlan{tenant: tenantName, out: make([]pushOutcome, len(items)), windowDup: -1}
+	groups := map[partKey]*recordGroup{}
+	created := map[string]*queue{}
 	var seen map[partKey]map[string]int
+	dedup := dedupReader{r: r}
+	defer dedup.close()
 	for i := range items {
 		it := &items[i]
 		q := t.queues[it.queue]
-		if q == nil && !created[it.queue] {
-			created[it.queue] = true
-			plan.ops = append(plan.ops, &opQueueSet{tenant: tenantName, name: it.queue, id: newUUID(), created: now.UnixMilli(), opts: defaultOptions()})
+		if q == nil {
+			if q = created[it.queue]; q == nil {
+				q = newQueue(it.queue, newUUID(), now.UnixMilli(), defaultOptions())
+				created[it.queue] = q
+				plan.created = append(plan.created, q)
+			}
 		}
-		var p *partition
-		if q != nil {
-			p = q.parts[it.part]
-		}
+		p := q.parts[it.part]
 		k := partKey{it.queue, it.part}
 		g := groups[k]
 		if g == nil {
-			g = &opRecords{tenant: tenantName, queue: it.queue, part: it.part, ts: nowUs}
+			g = &recordGroup{q: q, part: it.part, p: p, ts: nowUs}
 			if p != nil {
-				g.base = p.hwm()
+				g.base = p.hwm
 				g.ts = max(nowUs, p.lastTS)
 			}
 			groups[k] = g
-			order = append(order, g)
+			plan.groups = append(plan.groups, g)
 		}
 		if it.txID != "" {
 			if j, ok := seen[k][it.txID]; ok {
@@ -136,9 +157,12 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time) *p
 				plan.out[i].duplicate = true
 				continue
 			}
-			if p != nil && p.dedup != nil {
-				window := q.opts.dedupWindow()
-				if e, ok := p.dedup[it.txID]; ok && window > 0 && nowUs-e.ts < window {
+			if window := q.opts.dedupWindow(); p != nil && window > 0 {
+				e, found, err := dedup.get(keyDedup(q.id, it.part, it.txID))
+				if err != nil {
+					return nil, err
+				}
+				if found && nowUs-e.ts < window {
 					plan.out[i] = pushOutcome{msgID: e.msgID, txID: it.txID, offset: e.offset, duplicate: true}
 					if plan.windowDup < 0 {
 						plan.windowDup = i
@@ -153,6 +177,7 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time) *p
 				seen[k] = map[string]int{}
 			}
 			seen[k][it.txID] = i
+			g.hasTxn = true
 		}
 		msgID := newUUIDv7(now)
 		plan.out[i] = pushOutcome{msgID: msgID, txID: it.txID, offset: g.base + int64(len(g.recs))}
@@ -161,12 +186,115 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time) *p
 		}
 		g.recs = append(g.recs, record{payload: it.payload, msgID: msgID, txID: it.txID, ts: g.ts})
 	}
-	for _, g := range order {
-		if len(g.recs) > 0 {
-			plan.ops = append(plan.ops, g)
+	return plan, nil
+}
+
+// dedupReader looks up the dedup entries of one request through one
+// iterator: a batch's keys are mostly ascending (a producer's sequences),
+// so each seek continues from the last instead of descending every level
+// of the store again, as a point read per record would.
+type dedupReader struct {
+	r  pebble.Reader
+	it *pebble.Iterator
+}
+
+func (d *dedupReader) get(key []byte) (dedupEntry, bool, error) {
+	if d.it == nil {
+		it, err := d.r.NewIter(&pebble.IterOptions{LowerBound: []byte{kindDedup}, UpperBound: []byte{kindDedup + 1}})
+		if err != nil {
+			return dedupEntry{}, false, err
+		}
+		d.it = it
+	}
+	if !d.it.SeekGE(key) || !bytes.Equal(d.it.Key(), key) {
+		return dedupEntry{}, false, d.it.Error()
+	}
+	e, err := decodeDedup(d.it.Value())
+	return e, err == nil, err
+}
+
+func (d *dedupReader) close() {
+	if d.it != nil {
+		d.it.Close()
+	}
+}
+
+// getDedup reads one dedup entry.
+func getDedup(r pebble.Reader, key []byte) (dedupEntry, bool, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return dedupEntry{}, false, nil
+	}
+	if err != nil {
+		return dedupEntry{}, false, err
+	}
+	defer closer.Close()
+	e, err := decodeDedup(v)
+	return e, err == nil, err
+}
+
+// write adds the plan's queues, records, dedup entries and partition
+// metadata to batch, and returns what to change in memory once the batch
+// is applied.
+func (plan *pushPlan) write(batch *pebble.Batch, st *state) func() {
+	for _, q := range plan.created {
+		batch.Set(keyQueue(plan.tenant, q.name), encodeQueue(q.id, q.created, &q.opts), nil)
+	}
+	type change struct {
+		g    *recordGroup
+		next partition
+	}
+	var changes []change
+	var kbuf, vbuf []byte
+	for _, g := range plan.groups {
+		if len(g.recs) == 0 {
+			continue
+		}
+		next := partition{name: g.part, hwm: g.base, lso: g.base}
+		if g.p != nil {
+			next = *g.p
+		}
+		prefix := keyPrefix(kindRecord, g.q.id, g.part)
+		for i := range g.recs {
+			r := &g.recs[i]
+			off := g.base + int64(i)
+			kbuf = appendOffset(append(kbuf[:0], prefix...), off)
+			vbuf = appendRecordValue(vbuf[:0], r)
+			batch.Set(kbuf, vbuf, nil)
+			next.bytes += int64(len(r.payload))
+			if r.txID == "" {
+				continue
+			}
+			// The newest record wins: a transactionId is stored again only
+			// once its previous record left the dedup window.
+			batch.Set(keyDedup(g.q.id, g.part, r.txID), encodeDedup(dedupEntry{offset: off, ts: r.ts, msgID: r.msgID}), nil)
+			batch.Set(keyDedupAge(g.q.id, g.part, off), encodeDedupAge(r.ts, r.txID), nil)
+		}
+		next.hwm = g.base + int64(len(g.recs))
+		next.lastTS = max(next.lastTS, g.ts)
+		batch.Set(keyPart(g.q.id, g.part), encodePart(&next), nil)
+		changes = append(changes, change{g, next})
+	}
+	return func() {
+		t := st.tenant(plan.tenant)
+		for _, q := range plan.created {
+			t.queues[q.name] = q
+			st.mutations++
+		}
+		for _, c := range changes {
+			q := c.g.q
+			p := q.parts[c.g.part]
+			if p == nil {
+				p = &partition{name: c.g.part, waiters: map[*waiter]struct{}{}, dedupFloor: c.g.base}
+				q.parts[c.g.part] = p
+				wakeAll(q.waiters[c.g.part])
+				delete(q.waiters, c.g.part) // they register on p when they read again
+			}
+			p.hwm, p.lso, p.bytes, p.lastTS = c.next.hwm, c.next.lso, c.next.bytes, c.next.lastTS
+			wakeAll(p.waiters)
+			st.mutations++
 		}
 	}
-	return plan
 }
 
 // decodePushBody returns the items of a push body, which the caller gives
@@ -209,12 +337,21 @@ func (b *Broker) handlePush(w http.ResponseWriter, r *http.Request, c *call) {
 		writeBody(w, http.StatusCreated, []byte("[]"))
 		return
 	}
+	if !b.enter() {
+		writeError(w, http.StatusInternalServerError, "push failed: "+errClosed.Error())
+		return
+	}
+	defer b.leave()
 	b.mu.Lock()
-	plan := b.planPush(c.tenant, items, b.now())
-	bt, err := b.commit(plan.ops)
+	plan, err := b.planPush(c.tenant, items, b.now(), b.db)
+	var pd *pending
+	if err == nil {
+		batch := b.db.NewBatch()
+		pd = b.apply(batch, plan.write(batch, b.st))
+	}
 	b.mu.Unlock()
 	if err == nil {
-		err = bt.wait()
+		err = pd.wait()
 	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "push failed: "+err.Error())

@@ -7,11 +7,18 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/queen-mq/queen-kafka/internal/jsontext"
 )
 
 // handleQueues answers §2 with live partition counts.
 func (b *Broker) handleQueues(w http.ResponseWriter, r *http.Request, c *call) {
+	if !b.enter() {
+		writeError(w, http.StatusInternalServerError, "list failed: "+errClosed.Error())
+		return
+	}
+	defer b.leave()
 	b.mu.Lock()
 	t := b.st.tenant(c.tenant)
 	names := make([]string, 0, len(t.queues))
@@ -25,10 +32,10 @@ func (b *Broker) handleQueues(w http.ResponseWriter, r *http.Request, c *call) {
 		q := t.queues[n]
 		parts, msgs, bytes := 0, int64(0), int64(0)
 		for _, p := range q.parts {
-			if p.hwm() > 0 {
+			if p.hwm > 0 {
 				parts++
 			}
-			msgs += p.hwm() - p.lso
+			msgs += p.hwm - p.lso
 			bytes += p.bytes
 		}
 		if i > 0 {
@@ -125,14 +132,19 @@ func (b *Broker) handleConfigure(w http.ResponseWriter, r *http.Request, c *call
 		return
 	}
 
+	if !b.enter() {
+		writeError(w, http.StatusInternalServerError, "configure failed: "+errClosed.Error())
+		return
+	}
+	defer b.leave()
 	b.mu.Lock()
 	t := b.st.tenant(c.tenant)
 	q := t.queues[name]
-	set := &opQueueSet{tenant: c.tenant, name: name}
+	var set queue
 	if q == nil {
-		set.id, set.created, set.opts = newUUID(), b.now().UnixMilli(), defaultOptions()
+		set = queue{name: name, id: newUUID(), created: b.now().UnixMilli(), opts: defaultOptions()}
 	} else {
-		set.id, set.created, set.opts = q.id, q.created, q.opts
+		set = queue{name: name, id: q.id, created: q.created, opts: q.opts}
 		if replace {
 			set.opts = defaultOptions()
 		}
@@ -140,12 +152,18 @@ func (b *Broker) handleConfigure(w http.ResponseWriter, r *http.Request, c *call
 	for i, v := range changes {
 		set.opts[i] = v
 	}
-	bt, err := b.commit([]op{set})
+	batch := b.db.NewBatch()
+	batch.Set(keyQueue(c.tenant, name), encodeQueue(set.id, set.created, &set.opts), nil)
+	pd := b.apply(batch, func() {
+		if q == nil {
+			t.queues[name] = newQueue(name, set.id, set.created, set.opts)
+		} else {
+			q.opts = set.opts
+		}
+		b.st.mutations++
+	})
 	b.mu.Unlock()
-	if err == nil {
-		err = bt.wait()
-	}
-	if err != nil {
+	if err := pd.wait(); err != nil {
 		writeError(w, http.StatusInternalServerError, "configure failed: "+err.Error())
 		return
 	}
@@ -165,18 +183,31 @@ func (b *Broker) handleConfigure(w http.ResponseWriter, r *http.Request, c *call
 // handleDelete removes a queue and all its records (§4); KV is untouched.
 func (b *Broker) handleDelete(w http.ResponseWriter, r *http.Request, c *call) {
 	name := r.PathValue("queue")
+	if !b.enter() {
+		writeError(w, http.StatusInternalServerError, "delete failed: "+errClosed.Error())
+		return
+	}
+	defer b.leave()
 	b.mu.Lock()
-	_, existed := b.st.tenant(c.tenant).queues[name]
-	var ops []op
+	t := b.st.tenant(c.tenant)
+	q, existed := t.queues[name]
+	var batch *pebble.Batch
 	if existed {
-		ops = []op{&opQueueDelete{tenant: c.tenant, name: name}}
+		batch = b.db.NewBatch()
+		batch.Delete(keyQueue(c.tenant, name), nil)
+		// Everything filed under the queue's id goes with it.
+		for _, kind := range []byte{kindPart, kindRecord, kindDedup, kindDedupAge} {
+			p := queuePrefix(kind, q.id)
+			batch.DeleteRange(p, prefixEnd(p), nil)
+		}
 	}
-	bt, err := b.commit(ops)
+	pd := b.apply(batch, func() {
+		delete(t.queues, name)
+		dropQueueWaiters(q)
+		b.st.mutations++
+	})
 	b.mu.Unlock()
-	if err == nil {
-		err = bt.wait()
-	}
-	if err != nil {
+	if err := pd.wait(); err != nil {
 		writeError(w, http.StatusInternalServerError, "delete failed: "+err.Error())
 		return
 	}

@@ -1,9 +1,17 @@
 package dev
 
 import (
-	"sort"
+	"encoding/binary"
+	"errors"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 )
+
+// sweepLimit bounds the entries one pass examines per kind and partition
+// (retired records, aged dedup entries, expired KV rows), so a pass never
+// holds the lock long; a pass that hit it runs again at once.
+var sweepLimit = 4096
 
 func (b *Broker) sweepLoop(interval time.Duration) {
 	defer close(b.sweepDone)
@@ -14,53 +22,281 @@ func (b *Broker) sweepLoop(interval time.Duration) {
 		case <-b.sweepStop:
 			return
 		case <-t.C:
-			b.Sweep()
+			for i := 0; i < 64 && b.sweep(); i++ {
+			}
 		}
 	}
 }
 
 // Sweep runs one background pass now: retention raises log starts of
 // queues with retentionEnabled and retentionSeconds ≥ 1 past records older
-// than that (offsets are never renumbered), expired KV rows are removed, and
-// dedup entries older than their queue's window are forgotten. Only the log
-// start changes are logged: expiry and dedup age are recomputed from logged
-// timestamps on replay.
-func (b *Broker) Sweep() {
+// than that (offsets are never renumbered; the records are range-deleted),
+// expired KV rows are removed, and dedup entries older than their queue's
+// window are forgotten.
+func (b *Broker) Sweep() { b.sweep() }
+
+// sweep is one pass; it reports whether a limit cut it short.
+func (b *Broker) sweep() bool {
+	if !b.enter() {
+		return false
+	}
+	defer b.leave()
+	now := b.now().UnixMicro()
+	more := b.sweepRetention(now)
+	more = b.sweepDedup(now) || more
+	return b.sweepKV(now) || more
+}
+
+// sweepTarget is one partition a pass looks at: what it saw under the lock
+// and what it found in the store outside it.
+type sweepTarget struct {
+	t      *tenant
+	q      *queue
+	p      *partition
+	lso    int64 // p.lso, or p.dedupFloor, when seen
+	hwm    int64
+	cutoff int64
+	// found outside the lock
+	next  int64 // new log start or dedup floor
+	freed int64 // payload bytes below next (retention)
+	dedup []dedupAged
+}
+
+type dedupAged struct {
+	off  int64
+	txID string
+}
+
+// still reports whether the target's partition is the one it saw.
+func (s *sweepTarget) still() bool { return s.t.queues[s.q.name] == s.q && s.q.parts[s.p.name] == s.p }
+
+// targets collects, under b.mu, the partitions pick accepts.
+func (b *Broker) targets(pick func(q *queue, p *partition) (from, cutoff int64, ok bool)) []*sweepTarget {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.now().UnixMicro()
-	var ops []op
-	for tn, t := range b.st.tenants {
+	var out []*sweepTarget
+	for _, t := range b.st.tenants {
 		for _, q := range t.queues {
-			enabled, age := q.opts.retention()
-			window := q.opts.dedupWindow()
 			for _, p := range q.parts {
-				if enabled && age >= 1e6 {
-					cutoff := now - age
-					// Records are in commit-time order, so the expired ones
-					// are a prefix.
-					n := sort.Search(len(p.recs), func(i int) bool { return p.recs[i].ts >= cutoff })
-					if n > 0 {
-						ops = append(ops, &opLogStart{tenant: tn, queue: q.name, part: p.name, lso: p.base + int64(n)})
-					}
-				}
-				for tx, e := range p.dedup {
-					if window <= 0 || now-e.ts >= window {
-						delete(p.dedup, tx)
-					}
-				}
-			}
-		}
-		for _, sp := range t.kv {
-			for k, row := range sp.rows {
-				if !row.live(now) {
-					sp.set(k, nil)
+				if from, cutoff, ok := pick(q, p); ok {
+					out = append(out, &sweepTarget{t: t, q: q, p: p, lso: from, hwm: p.hwm, cutoff: cutoff})
 				}
 			}
 		}
 	}
-	if len(ops) > 0 {
-		// Nobody waits for this batch: a lost sweep is redone after a restart.
-		_, _ = b.commit(ops)
+	return out
+}
+
+// commitSweep applies batch under the lock (build adds to it and returns
+// what to change in memory) and waits for it like any request.
+func (b *Broker) commitSweep(build func(batch *pebble.Batch) func()) {
+	b.mu.Lock()
+	batch := b.db.NewBatch()
+	after := build(batch)
+	pd := b.apply(batch, after)
+	b.mu.Unlock()
+	if err := pd.wait(); err != nil {
+		b.log.Warn("queen-dev: sweep not stored", "err", err)
 	}
+}
+
+func (b *Broker) sweepRetention(now int64) bool {
+	targets := b.targets(func(q *queue, p *partition) (int64, int64, bool) {
+		enabled, age := q.opts.retention()
+		return p.lso, now - age, enabled && age >= 1e6 && p.lso < p.hwm
+	})
+	if len(targets) == 0 {
+		return false
+	}
+	more := false
+	err := b.withIter(kindRecord, func(it *pebble.Iterator) error {
+		for _, s := range targets {
+			// Records are in commit-time order, so the expired ones are a
+			// prefix.
+			prefix := keyPrefix(kindRecord, s.q.id, s.p.name)
+			s.next = s.lso
+			n := 0
+			for ok := it.SeekGE(appendOffset(prefix, s.lso)); ok; ok = it.Next() {
+				k := it.Key()
+				if len(k) != len(prefix)+8 || string(k[:len(prefix)]) != string(prefix) || offsetOf(k) >= s.hwm {
+					break
+				}
+				if n == sweepLimit {
+					more = true
+					break
+				}
+				r, err := decodeRecord(it.Value())
+				if err != nil {
+					return err
+				}
+				if r.ts >= s.cutoff {
+					break
+				}
+				s.next, s.freed = offsetOf(k)+1, s.freed+int64(len(r.payload))
+				n++
+			}
+			if err := it.Error(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.log.Warn("queen-dev: retention sweep", "err", err)
+		return false
+	}
+	b.commitSweep(func(batch *pebble.Batch) func() {
+		var done []*sweepTarget
+		for _, s := range targets {
+			if s.next <= s.lso || !s.still() || s.p.lso != s.lso {
+				continue
+			}
+			batch.DeleteRange(keyRecord(s.q.id, s.p.name, s.lso), keyRecord(s.q.id, s.p.name, s.next), nil)
+			next := *s.p
+			next.lso, next.bytes = s.next, next.bytes-s.freed
+			batch.Set(keyPart(s.q.id, s.p.name), encodePart(&next), nil)
+			done = append(done, s)
+		}
+		return func() {
+			for _, s := range done {
+				s.p.lso, s.p.bytes = s.next, s.p.bytes-s.freed
+				b.st.mutations++
+			}
+		}
+	})
+	return more
+}
+
+func (b *Broker) sweepDedup(now int64) bool {
+	targets := b.targets(func(q *queue, p *partition) (int64, int64, bool) {
+		window := q.opts.dedupWindow()
+		cutoff := now - window
+		if window <= 0 {
+			cutoff = now + 1 // the window is off: every entry is forgotten
+		}
+		return p.dedupFloor, cutoff, p.dedupFloor < p.hwm
+	})
+	if len(targets) == 0 {
+		return false
+	}
+	more := false
+	err := b.withIter(kindDedupAge, func(it *pebble.Iterator) error {
+		for _, s := range targets {
+			prefix := keyPrefix(kindDedupAge, s.q.id, s.p.name)
+			s.next = s.hwm
+			for ok := it.SeekGE(appendOffset(prefix, s.lso)); ok; ok = it.Next() {
+				k := it.Key()
+				if len(k) != len(prefix)+8 || string(k[:len(prefix)]) != string(prefix) {
+					break
+				}
+				off := offsetOf(k)
+				if off >= s.hwm {
+					break
+				}
+				ts, txID, err := decodeDedupAge(it.Value())
+				if err != nil {
+					return err
+				}
+				if ts >= s.cutoff || len(s.dedup) == sweepLimit {
+					more = more || len(s.dedup) == sweepLimit
+					s.next = off
+					break
+				}
+				s.dedup = append(s.dedup, dedupAged{off, txID})
+			}
+			if err := it.Error(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.log.Warn("queen-dev: dedup sweep", "err", err)
+		return false
+	}
+	b.commitSweep(func(batch *pebble.Batch) func() {
+		var done []*sweepTarget
+		for _, s := range targets {
+			if s.next <= s.lso || !s.still() {
+				continue
+			}
+			for _, d := range s.dedup {
+				// Only the entry still naming this record: a newer record
+				// with the same transactionId replaced it.
+				key := keyDedup(s.q.id, s.p.name, d.txID)
+				if e, found, err := getDedup(b.db, key); err == nil && found && e.offset == d.off {
+					batch.Delete(key, nil)
+				}
+			}
+			batch.DeleteRange(keyDedupAge(s.q.id, s.p.name, s.lso), keyDedupAge(s.q.id, s.p.name, s.next), nil)
+			done = append(done, s)
+		}
+		return func() {
+			for _, s := range done {
+				s.p.dedupFloor = s.next
+			}
+		}
+	})
+	return more
+}
+
+func (b *Broker) sweepKV(now int64) bool {
+	type expired struct {
+		key, row []byte
+		expires  int64
+	}
+	var found []expired
+	upper := binary.BigEndian.AppendUint64([]byte{kindKVExpiry}, uint64(now)+1)
+	more := false
+	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kindKVExpiry}, UpperBound: upper})
+	if err != nil {
+		b.log.Warn("queen-dev: kv sweep", "err", err)
+		return false
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if len(found) == sweepLimit {
+			more = true
+			break
+		}
+		k := it.Key()
+		rest := k[9:]
+		tn, rest, err1 := readLP(rest)
+		ns, key, err2 := readLP(rest)
+		if err := errors.Join(err1, err2); err != nil {
+			continue
+		}
+		found = append(found, expired{key: append([]byte(nil), k...), row: keyKV(tn, ns, string(key)), expires: int64(binary.BigEndian.Uint64(k[1:9]))})
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		b.log.Warn("queen-dev: kv sweep", "err", err)
+		return false
+	}
+	if len(found) == 0 {
+		return false
+	}
+	b.commitSweep(func(batch *pebble.Batch) func() {
+		for _, f := range found {
+			batch.Delete(f.key, nil)
+			v, closer, err := b.db.Get(f.row)
+			if err != nil {
+				continue
+			}
+			row, err := decodeKV(v)
+			closer.Close()
+			if err == nil && row.expires == f.expires && !row.live(now) {
+				batch.Delete(f.row, nil)
+			}
+		}
+		return nil
+	})
+	return more
+}
+
+// withIter runs fn with an iterator over one kind's keys.
+func (b *Broker) withIter(kind byte, fn func(it *pebble.Iterator) error) error {
+	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kind}, UpperBound: []byte{kind + 1}})
+	if err != nil {
+		return err
+	}
+	return errors.Join(fn(it), it.Close())
 }

@@ -136,37 +136,53 @@ func (b *Broker) handleTxn(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	n := len(req.items)
 
+	if !b.enter() {
+		writeTxnError(w, txID, &txnError{status: http.StatusInternalServerError, reason: "db_error", msg: errClosed.Error()})
+		return
+	}
+	defer b.leave()
 	b.mu.Lock()
 	now := b.now()
 	x := b.newKVExec(c.tenant, now)
 	res, fail := x.run(req.kv)
 	var plan *pushPlan
-	var bt *batch
+	var pd *pending
 	var err error
-	if fail != nil {
+	switch {
+	case x.err != nil:
+		err = x.err
 		x.rollback()
-		bt = b.observed()
-	} else {
-		plan = b.planPush(c.tenant, req.items, now)
-		if plan.windowDup >= 0 {
+	case fail != nil:
+		x.rollback()
+		pd = b.observed()
+	default:
+		// The records join the rider's batch: the transaction applies
+		// entirely or not at all.
+		plan, err = b.planPush(c.tenant, req.items, now, x.batch)
+		switch {
+		case err != nil:
 			x.rollback()
-			bt = b.observed()
-		} else {
-			frame := x.logOps()
-			for _, o := range plan.ops {
-				if err = o.apply(b.st); err != nil {
-					break
+		case plan.windowDup >= 0:
+			x.rollback()
+			pd = b.observed()
+		default:
+			after := plan.write(x.batch, b.st)
+			batch, counted := x.commitTo()
+			if batch == nil {
+				pd = b.observed()
+				break
+			}
+			pd = b.apply(batch, func() {
+				after()
+				if counted != nil {
+					counted()
 				}
-				frame = append(frame, o)
-			}
-			if err == nil {
-				bt = b.logApplied(frame)
-			}
+			})
 		}
 	}
 	b.mu.Unlock()
 	if err == nil {
-		err = bt.wait()
+		err = pd.wait()
 	}
 	if err != nil {
 		writeTxnError(w, txID, &txnError{status: http.StatusInternalServerError, reason: "db_error", msg: err.Error()})

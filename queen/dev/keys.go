@@ -1,0 +1,226 @@
+package dev
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// The store's key space. Every key starts with one byte naming its kind;
+// names inside a key are length-prefixed (uvarint) except the last one, so a
+// name can hold any byte and the last component sorts as itself: queue names
+// within a tenant, KV keys within a namespace, offsets (big-endian) within a
+// partition. Queue data is filed under the queue's id, never its name, so a
+// deleted queue's rows go with one range deletion and a queue created again
+// under the same name starts empty. Never renumber a kind: old stores must
+// keep opening.
+//
+//	m kvseq                                   → u64 last KV version issued
+//	q lp(tenant) name                         → queueValue
+//	p lp(qid) part                            → partValue (log end, log start, bytes, last ts)
+//	r lp(qid) lp(part) be64(offset)           → recordValue
+//	d lp(qid) lp(part) transactionId          → dedupValue (offset, ts, message id)
+//	e lp(qid) lp(part) be64(offset)           → ts, transactionId (dedup entries by age)
+//	k lp(tenant) lp(ns) key                   → kvValue
+//	x be64(expires) lp(tenant) lp(ns) key     → "" (KV rows by expiry)
+//
+// A per-consumer-group lease or cursor (Queen's pop/ack) would be one more
+// kind filed under the queue id, e.g. c lp(qid) lp(part) lp(group).
+const (
+	kindMeta      = 'm'
+	kindQueue     = 'q'
+	kindPart      = 'p'
+	kindRecord    = 'r'
+	kindDedup     = 'd'
+	kindDedupAge  = 'e'
+	kindKV        = 'k'
+	kindKVExpiry  = 'x'
+	metaKVSeqName = "kvseq"
+)
+
+func appendLP(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func keyKVSeq() []byte { return append([]byte{kindMeta}, metaKVSeqName...) }
+
+func keyQueue(tenant, name string) []byte {
+	return append(appendLP([]byte{kindQueue}, tenant), name...)
+}
+
+func keyPart(qid, part string) []byte {
+	return append(appendLP([]byte{kindPart}, qid), part...)
+}
+
+// keyPrefix is the prefix of kind's keys for one partition (kinds r, d, e).
+func keyPrefix(kind byte, qid, part string) []byte {
+	b := make([]byte, 0, 2+len(qid)+len(part)+2+8+16)
+	b = append(b, kind)
+	b = appendLP(b, qid)
+	return appendLP(b, part)
+}
+
+// queuePrefix is the prefix of kind's keys of one queue (kinds p, r, d, e).
+func queuePrefix(kind byte, qid string) []byte {
+	return appendLP([]byte{kind}, qid)
+}
+
+func appendOffset(prefix []byte, off int64) []byte {
+	return binary.BigEndian.AppendUint64(prefix, uint64(off))
+}
+
+func keyRecord(qid, part string, off int64) []byte {
+	return appendOffset(keyPrefix(kindRecord, qid, part), off)
+}
+
+func keyDedup(qid, part, txID string) []byte {
+	return append(keyPrefix(kindDedup, qid, part), txID...)
+}
+
+func keyDedupAge(qid, part string, off int64) []byte {
+	return appendOffset(keyPrefix(kindDedupAge, qid, part), off)
+}
+
+func kvPrefix(tenant, ns string) []byte {
+	return appendLP(appendLP([]byte{kindKV}, tenant), ns)
+}
+
+func keyKV(tenant, ns, key string) []byte { return append(kvPrefix(tenant, ns), key...) }
+
+func keyKVExpiry(expires int64, tenant, ns, key string) []byte {
+	b := binary.BigEndian.AppendUint64([]byte{kindKVExpiry}, uint64(expires))
+	return append(appendLP(appendLP(b, tenant), ns), key...)
+}
+
+// prefixEnd is the smallest key greater than every key starting with p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil // every byte 0xff: no upper bound
+}
+
+// readLP reads one length-prefixed name off the front of b.
+func readLP(b []byte) (string, []byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return "", nil, fmt.Errorf("bad name in key %q", b)
+	}
+	return string(b[k : k+int(n)]), b[k+int(n):], nil
+}
+
+// offsetOf is the offset at the end of a record or dedup-age key.
+func offsetOf(key []byte) int64 {
+	return int64(binary.BigEndian.Uint64(key[len(key)-8:]))
+}
+
+// Values. Each is the existing varint codec of codec.go.
+
+func encodeQueue(id string, created int64, opts *queueOptions) []byte {
+	e := encoder{b: make([]byte, 0, 128)}
+	e.str(id)
+	e.varint(created)
+	opts.encode(&e)
+	return e.b
+}
+
+func decodeQueue(v []byte) (id string, created int64, opts queueOptions, err error) {
+	d := &decoder{b: v}
+	id, created = d.str(), d.varint()
+	opts.decode(d)
+	return id, created, opts, d.err
+}
+
+func encodePart(p *partition) []byte {
+	e := encoder{b: make([]byte, 0, 40)}
+	e.varint(p.hwm)
+	e.varint(p.lso)
+	e.varint(p.bytes)
+	e.varint(p.lastTS)
+	return e.b
+}
+
+func decodePart(v []byte, p *partition) error {
+	d := &decoder{b: v}
+	p.hwm, p.lso, p.bytes, p.lastTS = d.varint(), d.varint(), d.varint(), d.varint()
+	return d.err
+}
+
+func appendRecordValue(dst []byte, r *record) []byte {
+	e := encoder{b: dst}
+	e.varint(r.ts)
+	e.str(r.msgID)
+	e.str(r.txID)
+	return append(e.b, r.payload...)
+}
+
+// recordView is a stored record decoded without copying: its fields alias
+// the value they were read from.
+type recordView struct {
+	ts          int64
+	msgID, txID []byte
+	payload     []byte
+}
+
+func decodeRecord(v []byte) (recordView, error) {
+	d := &decoder{b: v}
+	var r recordView
+	r.ts = d.varint()
+	r.msgID = d.raw()
+	r.txID = d.raw()
+	r.payload = d.b
+	return r, d.err
+}
+
+func (r *recordView) transactionID() []byte {
+	if len(r.txID) > 0 {
+		return r.txID
+	}
+	return r.msgID
+}
+
+func encodeDedup(e dedupEntry) []byte {
+	enc := encoder{b: make([]byte, 0, 64)}
+	enc.varint(e.offset)
+	enc.varint(e.ts)
+	enc.str(e.msgID)
+	return enc.b
+}
+
+func decodeDedup(v []byte) (dedupEntry, error) {
+	d := &decoder{b: v}
+	e := dedupEntry{offset: d.varint(), ts: d.varint(), msgID: d.str()}
+	return e, d.err
+}
+
+func encodeDedupAge(ts int64, txID string) []byte {
+	e := encoder{b: make([]byte, 0, 16+len(txID))}
+	e.varint(ts)
+	return append(e.b, txID...)
+}
+
+func decodeDedupAge(v []byte) (ts int64, txID string, err error) {
+	d := &decoder{b: v}
+	ts = d.varint()
+	return ts, string(d.b), d.err
+}
+
+func encodeKV(r *kvRow) []byte {
+	e := encoder{b: make([]byte, 0, 32+len(r.value))}
+	e.varint(r.version)
+	e.varint(r.expires)
+	e.varint(r.updated)
+	return append(e.b, r.value...)
+}
+
+// decodeKV copies: the row outlives the engine's buffer.
+func decodeKV(v []byte) (*kvRow, error) {
+	d := &decoder{b: v}
+	r := &kvRow{version: d.varint(), expires: d.varint(), updated: d.varint()}
+	r.value = append([]byte(nil), d.b...)
+	return r, d.err
+}

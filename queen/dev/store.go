@@ -1,0 +1,241 @@
+package dev
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// DefaultCacheBytes is the engine's block cache when Options.CacheBytes is
+// 0 (QUEEN_DEV_CACHE_SIZE's default).
+const DefaultCacheBytes = 64 << 20
+
+// memTableBytes is the size of one memtable; at most memTableStop of them
+// (the one taking writes and those waiting to be flushed) are held, so
+// memtables cost at most 64 MiB however much is stored.
+const (
+	memTableBytes = 16 << 20
+	memTableStop  = 4
+)
+
+// legacyLog is the write-ahead log of queen-dev before the engine: a data
+// directory still holding one is refused rather than silently ignored.
+const legacyLog = "wal.log"
+
+// openEngine opens (or creates) the store in dir, or in memory when dir is
+// "". fs, when not nil, replaces the file system (tests inject failures).
+func openEngine(dir string, cacheBytes int64, fs vfs.FS, logger pebble.Logger) (*pebble.DB, error) {
+	if fs == nil {
+		if dir == "" {
+			fs = vfs.NewMem()
+		} else {
+			fs = vfs.Default
+		}
+	}
+	if dir != "" && fs == vfs.Default {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("data dir %s: %w", dir, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, legacyLog)); err == nil {
+			return nil, fmt.Errorf("data dir %s holds %s, the log of an older queen-dev, which this one no longer reads: move it aside (or delete the directory) to start empty",
+				dir, filepath.Join(dir, legacyLog))
+		}
+	}
+	if cacheBytes <= 0 {
+		cacheBytes = DefaultCacheBytes
+	}
+	cache := pebble.NewCache(cacheBytes)
+	defer cache.Unref()
+	opts := &pebble.Options{
+		FS:                          fs,
+		Cache:                       cache,
+		MemTableSize:                memTableBytes,
+		MemTableStopWritesThreshold: memTableStop,
+		// Open files hold their index and filter blocks in the cache, not
+		// beside it; the limit keeps descriptors bounded on a large store.
+		MaxOpenFiles:       1000,
+		Logger:             logger,
+		FormatMajorVersion: pebble.FormatNewest,
+	}
+	// Bloom filters make the producer-dedup lookups (one point read per
+	// keyed record pushed) cheap on keys that are absent, the common case.
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	// Records' values (about 1 KiB behind a Kafka producer) go to blob
+	// files written once, at flush; compactions then rewrite only keys and
+	// value handles. Every partition appends at its own end of the key
+	// space, so each flushed table overlaps them all and compactions rewrite
+	// little else: with the values in them they were half of queen-dev's CPU
+	// under a produce load, and separating them cut its CPU per record by a
+	// quarter. Retired records leave garbage in blob files, rewritten once a
+	// fifth of a file is garbage.
+	opts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
+		return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 256, MaxBlobReferenceDepth: 10,
+			RewriteMinimumAge: 5 * time.Minute, TargetGarbageRatio: 0.2}
+	}
+	if dir == "" {
+		dir = "mem"
+	}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+// engineLogger sends pebble's log lines to the broker's logger. A fatal one
+// (the engine cannot go on, e.g. a failed manifest write) marks the broker
+// failed, so that nothing more is acknowledged, before it panics as pebble
+// requires (the handler's recovery answers 500).
+type engineLogger struct {
+	log  *slog.Logger
+	fail func(error)
+}
+
+func (l engineLogger) Infof(format string, args ...any) {
+	l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (l engineLogger) Errorf(format string, args ...any) {
+	l.log.Warn("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (l engineLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.log.Error("pebble: " + msg)
+	if l.fail != nil {
+		l.fail(errors.New(msg))
+	}
+	panic("pebble: " + msg)
+}
+
+// durability tracks which applied batches are known to be on disk. Batches
+// are applied to the engine under Broker.mu (so they are numbered in the
+// order of the engine's write-ahead log) and become visible to reads at
+// once; their fsync is waited for outside the lock, where pebble coalesces
+// the fsyncs of concurrent commits (group commit). A reader that may have
+// seen batch n waits until n is synced, so no answer shows state a crash
+// could take back; a syncing batch covers every batch before it in the log.
+type durability struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	applied uint64 // guarded by Broker.mu, not d.mu
+	synced  uint64
+	failed  error // sticky: once a commit failed, nothing is acknowledged
+}
+
+func newDurability() *durability {
+	d := &durability{}
+	d.cond = sync.NewCond(&d.mu)
+	return d
+}
+
+func (d *durability) fail(err error) {
+	d.mu.Lock()
+	if d.failed == nil {
+		d.failed = err
+	}
+	d.cond.Broadcast()
+	d.mu.Unlock()
+}
+
+func (d *durability) err() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.failed
+}
+
+func (d *durability) done(n uint64) {
+	d.mu.Lock()
+	d.synced = max(d.synced, n)
+	d.cond.Broadcast()
+	d.mu.Unlock()
+}
+
+// wait blocks until batch n is synced (or the store failed).
+func (d *durability) wait(n uint64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for d.synced < n && d.failed == nil {
+		d.cond.Wait()
+	}
+	return d.failed
+}
+
+// pending is an applied batch whose fsync its request has not yet waited for.
+type pending struct {
+	d     *durability
+	batch *pebble.Batch // nil: nothing written, wait for n only
+	n     uint64
+	err   error
+}
+
+// wait makes the request's changes (and everything it saw) durable, or
+// reports why they are not. Call it outside Broker.mu.
+func (p *pending) wait() error {
+	if p.err != nil {
+		return p.err
+	}
+	if p.batch == nil {
+		return p.d.wait(p.n)
+	}
+	err := p.batch.SyncWait()
+	p.batch.Close()
+	p.batch = nil
+	if err != nil {
+		err = fmt.Errorf("store sync: %w", err)
+		p.d.fail(err)
+		return err
+	}
+	p.d.done(p.n)
+	return p.d.wait(p.n) // reports a failure another request saw first
+}
+
+// apply commits batch (one request's changes: all or nothing) and makes it
+// visible; the caller holds b.mu, then calls wait on the result outside it
+// before acknowledging. A nil or empty batch applies nothing but still
+// orders the caller after every batch applied before (its answer may rest
+// on them). On success, after runs (still under b.mu) to bring the
+// in-memory metadata in line.
+func (b *Broker) apply(batch *pebble.Batch, after func()) *pending {
+	p := &pending{d: b.dur}
+	if err := b.dur.err(); err != nil {
+		p.err = err
+	} else if b.closed {
+		p.err = errClosed
+	}
+	if p.err != nil || batch == nil || batch.Empty() {
+		if batch != nil {
+			batch.Close()
+		}
+		p.n = b.dur.applied
+		return p
+	}
+	if err := b.db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
+		batch.Close()
+		p.err = fmt.Errorf("store commit: %w", err)
+		b.dur.fail(p.err)
+		return p
+	}
+	b.dur.applied++
+	p.n, p.batch = b.dur.applied, batch
+	if after != nil {
+		after()
+	}
+	return p
+}
+
+// observed is what a reader waits for: everything applied so far. The
+// caller holds b.mu.
+func (b *Broker) observed() *pending { return b.apply(nil, nil) }
+
+var errClosed = errors.New("store closed")
