@@ -107,6 +107,7 @@ func etlProduce(t *testing.T, seeds []string, id, topic string, n, perTxn int) {
 		if i > 0 && i%perTxn == 0 {
 			how := kgo.EndBeginTxnSafe
 			if unsafe {
+				//lint:ignore SA1019 franz-go's own TestTxnEtl alternates both modes; the facade must take either.
 				how = kgo.EndBeginTxnUnsafe
 			}
 			unsafe = !unsafe
