@@ -49,6 +49,7 @@ type Facade struct {
 	TxnMaxStagedBytes int64         // QUEEN_KAFKA_TXN_MAX_STAGED_BYTES
 	TxnMaxOpen        int           // QUEEN_KAFKA_TXN_MAX_OPEN
 	TxnMaxTimeout     time.Duration // QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS
+	TxnVersion        int16         // QUEEN_KAFKA_TRANSACTION_VERSION
 
 	// DedupWindowSeconds is the dedupWindowSeconds of every queue the
 	// facade creates (0: leave Queen's own default). DedupKeys puts each
@@ -167,6 +168,7 @@ func LoadFacade(ctx context.Context, l envconfig.Lookuper) (Facade, error) {
 		{"TxnMaxStaged", func(v int64) { c.TxnMaxStagedBytes = v }},
 		{"TxnMaxOpen", func(v int64) { c.TxnMaxOpen = int(v) }},
 		{"TxnMaxTimeout", func(v int64) { c.TxnMaxTimeout = ms(v) }},
+		{"TxnVersion", func(v int64) { c.TxnVersion = int16(v) }},
 		{"DedupWindow", func(v int64) { c.DedupWindowSeconds = int(v) }},
 	}
 	for _, f := range ints {

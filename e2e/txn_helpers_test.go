@@ -311,10 +311,23 @@ func (x *rawTxn) produce(br *kgo.Broker, topic string, p int32, values ...string
 	return rp.ErrorCode, rp.BaseOffset
 }
 
-// end is EndTxn(commit or abort) for this producer id and epoch.
+// end is EndTxn(commit or abort) for this producer id and epoch. At v5
+// (transaction.version 2, which kgo negotiates) a decision moves the
+// producer to the id and epoch it answers, which x then uses, its
+// sequences starting over, as a KIP-890 client does.
 func (x *rawTxn) end(cl *kgo.Client, commit bool) int16 {
 	x.t.Helper()
-	return endTxnCode(x.t, cl, x.id, x.pid, x.epoch, commit)
+	req := kmsg.NewPtrEndTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = x.id, x.pid, x.epoch, commit
+	resp, err := req.RequestWith(ctxT(x.t, 20*time.Second), cl)
+	if err != nil {
+		x.t.Fatalf("EndTxn(%s, pid %d epoch %d, commit=%v): %v", x.id, x.pid, x.epoch, commit, err)
+	}
+	if resp.ErrorCode == 0 && resp.Version >= 5 && resp.ProducerID >= 0 {
+		x.pid, x.epoch = resp.ProducerID, resp.ProducerEpoch
+		clear(x.seq)
+	}
+	return resp.ErrorCode
 }
 
 func endTxnCode(t testing.TB, cl *kgo.Client, id string, pid int64, epoch int16, commit bool) int16 {

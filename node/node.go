@@ -127,7 +127,7 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	if cfg.Clustered() {
 		n.txnShared = newTxnShared(cfg, q, log, n.coord, clock.Wall{})
 	}
-	n.srv = n.newServer(transport.NewTable(n.apiTable()))
+	n.srv = n.newServer(transport.NewTable(n.apiTable(), n.features()...))
 	return n, nil
 }
 

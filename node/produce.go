@@ -337,7 +337,7 @@ func (n *Node) admitProduce(ctx context.Context, c *transport.Conn, version int1
 			p.fail(kerr.InvalidRecord.Code, "record batch carries no records")
 		default:
 			if txnID != "" {
-				if code, msg := n.txnAdmit(ctx, c, &txn.Batch{TransactionalID: txnID, ProducerID: p.rb.ProducerID, ProducerEpoch: p.rb.ProducerEpoch, Topic: p.topic, Partition: p.resp.Partition}); code != 0 {
+				if code, msg := n.txnAdmit(ctx, c, &txn.Batch{TransactionalID: txnID, ProducerID: p.rb.ProducerID, ProducerEpoch: p.rb.ProducerEpoch, Topic: p.topic, Partition: p.resp.Partition, Implicit: version >= 12}); code != 0 {
 					p.fail(code, msg)
 					continue
 				}

@@ -37,13 +37,16 @@ func newTxns(cfg config.Facade, q txn.Queen, log *slog.Logger, ids *producer.IDs
 		NodeID:  int32(cfg.NodeID),
 		Stages:  stages,
 		Cluster: cfg.Clustered(),
+		// KIP-890's implicit add; EndTxn v5 is kept away by the window.
+		TransactionV2: cfg.TxnVersion >= transactionV2,
 	})
 }
 
 // newTxnShared is cluster mode's staging half (txn.Shared), the same caps.
 func newTxnShared(cfg config.Facade, q txn.Queen, log *slog.Logger, groups txn.Groups, clk clock.Clock) *txn.Shared {
 	return txn.NewShared(txn.SharedConfig{Queen: q, Groups: groups, Limits: txnLimits(cfg), Clock: clk,
-		Log: log.With("component", "txn"), Fault: faults.TransactionCode, NodeID: int32(cfg.NodeID)})
+		Log: log.With("component", "txn"), Fault: faults.TransactionCode, NodeID: int32(cfg.NodeID),
+		TransactionV2: cfg.TxnVersion >= transactionV2})
 }
 
 // txnLimits is the five QUEEN_KAFKA_TXN_* caps.

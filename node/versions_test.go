@@ -65,6 +65,9 @@ var seedNotOffered = []kmsg.Key{
 var beyondSeed = map[kmsg.Key]string{
 	kmsg.OffsetForLeaderEpoch: "issue 10",
 	kmsg.DescribeCluster:      "issue 10",
+	kmsg.DescribeProducers:    "issue 23",
+	kmsg.DescribeTransactions: "issue 23",
+	kmsg.ListTransactions:     "issue 23",
 }
 
 func TestNotOfferedKeysAreNotAdvertised(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -58,6 +59,9 @@ type seqWindow struct {
 	// records again under new dedup keys, storing them twice (found by
 	// TestChaos after a queen-dev restart).
 	uncertain bool
+	// at is when the newest batch was accepted, in ms (DescribeProducers'
+	// last timestamp).
+	at int64
 }
 
 // known reports whether the window decides sequences: it remembers a
@@ -297,7 +301,47 @@ var behindFailedWrite = kerr.RequestTimedOut.Code
 // accepted remembers a batch written at base. A window of an older epoch is
 // started over.
 func (s *Sequencer) accepted(k windowKey, epoch int16, first, last int32, base int64) {
-	s.window(k, true).accept(epoch, seqBatch{first: first, last: last, base: base})
+	w := s.window(k, true)
+	w.accept(epoch, seqBatch{first: first, last: last, base: base})
+	w.at = time.Now().UnixMilli()
+}
+
+// PartitionProducer is one producer's window on one partition, as
+// DescribeProducers shows it.
+type PartitionProducer struct {
+	ID            int64
+	Epoch         int16
+	LastSequence  int32
+	LastTimestamp int64 // when the node accepted the newest batch, in ms
+}
+
+// Producers is every producer of scope whose window on topic's partition
+// the node holds with at least one batch, by producer id.
+func (s *Sequencer) Producers(scope, topic string, partition int32) []PartitionProducer {
+	type held struct {
+		w *seqWindow
+		p *producerState
+	}
+	var found []held
+	s.mu.Lock()
+	for k, w := range s.windows {
+		if k.producer.Scope == scope && k.topic == topic && k.partition == partition {
+			if p := s.producers[k.producer]; p != nil {
+				found = append(found, held{w, p})
+			}
+		}
+	}
+	s.mu.Unlock()
+	out := make([]PartitionProducer, 0, len(found))
+	for _, h := range found {
+		h.p.mu.Lock()
+		if h.w.n > 0 {
+			out = append(out, PartitionProducer{ID: h.w.key.producer.ID, Epoch: h.w.epoch, LastSequence: h.w.batches[(h.w.head+seqWindowBatches-1)%seqWindowBatches].last, LastTimestamp: h.w.at})
+		}
+		h.p.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b PartitionProducer) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }
 
 // pin holds k's window at epoch expecting sequence first when it is not

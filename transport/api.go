@@ -65,11 +65,22 @@ type Table struct {
 	rows       []Row
 	index      map[int16]Row
 	advertised []kmsg.ApiVersionsResponseApiKey
+	features   []Feature
 }
 
-// NewTable indexes rows, in the order ApiVersions lists them.
-func NewTable(rows []Row) *Table {
-	t := &Table{rows: rows, index: make(map[int16]Row, len(rows))}
+// Feature is one feature flag ApiVersions v3+ advertises (KIP-584): the
+// levels the node supports, and the level finalized for the cluster (0
+// is not finalized, and not listed as finalized, as in Kafka).
+type Feature struct {
+	Name      string
+	Min, Max  int16
+	Finalized int16
+}
+
+// NewTable indexes rows, in the order ApiVersions lists them, with the
+// features ApiVersions advertises.
+func NewTable(rows []Row, features ...Feature) *Table {
+	t := &Table{rows: rows, index: make(map[int16]Row, len(rows)), features: features}
 	for _, r := range rows {
 		t.index[r.Key] = r
 		k := kmsg.NewApiVersionsResponseApiKey()
@@ -78,6 +89,9 @@ func NewTable(rows []Row) *Table {
 	}
 	return t
 }
+
+// Features is the features ApiVersions advertises.
+func (t *Table) Features() []Feature { return t.features }
 
 // Rows is the table's rows, in order.
 func (t *Table) Rows() []Row { return t.rows }

@@ -8,8 +8,8 @@ import (
 )
 
 // ApiVersions answers with the version table: the handler of its row.
-// Features are never sent: the facade negotiates none (no
-// transaction.version, group.version...). A client that names the broker it
+// From v3 it lists the table's features (KIP-584), supported and
+// finalized. A client that names the broker it
 // expects (cluster and node ids, those Metadata answers) and reached
 // another (a stale DNS name, a load balancer) is answered
 // REBOOTSTRAP_REQUIRED with no keys. Versions: see its row in the version table.
@@ -28,7 +28,32 @@ func apiVersions(_ context.Context, c *Conn, req *kmsg.ApiVersionsRequest) (kmsg
 		}
 	}
 	resp.ApiKeys = c.srv.cfg.Table.Advertised()
+	if req.Version >= 3 {
+		addFeatures(resp, c.srv.cfg.Table.Features())
+	}
 	return resp, nil
+}
+
+// finalizedEpoch is the epoch of the finalized features: they never change
+// while the process runs, and a client only tells "none" (-1) from any.
+const finalizedEpoch = 1
+
+// addFeatures lists fs in resp: each supported, and those finalized at a
+// level above 0 as finalized.
+func addFeatures(resp *kmsg.ApiVersionsResponse, fs []Feature) {
+	for _, f := range fs {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = f.Name, f.Min, f.Max
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		if f.Finalized > 0 {
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = f.Name, f.Finalized, f.Finalized
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		}
+	}
+	if len(resp.FinalizedFeatures) > 0 {
+		resp.FinalizedFeaturesEpoch = finalizedEpoch
+	}
 }
 
 // isSelf reports whether a client expecting broker nodeID of clusterID

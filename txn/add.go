@@ -86,6 +86,7 @@ func (m *Manager) AddPartitionsToTxn(ctx context.Context, cl Client, req *kmsg.A
 			return fill(code)
 		}
 	}
+	t.took(cl)
 	if t.partitions == nil {
 		t.partitions = make(map[topicPartition]bool, len(fresh))
 	}
@@ -125,6 +126,7 @@ func (m *Manager) AddOffsetsToTxn(ctx context.Context, cl Client, req *kmsg.AddO
 			return resp
 		}
 	}
+	t.took(cl)
 	t.group(req.Group)
 	return resp
 }

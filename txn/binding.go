@@ -81,6 +81,13 @@ type binding struct {
 	// request of the epoch held is PRODUCER_FENCED.
 	fenced  bool
 	timeout time.Duration
+	// KIP-890 (EndTxn v5): the producer id and epoch the last decision
+	// moved from (-1 none), so that its retry is answered what it granted;
+	// next is the id and epoch a decision under way moves to, fixed at
+	// its first attempt so that a retried commit writes the same row.
+	fromPID   int64
+	fromEpoch int16
+	next      *bump
 
 	state    state
 	last     outcome
@@ -94,6 +101,19 @@ type binding struct {
 	records    int
 	bytes      int64
 	offsets    int
+	// The old protocol's guard against a late EndTxn (EndTxn v0–v4
+	// names no transaction): the connections that took part in the open
+	// transaction, and the newest connection the process had seen when
+	// it opened. A connection older than that which took no part sent
+	// its EndTxn for an earlier transaction (lateEnd).
+	parts     map[uint64]bool
+	watermark uint64
+}
+
+// bump is the producer id and epoch a KIP-890 decision moves to.
+type bump struct {
+	pid   int64
+	epoch int16
 }
 
 // txnGroup is one consumer group a transaction commits offsets for.
@@ -102,7 +122,7 @@ type txnGroup struct {
 	offsets      int
 }
 
-func newBinding(k Key) *binding { return &binding{key: k, bumpedFrom: -1} }
+func newBinding(k Key) *binding { return &binding{key: k, bumpedFrom: -1, fromPID: -1, fromEpoch: -1} }
 
 // holds reports a transaction whose stage a commit could still land.
 func (t *binding) holds() bool { return t.state == stateOngoing || t.state == stateCommitting }
@@ -112,6 +132,7 @@ func (t *binding) holds() bool { return t.state == stateOngoing || t.state == st
 func (t *binding) clear() {
 	t.partitions, t.groups, t.offsetKeys = nil, nil, nil
 	t.records, t.bytes, t.offsets = 0, 0, 0
+	t.parts, t.watermark = nil, 0
 }
 
 // indexOps is how many group index rows the commit carries: one per group
@@ -179,6 +200,12 @@ type marker struct {
 	// tell a transaction's deadline from the row.
 	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 	Begin     int64 `json:"begin,omitempty"`
+	// Bumped: a KIP-890 decision (EndTxn v5) moved the producer from
+	// FromPID at FromEpoch to this row's id and epoch, so that any node
+	// answers that decision's retry.
+	Bumped    bool  `json:"bumped,omitempty"`
+	FromPID   int64 `json:"fromPid,omitempty"`
+	FromEpoch int16 `json:"fromEpoch,omitempty"`
 }
 
 // Row states (§10).
@@ -208,9 +235,12 @@ func readMarker(raw []byte) (mk marker, ok bool) {
 		Incarnation string `json:"incarnation"`
 		TimeoutMs   int64  `json:"timeoutMs"`
 		Begin       int64  `json:"begin"`
+		Bumped      bool   `json:"bumped"`
+		FromPID     int64  `json:"fromPid"`
+		FromEpoch   int16  `json:"fromEpoch"`
 	}
 	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil || v.PID == nil || v.Epoch == nil || *v.PID < 0 || *v.Epoch < 0 {
 		return marker{}, false
 	}
-	return marker{PID: *v.PID, Epoch: *v.Epoch, State: v.State, Seq: v.Seq, Node: v.Node, Incarnation: v.Incarnation, TimeoutMs: v.TimeoutMs, Begin: v.Begin}, true
+	return marker{PID: *v.PID, Epoch: *v.Epoch, State: v.State, Seq: v.Seq, Node: v.Node, Incarnation: v.Incarnation, TimeoutMs: v.TimeoutMs, Begin: v.Begin, Bumped: v.Bumped, FromPID: v.FromPID, FromEpoch: v.FromEpoch}, true
 }

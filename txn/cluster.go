@@ -58,7 +58,13 @@ func (m *Manager) announce(ctx context.Context, cl Client, t *binding, now time.
 	if r := res[0]; r.Applied {
 		t.version = r.Version
 		return 0
-	} else if mk, ok := readMarker(r.Value); ok && mk.PID == t.pid && mk.Epoch == t.epoch {
+	} else if mk, ok := readMarker(r.Value); ok && mk.PID == t.pid && mk.Epoch == t.epoch && mk.State == rowOngoing && mk.Seq == t.seq && m.cfg.TransactionV2 {
+		// A leader opened this very transaction implicitly (KIP-890):
+		// it is the one this request joins.
+		t.version = r.Version
+		t.begun = time.UnixMilli(mk.Begin)
+		return 0
+	} else if ok && mk.PID == t.pid && mk.Epoch == t.epoch {
 		m.log.Info("opening a transaction: the qk:txn: row moved under this node; the binding is reloaded on the next request", "transactional_id", t.key.ID)
 		m.forget(t)
 		return kerr.NotCoordinator.Code
@@ -70,6 +76,17 @@ func (m *Manager) announce(ctx context.Context, cl Client, t *binding, now time.
 // load binds k from its qk:txn: row for a request of producer pid at
 // epoch, and returns the binding locked; refused, nil and the code.
 func (m *Manager) load(ctx context.Context, cl Client, k Key, pid int64, epoch int16, fenced int16) (*binding, int16) {
+	t, code := m.loadRow(ctx, cl, k)
+	if t == nil {
+		return nil, code
+	}
+	return m.checked(cl, t, pid, epoch, fenced)
+}
+
+// loadRow binds k from its qk:txn: row, whatever producer asks, and
+// returns the binding locked; nil and the code when there is no row to
+// bind (INVALID_TXN_STATE) or it could not be read.
+func (m *Manager) loadRow(ctx context.Context, cl Client, k Key) (*binding, int16) {
 	res, err := m.kv(cl).KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: []string{queen.TxnKey(k.ID)}}})
 	if err != nil {
 		m.log.Warn("reading a transactional id's row failed", "transactional_id", k.ID, "err", err)
@@ -83,15 +100,8 @@ func (m *Manager) load(ctx context.Context, cl Client, k Key, pid int64, epoch i
 	}
 	row := res[0].Rows[0]
 	mk, ok := readMarker(row.Value)
-	switch {
-	case !ok:
+	if !ok {
 		return nil, kerr.InvalidTxnState.Code
-	case mk.PID != pid:
-		return nil, kerr.InvalidProducerIDMapping.Code
-	case epoch < mk.Epoch:
-		return nil, fenced
-	case epoch > mk.Epoch:
-		return nil, kerr.InvalidProducerEpoch.Code
 	}
 	t, code := m.lock(k, true)
 	if t == nil {
@@ -100,6 +110,7 @@ func (m *Manager) load(ctx context.Context, cl Client, k Key, pid int64, epoch i
 	if !t.bound {
 		t.bound, t.fenced, t.bumpedFrom = true, false, -1
 		t.pid, t.epoch, t.version, t.seq = mk.PID, mk.Epoch, row.Version, mk.Seq
+		t.fromPID, t.fromEpoch, t.next = -1, -1, nil
 		t.timeout = time.Duration(mk.TimeoutMs) * time.Millisecond
 		if t.timeout <= 0 {
 			t.timeout = m.lim.MaxTimeout
@@ -107,19 +118,51 @@ func (m *Manager) load(ctx context.Context, cl Client, k Key, pid int64, epoch i
 		t.state, t.last = stateEmpty, outcomeNone
 		switch mk.State {
 		case rowOngoing:
-			m.open.Add(1)
-			t.state = stateOngoing
-			t.begun = time.UnixMilli(mk.Begin)
-			t.deadline = t.begun.Add(t.timeout)
-			t.stage = m.stages.Open(k, m.ref(t), m.kv(cl))
+			m.openFromRow(cl, t, mk)
 		case rowCommitted:
 			t.last = outcomeCommitted
 		case rowAborted:
 			t.last = outcomeAborted
 		}
+		if mk.Bumped && t.last != outcomeNone {
+			t.fromPID, t.fromEpoch = mk.FromPID, mk.FromEpoch
+		}
 		m.log.Info("transactional id loaded from its row", "transactional_id", k.ID, "producer_id", t.pid, "epoch", t.epoch, "state", mk.State, "seq", t.seq)
 	}
-	return m.checked(cl, t, pid, epoch, fenced)
+	return t, 0
+}
+
+// openFromRow makes t's transaction the one its row says is open (state
+// "ongoing", transaction seq+1), whichever node opened it: the stage is
+// the one Queen holds. Who took part is not known here, so any connection
+// may end it.
+func (m *Manager) openFromRow(cl Client, t *binding, mk marker) {
+	m.open.Add(1)
+	t.state = stateOngoing
+	t.begun = time.UnixMilli(mk.Begin)
+	t.deadline = t.begun.Add(t.timeout)
+	t.stage = m.stages.Open(t.key, m.ref(t), m.kv(cl))
+}
+
+// refresh reads t's row (t empty, cluster mode): a transaction a
+// partition leader or a group coordinator opened implicitly for t's
+// producer (KIP-890, Shared.open) becomes t's open transaction. Any other
+// row is left to the decision's compare-and-set to meet.
+func (m *Manager) refresh(ctx context.Context, cl Client, t *binding) int16 {
+	row, version, found, err := m.readRow(ctx, cl, t)
+	if err != nil {
+		m.log.Warn("reading a transactional id's row failed", "transactional_id", t.key.ID, "err", err)
+		return m.fault(err)
+	}
+	if !found {
+		return 0
+	}
+	if mk, ok := readMarker(row); ok && mk.PID == t.pid && mk.Epoch == t.epoch && mk.State == rowOngoing && mk.Seq == t.seq {
+		t.version = version
+		m.openFromRow(cl, t, mk)
+		t.expire(m, m.clock.Now())
+	}
+	return 0
 }
 
 // DropUnowned forgets every transactional id owns says this node no
@@ -145,11 +188,12 @@ func (m *Manager) DropUnowned(owns func(id string) bool) {
 // row is written only by a commit of the transaction number it names), or
 // errNotOwner when another node moved the row of this producer.
 func (m *Manager) clusterFence(t *binding, mk marker) (landed bool, err error) {
+	pid, epoch := t.rowID()
+	if mk.PID == pid && mk.Epoch == epoch && mk.State == rowCommitted && mk.Seq == t.seq+1 {
+		return true, nil
+	}
 	if mk.PID != t.pid || mk.Epoch != t.epoch {
 		return false, nil
-	}
-	if mk.State == rowCommitted && mk.Seq == t.seq+1 {
-		return true, nil
 	}
 	return false, errNotOwner
 }

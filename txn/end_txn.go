@@ -42,6 +42,10 @@ import (
 // aborted, best effort: the abort is true whether or not that lands.
 func (m *Manager) EndTxn(ctx context.Context, cl Client, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse {
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if req.Version >= 5 {
+		return m.endTxnV2(ctx, cl, req, resp)
+	}
 	t, code := m.held(ctx, cl, req.TransactionalID, req.ProducerID, req.ProducerEpoch, fencedCode(req.Version >= 2))
 	if t == nil {
 		if code == kerr.InvalidTxnState.Code && !req.Commit {
@@ -53,12 +57,32 @@ func (m *Manager) EndTxn(ctx context.Context, cl Client, req *kmsg.EndTxnRequest
 		return resp
 	}
 	defer t.mu.Unlock()
+	if t.lateEnd(cl) {
+		// The EndTxn of the transaction before this one, delayed: answered
+		// as that decided transaction answers a repeat, and the open one is
+		// not touched.
+		m.log.Info("a late EndTxn of a decided transaction was answered without touching the open one", "transactional_id", t.key.ID, "producer_id", t.pid, "epoch", t.epoch, "commit", req.Commit)
+		resp.ErrorCode = t.repeatAnswer(req.Commit)
+		return resp
+	}
+	t.took(cl)
+	t.fromPID, t.fromEpoch = -1, -1
 	if req.Commit {
 		resp.ErrorCode = m.commit(ctx, cl, t)
 	} else {
 		resp.ErrorCode = m.abort(ctx, cl, t)
 	}
 	return resp
+}
+
+// repeatAnswer is what a repeated EndTxn of t's last decided transaction
+// is answered: 0 for the same decision, else INVALID_TXN_STATE (Kafka's
+// CompleteCommit and CompleteAbort).
+func (t *binding) repeatAnswer(commit bool) int16 {
+	if commit && t.last == outcomeCommitted || !commit && t.last == outcomeAborted {
+		return 0
+	}
+	return kerr.InvalidTxnState.Code
 }
 
 func (m *Manager) commit(ctx context.Context, cl Client, t *binding) int16 {
@@ -86,6 +110,15 @@ func (m *Manager) commit(ctx context.Context, cl Client, t *binding) int16 {
 		return kerr.CoordinatorNotAvailable.Code
 	}
 	if len(items) == 0 && len(offsets) == 0 {
+		if t.next != nil {
+			// KIP-890: the epoch bump is the decision's one write.
+			if code := m.settle(ctx, cl, t, rowCommitted); code != 0 {
+				return code
+			}
+			t.seq++
+			m.decided(t, outcomeCommitted)
+			return 0
+		}
 		// Nothing to write, so no call (§8); the fence would be its only op.
 		m.decided(t, outcomeCommitted)
 		return 0
@@ -237,9 +270,11 @@ func (m *Manager) readRow(ctx context.Context, cl Client, t *binding) (value []b
 	return nil, 0, false, fmt.Errorf("read of %s: the answer left the row unread", key)
 }
 
-// ownRow reports a row this process wrote for t's producer id and epoch.
+// ownRow reports a row this process wrote for t's producer id and epoch
+// (those a KIP-890 decision under way moves to).
 func (m *Manager) ownRow(t *binding, mk marker) bool {
-	return mk.PID == t.pid && mk.Epoch == t.epoch && mk.Node == m.cfg.NodeID && mk.Incarnation == m.cfg.Incarnation
+	pid, epoch := t.rowID()
+	return mk.PID == pid && mk.Epoch == epoch && mk.Node == m.cfg.NodeID && mk.Incarnation == m.cfg.Incarnation
 }
 
 // ownCommit reports a row written by this process's commit of t's current
@@ -248,10 +283,16 @@ func (m *Manager) ownCommit(t *binding, mk marker) bool {
 	return m.ownRow(t, mk) && mk.State == rowCommitted && mk.Seq == t.seq+1
 }
 
-// decided ends t's transaction: its stage dropped, the binding empty.
+// decided ends t's transaction: its stage dropped, the binding empty, and
+// a KIP-890 bump under way applied.
 func (m *Manager) decided(t *binding, how outcome) {
 	m.release(t)
 	t.state, t.last = stateEmpty, how
+	if t.next != nil && !t.fenced {
+		t.fromPID, t.fromEpoch = t.pid, t.epoch
+		t.pid, t.epoch = t.next.pid, t.next.epoch
+	}
+	t.next = nil
 	if how == outcomeCommitted {
 		m.committed.Add(1)
 	} else {

@@ -29,6 +29,7 @@ import (
 // the first one granted, and anything else is fenced (PRODUCER_FENCED from
 // v4, INVALID_PRODUCER_EPOCH below).
 func (m *Manager) InitProducerID(ctx context.Context, cl Client, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
+	m.saw(cl)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	fail := func(code int16) *kmsg.InitProducerIDResponse {
@@ -83,8 +84,13 @@ func (m *Manager) InitProducerID(ctx context.Context, cl Client, req *kmsg.InitP
 			}
 			next.PID = pid
 		}
-		op := queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: queen.TxnKey(id), Forever: true, Expect: &expect,
-			Value: marker{PID: next.PID, Epoch: next.Epoch, State: next.State, Seq: next.Seq, Node: m.cfg.NodeID, Incarnation: m.cfg.Incarnation, TS: m.now()}.json()}
+		claim := marker{PID: next.PID, Epoch: next.Epoch, State: next.State, Seq: next.Seq, Node: m.cfg.NodeID, Incarnation: m.cfg.Incarnation, TS: m.now()}
+		if m.cfg.Cluster {
+			// A leader that opens a transaction implicitly (KIP-890) takes
+			// its timeout from the row.
+			claim.TimeoutMs = timeout.Milliseconds()
+		}
+		op := queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: queen.TxnKey(id), Forever: true, Expect: &expect, Value: claim.json()}
 		res, err := kv.KV(ctx, []queen.KVOp{op})
 		if err != nil {
 			return m.claimFailed(t, fail, id, err)
@@ -145,6 +151,7 @@ func (m *Manager) bind(t *binding, cl Client, won marker, version int64, timeout
 	}
 	m.release(t)
 	t.bumpedFrom = from
+	t.fromPID, t.fromEpoch, t.next = -1, -1, nil
 	t.bound, t.fenced = true, false
 	t.pid, t.epoch, t.version, t.seq = won.PID, won.Epoch, version, won.Seq
 	t.timeout, t.state, t.last = timeout, stateEmpty, outcomeNone

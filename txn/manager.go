@@ -66,6 +66,12 @@ type Config struct {
 	// commit of its own that landed without its answer.
 	NodeID      int32
 	Incarnation string
+	// TransactionV2 is the `transaction.version` 2 the node advertises
+	// (KIP-890): a transactional Produce v12+ adds its partition to the
+	// transaction implicitly. EndTxn v5's epoch bump is decided by the
+	// request's version, as in Kafka; the node's window keeps v5 away when
+	// this is off.
+	TransactionV2 bool
 	// Cluster is cluster mode (issue 9): the transactional id's owner
 	// holds the binding, but its records and offsets are staged in Queen by
 	// whichever node received them (Shared), so the owner announces each
@@ -102,6 +108,9 @@ type Manager struct {
 	open   atomic.Int64
 	// committed and aborted count the transactions decided (Stats).
 	committed, aborted atomic.Uint64
+	// conns is the newest connection (Client.Owner) any request came on:
+	// the watermark a transaction records when it opens (lateEnd).
+	conns atomic.Uint64
 
 	startOnce, closeOnce sync.Once
 	stop, done           chan struct{}
@@ -272,6 +281,7 @@ func (m *Manager) adopt(t *binding, owner uint64) {
 // what the request is answered: a transactional id this process does not
 // hold — a restart, a binding given up on — is INVALID_TXN_STATE.
 func (m *Manager) held(ctx context.Context, cl Client, id string, pid int64, epoch int16, fenced int16) (*binding, int16) {
+	m.saw(cl)
 	t, _ := m.lock(Key{Identity: cl.Identity, ID: id}, false)
 	if t == nil && m.cfg.Cluster {
 		return m.load(ctx, cl, Key{Identity: cl.Identity, ID: id}, pid, epoch, fenced)
@@ -280,6 +290,39 @@ func (m *Manager) held(ctx context.Context, cl Client, id string, pid int64, epo
 		return nil, kerr.InvalidTxnState.Code
 	}
 	return m.checked(cl, t, pid, epoch, fenced)
+}
+
+// saw notes the connection a request came on (lateEnd's watermark).
+func (m *Manager) saw(cl Client) {
+	for {
+		cur := m.conns.Load()
+		if cl.Owner <= cur || m.conns.CompareAndSwap(cur, cl.Owner) {
+			return
+		}
+	}
+}
+
+// took records that cl's connection took part in t's open transaction.
+func (t *binding) took(cl Client) {
+	if cl.Owner == 0 {
+		return
+	}
+	if t.parts == nil {
+		t.parts = make(map[uint64]bool, 2)
+	}
+	t.parts[cl.Owner] = true
+}
+
+// lateEnd reports an EndTxn v0–v4 that cannot be for t's open
+// transaction: it came on a connection the process already knew when the
+// transaction opened (watermark) and that took no part in it. Kafka's
+// clients send a transaction's coordinator requests on one connection, and
+// a connection opened later (a reconnect) may end it; so such an EndTxn
+// was sent before the transaction opened — a late EndTxn of the previous
+// one, delayed past its retry (issue 23) — and must not decide this one.
+func (t *binding) lateEnd(cl Client) bool {
+	open := t.holds() || t.state == stateAbortable
+	return open && cl.Owner != 0 && cl.Owner <= t.watermark && !t.parts[cl.Owner]
 }
 
 // checked is held's verdict on t, locked: kept locked, adopted by cl and
@@ -402,28 +445,45 @@ func (m *Manager) begin(ctx context.Context, cl Client, t *binding, now time.Tim
 		m.log.Warn("as many transactions open as QUEEN_KAFKA_TXN_MAX_OPEN allows: one more refused MESSAGE_TOO_LARGE", "transactional_id", t.key.ID, "max_open", m.lim.MaxOpen)
 		return kerr.MessageTooLarge.Code
 	}
+	t.begun = now
 	if m.cfg.Cluster {
+		// announce may find the transaction opened by a leader already,
+		// and its start with it.
 		if code := m.announce(ctx, cl, t, now, fenced); code != 0 {
 			m.open.Add(-1)
 			return code
 		}
 	}
 	t.state = stateOngoing
-	t.begun = now
-	t.deadline = now.Add(t.timeout)
+	t.deadline = t.begun.Add(t.timeout)
 	t.stage = m.stages.Open(t.key, m.ref(t), m.kv(cl))
+	t.watermark = m.conns.Load()
+	t.took(cl)
 	return 0
 }
 
 // ref is the transaction t opens or holds: its stage's name in Queen.
 func (m *Manager) ref(t *binding) Ref { return Ref{PID: t.pid, Epoch: t.epoch, Txn: t.seq + 1} }
 
+// rowID is the producer id and epoch t's next row write names: the bump
+// of a KIP-890 decision under way, else the held ones.
+func (t *binding) rowID() (int64, int16) {
+	if t.next != nil {
+		return t.next.pid, t.next.epoch
+	}
+	return t.pid, t.epoch
+}
+
 func (m *Manager) now() int64 { return m.clock.Now().UnixMilli() }
 
 // markerOp is the put of t's row with state, expecting the version held.
 func (m *Manager) markerOp(t *binding, state string, seq uint64, required bool) queen.KVOp {
 	expect := t.version
-	mk := marker{PID: t.pid, Epoch: t.epoch, State: state, Seq: seq, Node: m.cfg.NodeID, Incarnation: m.cfg.Incarnation, TS: m.now()}
+	pid, epoch := t.rowID()
+	mk := marker{PID: pid, Epoch: epoch, State: state, Seq: seq, Node: m.cfg.NodeID, Incarnation: m.cfg.Incarnation, TS: m.now()}
+	if t.next != nil {
+		mk.Bumped, mk.FromPID, mk.FromEpoch = true, t.pid, t.epoch
+	}
 	if m.cfg.Cluster {
 		mk.TimeoutMs = t.timeout.Milliseconds()
 		if state == rowOngoing {

@@ -27,6 +27,10 @@ type Batch struct {
 	// Bytes is what the records weigh against the byte caps: their keys,
 	// values and headers as the producer sent them, not the envelopes.
 	Bytes int64
+	// Implicit is a Produce v12+ under transaction version 2 (KIP-890):
+	// a partition not yet in the transaction is added, and the
+	// transaction opened, by the batch itself.
+	Implicit bool
 }
 
 // Admit is Produce's verdict on a batch before its sequence is checked,
@@ -50,18 +54,47 @@ func (m *Manager) admit(ctx context.Context, cl Client, b *Batch) (*binding, int
 		return nil, code, "this producer does not hold the transaction: " + kerr.ErrorForCode(code).Error()
 	}
 	msg := ""
+	tp := topicPartition{b.Topic, b.Partition}
 	switch {
 	case t.state == stateCommitting:
 		msg = "the transaction is committing"
 	case t.state == stateAbortable:
 		msg = "the transaction is past a cap or its timeout and must be aborted"
-	case !t.partitions[topicPartition{b.Topic, b.Partition}]:
+	case !t.partitions[tp] && b.Implicit && m.cfg.TransactionV2:
+		if code, msg := m.addImplicitly(ctx, cl, t, tp); code != 0 {
+			t.mu.Unlock()
+			return nil, code, msg
+		}
+		t.took(cl)
+		return t, 0, ""
+	case !t.partitions[tp]:
 		msg = "the partition was not added to the transaction (AddPartitionsToTxn)"
 	default:
+		t.took(cl)
 		return t, 0, ""
 	}
 	t.mu.Unlock()
 	return nil, kerr.InvalidTxnState.Code, msg
+}
+
+// addImplicitly adds tp to t's transaction for a Produce v12+ (KIP-890),
+// opening the transaction when none is, as Kafka's partition leader asks
+// its coordinator to; past MaxPartitions the transaction is abortable.
+func (m *Manager) addImplicitly(ctx context.Context, cl Client, t *binding, tp topicPartition) (int16, string) {
+	if len(t.partitions) >= MaxPartitions {
+		m.poison(t, "more than 200 partitions")
+		return kerr.MessageTooLarge.Code, "the transaction writes more than 200 partitions; abort it"
+	}
+	if t.state == stateEmpty {
+		if code := m.begin(ctx, cl, t, m.clock.Now(), kerr.ProducerFenced.Code); code != 0 {
+			return code, "the transaction could not be opened: " + kerr.ErrorForCode(code).Error()
+		}
+	}
+	if t.partitions == nil {
+		t.partitions = make(map[topicPartition]bool)
+	}
+	t.partitions[tp] = true
+	return 0, ""
 }
 
 // Produce stages one partition's batch of a transactional Produce — once

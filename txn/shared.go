@@ -49,6 +49,7 @@ type Shared struct {
 	log    *slog.Logger
 	fault  func(error) int16
 	node   int32
+	v2     bool
 
 	mu       sync.Mutex
 	rows     map[Key]marker
@@ -65,6 +66,9 @@ type SharedConfig struct {
 	Log    *slog.Logger
 	Fault  func(err error) int16
 	NodeID int32
+	// TransactionV2: a Produce v12+ or TxnOffsetCommit v5+ opens its
+	// producer's next transaction itself (KIP-890's implicit add).
+	TransactionV2 bool
 }
 
 // portionKey is one transaction as one node staged it.
@@ -90,7 +94,7 @@ func NewShared(cfg SharedConfig) *Shared {
 		cfg.Log = slog.Default()
 	}
 	return &Shared{q: cfg.Queen, groups: cfg.Groups, lim: cfg.Limits.withDefaults(), clock: cfg.Clock, log: cfg.Log,
-		fault: func(err error) int16 { return faultCode(cfg.Fault, err) }, node: cfg.NodeID,
+		fault: func(err error) int16 { return faultCode(cfg.Fault, err) }, node: cfg.NodeID, v2: cfg.TransactionV2,
 		rows: make(map[Key]marker), portions: make(map[Key]map[Ref]*portion)}
 }
 
@@ -240,8 +244,54 @@ func (s *Shared) current(ctx context.Context, cl Client, k Key, pid int64, epoch
 // transactional id at this epoch and a transaction must be open. The
 // partition's inclusion is not checked (the owner keeps that list).
 func (s *Shared) Admit(ctx context.Context, cl Client, b *Batch) (int16, string) {
-	_, code, msg := s.current(ctx, cl, Key{Identity: cl.Identity, ID: b.TransactionalID}, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
+	k := Key{Identity: cl.Identity, ID: b.TransactionalID}
+	_, code, msg := s.current(ctx, cl, k, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
+	if code == kerr.InvalidTxnState.Code && b.Implicit && s.v2 {
+		_, code, msg = s.open(ctx, cl, k, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
+	}
 	return code, msg
+}
+
+// open opens the next transaction of k's producer pid at epoch, for a
+// Produce v12+ or TxnOffsetCommit v5+ (KIP-890's implicit add, which a
+// Kafka partition leader asks of the coordinator): the qk:txn: row is put
+// "ongoing" by compare-and-set on the version read, as the owner's own
+// announce writes it, and the owner adopts it at the producer's next
+// request. The row must name this producer at this epoch; a row another
+// writer moved meanwhile is read again once.
+func (s *Shared) open(ctx context.Context, cl Client, k Key, pid int64, epoch int16, fenced int16) (marker, int16, string) {
+	for attempt := 0; attempt < 2; attempt++ {
+		res, err := s.kv(cl).KV(ctx, []queen.KVOp{rowOp(k.ID)})
+		if err != nil {
+			s.log.Warn("reading a transactional id's row failed", "transactional_id", k.ID, "err", err)
+			return marker{}, s.fault(err), "the transactional id's row could not be read"
+		}
+		if res[0].Truncated {
+			return marker{}, kerr.CoordinatorNotAvailable.Code, "the transactional id's row could not be read"
+		}
+		mk, ok := s.remember(k, res[0])
+		code, msg := verdict(mk, ok, pid, epoch, fenced)
+		if code != kerr.InvalidTxnState.Code || !ok {
+			return mk, code, msg // open already, or not this producer's
+		}
+		now := s.clock.Now().UnixMilli()
+		next := marker{PID: mk.PID, Epoch: mk.Epoch, State: rowOngoing, Seq: mk.Seq, Node: s.node, TS: now, TimeoutMs: mk.TimeoutMs, Begin: now}
+		if next.TimeoutMs <= 0 {
+			next.TimeoutMs = s.lim.MaxTimeout.Milliseconds()
+		}
+		expect := res[0].Rows[0].Version
+		op := queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: queen.TxnKey(k.ID), Forever: true, Expect: &expect, Value: next.json()}
+		put, err := s.kv(cl).KV(ctx, []queen.KVOp{op})
+		if err != nil {
+			s.log.Warn("opening a transaction implicitly failed", "transactional_id", k.ID, "err", err)
+			return marker{}, s.fault(err), "the transaction could not be opened; retry"
+		}
+		if put[0].Applied {
+			s.remember(k, queen.KVResult{Rows: []queen.KVRow{{Key: op.Key, Value: op.Value, Version: put[0].Version}}})
+			return next, 0, ""
+		}
+	}
+	return marker{}, kerr.ConcurrentTransactions.Code, "the transactional id's row moved while the transaction was opened; retry"
 }
 
 // Produce stages one partition's batch in Queen, under the open
@@ -447,6 +497,9 @@ func (s *Shared) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffse
 	k := Key{Identity: cl.Identity, ID: req.TransactionalID}
 	fenced := fencedCode(req.Version >= 3)
 	mk, code, _ := s.current(ctx, cl, k, req.ProducerID, req.ProducerEpoch, fenced)
+	if code == kerr.InvalidTxnState.Code && req.Version >= 5 && s.v2 {
+		mk, code, _ = s.open(ctx, cl, k, req.ProducerID, req.ProducerEpoch, fenced)
+	}
 	if code != 0 {
 		return code
 	}

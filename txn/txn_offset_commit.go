@@ -47,6 +47,7 @@ func (m *Manager) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffs
 			return code
 		}
 	}
+	t.took(cl)
 	g := t.group(req.Group)
 	g.protocolType = ptype
 	now := m.now()
