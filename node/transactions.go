@@ -49,7 +49,7 @@ func newTxnShared(cfg config.Facade, q txn.Queen, log *slog.Logger, groups txn.G
 		TransactionV2: cfg.TxnVersion >= transactionV2})
 }
 
-// txnLimits is the five QUEEN_KAFKA_TXN_* caps.
+// txnLimits is the five QUEEN_KAFKA_TXN_* caps and Queen's body ceiling.
 func txnLimits(cfg config.Facade) txn.Limits {
 	return txn.Limits{
 		MaxBytes:       cfg.TxnMaxBytes,
@@ -57,6 +57,7 @@ func txnLimits(cfg config.Facade) txn.Limits {
 		MaxStagedBytes: cfg.TxnMaxStagedBytes,
 		MaxOpen:        cfg.TxnMaxOpen,
 		MaxTimeout:     cfg.TxnMaxTimeout,
+		MaxCommitBody:  cfg.QueenMaxBody,
 	}
 }
 

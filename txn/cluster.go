@@ -356,6 +356,8 @@ func (s *queenStage) Contents(ctx context.Context) ([]queen.PushItem, []queen.KV
 		return nil, nil, &poisonedError{"QUEEN_KAFKA_TXN_MAX_RECORDS"}
 	case bytes > s.lim.MaxBytes:
 		return nil, nil, &poisonedError{"QUEEN_KAFKA_TXN_MAX_BYTES"}
+	case itemsBody(items) > s.lim.bodyRoom():
+		return nil, nil, &poisonedError{"QUEEN_KAFKA_QUEEN_MAX_BODY_BYTES"}
 	case 1+len(ptypes)+len(offsetN) > riderOps:
 		return nil, nil, &poisonedError{"more than 62 offsets (less one per further group)"}
 	}
@@ -467,4 +469,13 @@ func (a *batchAssembly) add(items []queen.PushItem, id string, chunk int, v stag
 	}
 	*a = batchAssembly{}
 	return items, nil
+}
+
+// itemsBody is what items add to their commit body.
+func itemsBody(items []queen.PushItem) int64 {
+	var n int64
+	for _, it := range items {
+		n += itemBytes(it.Queue, it.Payload, it.TransactionID)
+	}
+	return n
 }
