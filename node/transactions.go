@@ -95,12 +95,17 @@ func (n *Node) txnAdmit(ctx context.Context, c *transport.Conn, b *txn.Batch) (i
 	return n.txns.Admit(txnClient(c), b)
 }
 
-// txnStage stages one sequenced batch of a transactional Produce.
-func (n *Node) txnStage(ctx context.Context, c *transport.Conn, b *txn.Batch) (int16, string) {
+// txnStageAll stages the sequenced batches of one transactional Produce:
+// in cluster mode in one KV call for the request, not one per partition.
+func (n *Node) txnStageAll(ctx context.Context, c *transport.Conn, bs []*txn.Batch) []txn.Outcome {
 	if n.txnShared != nil {
-		return n.txnShared.Produce(ctx, txnClient(c), b)
+		return n.txnShared.ProduceAll(ctx, txnClient(c), bs)
 	}
-	return n.txns.Produce(ctx, txnClient(c), b)
+	out := make([]txn.Outcome, len(bs))
+	for i, b := range bs {
+		out[i].Code, out[i].Msg = n.txns.Produce(ctx, txnClient(c), b)
+	}
+	return out
 }
 
 // txnIDs is the node's producer id allocator as package txn asks for it.
