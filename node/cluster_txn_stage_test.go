@@ -1,6 +1,8 @@
 package node
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -46,4 +48,29 @@ func TestClusterTxnStagesARequestInOneCall(t *testing.T) {
 	require.Equal(t, []string{"warm", "a"}, e.values(t, "out", 0))
 	require.Equal(t, []string{"b"}, e.values(t, "out", 1))
 	require.Equal(t, []string{"c"}, e.values(t, "out", 2))
+}
+
+// An EndTxn v5 at the owner of a transaction a partition leader opened
+// (KIP-890's implicit add) reads the row and the stage in one KV call,
+// then commits: one KV round trip before the Queen transaction, not two.
+func TestClusterTxnV2CommitReadsRowAndStageInOneCall(t *testing.T) {
+	e := newClusterTxnEnv(t)
+	e.fq.addQueue("out", 6)
+	id := groupOwnedBy(t, []int32{1, 2, 3}, 1, "tv2c")
+	owner, leader := e.k[0], e.k[1]
+	x := mustInitTxn(t, owner, id)
+	require.Equal(t, int16(0), x.produceV(leader, 12, 0, "out", 0, 0, "a", "b"), "Produce v12 opens the transaction")
+	kv, txn := len(e.fq.rec.Bodies("POST /api/v1/kv")), e.fq.count("POST /api/v1/transaction")
+	code, _, epoch := x.endV5(owner, x.pid, 0, true)
+	require.Equal(t, int16(0), code)
+	require.Equal(t, int16(1), epoch)
+	require.Equal(t, 1, e.fq.count("POST /api/v1/transaction")-txn)
+	reads := 0 // the stage's cleanup after the commit deletes, asynchronously
+	for _, b := range e.fq.rec.Bodies("POST /api/v1/kv")[kv:] {
+		if !strings.Contains(fmt.Sprint(b), "delete") {
+			reads++
+		}
+	}
+	require.Equal(t, 1, reads, "KV calls of the commit before its Queen transaction")
+	require.Equal(t, []string{"a", "b"}, e.values(t, "out", 0))
 }
