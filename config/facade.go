@@ -50,6 +50,7 @@ type Facade struct {
 	TxnMaxBytes       int64         // QUEEN_KAFKA_TXN_MAX_BYTES
 	TxnMaxRecords     int           // QUEEN_KAFKA_TXN_MAX_RECORDS
 	TxnMaxStagedBytes int64         // QUEEN_KAFKA_TXN_MAX_STAGED_BYTES
+	QueenMaxBody      int64         // QUEEN_KAFKA_QUEEN_MAX_BODY_BYTES
 	TxnMaxOpen        int           // QUEEN_KAFKA_TXN_MAX_OPEN
 	TxnMaxTimeout     time.Duration // QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS
 	TxnVersion        int16         // QUEEN_KAFKA_TRANSACTION_VERSION
@@ -171,6 +172,7 @@ func LoadFacade(ctx context.Context, l envconfig.Lookuper) (Facade, error) {
 		{"TxnMaxBytes", func(v int64) { c.TxnMaxBytes = v }},
 		{"TxnMaxRecords", func(v int64) { c.TxnMaxRecords = int(v) }},
 		{"TxnMaxStaged", func(v int64) { c.TxnMaxStagedBytes = v }},
+		{"QueenMaxBody", func(v int64) { c.QueenMaxBody = v }},
 		{"TxnMaxOpen", func(v int64) { c.TxnMaxOpen = int(v) }},
 		{"TxnMaxTimeout", func(v int64) { c.TxnMaxTimeout = ms(v) }},
 		{"TxnVersion", func(v int64) { c.TxnVersion = int16(v) }},

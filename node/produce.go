@@ -428,6 +428,8 @@ func keyParts(group []*groupReq) {
 // its producer's lock still, so a retried batch is staged once; it is
 // answered base_offset -1, as nothing is in the log until EndTxn(commit).
 func (n *Node) stageGroup(ctx context.Context, c *transport.Conn, id string, r *groupReq, ends []int) {
+	var parts []*producePart
+	var batches []*txn.Batch
 	for _, p := range r.live {
 		if !p.batch.Write {
 			continue
@@ -438,9 +440,12 @@ func (n *Node) stageGroup(ctx context.Context, c *transport.Conn, id string, r *
 			payloads = append(payloads, json.RawMessage(p.env[start:ends[i]]))
 			start = ends[i]
 		}
-		code, msg := n.txnStage(ctx, c, &txn.Batch{TransactionalID: id, ProducerID: p.rb.ProducerID, ProducerEpoch: p.rb.ProducerEpoch, FirstSeq: p.rb.FirstSequence,
+		parts = append(parts, p)
+		batches = append(batches, &txn.Batch{TransactionalID: id, ProducerID: p.rb.ProducerID, ProducerEpoch: p.rb.ProducerEpoch, FirstSeq: p.rb.FirstSequence,
 			Topic: p.topic, Partition: p.resp.Partition, Payloads: payloads, Keys: p.keys, Bytes: p.recordBytes})
-		p.batch.Outcome = producer.Outcome{Base: -1, Code: code, Msg: msg}
+	}
+	for i, o := range n.txnStageAll(ctx, c, batches) {
+		parts[i].batch.Outcome = producer.Outcome{Base: -1, Code: o.Code, Msg: o.Msg}
 	}
 }
 

@@ -49,7 +49,7 @@ func newTxnShared(cfg config.Facade, q txn.Queen, log *slog.Logger, groups txn.G
 		TransactionV2: cfg.TxnVersion >= transactionV2})
 }
 
-// txnLimits is the five QUEEN_KAFKA_TXN_* caps.
+// txnLimits is the five QUEEN_KAFKA_TXN_* caps and Queen's body ceiling.
 func txnLimits(cfg config.Facade) txn.Limits {
 	return txn.Limits{
 		MaxBytes:       cfg.TxnMaxBytes,
@@ -57,6 +57,7 @@ func txnLimits(cfg config.Facade) txn.Limits {
 		MaxStagedBytes: cfg.TxnMaxStagedBytes,
 		MaxOpen:        cfg.TxnMaxOpen,
 		MaxTimeout:     cfg.TxnMaxTimeout,
+		MaxCommitBody:  cfg.QueenMaxBody,
 	}
 }
 
@@ -94,12 +95,17 @@ func (n *Node) txnAdmit(ctx context.Context, c *transport.Conn, b *txn.Batch) (i
 	return n.txns.Admit(txnClient(c), b)
 }
 
-// txnStage stages one sequenced batch of a transactional Produce.
-func (n *Node) txnStage(ctx context.Context, c *transport.Conn, b *txn.Batch) (int16, string) {
+// txnStageAll stages the sequenced batches of one transactional Produce:
+// in cluster mode in one KV call for the request, not one per partition.
+func (n *Node) txnStageAll(ctx context.Context, c *transport.Conn, bs []*txn.Batch) []txn.Outcome {
 	if n.txnShared != nil {
-		return n.txnShared.Produce(ctx, txnClient(c), b)
+		return n.txnShared.ProduceAll(ctx, txnClient(c), bs)
 	}
-	return n.txns.Produce(ctx, txnClient(c), b)
+	out := make([]txn.Outcome, len(bs))
+	for i, b := range bs {
+		out[i].Code, out[i].Msg = n.txns.Produce(ctx, txnClient(c), b)
+	}
+	return out
 }
 
 // txnIDs is the node's producer id allocator as package txn asks for it.

@@ -503,12 +503,20 @@ func (r *pooledReader) Close() error {
 // jsonAppender is a body that renders itself, without reflection.
 type jsonAppender interface{ appendJSON([]byte) []byte }
 
+// jsonAppenderErr is a body that renders itself and may fail to.
+type jsonAppenderErr interface {
+	appendJSONErr([]byte) ([]byte, error)
+}
+
 // encodeBody renders a request body without HTML escaping: json.Marshal would
 // rewrite '<', '>' and '&' inside payloads (header names of the envelope) as
 // \u003c…, and a push payload must reach Queen as the bytes the caller built.
 func encodeBody(in any) ([]byte, error) {
 	if a, ok := in.(jsonAppender); ok {
 		return a.appendJSON(nil), nil
+	}
+	if a, ok := in.(jsonAppenderErr); ok {
+		return a.appendJSONErr(nil)
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

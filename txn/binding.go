@@ -100,6 +100,7 @@ type binding struct {
 	offsetKeys map[string]bool
 	records    int
 	bytes      int64
+	body       int64 // what the staged records add to the commit body
 	offsets    int
 	// The old protocol's guard against a late EndTxn (EndTxn v0–v4
 	// names no transaction): the connections that took part in the open
@@ -131,7 +132,7 @@ func (t *binding) holds() bool { return t.state == stateOngoing || t.state == st
 // manager's to drop).
 func (t *binding) clear() {
 	t.partitions, t.groups, t.offsetKeys = nil, nil, nil
-	t.records, t.bytes, t.offsets = 0, 0, 0
+	t.records, t.bytes, t.body, t.offsets = 0, 0, 0, 0
 	t.parts, t.watermark = nil, 0
 }
 

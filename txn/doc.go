@@ -16,9 +16,10 @@
 // fenced epoch is dropped); one binding per (identity, transactional id),
 // each with its own lock held across its calls to Queen; the state machine
 // (empty, ongoing, committing, and abortable after a cap or a timeout) with
-// Kafka's codes for a request in the wrong state; the caps of seed 000
+// Kafka's codes for a request in the wrong state; the caps
 // (QUEEN_KAFKA_TXN_*, at most MaxPartitions partitions and MaxOffsets
-// offsets per transaction); the one-second sweep that expires a transaction
+// offsets per transaction, and a commit body within Queen's ceiling:
+// body.go, whose limit the defaults are derived from); the one-second sweep that expires a transaction
 // past its own timeout; and the answers of InitProducerId (transactional
 // branch), AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn,
 // and the staging half of a transactional Produce.

@@ -259,12 +259,17 @@ func (m *Manager) readRow(ctx context.Context, cl Client, t *binding) (value []b
 	if len(res) != 1 {
 		return nil, 0, false, fmt.Errorf("read of %s: %d results", key, len(res))
 	}
-	for _, r := range res[0].Rows {
+	return rowOf(res[0], key)
+}
+
+// rowOf is the row key from a getMany result of it.
+func rowOf(res queen.KVResult, key string) (value []byte, version int64, found bool, err error) {
+	for _, r := range res.Rows {
 		if r.Key == key {
 			return r.Value, r.Version, true, nil
 		}
 	}
-	if slices.Contains(res[0].Missing, key) {
+	if slices.Contains(res.Missing, key) {
 		return nil, 0, false, nil
 	}
 	return nil, 0, false, fmt.Errorf("read of %s: the answer left the row unread", key)

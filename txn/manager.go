@@ -35,17 +35,44 @@ const (
 	maxBindings = 1 << 16
 )
 
-// Limits are the QUEEN_KAFKA_TXN_* caps (seed 000).
+// Limits are the QUEEN_KAFKA_TXN_* caps (seed 000) and the body ceiling
+// one commit must fit in.
 type Limits struct {
 	MaxBytes       int64         // staged record bytes in one transaction
 	MaxRecords     int           // staged records in one transaction
 	MaxStagedBytes int64         // staged record bytes across the process
 	MaxOpen        int           // open transactions at once
 	MaxTimeout     time.Duration // ceiling on transaction.timeout.ms
+	// MaxCommitBody is Queen's request body ceiling (QUEEN_MAX_BODY_BYTES,
+	// §0): the commit is one POST /api/v1/transaction, so a transaction
+	// whose commit body would pass it can never commit atomically.
+	MaxCommitBody int64
 }
 
-// DefaultLimits are seed 000's defaults.
-var DefaultLimits = Limits{MaxBytes: 8 << 20, MaxRecords: 50_000, MaxStagedBytes: 128 << 20, MaxOpen: 1024, MaxTimeout: 900 * time.Second}
+// The defaults are derived from what one Queen transaction can carry
+// (issue 23), not guessed: a body of at most DefaultCommitBody (Queen's
+// default ceiling), in which each record's key, value and headers travel
+// base64-encoded (4/3 of their bytes) inside a push item.
+const (
+	// DefaultCommitBody is Queen's default QUEEN_MAX_BODY_BYTES.
+	DefaultCommitBody = 64 << 20
+	// DefaultMaxBytes is the most record bytes a commit body can carry:
+	// 3/4 of it, what base64 leaves.
+	DefaultMaxBytes = DefaultCommitBody / 4 * 3
+	// DefaultMaxRecords is the most records a commit body can carry: no
+	// push item of a commit is smaller than 96 bytes (its frame, a queue,
+	// a partition, an empty envelope and a dedup key).
+	DefaultMaxRecords = DefaultCommitBody / 96
+	// DefaultMaxStagedBytes holds three transactions at the body ceiling
+	// at once: the process budget, within the manifests' 512 MiB limit
+	// (a stage in memory is its envelopes, 4/3 of its bytes, and the
+	// commit renders one body beside it).
+	DefaultMaxStagedBytes = 3 * DefaultMaxBytes
+)
+
+// DefaultLimits are the defaults of QUEEN_KAFKA_TXN_* (config's
+// declaration names the same numbers).
+var DefaultLimits = Limits{MaxBytes: DefaultMaxBytes, MaxRecords: DefaultMaxRecords, MaxStagedBytes: DefaultMaxStagedBytes, MaxOpen: 1024, MaxTimeout: 900 * time.Second, MaxCommitBody: DefaultCommitBody}
 
 // Config is how a Manager is built.
 type Config struct {
@@ -153,6 +180,9 @@ func (lim Limits) withDefaults() Limits {
 	}
 	if lim.MaxTimeout <= 0 {
 		lim.MaxTimeout = d.MaxTimeout
+	}
+	if lim.MaxCommitBody <= 0 {
+		lim.MaxCommitBody = d.MaxCommitBody
 	}
 	return lim
 }

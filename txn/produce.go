@@ -110,6 +110,7 @@ func (m *Manager) Produce(ctx context.Context, cl Client, b *Batch) (code int16,
 	}
 	defer t.mu.Unlock()
 	n := len(b.Payloads)
+	body := batchBody(b)
 	switch {
 	case t.records+n > m.lim.MaxRecords:
 		m.poison(t, "QUEEN_KAFKA_TXN_MAX_RECORDS")
@@ -117,6 +118,9 @@ func (m *Manager) Produce(ctx context.Context, cl Client, b *Batch) (code int16,
 	case t.bytes+b.Bytes > m.lim.MaxBytes:
 		m.poison(t, "QUEEN_KAFKA_TXN_MAX_BYTES")
 		return kerr.MessageTooLarge.Code, "the transaction is past QUEEN_KAFKA_TXN_MAX_BYTES; abort it"
+	case t.body+body > m.lim.bodyRoom():
+		m.poison(t, "QUEEN_KAFKA_QUEEN_MAX_BODY_BYTES")
+		return kerr.MessageTooLarge.Code, "the transaction's commit would pass Queen's body ceiling (QUEEN_KAFKA_QUEEN_MAX_BODY_BYTES); abort it"
 	}
 	if m.staged.Add(b.Bytes) > m.lim.MaxStagedBytes {
 		m.staged.Add(-b.Bytes)
@@ -130,5 +134,19 @@ func (m *Manager) Produce(ctx context.Context, cl Client, b *Batch) (code int16,
 	}
 	t.records += n
 	t.bytes += b.Bytes
+	t.body += body
 	return 0, ""
+}
+
+// batchBody is what b's records add to the commit body.
+func batchBody(b *Batch) int64 {
+	var n int64
+	for i, p := range b.Payloads {
+		key := ""
+		if b.Keys != nil {
+			key = b.Keys[i]
+		}
+		n += itemBytes(b.Topic, p, key)
+	}
+	return n
 }

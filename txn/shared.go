@@ -340,6 +340,77 @@ func (s *Shared) Produce(ctx context.Context, cl Client, b *Batch) (int16, strin
 	}
 }
 
+// Outcome is one batch's answer from ProduceAll.
+type Outcome struct {
+	Code int16
+	Msg  string
+}
+
+// ProduceAll stages the batches of one transactional Produce request (one
+// transactional id, producer and epoch; one batch per partition) with
+// their rows in one KV call (or one per 64 rows) instead of one per batch:
+// a request across partitions costs the staging node one round trip to
+// Queen, not one per partition. A batch past a cap, or a request the
+// cached row cannot take whole, is staged batch by batch through Produce,
+// which answers each as before.
+func (s *Shared) ProduceAll(ctx context.Context, cl Client, bs []*Batch) []Outcome {
+	out := make([]Outcome, len(bs))
+	one := func(i int) { out[i].Code, out[i].Msg = s.Produce(ctx, cl, bs[i]) }
+	if len(bs) == 0 {
+		return out
+	}
+	first := bs[0]
+	k := Key{Identity: cl.Identity, ID: first.TransactionalID}
+	mk, code, msg := s.current(ctx, cl, k, first.ProducerID, first.ProducerEpoch, kerr.ProducerFenced.Code)
+	if code != 0 {
+		for i := range out {
+			out[i] = Outcome{code, msg}
+		}
+		return out
+	}
+	ref := Ref{PID: first.ProducerID, Epoch: first.ProducerEpoch, Txn: mk.Seq + 1}
+	prefix := queen.TxnStagePrefix(first.TransactionalID, ref.PID, ref.Epoch, ref.Txn)
+	ttl := StageTTL(time.Duration(mk.TimeoutMs) * time.Millisecond)
+	pk := portionKey{k, ref}
+	var ops []queen.KVOp
+	var held []int
+	for i, b := range bs {
+		if b.TransactionalID != first.TransactionalID || b.ProducerID != first.ProducerID || b.ProducerEpoch != first.ProducerEpoch {
+			one(i)
+			continue
+		}
+		rows, err := recordRows(prefix, b, ttl)
+		if err != nil {
+			out[i] = Outcome{kerr.InvalidRequest.Code, err.Error()}
+			continue
+		}
+		if s.reserve(pk, mk, len(b.Payloads), b.Bytes) != "" {
+			one(i) // Produce reads afresh, collects, or refuses and marks
+			continue
+		}
+		ops = append(ops, rows...)
+		held = append(held, i)
+	}
+	if len(held) == 0 {
+		return out
+	}
+	again, code, msg := s.write(ctx, cl, k, mk, ops, first.ProducerID, first.ProducerEpoch, kerr.ProducerFenced.Code)
+	if code == 0 {
+		return out
+	}
+	for _, i := range held {
+		s.unreserve(pk, len(bs[i].Payloads), bs[i].Bytes)
+	}
+	for _, i := range held {
+		if again {
+			one(i) // the row moved on to another open transaction
+		} else {
+			out[i] = Outcome{code, msg}
+		}
+	}
+	return out
+}
+
 // write puts ops (stage rows of mk's open transaction) in calls within
 // §7.3's limits, each reading the row back after its writes; again is a
 // refusal by a row that moved on to another open transaction, which the

@@ -1,0 +1,94 @@
+package txn
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/queen-mq/queen-kafka/envelope"
+	"github.com/queen-mq/queen-kafka/producer"
+	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/queen/dev"
+)
+
+// itemBytes is never below what a push item adds to a commit body as the
+// client encodes it (with its comma), for random legal topics, partitions,
+// envelopes and dedup keys.
+func TestItemBytesBoundsTheEncodedItem(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 4))
+	const legal = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+	for range 2000 {
+		topic := make([]byte, 1+rng.IntN(249))
+		for i := range topic {
+			topic[i] = legal[rng.IntN(len(legal))]
+		}
+		blob := func() []byte {
+			if rng.IntN(4) == 0 {
+				return nil
+			}
+			b := make([]byte, rng.IntN(300))
+			for i := range b {
+				b[i] = byte(rng.UintN(256))
+			}
+			return b
+		}
+		rec := envelope.Record{Key: blob(), Value: blob(), Timestamp: rng.Int64() - rng.Int64()}
+		payload := envelope.Append(nil, &rec)
+		key := producer.DedupKeys(rng.Int64(), int16(rng.IntN(1<<15)), rng.Int32(), 1)[0]
+		part := strconv.FormatInt(int64(rng.Int32()), 10)
+		enc, err := json.Marshal(queen.PushItem{Queue: string(topic), Partition: part, Payload: payload, TransactionID: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := itemBytes(string(topic), payload, key); int64(len(enc)+1) > got {
+			t.Fatalf("item encodes to %d bytes with its comma, estimated %d: %s", len(enc)+1, got, enc)
+		}
+	}
+}
+
+// A transaction whose commit body would pass Queen's ceiling can never
+// commit atomically: the batch that would take it there is refused
+// MESSAGE_TOO_LARGE when staged and the transaction must abort, though no
+// other cap is reached; one just under the ceiling commits, its real body
+// inside the broker's own limit.
+func TestCapCommitBody(t *testing.T) {
+	const ceiling = 4 << 20
+	h := newHarnessOn(t, Limits{MaxCommitBody: ceiling}, dev.Options{MaxBodyBytes: ceiling})
+	pid, epoch := h.init(h.m, h.cl, "tx")
+	h.add(h.m, h.cl, "tx", pid, epoch, "out", 0)
+	value := bytes.Repeat([]byte("v"), 8<<10)
+	big := func(seq int32, n int) *Batch {
+		b := &Batch{TransactionalID: "tx", ProducerID: pid, ProducerEpoch: epoch, Topic: "out", Partition: 0, FirstSeq: seq}
+		b.Keys = producer.DedupKeys(pid, epoch, seq, n)
+		for range n {
+			rec := envelope.Record{Value: value, Timestamp: -1}
+			b.Payloads = append(b.Payloads, envelope.Append(nil, &rec))
+			b.Bytes += int64(len(value))
+		}
+		return b
+	}
+	b := big(0, 1)
+	fit := int((ceiling - riderReserve) / batchBody(b))
+	h.produce(h.m, h.cl, big(0, fit))
+	if c := h.end(h.m, h.cl, "tx", pid, epoch, true); c != 0 {
+		t.Fatalf("a commit just under the body ceiling: %v", kerr.ErrorForCode(c))
+	}
+	if _, hw := h.values("out", 0); hw != int64(fit) {
+		t.Fatalf("the log ends at %d, want %d records", hw, fit)
+	}
+	h.wire.mu.Lock()
+	h.wire.txnCalls = 0
+	h.wire.mu.Unlock()
+
+	_, epoch = h.init(h.m, h.cl, "tx")
+	h.add(h.m, h.cl, "tx", pid, epoch, "out", 0)
+	h.produce(h.m, h.cl, big(0, fit))
+	if code, _ := h.m.Produce(bg, h.cl, big(int32(fit), 1)); code != kerr.MessageTooLarge.Code {
+		t.Fatalf("past the commit body's ceiling: %v", kerr.ErrorForCode(code))
+	}
+	h.capped("tx", pid, epoch)
+}

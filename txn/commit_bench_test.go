@@ -1,0 +1,97 @@
+package txn
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/queen-kafka/envelope"
+	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
+	"github.com/queen-mq/queen-kafka/producer"
+	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/queen/dev"
+)
+
+// BenchmarkCommit: one single-mode commit of n 1 KiB records over 8
+// partitions (EndTxn, staging outside the timer) against an in-process
+// queen-dev, and beside it, alternating, the bare Queen transaction of the
+// same records (POST /api/v1/transaction with the same items and a fence):
+// the figures are each side's median ms and their ratio.
+func BenchmarkCommit(b *testing.B) {
+	for _, n := range []int{100, 4000} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			q := devbroker.Start(b, dev.Options{Logger: slog.New(slog.DiscardHandler)}, nil).Client
+			m := New(Config{Queen: q, IDs: &countingIDs{next: 7}, Groups: &fakeGroups{codes: map[string]int16{}}, Log: slog.New(slog.DiscardHandler)})
+			cl := Client{Owner: 1}
+			r := m.InitProducerID(bg, cl, initReq("bench", time.Minute))
+			pid, epoch := r.ProducerID, r.ProducerEpoch
+			value := bytes.Repeat([]byte("q"), 1024)
+			parts := []int32{0, 1, 2, 3, 4, 5, 6, 7}
+			batches := func(seq int32, pid int64) []*Batch {
+				var out []*Batch
+				per := n / len(parts)
+				for _, p := range parts {
+					bt := &Batch{TransactionalID: "bench", ProducerID: pid, ProducerEpoch: epoch, Topic: "out", Partition: p, FirstSeq: seq}
+					bt.Keys = producer.DedupKeys(pid, epoch, seq+int32(p)*int32(per), per)
+					for i := range per {
+						rec := envelope.Record{Key: []byte(strconv.Itoa(i)), Value: value, Timestamp: time.Now().UnixMilli()}
+						bt.Payloads = append(bt.Payloads, envelope.Append(nil, &rec))
+						bt.Bytes += int64(len(value) + len(rec.Key))
+					}
+					out = append(out, bt)
+				}
+				return out
+			}
+			var commit, bare []float64
+			var version int64
+			seq := int32(0)
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				if a := m.AddPartitionsToTxn(bg, cl, addParts("bench", pid, epoch, "out", parts...), served); addCodes(a)[0] != 0 {
+					b.Fatal("add", addCodes(a))
+				}
+				for _, bt := range batches(seq, pid) {
+					if code, msg := m.Produce(bg, cl, bt); code != 0 {
+						b.Fatal(code, msg)
+					}
+				}
+				bareItems := batches(seq, pid+1)
+				seq += int32(n)
+				b.StartTimer()
+				t0 := time.Now()
+				if c := m.EndTxn(context.Background(), cl, endTxn("bench", pid, epoch, true)).ErrorCode; c != 0 {
+					b.Fatal("commit", c)
+				}
+				commit = append(commit, float64(time.Since(t0))/float64(time.Millisecond))
+				b.StopTimer()
+				var items []queen.PushItem
+				for _, bt := range bareItems {
+					for j, p := range bt.Payloads {
+						items = append(items, queen.PushItem{Queue: "out", Partition: strconv.Itoa(int(bt.Partition)), Payload: p, TransactionID: bt.Keys[j]})
+					}
+				}
+				expect := version
+				fence := queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: queen.TxnKey("bare"), Forever: true, Expect: &expect, Required: true, Value: []byte(`{"state":"committed"}`)}
+				t0 = time.Now()
+				res, err := q.Transaction(bg, queen.TxnRequest{Operations: []queen.TxnOperation{{Type: "push", Items: items}}, KV: []queen.KVOp{fence}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				bare = append(bare, float64(time.Since(t0))/float64(time.Millisecond))
+				version = res[0].Version
+				b.StartTimer()
+			}
+			slices.Sort(commit)
+			slices.Sort(bare)
+			c, w := commit[len(commit)/2], bare[len(bare)/2]
+			b.ReportMetric(c, "commit-p50-ms")
+			b.ReportMetric(w, "bare-p50-ms")
+			b.ReportMetric(c/w, "commit/bare")
+		})
+	}
+}
