@@ -1,7 +1,12 @@
 // Package dev is queen-dev, the project's Queen-compatible development
 // broker. It is NOT Queen: it serves exactly the HTTP routes of the contract
 // the facade uses (queen-api.md §1: queue list, configure, delete,
-// push, fetch, kv, transaction, auth/me) plus its own GET /health and
+// push, fetch, kv, transaction, auth/me), the list view of consumer
+// groups (GET /api/v1/consumer-groups, queen-api-consume.md §6: read
+// level; Kafka groups only, one row per group and queue, kind "kafka",
+// read from the qk:group: rows of the caller's tenant, with lag = log end
+// − committed offset; queen-dev has no native pop, so no "queen" rows)
+// plus its own GET /health and
 // GET /status (Options.Status adds blocks to the latter: cmd/queen-dev's
 // embedded mode adds "kafka"), with the contract's status codes and
 // bodies, so that the facade and its tests run against a real process.

@@ -30,6 +30,7 @@ func (b *Broker) Handler() http.Handler {
 	mux.Handle("POST /api/v1/kv", b.route(routeKV, RoleReadWrite, pooledBody, b.handleKV))
 	mux.Handle("POST /api/v1/transaction", b.route(routeTxn, RoleReadWrite, pooledBody, b.handleTxn))
 	mux.Handle("GET /auth/me", b.guard(routeAuthMe, b.handleAuthMe))
+	mux.Handle("GET /api/v1/consumer-groups", b.route(routeGroups, RoleRead, noBody, b.handleConsumerGroups))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, http.StatusOK, []byte(`{"status":"ok"}`))
 	})
@@ -40,7 +41,7 @@ func (b *Broker) Handler() http.Handler {
 	// Other methods on a contract path get a JSON 405 rather than the
 	// mux's plain-text one.
 	for _, path := range []string{"/api/v1/resources/queues", "/api/v1/configure", "/api/v1/resources/queues/{queue}",
-		"/api/v1/push", "/api/v1/fetch", "/api/v1/kv", "/api/v1/transaction", "/auth/me", "/health", "/status"} {
+		"/api/v1/push", "/api/v1/fetch", "/api/v1/kv", "/api/v1/transaction", "/auth/me", "/health", "/status", "/api/v1/consumer-groups"} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
 		})
@@ -61,6 +62,7 @@ const (
 	routeKV        = "kv"
 	routeTxn       = "transaction"
 	routeAuthMe    = "authme"
+	routeGroups    = "groups"
 )
 
 // guard is the outermost layer of every contract route: a panic becomes a
