@@ -3,6 +3,10 @@ package dev
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -165,6 +169,79 @@ func TestCommittedOffset(t *testing.T) {
 	for _, v := range []string{`{}`, `{"offset":null}`, `{"offset":"1"}`, `{"offset":1.5}`, `{"offset":1e3}`, `{"offset":true}`, `[1]`, `x`, `{"offset":99999999999999999999}`} {
 		if got, ok := committedOffset([]byte(v)); ok {
 			t.Errorf("%s: %d accepted", v, got)
+		}
+	}
+}
+
+// Property: after any interleaving of pushes, commits (including offsets
+// past the end) and clock steps, the list view equals a model computed
+// from what was pushed and committed: rows sorted by (group, queue), lag
+// Σ max(end − committed, 0), maxTimeLag the oldest unread record's age.
+func TestConsumerGroupsModel(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 24))
+		clk := newFakeClock()
+		e := newEnv(t, Options{Now: clk.Now})
+		queues, groups := []string{"q0", "q1", "x:y"}, []string{"g0", "g1", "a b"}
+		type pk struct{ q, p string }
+		pushedAt := map[pk][]int64{} // record times (µs), by offset
+		commits := map[[3]string]int64{}
+		for step := 0; step < 40; step++ {
+			q, p := queues[rng.IntN(len(queues))], strconv.Itoa(rng.IntN(3))
+			switch rng.IntN(3) {
+			case 0:
+				n := 1 + rng.IntN(3)
+				e.pushN(q, p, n)
+				for range n {
+					pushedAt[pk{q, p}] = append(pushedAt[pk{q, p}], clk.Now().UnixMicro())
+				}
+			case 1:
+				g := groups[rng.IntN(len(groups))]
+				off := int64(rng.IntN(len(pushedAt[pk{q, p}]) + 3))
+				part, _ := strconv.Atoi(p)
+				e.kv(commit(g, q, int32(part), off))
+				commits[[3]string{g, q, p}] = off
+			default:
+				clk.Advance(time.Duration(rng.IntN(200)) * time.Second)
+			}
+		}
+		now := clk.Now().UnixMicro()
+		model := map[[2]string]*groupRow{}
+		for k, off := range commits {
+			times := pushedAt[pk{k[1], k[2]}]
+			if len(times) == 0 {
+				continue // a partition never written: no row
+			}
+			g := model[[2]string{k[0], k[1]}]
+			if g == nil {
+				g = &groupRow{Name: k[0], Topics: []string{k[1]}, QueueName: k[1], Storage: "segments", Kind: "kafka", State: "Stable"}
+				model[[2]string{k[0], k[1]}] = g
+			}
+			g.Members++
+			g.PartitionCursors++
+			if lag := int64(len(times)) - off; lag > 0 {
+				g.PartitionsWithLag++
+				g.TotalLag += lag
+				g.MaxTimeLag = max(g.MaxTimeLag, (now-times[off])/1e6)
+			}
+		}
+		want := []groupRow{}
+		for _, g := range model {
+			if g.MaxTimeLag > laggingAfter {
+				g.State = "Lagging"
+			}
+			want = append(want, *g)
+		}
+		sort.Slice(want, func(i, j int) bool {
+			return want[i].Name < want[j].Name || want[i].Name == want[j].Name && want[i].QueueName < want[j].QueueName
+		})
+		st, raw, _ := e.do("GET", "/api/v1/consumer-groups", "", "")
+		var got []groupRow
+		if err := json.Unmarshal(raw, &got); st != 200 || err != nil {
+			t.Fatalf("seed %d: %d %v %s", seed, st, err, raw)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d:\n got %+v\nwant %+v", seed, got, want)
 		}
 	}
 }
