@@ -13,11 +13,10 @@ import (
 )
 
 // GET /api/v1/consumer-groups (queen-api-consume.md §6): one row per
-// (group, queue). queen-dev has no native consumer groups (no pop), so the
-// rows are the Kafka groups only: the facade's committed offsets, read from
-// the qk:group: rows of the caller's tenant in namespace queen-kafka, each
-// marked kind "kafka". The view only reads them; KV stays the one source
-// of a Kafka offset.
+// (group, queue, kind). Kind "queen" rows are the pop cursors; kind
+// "kafka" rows are the facade's committed offsets, read from the qk:group:
+// rows of the caller's tenant in namespace queen-kafka. The view only
+// reads them; KV stays the one source of a Kafka offset.
 
 // groupRow is one row of the list view, in the contract's field order.
 type groupRow struct {
@@ -131,12 +130,80 @@ func (b *Broker) kafkaGroupRows(tenantName string, now int64) ([]groupRow, error
 		}
 		rows = append(rows, *g)
 	}
+	native, err := b.queenGroupRows(t, now)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, native...)
 	sort.Slice(rows, func(i, j int) bool {
 		if rows[i].Name != rows[j].Name {
 			return rows[i].Name < rows[j].Name
 		}
-		return rows[i].QueueName < rows[j].QueueName
+		if rows[i].QueueName != rows[j].QueueName {
+			return rows[i].QueueName < rows[j].QueueName
+		}
+		return rows[i].Kind > rows[j].Kind // queen before kafka
 	})
+	return rows, nil
+}
+
+// queenGroupRows are the pop cursors (kind c) of the tenant's queues, one
+// row per (group, queue), kind "queen": a cursor's committed is the last
+// offset done, so its lag is the log end minus committed+1. A group whose
+// cursors never moved is "Dead". The caller holds b.mu.
+func (b *Broker) queenGroupRows(t *tenant, now int64) ([]groupRow, error) {
+	var rows []groupRow
+	for _, q := range t.queues {
+		byGroup := map[string]*groupRow{}
+		consumed := map[string]int64{}
+		prefix := queuePrefix(kindCursor, q.id)
+		err := b.scan(prefix, func(k, v []byte) error {
+			part, rest, err := readLP(k[len(prefix):])
+			if err != nil {
+				return err
+			}
+			group := string(rest)
+			cur, err := decodeCursor(v)
+			if err != nil {
+				return err
+			}
+			p := q.parts[part]
+			if p == nil {
+				return nil
+			}
+			g := byGroup[group]
+			if g == nil {
+				g = &groupRow{Name: group, Topics: []string{q.name}, QueueName: q.name, Storage: "segments", Kind: "queen"}
+				byGroup[group] = g
+			}
+			g.Members++
+			g.PartitionCursors++
+			consumed[group] += cur.consumed
+			lag := max(p.hwm-(cur.committed+1), 0)
+			if lag == 0 {
+				return nil
+			}
+			g.PartitionsWithLag++
+			g.TotalLag += lag
+			secs, err := b.recordAge(q.id, p, max(cur.committed+1, p.lso), now)
+			g.MaxTimeLag = max(g.MaxTimeLag, secs)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for name, g := range byGroup {
+			switch {
+			case consumed[name] == 0:
+				g.State = "Dead"
+			case g.MaxTimeLag > laggingAfter:
+				g.State = "Lagging"
+			default:
+				g.State = "Stable"
+			}
+			rows = append(rows, *g)
+		}
+	}
 	return rows, nil
 }
 

@@ -31,6 +31,11 @@ func (b *Broker) Handler() http.Handler {
 	mux.Handle("POST /api/v1/transaction", b.route(routeTxn, RoleReadWrite, pooledBody, b.handleTxn))
 	mux.Handle("GET /auth/me", b.guard(routeAuthMe, b.handleAuthMe))
 	mux.Handle("GET /api/v1/consumer-groups", b.route(routeGroups, RoleRead, noBody, b.handleConsumerGroups))
+	mux.Handle("GET /api/v1/pop/queue/{queue}", b.route(routePop, RoleRead, noBody, b.handlePop))
+	mux.Handle("GET /api/v1/pop/queue/{queue}/partition/{partition}", b.route(routePop, RoleRead, noBody, b.handlePop))
+	mux.Handle("POST /api/v1/ack", b.route(routeAck, RoleRead, pooledBody, b.handleAck))
+	mux.Handle("POST /api/v1/ack/batch", b.route(routeAck, RoleRead, pooledBody, b.handleAckBatch))
+	mux.Handle("POST /api/v1/lease/{leaseId}/extend", b.route(routeAck, RoleRead, pooledBody, b.handleExtend))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, http.StatusOK, []byte(`{"status":"ok"}`))
 	})
@@ -63,6 +68,8 @@ const (
 	routeTxn       = "transaction"
 	routeAuthMe    = "authme"
 	routeGroups    = "groups"
+	routePop       = "pop"
+	routeAck       = "ack"
 )
 
 // guard is the outermost layer of every contract route: a panic becomes a
