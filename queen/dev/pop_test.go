@@ -2,7 +2,9 @@ package dev
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -315,4 +317,81 @@ func TestConsumerGroupsQueenRows(t *testing.T) {
 	 {"name":"idle","topics":["orders"],"queueName":"orders","members":1,"partitionCursors":1,"partitionsWithLag":1,"totalLag":10,"maxTimeLag":0,"state":"Dead","storage":"segments","subscriptionMode":null,"subscriptionTimestamp":null,"subscriptionCreatedAt":null,"conflation":false,"kind":"queen"},
 	 {"name":"twin","topics":["orders"],"queueName":"orders","members":1,"partitionCursors":1,"partitionsWithLag":1,"totalLag":5,"maxTimeLag":0,"state":"Stable","storage":"segments","subscriptionMode":null,"subscriptionTimestamp":null,"subscriptionCreatedAt":null,"conflation":false,"kind":"queen"},
 	 {"name":"twin","topics":["orders"],"queueName":"orders","members":1,"partitionCursors":1,"partitionsWithLag":1,"totalLag":2,"maxTimeLag":0,`+kafkaRowTail+`]`)
+}
+
+// Property: under random pops, acks (completed, failed, retry, dlq, on
+// random messages of the span), lease expiries and extensions, a group's
+// pops start at a position that never goes back, are consecutive, never
+// redeliver a dead-lettered message, and draining with completed acks ends
+// with every message either consumed or dead-lettered.
+func TestPopAckProperty(t *testing.T) {
+	const n = 30
+	for seed := uint64(1); seed <= 10; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 4))
+		clk := newFakeClock()
+		e := newEnv(t, Options{Now: clk.Now})
+		if _, err := e.qc.Configure(ctx(t), "p", map[string]any{"retryLimit": 2}); err != nil {
+			t.Fatal(err)
+		}
+		e.pushN("p", "0", n)
+		index := func(m popMsg) int {
+			var v struct{ I int }
+			_ = json.Unmarshal(m.Data, &v)
+			return v.I
+		}
+		lastStart, dead, seen := -1, map[int]bool{}, map[int]bool{}
+		statuses := []string{"completed", "failed", "retry", "dlq", "boom"}
+		for step := 0; step < 400; step++ {
+			a := e.pop("/api/v1/pop/queue/p?consumerGroup=g&leaseSeconds=10&batch=" + strconv.Itoa(1+rng.IntN(5)))
+			if a == nil {
+				if step > 300 {
+					break
+				}
+				clk.Advance(11 * time.Second) // a lease may be held
+				continue
+			}
+			start := index(a.Messages[0])
+			if start < lastStart {
+				t.Fatalf("seed %d: pop went back from %d to %d", seed, lastStart, start)
+			}
+			lastStart = start
+			for k, m := range a.Messages {
+				if index(m) != start+k || dead[index(m)] {
+					t.Fatalf("seed %d: span %s (dead %v)", seed, a.datas(), dead)
+				}
+				seen[index(m)] = true
+			}
+			draining := step > 300
+			switch r := rng.IntN(6); {
+			case r == 0 && !draining:
+				clk.Advance(11 * time.Second) // let it expire
+			case r == 1 && !draining:
+				e.post("/api/v1/lease/"+a.LeaseID+"/extend", `{"seconds":5}`)
+			default:
+				m := a.Messages[rng.IntN(len(a.Messages))]
+				st := "completed"
+				if !draining {
+					st = statuses[rng.IntN(len(statuses))]
+				} else {
+					m = a.Messages[len(a.Messages)-1]
+				}
+				res := e.ack(ackBody("g", m, st, a.LeaseID))
+				if !res[0].Success {
+					t.Fatalf("seed %d: ack %s of %s: %+v", seed, st, m.TransactionID, res)
+				}
+				if res[0].DLQ {
+					dead[index(m)] = true
+				}
+				if !res[0].LeaseReleased {
+					clk.Advance(11 * time.Second)
+				}
+			}
+		}
+		if len(seen) != n {
+			t.Fatalf("seed %d: delivered %d of %d", seed, len(seen), n)
+		}
+		if a := e.pop("/api/v1/pop/queue/p?consumerGroup=g"); a != nil {
+			t.Fatalf("seed %d: not drained: %s", seed, a.datas())
+		}
+	}
 }
