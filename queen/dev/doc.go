@@ -1,7 +1,10 @@
 // Package dev is queen-dev, the project's Queen-compatible development
 // broker. It is NOT Queen: it serves exactly the HTTP routes of the contract
 // the facade uses (queen-api.md §1: queue list, configure, delete,
-// push, fetch, kv, transaction, auth/me) plus its own GET /health and
+// push, fetch, kv, transaction, auth/me), the native consume routes of
+// queen-api-consume.md (pop in its queue and partition forms, ack, ack
+// batch, lease extension; §2–§4) and its list view of consumer groups
+// (GET /api/v1/consumer-groups, §6), plus its own GET /health and
 // GET /status (Options.Status adds blocks to the latter: cmd/queen-dev's
 // embedded mode adds "kafka"), with the contract's status codes and
 // bodies, so that the facade and its tests run against a real process.
@@ -99,10 +102,33 @@
 //     format.
 //   - Transactions: the KV rider applies first, then the records; "ack"
 //     operations, timers and requiredLeases are refused with 400 (queen-dev
-//     has no lease consumption). A rollback on a lost precondition reports
+//     does not join its pop leases to transactions). A rollback on a lost precondition reports
 //     failedIndex, kvReason, version and value, or, with
 //     Options.BareVerdicts, all four null, as §7.4 lets a server that could
 //     not report them answer.
+//   - Pop/ack: a cursor per (queue, partition, consumer group) is one
+//     store row (kind c: last offset done, lease, retry count), written in
+//     the request's batch and acknowledged after its fsync like any write.
+//     Pop leases the span it delivers (leaseSeconds, else the queue's
+//     leaseTime); the same group skips a leased partition; an expired lease
+//     redelivers from the cursor and charges nothing. Ack resolves
+//     (partitionId, transactionId) among the records from 10,000 below the
+//     cursor to the end of the leased span; failed nacks charge one budget
+//     per (partition, group) up to retryLimit, then that one message is
+//     stored as a dead letter (kind z; no read route yet) and the cursor
+//     moves past it. partitionId is a name-based UUID of (queue id,
+//     partition). Long polls (wait=true) are woken by a write to a
+//     partition of the queue, new partitions by the 200 ms recheck. The
+//     routes take the read level (unverified in Queen). Not served: the
+//     discovery pop (namespace/task), the DLQ routes, the per-group,
+//     lagging, delete, seek and subscription views of §6, "ack" operations
+//     in a transaction.
+//   - Consumer groups: one row per (group, queue, kind); "queen" rows from
+//     the pop cursors (lag = end − (last done + 1); "Dead" until the group
+//     consumes), "kafka" rows from the tenant's live qk:group: rows in
+//     namespace queen-kafka that name a written partition of an existing
+//     queue (lag = end − committed, never below 0; never "Dead"); maxTimeLag
+//     is the age of the first unread record, "Lagging" past 300 s.
 //   - Retention (retentionEnabled + retentionSeconds ≥ 1) is a background
 //     sweep raising logStartOffset; offsets are never renumbered and empty
 //     partitions are never removed.

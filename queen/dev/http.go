@@ -30,6 +30,12 @@ func (b *Broker) Handler() http.Handler {
 	mux.Handle("POST /api/v1/kv", b.route(routeKV, RoleReadWrite, pooledBody, b.handleKV))
 	mux.Handle("POST /api/v1/transaction", b.route(routeTxn, RoleReadWrite, pooledBody, b.handleTxn))
 	mux.Handle("GET /auth/me", b.guard(routeAuthMe, b.handleAuthMe))
+	mux.Handle("GET /api/v1/consumer-groups", b.route(routeGroups, RoleRead, noBody, b.handleConsumerGroups))
+	mux.Handle("GET /api/v1/pop/queue/{queue}", b.route(routePop, RoleRead, noBody, b.handlePop))
+	mux.Handle("GET /api/v1/pop/queue/{queue}/partition/{partition}", b.route(routePop, RoleRead, noBody, b.handlePop))
+	mux.Handle("POST /api/v1/ack", b.route(routeAck, RoleRead, pooledBody, b.handleAck))
+	mux.Handle("POST /api/v1/ack/batch", b.route(routeAck, RoleRead, pooledBody, b.handleAckBatch))
+	mux.Handle("POST /api/v1/lease/{leaseId}/extend", b.route(routeAck, RoleRead, pooledBody, b.handleExtend))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, http.StatusOK, []byte(`{"status":"ok"}`))
 	})
@@ -40,7 +46,7 @@ func (b *Broker) Handler() http.Handler {
 	// Other methods on a contract path get a JSON 405 rather than the
 	// mux's plain-text one.
 	for _, path := range []string{"/api/v1/resources/queues", "/api/v1/configure", "/api/v1/resources/queues/{queue}",
-		"/api/v1/push", "/api/v1/fetch", "/api/v1/kv", "/api/v1/transaction", "/auth/me", "/health", "/status"} {
+		"/api/v1/push", "/api/v1/fetch", "/api/v1/kv", "/api/v1/transaction", "/auth/me", "/health", "/status", "/api/v1/consumer-groups"} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
 		})
@@ -61,6 +67,9 @@ const (
 	routeKV        = "kv"
 	routeTxn       = "transaction"
 	routeAuthMe    = "authme"
+	routeGroups    = "groups"
+	routePop       = "pop"
+	routeAck       = "ack"
 )
 
 // guard is the outermost layer of every contract route: a panic becomes a

@@ -23,8 +23,9 @@ import (
 //	k lp(tenant) lp(ns) key                   → kvValue
 //	x be64(expires) lp(tenant) lp(ns) key     → "" (KV rows by expiry)
 //
-// A per-consumer-group lease or cursor (Queen's pop/ack) would be one more
-// kind filed under the queue id, e.g. c lp(qid) lp(part) lp(group).
+//	c lp(qid) lp(part) group                  → cursorValue (pop/ack: committed, lease, retries)
+//	l lp(leaseId) lp(qid) lp(part) group      → "" (cursors by the lease that holds them)
+//	z lp(qid) lp(part) lp(group) be64(offset) → dlqValue (dead letters)
 const (
 	kindMeta      = 'm'
 	kindQueue     = 'q'
@@ -34,6 +35,9 @@ const (
 	kindDedupAge  = 'e'
 	kindKV        = 'k'
 	kindKVExpiry  = 'x'
+	kindCursor    = 'c'
+	kindLease     = 'l'
+	kindDLQ       = 'z'
 	metaKVSeqName = "kvseq"
 )
 

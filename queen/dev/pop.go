@@ -1,0 +1,441 @@
+package dev
+
+import (
+	"crypto/sha1"
+	"errors"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/queen-mq/queen-kafka/internal/jsontext"
+)
+
+// Queen's native consumption (queen-api-consume.md §2–§4): pop leases a
+// (partition, consumer group) cursor over a span of records, ack moves the
+// cursor. A cursor is one row (kind c) under the queue id, written with the
+// request's other changes in one batch and acknowledged after its fsync,
+// like every other write; it is read from the store, never held in memory.
+
+// Queue options pop and ack read (indexes into optSpecs).
+const (
+	optLeaseTime       = 3
+	optRetryLimit      = 4
+	optDeadLetterQueue = 8
+	optDlqAfterRetries = 9
+)
+
+const (
+	queueModeGroup    = "__QUEUE_MODE__"
+	popDefaultBatch   = 200
+	popMaxBatch       = 10000
+	popMaxPartitions  = 64
+	popDefaultTimeout = 30 * time.Second
+	defaultLease      = 60 // seconds, when neither the call nor the queue names one
+	tsMicros          = "2006-01-02T15:04:05.000000Z"
+)
+
+// cursor is one (partition, group) row: committed is the last offset done
+// (-1 before any), a live lease covers (committed, batchEnd].
+type cursor struct {
+	committed    int64
+	leaseID      string
+	leaseExpires int64 // unix µs; 0 = none
+	batchEnd     int64
+	retries      int64 // failed nacks charged against retryLimit
+	consumed     int64 // offsets ever committed past (0: the group never consumed here)
+}
+
+func (c *cursor) leased(now int64) bool { return c.leaseID != "" && c.leaseExpires > now }
+
+func keyCursor(qid, part, group string) []byte {
+	return append(keyPrefix(kindCursor, qid, part), group...)
+}
+
+func keyLease(lease, qid, part, group string) []byte {
+	b := appendLP([]byte{kindLease}, lease)
+	b = appendLP(b, qid)
+	return append(appendLP(b, part), group...)
+}
+
+func keyDLQ(qid, part, group string, off int64) []byte {
+	return appendOffset(appendLP(keyPrefix(kindDLQ, qid, part), group), off)
+}
+
+func encodeCursor(c *cursor) []byte {
+	e := encoder{b: make([]byte, 0, 64)}
+	e.varint(c.committed)
+	e.str(c.leaseID)
+	e.varint(c.leaseExpires)
+	e.varint(c.batchEnd)
+	e.varint(c.retries)
+	e.varint(c.consumed)
+	return e.b
+}
+
+func decodeCursor(v []byte) (*cursor, error) {
+	d := &decoder{b: v}
+	c := &cursor{committed: d.varint(), leaseID: d.str(), leaseExpires: d.varint(), batchEnd: d.varint(), retries: d.varint(), consumed: d.varint()}
+	return c, d.err
+}
+
+// getCursor reads a cursor as applied so far (nil if absent).
+func (b *Broker) getCursor(qid, part, group string) (*cursor, error) {
+	v, closer, err := b.db.Get(keyCursor(qid, part, group))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return decodeCursor(v)
+}
+
+// partitionID is the partition's uuid in pop and ack: derived from the
+// queue id and the name, so it needs no storage and a recreated queue's
+// partitions get new ones.
+func partitionID(qid, part string) string {
+	sum := sha1.Sum([]byte(qid + "\x00" + part))
+	var u [16]byte
+	copy(u[:], sum[:16])
+	u[6] = u[6]&0x0f | 0x50 // version 5 (name-based)
+	u[8] = u[8]&0x3f | 0x80
+	return formatUUID(u)
+}
+
+type popParams struct {
+	group       string
+	batch       int
+	partitions  int
+	wait        bool
+	timeout     time.Duration
+	autoAck     bool
+	leaseSecs   int64
+	subNew      bool  // subscriptionMode new / subscriptionFrom now
+	subFrom     int64 // subscriptionFrom timestamp, unix µs; 0 = none
+	onePart     string
+	hasOnePart  bool
+	queue       string
+	explicitGrp bool
+}
+
+func parsePopParams(r *http.Request) (*popParams, string) {
+	q := r.URL.Query()
+	p := &popParams{group: queueModeGroup, batch: popDefaultBatch, partitions: 1, timeout: popDefaultTimeout}
+	if g := q.Get("consumerGroup"); g != "" {
+		p.group, p.explicitGrp = g, true
+	}
+	intParam := func(name string, dst *int64) string {
+		if s := q.Get(name); s != "" {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return name + " must be an integer"
+			}
+			*dst = n
+		}
+		return ""
+	}
+	var batch, parts, timeout, lease int64 = popDefaultBatch, 1, popDefaultTimeout.Milliseconds(), 0
+	for name, dst := range map[string]*int64{"batch": &batch, "partitions": &parts, "timeout": &timeout, "leaseSeconds": &lease} {
+		if msg := intParam(name, dst); msg != "" {
+			return nil, msg
+		}
+	}
+	p.batch = int(min(max(batch, 1), popMaxBatch))
+	p.partitions = int(min(max(parts, 1), popMaxPartitions))
+	p.timeout = time.Duration(min(max(timeout, 0), maxFetchWait.Milliseconds())) * time.Millisecond
+	p.leaseSecs = max(lease, 0)
+	p.wait = q.Get("wait") == "true"
+	p.autoAck = q.Get("autoAck") == "true"
+	if p.explicitGrp {
+		p.subNew = q.Get("subscriptionMode") == "new"
+		if from := q.Get("subscriptionFrom"); from == "now" {
+			p.subNew = true
+		} else if from != "" {
+			t, err := time.Parse(time.RFC3339Nano, from)
+			if err != nil {
+				return nil, "subscriptionFrom must be now or an ISO timestamp"
+			}
+			p.subFrom = t.UnixMicro()
+		}
+	}
+	return p, ""
+}
+
+// handlePop serves GET /api/v1/pop/queue/{queue} and its partition form.
+func (b *Broker) handlePop(w http.ResponseWriter, r *http.Request, c *call) {
+	p, msg := parsePopParams(r)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	p.queue = r.PathValue("queue")
+	if part := r.PathValue("partition"); part != "" {
+		p.onePart, p.hasOnePart, p.partitions = part, true, 1
+	}
+	var wt *waiter
+	if p.wait && p.timeout > 0 {
+		wt = newWaiter()
+		defer b.unparkPop(c.tenant, p.queue, wt)
+	}
+	deadline := time.Now().Add(p.timeout)
+	var timer *time.Timer
+	for {
+		out, err := b.popOnce(c.tenant, p, wt)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "pop failed")
+			b.log.Error("queen-dev: pop", "err", err)
+			return
+		}
+		if out != nil {
+			writeBody(w, http.StatusOK, out)
+			return
+		}
+		left := time.Until(deadline)
+		if wt == nil || left <= 0 || b.draining() {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(min(left, recheckInterval))
+			defer timer.Stop()
+		} else {
+			timer.Reset(min(left, recheckInterval))
+		}
+		select {
+		case <-wt.ch:
+		case <-timer.C:
+		case <-b.closing:
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// popOnce claims what it can and renders the answer (nil: nothing to
+// deliver). With wt it parks wt on the partitions it looked at, so that a
+// write to one of them wakes the long poll.
+func (b *Broker) popOnce(tenantName string, p *popParams, wt *waiter) ([]byte, error) {
+	if !b.enter() {
+		return nil, errClosed
+	}
+	defer b.leave()
+	now := b.now()
+	nowUS := now.UnixMicro()
+	b.mu.Lock()
+	t := b.st.tenant(tenantName)
+	q := t.queues[p.queue]
+	var names []string
+	if q != nil {
+		if p.hasOnePart {
+			if q.parts[p.onePart] != nil {
+				names = []string{p.onePart}
+			}
+		} else {
+			for n := range q.parts {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+		}
+	}
+	if wt != nil && q != nil {
+		for _, n := range names {
+			q.parts[n].waiters[wt] = struct{}{}
+		}
+	}
+	leaseID := newUUIDv7(now)
+	lease := p.leaseSecs
+	if lease <= 0 && q != nil {
+		lease = q.opts[optLeaseTime].num
+	}
+	if lease <= 0 {
+		lease = defaultLease
+	}
+	batch := b.db.NewBatch()
+	var out []byte
+	claimed, budget := 0, p.batch
+	var firstPart string
+	var err error
+	for _, n := range names {
+		if claimed == p.partitions || budget == 0 {
+			break
+		}
+		part := q.parts[n]
+		var cur *cursor
+		if cur, err = b.getCursor(q.id, n, p.group); err != nil {
+			break
+		}
+		if cur == nil {
+			cur = &cursor{committed: -1}
+			if p.subNew {
+				cur.committed = part.hwm - 1
+			} else if p.subFrom != 0 {
+				if cur.committed, err = b.firstAtOrAfter(q.id, part, p.subFrom); err != nil {
+					break
+				}
+			}
+			batch.Set(keyCursor(q.id, n, p.group), encodeCursor(cur), nil) // first contact seeds it, delivered or not
+		}
+		if cur.leased(nowUS) {
+			continue
+		}
+		start := max(cur.committed+1, part.lso)
+		if start >= part.hwm {
+			continue
+		}
+		var msgs []byte
+		var last int64
+		if msgs, last, err = b.renderPopped(q.id, part, start, budget, p, leaseID); err != nil {
+			break
+		}
+		budget -= int(last - start + 1)
+		if cur.leaseID != "" {
+			batch.Delete(keyLease(cur.leaseID, q.id, n, p.group), nil)
+		}
+		if p.autoAck {
+			cur.consumed += last - cur.committed
+			cur.committed, cur.leaseID, cur.leaseExpires, cur.batchEnd = last, "", 0, last
+		} else {
+			cur.leaseID, cur.leaseExpires, cur.batchEnd = leaseID, nowUS+lease*1e6, last
+			batch.Set(keyLease(leaseID, q.id, n, p.group), nil, nil)
+		}
+		batch.Set(keyCursor(q.id, n, p.group), encodeCursor(cur), nil)
+		if claimed == 0 {
+			firstPart = n
+		} else {
+			out = append(out, ',')
+		}
+		out = append(out, msgs...)
+		claimed++
+	}
+	if err != nil {
+		batch.Close()
+		b.mu.Unlock()
+		return nil, err
+	}
+	tail := b.apply(batch, nil)
+	qid := ""
+	if q != nil {
+		qid = q.id
+	}
+	b.mu.Unlock()
+	if err := tail.wait(); err != nil {
+		return nil, err
+	}
+	if claimed == 0 {
+		return nil, nil
+	}
+	if p.autoAck {
+		leaseID = ""
+	}
+	body := make([]byte, 0, len(out)+256)
+	body = append(body, `{"success":true,"queue":`...)
+	body = jsontext.AppendString(body, p.queue)
+	body = append(body, `,"partition":`...)
+	body = jsontext.AppendString(body, firstPart)
+	body = append(body, `,"partitionId":`...)
+	body = jsontext.AppendString(body, partitionID(qid, firstPart))
+	body = append(body, `,"leaseId":`...)
+	body = jsontext.AppendString(body, leaseID)
+	body = append(body, `,"consumerGroup":`...)
+	body = jsontext.AppendString(body, p.group)
+	body = append(body, `,"messages":[`...)
+	body = append(body, out...)
+	body = append(body, `],"partitionsClaimed":`...)
+	body = strconv.AppendInt(body, int64(claimed), 10)
+	return append(body, '}'), nil
+}
+
+// unparkPop takes wt off every partition of the queue (popOnce parks it
+// on those it looked at, each try).
+func (b *Broker) unparkPop(tenantName, queueName string, wt *waiter) {
+	if wt == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q := b.st.tenant(tenantName).queues[queueName]; q != nil {
+		for _, p := range q.parts {
+			delete(p.waiters, wt)
+		}
+	}
+}
+
+// renderPopped renders up to limit messages of part from start, returning
+// the last offset rendered.
+func (b *Broker) renderPopped(qid string, part *partition, start int64, limit int, p *popParams, leaseID string) ([]byte, int64, error) {
+	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: keyRecord(qid, part.name, start), UpperBound: keyRecord(qid, part.name, part.hwm)})
+	if err != nil {
+		return nil, 0, err
+	}
+	pid := partitionID(qid, part.name)
+	if p.autoAck {
+		leaseID = ""
+	}
+	var out []byte
+	last, n := start-1, 0
+	for ok := it.First(); ok && n < limit; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return nil, 0, err
+		}
+		rec, err := decodeRecord(v)
+		if err != nil {
+			it.Close()
+			return nil, 0, err
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"id":`...)
+		out = jsontext.AppendString(out, string(rec.msgID))
+		out = append(out, `,"transactionId":`...)
+		out = jsontext.AppendString(out, string(rec.transactionID()))
+		out = append(out, `,"traceId":null,"data":`...)
+		if len(rec.payload) == 0 {
+			out = append(out, "null"...)
+		} else {
+			out = append(out, rec.payload...)
+		}
+		out = append(out, `,"producerSub":null,"createdAt":`...)
+		out = jsontext.AppendString(out, time.UnixMicro(rec.ts).UTC().Format("2006-01-02T15:04:05.000Z"))
+		out = append(out, `,"partitionId":`...)
+		out = jsontext.AppendString(out, pid)
+		out = append(out, `,"partition":`...)
+		out = jsontext.AppendString(out, part.name)
+		out = append(out, `,"leaseId":`...)
+		out = jsontext.AppendString(out, leaseID)
+		out = append(out, `,"consumerGroup":`...)
+		out = jsontext.AppendString(out, p.group)
+		out = append(out, '}')
+		last = offsetOf(it.Key())
+		n++
+	}
+	return out, last, errors.Join(it.Error(), it.Close())
+}
+
+// firstAtOrAfter is the committed position that makes the record stored
+// at or after ts (unix µs) the next one: a linear walk, first contact only.
+func (b *Broker) firstAtOrAfter(qid string, part *partition, ts int64) (int64, error) {
+	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: keyRecord(qid, part.name, part.lso), UpperBound: keyRecord(qid, part.name, part.hwm)})
+	if err != nil {
+		return 0, err
+	}
+	pos := part.hwm - 1
+	for ok := it.First(); ok; ok = it.Next() {
+		rec, err := decodeRecord(it.Value())
+		if err != nil {
+			it.Close()
+			return 0, err
+		}
+		if rec.ts >= ts {
+			pos = offsetOf(it.Key()) - 1
+			break
+		}
+	}
+	return pos, errors.Join(it.Error(), it.Close())
+}
