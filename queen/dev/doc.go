@@ -64,8 +64,9 @@
 // delete-heavy queue (retention) makes constant work, and its caches and
 // memtables are sized for servers (about 1 GiB by default). pebble has
 // group commit of synced batches, range deletions (a deleted queue or a
-// retired prefix of a partition is one tombstone), bloom filters for the
-// dedup lookups, one bounded block cache, and is the engine of CockroachDB.
+// retired prefix of a partition is one tombstone), ordered iterators for
+// the dedup lookups of a batch, one bounded block cache, and is the engine
+// of CockroachDB.
 // pebble/v2 rather than v1: v1 is in maintenance; v2 is the line CockroachDB
 // ships.
 //
