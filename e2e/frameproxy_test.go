@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // frameHooks are what a frameProxy shows one connection's frames to, each
@@ -17,6 +18,10 @@ type frameHooks struct {
 	// answer sees each answer before it is forwarded; false cuts the
 	// connection instead. Nil forwards every answer.
 	answer func(f []byte) bool
+	// linger keeps the connection to the target open this long after the
+	// client's side ended, so that a request a hook held past the client's
+	// timeout and then forwarded is still read and answered by the target.
+	linger time.Duration
 }
 
 // facadeBehindProxy starts a facade on dev that advertises a Kafka-frame
@@ -66,7 +71,11 @@ func proxyFrames(client net.Conn, target string, h frameHooks) {
 	}
 	closeBoth := func() { client.Close(); server.Close() }
 	go func() { // client → server
-		defer closeBoth()
+		defer func() {
+			client.Close()
+			time.Sleep(h.linger)
+			server.Close()
+		}()
 		for {
 			f, err := readFrame(client)
 			if err != nil || !h.request(f) {
