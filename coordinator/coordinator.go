@@ -54,6 +54,10 @@ type Config struct {
 	// consumergroup); nil when there are none (tests of the classic
 	// protocol alone).
 	Consumer ConsumerGroups
+
+	// Unstable is the transaction coordinator's offsets not yet committed
+	// (OffsetFetch's require_stable); nil when there are none.
+	Unstable Unstable
 }
 
 // Coordinator is every group this node coordinates. The registry map is

@@ -13,9 +13,12 @@ import (
 
 // OffsetFetch answers an OffsetFetch v1-9 at any node: the answer is the
 // store's, the same everywhere, so it is never gated on ownership. Topics
-// null (v2+) is every committed partition of the group. require_stable is
-// honoured by construction: an offset reaches the store only when it is
-// committed, so nothing returned is ever UNSTABLE_OFFSET_COMMIT. v8 asks
+// null (v2+) is every committed partition of the group. require_stable
+// (v7+) is Kafka's (KIP-447): a partition with an offset staged by a
+// transaction that has not ended (Config.Unstable) is UNSTABLE_OFFSET_COMMIT,
+// offset -1, per partition at every version, so that a member taking it
+// over retries until that transaction ends; without require_stable the
+// last committed offset is answered, as Kafka does. v8 asks
 // for several groups at once, each answered on its own; v9's member id and
 // epoch are checked against a consumer-protocol group's member
 // (ConsumerGroups.ValidateFetch: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) and,
@@ -37,13 +40,13 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, cl Client, req *kmsg.Offs
 					continue
 				}
 			}
-			got, code := c.fetchGroup(ctx, kv, rg.Group, topics, rg.Topics == nil)
+			got, code := c.fetchGroup(ctx, cl, kv, rg.Group, topics, rg.Topics == nil, req.RequireStable)
 			resp.Groups = append(resp.Groups, groupAnswer(rg.Group, got, code))
 		}
 		return resp
 	}
 	all := req.Topics == nil && req.Version >= 2
-	got, code := c.fetchGroup(ctx, kv, req.Group, req.Topics, all)
+	got, code := c.fetchGroup(ctx, cl, kv, req.Group, req.Topics, all, req.Version >= 7 && req.RequireStable)
 	if code == 0 {
 		resp.Topics = got
 		return resp
@@ -91,8 +94,35 @@ func groupAnswer(group string, topics []kmsg.OffsetFetchResponseTopic, code int1
 }
 
 // fetchGroup reads group's committed offsets of topics, or of every
-// partition when all, and returns them or the code refusing the group.
-func (c *Coordinator) fetchGroup(ctx context.Context, kv KV, group string, topics []kmsg.OffsetFetchRequestTopic, all bool) ([]kmsg.OffsetFetchResponseTopic, int16) {
+// partition when all, and returns them or the code refusing the group;
+// stable marks the partitions an open transaction holds an offset of.
+func (c *Coordinator) fetchGroup(ctx context.Context, cl Client, kv KV, group string, topics []kmsg.OffsetFetchRequestTopic, all, stable bool) ([]kmsg.OffsetFetchResponseTopic, int16) {
+	got, code := c.fetchCommitted(ctx, kv, group, topics, all)
+	if code != 0 || !stable || c.cfg.Unstable == nil {
+		return got, code
+	}
+	pending, err := c.cfg.Unstable.PendingOffsets(ctx, cl.Identity, kv, group)
+	if err != nil {
+		c.log.Warn("offset fetch: reading the open transactions' offsets failed", "group", group, "err", err)
+		return nil, kvCode(err)
+	}
+	if len(pending) == 0 {
+		return got, 0
+	}
+	for i := range got {
+		for j := range got[i].Partitions {
+			rp := &got[i].Partitions[j]
+			if pending[TopicPartition{got[i].Topic, rp.Partition}] {
+				*rp = missingPartition(rp.Partition)
+				rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+			}
+		}
+	}
+	return got, 0
+}
+
+// fetchCommitted is fetchGroup's committed offsets.
+func (c *Coordinator) fetchCommitted(ctx context.Context, kv KV, group string, topics []kmsg.OffsetFetchRequestTopic, all bool) ([]kmsg.OffsetFetchResponseTopic, int16) {
 	if !validGroupID(group, true) {
 		return nil, kerr.InvalidGroupID.Code
 	}

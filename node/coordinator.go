@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"log/slog"
 	"math"
 	"net"
@@ -17,9 +18,10 @@ import (
 // with this node's id and the process's incarnation, so that a node that
 // lost a group without noticing can never overwrite its successor's
 // commits.
-func newCoordinator(cfg config.Facade, kv coordinator.KV, log *slog.Logger, own ownership.Owners, incarnation string, consumer coordinator.ConsumerGroups) *coordinator.Coordinator {
+func newCoordinator(cfg config.Facade, kv coordinator.KV, log *slog.Logger, own ownership.Owners, incarnation string, consumer coordinator.ConsumerGroups, unstable coordinator.Unstable) *coordinator.Coordinator {
 	return coordinator.New(coordinator.Config{
 		Consumer:          consumer,
+		Unstable:          unstable,
 		KV:                kv,
 		Ownership:         own,
 		Log:               log.With("component", "coordinator"),
@@ -32,6 +34,21 @@ func newCoordinator(cfg config.Facade, kv coordinator.KV, log *slog.Logger, own 
 		NodeID:               int32(cfg.NodeID),
 		Incarnation:          incarnation, // the registry row's: one per process
 	})
+}
+
+// unstableOffsets is the transaction coordinator's open offsets as the
+// group coordinator asks for them (OffsetFetch's require_stable): txn.Shared's
+// qk:txnpend: index in cluster mode, where the group's coordinator staged
+// them, and txn.Manager's memory in single mode. The two are built after the
+// coordinator (they check TxnOffsetCommit's membership through it), so this
+// is read at the call.
+type unstableOffsets struct{ n *Node }
+
+func (u unstableOffsets) PendingOffsets(ctx context.Context, identity string, kv coordinator.KV, group string) (map[coordinator.TopicPartition]bool, error) {
+	if u.n.txnShared != nil {
+		return u.n.txnShared.PendingOffsets(ctx, identity, kv, group)
+	}
+	return u.n.txns.PendingOffsets(ctx, identity, kv, group)
 }
 
 // identityShare is what one identity may hold of a node-wide bound shared

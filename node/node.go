@@ -125,7 +125,7 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	n.sessions = fetchsession.New(fetchsession.Config{})
 	n.parked = fetchwatch.NewCalls(0, identityShare(cfg))
 	n.groups = newConsumerGroups(cfg, q, log, own, n.Incarnation())
-	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation(), n.groups)
+	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation(), n.groups, unstableOffsets{n})
 	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, clock.Wall{})
 	if cfg.Clustered() {
 		n.txnShared = newTxnShared(cfg, q, log, n.coord, clock.Wall{})

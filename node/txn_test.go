@@ -354,17 +354,9 @@ func TestTxnOffsetsCommitWithTheRecords(t *testing.T) {
 	x.mustProduce(k, "out", 0, "r")
 
 	fetch := func() map[int32]int64 {
-		req := kmsg.NewPtrOffsetFetchRequest()
-		req.Version, req.Group, req.RequireStable = 7, "billing", true
-		rt := kmsg.NewOffsetFetchRequestTopic()
-		rt.Topic, rt.Partitions = "in", []int32{0, 1}
-		req.Topics = append(req.Topics, rt)
-		out := map[int32]int64{}
-		for _, p := range k.roundTrip(req).(*kmsg.OffsetFetchResponse).Topics[0].Partitions {
-			require.Equal(t, int16(0), p.ErrorCode, "require_stable needs nothing: every stored offset is committed")
-			out[p.Partition] = p.Offset
-		}
-		return out
+		offsets, codes := stableFetch(t, k, 7, false, "billing", "in", []int32{0, 1})
+		require.Equal(t, map[int32]int16{0: 0, 1: 0}, codes)
+		return offsets
 	}
 	require.Equal(t, map[int32]int64{0: -1, 1: -1}, fetch(), "offsets visible before the commit")
 	require.Equal(t, int16(0), x.end(k, true))

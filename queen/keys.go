@@ -80,6 +80,10 @@ const (
 	// node received them and read by the transactional id's owner at
 	// EndTxn(commit). Layout and expiry: TxnStagePrefix.
 	PrefixTxnStage = "qk:txnstage:"
+	// PrefixTxnPending is cluster mode's index of offsets staged by open
+	// transactions, per group, so that the group's coordinator answers
+	// OffsetFetch's require_stable (KIP-447). Layout: TxnPendingKey.
+	PrefixTxnPending = "qk:txnpend:"
 	// PrefixConsumerGroup is a KIP-848 consumer-protocol group's state
 	// (package consumergroup): what must survive an owner move. Layout:
 	// ConsumerGroupPrefix.
@@ -122,6 +126,32 @@ func ParseGroupOffsetKey(key string) (group, topic string, partition int32, ok b
 		return "", "", 0, false
 	}
 	return g, t, int32(p), true
+}
+
+// TxnPendingKey is qk:txnpend:<esc group>:<esc topic>:<partition>:<txn>:
+// transaction txn ("<pid>.<epoch>.<number>") has an offset of the partition staged,
+// {"id":<transactional id>,"pid":…,"epoch":…,"txn":<number>} (package txn),
+// written beside the stage's o: row with its ttl. It is a hint: the
+// transaction's qk:txn: row says whether it is still open.
+func TxnPendingKey(group, topic string, partition int32, txn string) string {
+	return TxnPendingGroupPrefix(group) + Esc(topic) + ":" + strconv.FormatInt(int64(partition), 10) + ":" + txn
+}
+
+// TxnPendingGroupPrefix is qk:txnpend:<esc group>: (every pending row of a group).
+func TxnPendingGroupPrefix(group string) string { return PrefixTxnPending + Esc(group) + ":" }
+
+// ParseTxnPendingKey splits a qk:txnpend: key back into its group, topic
+// and partition.
+func ParseTxnPendingKey(key string) (group, topic string, partition int32, ok bool) {
+	rest, found := strings.CutPrefix(key, PrefixTxnPending)
+	if !found {
+		return "", "", 0, false
+	}
+	cut := strings.LastIndexByte(rest, ':')
+	if cut < 0 {
+		return "", "", 0, false
+	}
+	return ParseGroupOffsetKey(PrefixGroup + rest[:cut])
 }
 
 // GroupIndexKey is qk:groups:<esc group>.

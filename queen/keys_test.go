@@ -83,7 +83,7 @@ func TestKeyFamilies(t *testing.T) {
 			t.Errorf("got %q want %q", got, want)
 		}
 	}
-	fams := []string{PrefixGroup, PrefixGroups, PrefixFence, PrefixNode, PrefixTxn, PrefixTopicCfg, PrefixTxnStage, PrefixConsumerGroup, PrefixShare, ProducerIDsKey}
+	fams := []string{PrefixGroup, PrefixGroups, PrefixFence, PrefixNode, PrefixTxn, PrefixTopicCfg, PrefixTxnStage, PrefixTxnPending, PrefixConsumerGroup, PrefixShare, ProducerIDsKey}
 	for i, a := range fams {
 		for j, b := range fams {
 			if i != j && strings.HasPrefix(a, b) {
@@ -107,6 +107,27 @@ func TestShareStateKeyRoundTrip(t *testing.T) {
 	for _, bad := range []string{"qk:group:g:t:0", "qk:share:g:t", "qk:share:g:t:-1", "qk:shares:g:t:0"} {
 		if _, _, _, ok := ParseShareStateKey(bad); ok {
 			t.Errorf("ParseShareStateKey(%q) accepted", bad)
+		}
+	}
+}
+
+func TestTxnPendingKeyRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		group, topic string
+		partition    int32
+	}{{"g", "t", 0}, {"a:b%c", "x.y", 17}, {"", "t", 2147483647}} {
+		key := TxnPendingKey(c.group, c.topic, c.partition, "12.3.4")
+		if !strings.HasPrefix(key, TxnPendingGroupPrefix(c.group)) {
+			t.Fatalf("%q is not under its group's prefix", key)
+		}
+		g, tp, p, ok := ParseTxnPendingKey(key)
+		if !ok || g != c.group || tp != c.topic || p != c.partition {
+			t.Fatalf("%q parsed as %q %q %d %v", key, g, tp, p, ok)
+		}
+	}
+	for _, bad := range []string{"qk:txnpend:", "qk:txnpend:g:t:x:1.2.3", "qk:group:g:t:0", "qk:txnpend:g:t:0"} {
+		if _, _, _, ok := ParseTxnPendingKey(bad); ok {
+			t.Fatalf("%q parsed", bad)
 		}
 	}
 }

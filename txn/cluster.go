@@ -235,12 +235,13 @@ type QueenStages struct {
 
 // Open names the stage of transaction ref of k.
 func (s QueenStages) Open(k Key, ref Ref, q Queen) Stage {
-	return &queenStage{q: q, prefix: queen.TxnStagePrefix(k.ID, ref.PID, ref.Epoch, ref.Txn), lim: s.Limits.withDefaults(), now: s.Clock, log: s.Log}
+	return &queenStage{q: q, prefix: queen.TxnStagePrefix(k.ID, ref.PID, ref.Epoch, ref.Txn), ref: pendingRow{ID: k.ID, PID: ref.PID, Epoch: ref.Epoch, Txn: ref.Txn}, lim: s.Limits.withDefaults(), now: s.Clock, log: s.Log}
 }
 
 type queenStage struct {
 	q      Queen
 	prefix string
+	ref    pendingRow // the transaction, as its pending keys name it
 	lim    Limits
 	now    func() int64
 	log    *slog.Logger
@@ -352,6 +353,9 @@ func (s *queenStage) Contents(ctx context.Context) ([]queen.PushItem, []queen.KV
 					return nil, nil, fmt.Errorf("stage row %q: %w", row.Key, err)
 				}
 				offs = append(offs, v)
+				// Its pending row goes with it after the commit (the row
+				// names this transaction, ended either way).
+				keys = append(keys, queen.TxnPendingKey(v.Group, v.Topic, v.Partition, s.ref.ref()))
 				ptypes[v.Group] = v.ProtocolType
 				offsetN[row.Key] = true
 			case strings.HasPrefix(rest, "x:"):

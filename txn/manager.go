@@ -138,6 +138,9 @@ type Manager struct {
 	// conns is the newest connection (Client.Owner) any request came on:
 	// the watermark a transaction records when it opens (lateEnd).
 	conns atomic.Uint64
+	// pending is single mode's index of the offsets open transactions
+	// staged (coordinator.Unstable).
+	pending pendingIndex
 
 	startOnce, closeOnce sync.Once
 	stop, done           chan struct{}
@@ -461,6 +464,7 @@ func (m *Manager) release(t *binding) {
 		t.stage = nil
 	}
 	m.staged.Add(-t.bytes)
+	m.pending.drop(t.key.Identity, t.offsetKeys)
 	t.clear()
 }
 

@@ -582,7 +582,7 @@ func (s *Shared) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffse
 		ref := Ref{PID: req.ProducerID, Epoch: req.ProducerEpoch, Txn: mk.Seq + 1}
 		prefix := queen.TxnStagePrefix(req.TransactionalID, ref.PID, ref.Epoch, ref.Txn)
 		ttl := StageTTL(time.Duration(mk.TimeoutMs) * time.Millisecond)
-		var ops []queen.KVOp
+		var ops, pends []queen.KVOp
 		seen := map[string]bool{}
 		for i, rt := range req.Topics {
 			for j, p := range rt.Partitions {
@@ -601,9 +601,15 @@ func (s *Shared) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffse
 				case seen[key]:
 					continue // a partition named twice: one write per key per call
 				}
+				pend, fits := pendingOp(req.Group, rt.Topic, p.Partition, pendingRow{ID: req.TransactionalID, PID: ref.PID, Epoch: ref.Epoch, Txn: ref.Txn}, ttl)
+				if !fits {
+					codes[i][j] = kerr.InvalidCommitOffsetSize.Code
+					continue
+				}
 				seen[key] = true
 				val, _ := json.Marshal(stageOffset{Group: req.Group, Topic: rt.Topic, Partition: p.Partition, Offset: p.Offset, Metadata: md, ProtocolType: ptype})
 				ops = append(ops, queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: key, Value: val, TTLSeconds: ttl})
+				pends = append(pends, pend)
 			}
 		}
 		if len(ops) == 0 {
@@ -613,8 +619,10 @@ func (s *Shared) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffse
 			s.poison(ctx, cl, portionKey{k, ref}, mk, "more than 62 offsets")
 			return kerr.InvalidCommitOffsetSize.Code
 		}
+		// The pending index (qk:txnpend:, OffsetFetch's require_stable)
+		// goes in the same call, after the row's read-back.
 		count := queen.KVOp{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: prefix + "o:", Limit: riderOps + 1, KeysOnly: true}
-		res, err := s.kv(cl).KV(ctx, append(ops, rowOp(k.ID), count))
+		res, err := s.kv(cl).KV(ctx, append(append(ops, rowOp(k.ID), count), pends...))
 		if err != nil {
 			s.log.Warn("staging transactional offsets failed", "transactional_id", k.ID, "err", err)
 			return s.fault(err)

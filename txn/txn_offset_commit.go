@@ -84,6 +84,7 @@ func (m *Manager) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffs
 					t.offsetKeys = make(map[string]bool)
 				}
 				t.offsetKeys[key] = true
+				m.pending.add(t.key.Identity, req.Group, rt.Topic, p.Partition)
 				t.offsets++
 				g.offsets++
 			}
