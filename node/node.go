@@ -70,10 +70,10 @@ type Node struct {
 	cluster *cluster
 	// obs hears every request answered and what the node does (observe.go);
 	// metrics is what it is outside tests, served by the operator listener
-	// (ops.go), and health the node's Queen client's observer.
+	// (ops.go), and health the verdict on Queen its client keeps for /readyz.
 	obs     Observer
 	metrics *metrics.Metrics
-	health  queenHealth
+	health  queen.Health
 	http    *operator.Server
 
 	mu sync.Mutex
@@ -106,7 +106,7 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	}
 	n.metrics = metrics.New(version.String(), n.snapshot)
 	n.obs = n.metrics
-	n.health.next = n.metrics
+	n.health.Next = n.metrics
 	q, err := queen.New(queen.Config{URL: cfg.QueenURL, Token: cfg.QueenToken, Observer: &n.health, Answers: n.answers})
 	if err != nil {
 		return nil, fmt.Errorf("queen client: %w", err)

@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/queen-mq/queen-kafka/budget"
 	"github.com/queen-mq/queen-kafka/metrics"
 	"github.com/queen-mq/queen-kafka/operator"
-	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // The operator listener (QUEEN_KAFKA_HTTP_ADDR): /metrics over the node's
@@ -123,81 +120,21 @@ func (n *Node) queenCheck(ctx context.Context) operator.Check {
 		c.Detail = fmt.Sprintf("last heartbeat sent %s ago", time.Since(s.Stats().LastOK).Round(time.Millisecond))
 		return c
 	}
-	f := n.health.failure()
-	if f != nil || !n.health.answered.Load() {
-		n.health.probe(ctx, n.queen)
-		f = n.health.failure()
+	f := n.health.Failed()
+	if f != nil || !n.health.Answered() {
+		n.health.Probe(ctx, n.queen)
+		f = n.health.Failed()
 	}
 	if f != nil {
-		c.OK, c.Detail = false, fmt.Sprintf("%s failed (%s) %s ago", f.route, f.kind, time.Since(f.at).Round(time.Millisecond))
+		c.OK, c.Detail = false, fmt.Sprintf("%s failed (%s) %s ago", f.Route, f.Kind, time.Since(f.At).Round(time.Millisecond))
 		return c
 	}
-	if !n.health.answered.Load() {
+	if !n.health.Answered() {
 		c.OK, c.Detail = false, "no call to Queen answered since boot"
 		return c
 	}
 	c.Detail = "last call answered"
 	return c
-}
-
-// queenHealth is the node's Queen client's observer: it keeps the last
-// call's verdict on Queen for /readyz and passes every call on to metrics.
-type queenHealth struct {
-	next   queen.Observer
-	failed atomic.Pointer[queenFailure] // nil: the last verdict was an answer
-	// answered is set by the first call Queen answers: until then the
-	// node does not know Queen is reachable, whatever failed says.
-	answered atomic.Bool
-
-	probeMu  sync.Mutex
-	probedAt time.Time
-}
-
-// queenFailure is a call that failed for want of Queen.
-type queenFailure struct {
-	route string
-	kind  queen.Kind
-	at    time.Time
-}
-
-// probeEvery spaces the probes of a node that is not ready.
-const probeEvery = time.Second
-
-func (h *queenHealth) QueenCall(route string, outcome queen.Kind, d time.Duration) {
-	switch outcome {
-	case queen.KindCanceled:
-		// The caller went away: nothing learnt of Queen.
-	case queen.KindTransport, queen.KindTimeout, queen.KindTransient, queen.KindServer:
-		h.failed.Store(&queenFailure{route: route, kind: outcome, at: time.Now()})
-	default:
-		if h.failed.Load() != nil {
-			h.failed.Store(nil)
-		}
-		if !h.answered.Load() {
-			h.answered.Store(true)
-		}
-	}
-	if h.next != nil {
-		h.next.QueenCall(route, outcome, d)
-	}
-}
-
-func (h *queenHealth) failure() *queenFailure { return h.failed.Load() }
-
-// probe asks Queen once (a read of the producer-id row, which any
-// credential may make and which changes nothing), unless a probe ran less
-// than probeEvery ago; its outcome reaches failed through QueenCall. The
-// read is a getMany: the facade sends only the contract's four KV ops
-// (§10), which is also what a Cloud gateway classifies without the KV
-// feature gate (§0.3).
-func (h *queenHealth) probe(ctx context.Context, q *queen.Client) {
-	h.probeMu.Lock()
-	defer h.probeMu.Unlock()
-	if time.Since(h.probedAt) < probeEvery {
-		return
-	}
-	h.probedAt = time.Now()
-	_, _ = q.KV(ctx, []queen.KVOp{{Op: queen.OpGetMany, NS: queen.Namespace, Keys: []string{queen.ProducerIDsKey}}})
 }
 
 // snapshot is the node's state for a scrape.

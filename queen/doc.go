@@ -1,7 +1,8 @@
 // Package queen is the facade's only door to a Queen broker: one method per
 // route of the HTTP contract (queen-api.md), the wire types both the
 // client and the development broker (package queen/dev) speak, the typed
-// errors a caller maps to Kafka error codes and the qk: key layout of §10.
+// errors a caller maps to Kafka error codes, the qk: key layout of §10, and
+// Health, the verdict on Queen a client's calls leave (for a node's /readyz).
 // The record payload envelope of §11 is package envelope's, and the JSON
 // string rules of every body are package internal/jsontext's.
 //
