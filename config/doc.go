@@ -2,7 +2,7 @@
 // declaration of every environment variable (declaration.go: its name,
 // default, range or accepted values, one line of help, and which programs
 // read it), from which go-envconfig reads the values, the loaders check
-// them, and --help, queen-dev -h and the README's variable table
+// them, and --help, queen-dev -h and docs/operations.md's variable table
 // (WriteTable, kept in step by TestREADMEVariables) are written.
 //
 // It owns: the facade's configuration (Facade, LoadFacade) with every

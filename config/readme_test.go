@@ -20,7 +20,7 @@ const (
 // TestREADMEVariables: the README's variable table is the declaration's,
 // every variable of every program; -update rewrites it.
 func TestREADMEVariables(t *testing.T) {
-	path := filepath.Join("..", "README.md")
+	path := filepath.Join("..", "docs", "operations.md")
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	readme := string(b)

@@ -19,7 +19,7 @@ const (
 	AllModes = FacadeMode | EmbeddedMode | DevMode
 )
 
-// modeNames are the modes tag's words and how the README names each mode.
+// modeNames are the modes tag's words and how the variable table names each mode.
 var modeNames = []struct {
 	mode       Mode
 	tag, label string
@@ -29,7 +29,7 @@ var modeNames = []struct {
 	{DevMode, "dev", "queen-dev"},
 }
 
-// String is the modes' README labels, comma-separated.
+// String is the modes' variable-table labels, comma-separated.
 func (m Mode) String() string {
 	var out []string
 	for _, n := range modeNames {
@@ -40,7 +40,7 @@ func (m Mode) String() string {
 	return strings.Join(out, ", ")
 }
 
-// Variable is one environment variable as --help and the README list it,
+// Variable is one environment variable as --help and the variable table list it,
 // read from the declaration's tags: the tags go-envconfig reads for the
 // name and default, and the loaders for an integer's range.
 type Variable struct {
@@ -200,7 +200,7 @@ func helpLine(v Variable) string {
 	return fmt.Sprintf("  %s\n      %s; %s\n      %s\n", v.Name, def, v.Accepts, v.Help)
 }
 
-// WriteTable writes every variable as the README's Markdown table.
+// WriteTable writes every variable as docs/operations.md's Markdown table.
 func WriteTable(w io.Writer) error {
 	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 	var b strings.Builder
