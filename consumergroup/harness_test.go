@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
 type env struct {
 	t      testing.TB
-	clock  *fakeClock
+	clock  *testsupport.TimerClock
 	kv     *memKV
 	topics *fakeTopics
 	m      *Manager
@@ -21,7 +23,7 @@ type env struct {
 }
 
 func newEnv(t testing.TB) *env {
-	e := &env{t: t, clock: newFakeClock(), kv: newMemKV(), topics: &fakeTopics{}, group: "g"}
+	e := &env{t: t, clock: testsupport.NewTimerClock(time.Unix(1_787_824_800, 0)), kv: newMemKV(), topics: &fakeTopics{}, group: "g"}
 	e.m = e.manager(nil, false, 1)
 	return e
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/ownership"
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -65,7 +66,7 @@ type Client struct {
 type Config struct {
 	KV                KV
 	Ownership         ownership.Owners // nil is ownership.Single
-	Clock             Clock            // nil is SystemClock
+	Clock             clock.Timers     // nil is clock.Wall
 	Log               *slog.Logger
 	HeartbeatInterval time.Duration // 0 is DefaultHeartbeatInterval
 	SessionTimeout    time.Duration // 0 is DefaultSessionTimeout
@@ -93,7 +94,7 @@ type Config struct {
 type Manager struct {
 	cfg   Config
 	log   *slog.Logger
-	clock Clock
+	clock clock.Timers
 	own   ownership.Owners
 
 	mu     sync.Mutex
@@ -111,7 +112,7 @@ type Manager struct {
 // New builds a manager.
 func New(cfg Config) *Manager {
 	if cfg.Clock == nil {
-		cfg.Clock = SystemClock{}
+		cfg.Clock = clock.Wall{}
 	}
 	if cfg.Ownership == nil {
 		cfg.Ownership = ownership.Single{}

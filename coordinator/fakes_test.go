@@ -6,88 +6,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/queen-mq/queen-kafka/queen"
 )
-
-// fakeClock is a manual clock: timers fire only inside Advance.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	c       *fakeClock
-	at      time.Time
-	f       func()
-	stopped bool
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_787_824_800, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := !t.stopped
-	t.stopped = true
-	return was
-}
-
-// Advance moves time forward by d, firing due timers in deadline order
-// (each at its own instant), including timers they arm.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	end := c.now.Add(d)
-	c.mu.Unlock()
-	for {
-		c.mu.Lock()
-		var next *fakeTimer
-		idx := -1
-		for i, t := range c.timers {
-			if t.stopped || t.at.After(end) {
-				continue
-			}
-			if next == nil || t.at.Before(next.at) {
-				next, idx = t, i
-			}
-		}
-		if next == nil {
-			c.now = end
-			live := c.timers[:0]
-			for _, t := range c.timers {
-				if !t.stopped {
-					live = append(live, t)
-				}
-			}
-			c.timers = live
-			c.mu.Unlock()
-			return
-		}
-		c.timers = append(c.timers[:idx], c.timers[idx+1:]...)
-		next.stopped = true
-		if next.at.After(c.now) {
-			c.now = next.at
-		}
-		c.mu.Unlock()
-		next.f()
-	}
-}
 
 // memKV is the test's in-memory KV with §7.2's semantics: atomic calls,
 // versions from one sequence, expect/required, getMany/getPrefix with a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
 	"github.com/queen-mq/queen-kafka/ownership"
 	"github.com/queen-mq/queen-kafka/queen"
@@ -19,7 +20,7 @@ import (
 
 type harness struct {
 	t     testing.TB
-	clock *fakeClock
+	clock *testsupport.TimerClock
 	kv    *recKV
 	c     *Coordinator
 	cl    Client
@@ -49,7 +50,7 @@ func newMemHarness(t testing.TB, mod func(*Config)) (*harness, *memKV) {
 }
 
 func newHarnessOn(t testing.TB, inner KV, mod func(*Config)) *harness {
-	h := &harness{t: t, clock: newFakeClock(), kv: &recKV{inner: inner}}
+	h := &harness{t: t, clock: testsupport.NewTimerClock(time.Unix(1_787_824_800, 0)), kv: &recKV{inner: inner}}
 	cfg := Config{
 		KV:                h.kv,
 		Clock:             h.clock,
