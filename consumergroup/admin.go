@@ -56,11 +56,7 @@ func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.Co
 	d.Epoch = g.epoch
 	d.AssignmentEpoch = g.assignmentEpoch
 	d.AssignorName = g.preferredAssignor()
-	ids := make([]string, 0, len(g.members))
-	for mid := range g.members {
-		ids = append(ids, mid)
-	}
-	sort.Strings(ids)
+	ids := g.memberIDs()
 	for _, mid := range ids {
 		mb := g.members[mid]
 		dm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
