@@ -124,6 +124,37 @@ func (e *env) epochs() (group, assignment int32) {
 	return g.epoch, g.assignmentEpoch
 }
 
+// twoSettled joins m1 and m2 to topic and has each heartbeat its
+// assignment back (m1 at epoch 1, then m2 at 2), so that both own what
+// they were given.
+func (e *env) twoSettled(topic string) {
+	e.ok(e.join("m1", topic))
+	e.ok(e.join("m2", topic))
+	r1 := e.ok(e.hb("m1", 1, nil))
+	e.ok(e.hb("m1", 1, assigned(r1)))
+	r2 := e.ok(e.hb("m2", 2, parts{}))
+	e.ok(e.hb("m2", 2, assigned(r2)))
+}
+
+// commitCheckAnswers fails the test unless m1's commit check answers 0
+// within 5 s while another request of the group is parked on what.
+func (e *env) commitCheckAnswers(what string) {
+	e.t.Helper()
+	checked := make(chan int16, 1)
+	go func() {
+		_, code := e.m.ValidateCommit(context.Background(), "", nil, "g", "m1", 1, false, 9)
+		checked <- code
+	}()
+	select {
+	case code := <-checked:
+		if code != 0 {
+			e.t.Fatalf("commit check: %d", code)
+		}
+	case <-time.After(5 * time.Second):
+		e.t.Fatal("a commit's member check waited for " + what)
+	}
+}
+
 func (e *env) advance(d time.Duration) { e.clock.Advance(d) }
 
 func allOf(id topicID, n int32) parts {

@@ -20,12 +20,7 @@ func TestOwnerMoveContinuesTheGroup(t *testing.T) {
 	ownA := &owners{self: 1, owner: 1}
 	e.m = e.manager(ownA, true, 1)
 	tid := e.topics.add("orders", 4)
-	e.ok(e.join("m1", "orders"))
-	e.ok(e.join("m2", "orders"))
-	r1 := e.ok(e.hb("m1", 1, nil))
-	e.ok(e.hb("m1", 1, assigned(r1)))
-	r2 := e.ok(e.hb("m2", 2, parts{}))
-	e.ok(e.hb("m2", 2, assigned(r2)))
+	e.twoSettled("orders")
 	before := e.g().members["m1"].assigned
 	if len(e.kv.keys(queen.FenceKey("g"))) != 1 || len(e.kv.keys(queen.ConsumerGroupPrefix("g"))) != 3 {
 		t.Fatalf("rows: %v %v", e.kv.keys(queen.FenceKey("g")), e.kv.keys(queen.ConsumerGroupPrefix("g")))
@@ -84,12 +79,7 @@ func TestConcurrentRequestsLoadAGroupOnce(t *testing.T) {
 	for round := 0; round < 20; round++ {
 		e := newEnv(t)
 		e.topics.add("orders", 4)
-		e.ok(e.join("m1", "orders"))
-		e.ok(e.join("m2", "orders"))
-		r1 := e.ok(e.hb("m1", 1, nil))
-		e.ok(e.hb("m1", 1, assigned(r1)))
-		r2 := e.ok(e.hb("m2", 2, parts{}))
-		e.ok(e.hb("m2", 2, assigned(r2)))
+		e.twoSettled("orders")
 		e.m = e.manager(nil, false, 1) // a restart: the group is only in the store
 		e.kv.delay = time.Millisecond
 		var wg sync.WaitGroup
@@ -133,19 +123,7 @@ func TestCommitCheckDoesNotWaitForAStateWrite(t *testing.T) {
 		e.join("m2", "orders")
 	}()
 	<-inKV // m2's join is writing
-	checked := make(chan int16, 1)
-	go func() {
-		_, code := e.m.ValidateCommit(context.Background(), "", nil, "g", "m1", 1, false, 9)
-		checked <- code
-	}()
-	select {
-	case code := <-checked:
-		if code != 0 {
-			t.Fatalf("commit check: %d", code)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a commit's member check waited for a heartbeat's state write")
-	}
+	e.commitCheckAnswers("a heartbeat's state write")
 	e.kv.mu.Lock()
 	e.kv.gate = nil
 	e.kv.mu.Unlock()
