@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/ownership"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -154,8 +155,8 @@ func (m *Manager) List(ctx context.Context, identity string, kv KV, statesFilter
 }
 
 func (m *Manager) owned(id string) bool {
-	o, err := m.own.Owner(id)
-	return err == nil && o.NodeID == m.own.Self().NodeID
+	mine, err := ownership.Mine(m.own, id)
+	return err == nil && mine
 }
 
 func matches(filter []string, v string) bool {

@@ -150,11 +150,11 @@ func (m *Manager) kvFor(cl Client) KV {
 // another does (state held here is dropped), COORDINATOR_NOT_AVAILABLE
 // while ownership cannot be decided.
 func (m *Manager) ownerCode(identity, id string) int16 {
-	owner, err := m.own.Owner(id)
+	mine, err := ownership.Mine(m.own, id)
 	if err != nil {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	if owner.NodeID != m.own.Self().NodeID {
+	if !mine {
 		m.drop(groupKey{identity, id})
 		return kerr.NotCoordinator.Code
 	}
@@ -298,7 +298,7 @@ func (m *Manager) create(cl Client, id string) *group {
 // members; code is the refusal when that cannot be known. For the
 // coordinator's JoinGroup, ListGroups and offset checks.
 func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) (held, hasMembers bool, code int16) {
-	if owner, err := m.own.Owner(id); err != nil || owner.NodeID != m.own.Self().NodeID {
+	if mine, err := ownership.Mine(m.own, id); err != nil || !mine {
 		return false, false, 0 // the caller answers ownership itself
 	}
 	g, code := m.lookup(ctx, Client{Identity: identity, KV: kv}, id)

@@ -141,11 +141,11 @@ func validGroupID(id string, emptyOK bool) bool {
 // another does (and any state held here for it is dropped), and
 // COORDINATOR_NOT_AVAILABLE while ownership cannot be decided.
 func (c *Coordinator) ownerCode(cl Client, group string) int16 {
-	owner, err := c.own.Owner(group)
+	mine, err := ownership.Mine(c.own, group)
 	if err != nil {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	if owner.NodeID != c.own.Self().NodeID {
+	if !mine {
 		if g := c.lookup(cl, group); g != nil {
 			c.dropGroup(g)
 		}
