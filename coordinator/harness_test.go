@@ -13,6 +13,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
+	"github.com/queen-mq/queen-kafka/internal/testsupport/memkv"
 	"github.com/queen-mq/queen-kafka/ownership"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
@@ -44,8 +45,8 @@ func newHarness(t testing.TB, mod func(*Config)) *harness {
 
 // newMemHarness is a coordinator over memKV, for the store behaviours the
 // dev broker cannot be made to show on demand (a read budget cutting rows).
-func newMemHarness(t testing.TB, mod func(*Config)) (*harness, *memKV) {
-	m := newMemKV()
+func newMemHarness(t testing.TB, mod func(*Config)) (*harness, *memkv.KV) {
+	m := memkv.New()
 	return newHarnessOn(t, m, mod), m
 }
 
