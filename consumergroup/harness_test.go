@@ -11,19 +11,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/internal/testsupport"
+	"github.com/queen-mq/queen-kafka/internal/testsupport/memkv"
 )
 
 type env struct {
 	t      testing.TB
 	clock  *testsupport.TimerClock
-	kv     *memKV
+	kv     *memkv.KV
 	topics *fakeTopics
 	m      *Manager
 	group  string
 }
 
 func newEnv(t testing.TB) *env {
-	e := &env{t: t, clock: testsupport.NewTimerClock(time.Unix(1_787_824_800, 0)), kv: newMemKV(), topics: &fakeTopics{}, group: "g"}
+	e := &env{t: t, clock: testsupport.NewTimerClock(time.Unix(1_787_824_800, 0)), kv: memkv.New(), topics: &fakeTopics{}, group: "g"}
 	e.m = e.manager(nil, false, 1)
 	return e
 }
