@@ -154,7 +154,7 @@ func (m *KV) KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, error)
 		r.Applied = true
 		if op.Op == queen.OpPut {
 			m.seq++
-			m.rows[op.Key] = row{value: op.Value, version: m.seq}
+			m.rows[op.Key] = row{value: append(json.RawMessage(nil), op.Value...), version: m.seq}
 			r.Value, r.Version = op.Value, m.seq
 		} else {
 			delete(m.rows, op.Key)
