@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/ownership"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -56,11 +57,7 @@ func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.Co
 	d.Epoch = g.epoch
 	d.AssignmentEpoch = g.assignmentEpoch
 	d.AssignorName = g.preferredAssignor()
-	ids := make([]string, 0, len(g.members))
-	for mid := range g.members {
-		ids = append(ids, mid)
-	}
-	sort.Strings(ids)
+	ids := g.memberIDs()
 	for _, mid := range ids {
 		mb := g.members[mid]
 		dm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
@@ -158,8 +155,8 @@ func (m *Manager) List(ctx context.Context, identity string, kv KV, statesFilter
 }
 
 func (m *Manager) owned(id string) bool {
-	o, err := m.own.Owner(id)
-	return err == nil && o.NodeID == m.own.Self().NodeID
+	mine, err := ownership.Mine(m.own, id)
+	return err == nil && mine
 }
 
 func matches(filter []string, v string) bool {

@@ -2,6 +2,7 @@ package consumergroup
 
 import (
 	"hash/fnv"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -323,11 +324,7 @@ func (g *group) computeTarget() {
 		spec.Partitions[n] = t.partitions
 		byID[t.id] = n
 	}
-	ids := make([]string, 0, len(g.members))
-	for id := range g.members {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := g.memberIDs()
 	for _, id := range ids {
 		m := g.members[id]
 		am := assignor.Member{ID: id, Topics: g.memberTopics(m), Owned: map[string][]int32{}}
@@ -379,3 +376,7 @@ func (g *group) topicName(t topicID) string {
 	}
 	return ""
 }
+
+// memberIDs is the members' ids in order, so that assignment and
+// description walk them deterministically.
+func (g *group) memberIDs() []string { return slices.Sorted(maps.Keys(g.members)) }

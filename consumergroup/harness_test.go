@@ -9,19 +9,22 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
+	"github.com/queen-mq/queen-kafka/internal/testsupport/memkv"
 )
 
 type env struct {
 	t      testing.TB
-	clock  *fakeClock
-	kv     *memKV
+	clock  *testsupport.TimerClock
+	kv     *memkv.KV
 	topics *fakeTopics
 	m      *Manager
 	group  string
 }
 
 func newEnv(t testing.TB) *env {
-	e := &env{t: t, clock: newFakeClock(), kv: newMemKV(), topics: &fakeTopics{}, group: "g"}
+	e := &env{t: t, clock: testsupport.NewTimerClock(time.Unix(1_787_824_800, 0)), kv: memkv.New(), topics: &fakeTopics{}, group: "g"}
 	e.m = e.manager(nil, false, 1)
 	return e
 }
@@ -120,6 +123,37 @@ func (e *env) epochs() (group, assignment int32) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.epoch, g.assignmentEpoch
+}
+
+// twoSettled joins m1 and m2 to topic and has each heartbeat its
+// assignment back (m1 at epoch 1, then m2 at 2), so that both own what
+// they were given.
+func (e *env) twoSettled(topic string) {
+	e.ok(e.join("m1", topic))
+	e.ok(e.join("m2", topic))
+	r1 := e.ok(e.hb("m1", 1, nil))
+	e.ok(e.hb("m1", 1, assigned(r1)))
+	r2 := e.ok(e.hb("m2", 2, parts{}))
+	e.ok(e.hb("m2", 2, assigned(r2)))
+}
+
+// commitCheckAnswers fails the test unless m1's commit check answers 0
+// within 5 s while another request of the group is parked on what.
+func (e *env) commitCheckAnswers(what string) {
+	e.t.Helper()
+	checked := make(chan int16, 1)
+	go func() {
+		_, code := e.m.ValidateCommit(context.Background(), "", nil, "g", "m1", 1, false, 9)
+		checked <- code
+	}()
+	select {
+	case code := <-checked:
+		if code != 0 {
+			e.t.Fatalf("commit check: %d", code)
+		}
+	case <-time.After(5 * time.Second):
+		e.t.Fatal("a commit's member check waited for " + what)
+	}
 }
 
 func (e *env) advance(d time.Duration) { e.clock.Advance(d) }

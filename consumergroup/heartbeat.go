@@ -147,8 +147,10 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGrou
 		return nil, e
 	}
 	prev := snapshot(m)
+	// reason is built only when the epoch bumps: a steady heartbeat must
+	// not pay for the string. Empty with bump set means isNew (joined).
 	bump := isNew
-	reason := "member " + m.id + " joined"
+	reason := ""
 	if changed := g.applyRequest(m, cl, req); changed {
 		bump = true
 		reason = "member " + m.id + " changed its subscription"
@@ -185,6 +187,9 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGrou
 		}
 	}
 	if bump {
+		if reason == "" {
+			reason = "member " + m.id + " joined"
+		}
 		g.bump(reason)
 	}
 	if g.epoch > g.assignmentEpoch {

@@ -81,17 +81,12 @@ func TestRevocationBeforeReassignment(t *testing.T) {
 func TestLeaveRebalancesAndFreesPartitions(t *testing.T) {
 	e := newEnv(t)
 	tid := e.topics.add("orders", 4)
-	e.ok(e.join("m1", "orders"))
-	e.ok(e.join("m2", "orders"))
-	r1 := e.ok(e.hb("m1", 1, nil))
-	e.ok(e.hb("m1", 1, assigned(r1)))
-	r2 := e.ok(e.hb("m2", 2, parts{}))
-	e.ok(e.hb("m2", 2, assigned(r2)))
+	e.twoSettled("orders")
 	r := e.ok(e.send(e.m, hbReq(e.group, "m2", leaveEpoch, nil)))
 	if r.MemberEpoch != -1 {
 		t.Fatalf("leave answered epoch %d", r.MemberEpoch)
 	}
-	r1 = e.ok(e.hb("m1", 2, nil))
+	r1 := e.ok(e.hb("m1", 2, nil))
 	if r1.MemberEpoch != 3 || !assigned(r1).equal(allOf(tid, 4)) {
 		t.Fatalf("after m2 left: epoch %d %v", r1.MemberEpoch, assigned(r1))
 	}
@@ -292,19 +287,7 @@ func TestSlowCatalogueDoesNotHoldTheGroup(t *testing.T) {
 		e.hb("m1", 1, nil)
 	}()
 	<-inAll // the heartbeat is listing now
-	checked := make(chan int16, 1)
-	go func() {
-		_, code := e.m.ValidateCommit(context.Background(), "", nil, "g", "m1", 1, false, 9)
-		checked <- code
-	}()
-	select {
-	case code := <-checked:
-		if code != 0 {
-			t.Fatalf("commit check: %d", code)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a commit's member check waited for a heartbeat's catalogue listing")
-	}
+	e.commitCheckAnswers("a heartbeat's catalogue listing")
 	close(gate)
 	<-done
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/ownership"
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -65,7 +66,7 @@ type Client struct {
 type Config struct {
 	KV                KV
 	Ownership         ownership.Owners // nil is ownership.Single
-	Clock             Clock            // nil is SystemClock
+	Clock             clock.Timers     // nil is clock.Wall
 	Log               *slog.Logger
 	HeartbeatInterval time.Duration // 0 is DefaultHeartbeatInterval
 	SessionTimeout    time.Duration // 0 is DefaultSessionTimeout
@@ -93,7 +94,7 @@ type Config struct {
 type Manager struct {
 	cfg   Config
 	log   *slog.Logger
-	clock Clock
+	clock clock.Timers
 	own   ownership.Owners
 
 	mu     sync.Mutex
@@ -111,7 +112,7 @@ type Manager struct {
 // New builds a manager.
 func New(cfg Config) *Manager {
 	if cfg.Clock == nil {
-		cfg.Clock = SystemClock{}
+		cfg.Clock = clock.Wall{}
 	}
 	if cfg.Ownership == nil {
 		cfg.Ownership = ownership.Single{}
@@ -149,11 +150,11 @@ func (m *Manager) kvFor(cl Client) KV {
 // another does (state held here is dropped), COORDINATOR_NOT_AVAILABLE
 // while ownership cannot be decided.
 func (m *Manager) ownerCode(identity, id string) int16 {
-	owner, err := m.own.Owner(id)
+	mine, err := ownership.Mine(m.own, id)
 	if err != nil {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	if owner.NodeID != m.own.Self().NodeID {
+	if !mine {
 		m.drop(groupKey{identity, id})
 		return kerr.NotCoordinator.Code
 	}
@@ -297,7 +298,7 @@ func (m *Manager) create(cl Client, id string) *group {
 // members; code is the refusal when that cannot be known. For the
 // coordinator's JoinGroup, ListGroups and offset checks.
 func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) (held, hasMembers bool, code int16) {
-	if owner, err := m.own.Owner(id); err != nil || owner.NodeID != m.own.Self().NodeID {
+	if mine, err := ownership.Mine(m.own, id); err != nil || !mine {
 		return false, false, 0 // the caller answers ownership itself
 	}
 	g, code := m.lookup(ctx, Client{Identity: identity, KV: kv}, id)

@@ -1,6 +1,10 @@
 package consumergroup
 
-import "time"
+import (
+	"time"
+
+	"github.com/queen-mq/queen-kafka/internal/clock"
+)
 
 // memberState is Kafka's MemberState of a consumer-protocol member.
 type memberState int8
@@ -55,9 +59,9 @@ type member struct {
 	// Timers: lastSeen restarts the session; the rebalance timer is armed
 	// while the member is asked to revoke.
 	lastSeen       time.Time
-	sessionTimer   Timer
+	sessionTimer   clock.Timer
 	sessionSeq     uint64
-	rebalanceTimer Timer
+	rebalanceTimer clock.Timer
 	rebalanceSeq   uint64
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -52,22 +53,14 @@ func put(key string, v any) queen.KVOp {
 // errLost is a compare-and-set that failed: another node wrote the group.
 var errLost = errors.New("consumer group taken over by another node")
 
-// codeOf is the Kafka code a failed store call answers (queen-api.md
-// §0.2, as the coordinator maps it).
+// codeOf is the Kafka code a failed store call answers: a lost
+// compare-and-set is NOT_COORDINATOR, the rest as faults.GroupCode maps it
+// for the classic coordinator too.
 func codeOf(err error) int16 {
-	var pe *queen.PreconditionError
-	if errors.Is(err, errLost) || errors.As(err, &pe) {
+	if errors.Is(err, errLost) {
 		return kerr.NotCoordinator.Code
 	}
-	switch queen.KindOf(err) {
-	case queen.KindNone:
-		return 0
-	case queen.KindUnauthorized, queen.KindForbidden:
-		return kerr.GroupAuthorizationFailed.Code
-	case queen.KindBadRequest, queen.KindTooLarge:
-		return kerr.UnknownServerError.Code
-	}
-	return kerr.CoordinatorNotAvailable.Code
+	return faults.GroupCode(err)
 }
 
 func (g *group) metaRow() metaRow {

@@ -20,15 +20,10 @@ func TestOwnerMoveContinuesTheGroup(t *testing.T) {
 	ownA := &owners{self: 1, owner: 1}
 	e.m = e.manager(ownA, true, 1)
 	tid := e.topics.add("orders", 4)
-	e.ok(e.join("m1", "orders"))
-	e.ok(e.join("m2", "orders"))
-	r1 := e.ok(e.hb("m1", 1, nil))
-	e.ok(e.hb("m1", 1, assigned(r1)))
-	r2 := e.ok(e.hb("m2", 2, parts{}))
-	e.ok(e.hb("m2", 2, assigned(r2)))
+	e.twoSettled("orders")
 	before := e.g().members["m1"].assigned
-	if len(e.kv.keys(queen.FenceKey("g"))) != 1 || len(e.kv.keys(queen.ConsumerGroupPrefix("g"))) != 3 {
-		t.Fatalf("rows: %v %v", e.kv.keys(queen.FenceKey("g")), e.kv.keys(queen.ConsumerGroupPrefix("g")))
+	if len(e.kv.Keys(queen.FenceKey("g"))) != 1 || len(e.kv.Keys(queen.ConsumerGroupPrefix("g"))) != 3 {
+		t.Fatalf("rows: %v %v", e.kv.Keys(queen.FenceKey("g")), e.kv.Keys(queen.ConsumerGroupPrefix("g")))
 	}
 
 	b := e.manager(&owners{self: 2, owner: 2}, true, 2)
@@ -59,13 +54,9 @@ func TestFailedWriteIsNeverAnsweredAsSuccess(t *testing.T) {
 	e := newEnv(t)
 	e.topics.add("orders", 2)
 	e.ok(e.join("m1", "orders"))
-	e.kv.mu.Lock()
-	e.kv.fail = &queen.Error{Kind: queen.KindTransient, Status: 503, Route: "POST /api/v1/kv", Message: "down"}
-	e.kv.mu.Unlock()
+	e.kv.Fail(&queen.Error{Kind: queen.KindTransient, Status: 503, Route: "POST /api/v1/kv", Message: "down"})
 	e.refused(e.join("m2", "orders"), kerr.CoordinatorNotAvailable.Code, "")
-	e.kv.mu.Lock()
-	e.kv.fail = nil
-	e.kv.mu.Unlock()
+	e.kv.Fail(nil)
 	// m2 was never stored: m1 is alone at epoch 1 again.
 	r := e.ok(e.hb("m1", 1, nil))
 	if r.MemberEpoch != 1 {
@@ -84,14 +75,9 @@ func TestConcurrentRequestsLoadAGroupOnce(t *testing.T) {
 	for round := 0; round < 20; round++ {
 		e := newEnv(t)
 		e.topics.add("orders", 4)
-		e.ok(e.join("m1", "orders"))
-		e.ok(e.join("m2", "orders"))
-		r1 := e.ok(e.hb("m1", 1, nil))
-		e.ok(e.hb("m1", 1, assigned(r1)))
-		r2 := e.ok(e.hb("m2", 2, parts{}))
-		e.ok(e.hb("m2", 2, assigned(r2)))
+		e.twoSettled("orders")
 		e.m = e.manager(nil, false, 1) // a restart: the group is only in the store
-		e.kv.delay = time.Millisecond
+		e.kv.SetDelay(time.Millisecond)
 		var wg sync.WaitGroup
 		codes := make(chan int16, 16)
 		for i := 0; i < 8; i++ {
@@ -124,31 +110,15 @@ func TestCommitCheckDoesNotWaitForAStateWrite(t *testing.T) {
 	e.topics.add("orders", 2)
 	e.ok(e.join("m1", "orders"))
 	gate, inKV := make(chan struct{}), make(chan struct{}, 4)
-	e.kv.mu.Lock()
-	e.kv.gate, e.kv.inKV = gate, inKV
-	e.kv.mu.Unlock()
+	e.kv.Gate(gate, inKV)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		e.join("m2", "orders")
 	}()
 	<-inKV // m2's join is writing
-	checked := make(chan int16, 1)
-	go func() {
-		_, code := e.m.ValidateCommit(context.Background(), "", nil, "g", "m1", 1, false, 9)
-		checked <- code
-	}()
-	select {
-	case code := <-checked:
-		if code != 0 {
-			t.Fatalf("commit check: %d", code)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a commit's member check waited for a heartbeat's state write")
-	}
-	e.kv.mu.Lock()
-	e.kv.gate = nil
-	e.kv.mu.Unlock()
+	e.commitCheckAnswers("a heartbeat's state write")
+	e.kv.Gate(nil, nil)
 	close(gate)
 	<-done
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport/memkv"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -62,7 +63,7 @@ func simMember(ctx context.Context, c *Coordinator, group string, stable func(id
 // BenchmarkTenMembersToStable is the time from ten members starting at
 // once to one Stable generation holding all ten (join delay 0).
 func BenchmarkTenMembersToStable(b *testing.B) {
-	c := New(Config{KV: newMemKV(), MinSessionTimeout: time.Second, MaxSessionTimeout: time.Minute, Log: slog.New(slog.DiscardHandler)})
+	c := New(Config{KV: memkv.New(), MinSessionTimeout: time.Second, MaxSessionTimeout: time.Minute, Log: slog.New(slog.DiscardHandler)})
 	for i := 0; i < b.N; i++ {
 		group := fmt.Sprint("g", i)
 		ctx, cancel := context.WithCancel(context.Background())

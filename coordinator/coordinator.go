@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/internal/ratelog"
 	"github.com/queen-mq/queen-kafka/ownership"
 )
@@ -27,7 +28,7 @@ const (
 type Config struct {
 	KV        KV               // the node's own credential; a Client may override it
 	Ownership ownership.Owners // nil is ownership.Single with a zero Broker
-	Clock     Clock            // nil is SystemClock
+	Clock     clock.Timers     // nil is clock.Wall
 	Log       *slog.Logger
 
 	JoinDelay         time.Duration // QUEEN_KAFKA_GROUP_JOIN_DELAY_MS
@@ -66,7 +67,7 @@ type Config struct {
 type Coordinator struct {
 	cfg   Config
 	log   *slog.Logger
-	clock Clock
+	clock clock.Timers
 	own   ownership.Owners
 
 	mu     sync.Mutex
@@ -91,7 +92,7 @@ type groupKey struct {
 // New builds a coordinator.
 func New(cfg Config) *Coordinator {
 	if cfg.Clock == nil {
-		cfg.Clock = SystemClock{}
+		cfg.Clock = clock.Wall{}
 	}
 	if cfg.Ownership == nil {
 		cfg.Ownership = ownership.Single{}
@@ -140,11 +141,11 @@ func validGroupID(id string, emptyOK bool) bool {
 // another does (and any state held here for it is dropped), and
 // COORDINATOR_NOT_AVAILABLE while ownership cannot be decided.
 func (c *Coordinator) ownerCode(cl Client, group string) int16 {
-	owner, err := c.own.Owner(group)
+	mine, err := ownership.Mine(c.own, group)
 	if err != nil {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	if owner.NodeID != c.own.Self().NodeID {
+	if !mine {
 		if g := c.lookup(cl, group); g != nil {
 			c.dropGroup(g)
 		}

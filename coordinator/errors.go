@@ -5,33 +5,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/faults"
 )
 
 // kvCode maps a failed KV call to the Kafka code a group or offset API
-// answers (§0.2): an auth refusal is GROUP_AUTHORIZATION_FAILED; a 429 is
-// COORDINATOR_NOT_AVAILABLE and never a throttle, because a consumer that
-// sleeps its commit sleeps its poll loop; every transient, transport,
-// timeout or server failure is COORDINATOR_NOT_AVAILABLE, which every
-// client retries after re-finding the coordinator. A 400 or 413 is a
-// request the contract refuses, which retrying cannot fix.
+// answers: a lost fence is NOT_COORDINATOR, the rest is faults.GroupCode.
 func kvCode(err error) int16 {
-	var pe *queen.PreconditionError
-	if errors.Is(err, errLostFence) || errors.As(err, &pe) {
-		// Only the fence is ever required; losing it means another node
-		// coordinates the group now.
+	if errors.Is(err, errLostFence) {
 		return kerr.NotCoordinator.Code
 	}
-	switch queen.KindOf(err) {
-	case queen.KindNone:
-		return 0
-	case queen.KindUnauthorized, queen.KindForbidden:
-		return kerr.GroupAuthorizationFailed.Code
-	case queen.KindBadRequest, queen.KindTooLarge:
-		return kerr.UnknownServerError.Code
-	default:
-		return kerr.CoordinatorNotAvailable.Code
-	}
+	return faults.GroupCode(err)
 }
 
 // errLostFence is a fence another node holds: this node no longer

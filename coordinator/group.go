@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/internal/clock"
 )
 
 type state int8
@@ -80,7 +82,7 @@ type member struct {
 	awaitingJoin bool
 	joinWait     chan joinResult // a blocked JoinGroup, nil when none
 	syncWait     chan syncResult // a blocked SyncGroup, nil when none
-	timer        Timer
+	timer        clock.Timer
 	timerSeq     uint64
 }
 
@@ -149,7 +151,7 @@ type group struct {
 	pending      map[string]*pendingMember // member ids handed out with MEMBER_ID_REQUIRED (pending.go)
 	deadCode     int16                     // what a write that outlived the group answers
 
-	joinTimer      Timer
+	joinTimer      clock.Timer
 	joinSeq        uint64
 	initialPhase   bool // the join phase is the initial delay of an empty group
 	initialRemain  time.Duration

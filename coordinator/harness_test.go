@@ -11,7 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/internal/testsupport/devbroker"
+	"github.com/queen-mq/queen-kafka/internal/testsupport/memkv"
 	"github.com/queen-mq/queen-kafka/ownership"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
@@ -19,7 +21,7 @@ import (
 
 type harness struct {
 	t     testing.TB
-	clock *fakeClock
+	clock *testsupport.TimerClock
 	kv    *recKV
 	c     *Coordinator
 	cl    Client
@@ -43,13 +45,13 @@ func newHarness(t testing.TB, mod func(*Config)) *harness {
 
 // newMemHarness is a coordinator over memKV, for the store behaviours the
 // dev broker cannot be made to show on demand (a read budget cutting rows).
-func newMemHarness(t testing.TB, mod func(*Config)) (*harness, *memKV) {
-	m := newMemKV()
+func newMemHarness(t testing.TB, mod func(*Config)) (*harness, *memkv.KV) {
+	m := memkv.New()
 	return newHarnessOn(t, m, mod), m
 }
 
 func newHarnessOn(t testing.TB, inner KV, mod func(*Config)) *harness {
-	h := &harness{t: t, clock: newFakeClock(), kv: &recKV{inner: inner}}
+	h := &harness{t: t, clock: testsupport.NewTimerClock(time.Unix(1_787_824_800, 0)), kv: &recKV{inner: inner}}
 	cfg := Config{
 		KV:                h.kv,
 		Clock:             h.clock,

@@ -203,7 +203,7 @@ func TestFetchTruncatedKeysAreRereadNeverMissing(t *testing.T) {
 		parts = append(parts, p)
 	}
 	h.commit(commitReq("g", "", -1, "orders", offsets))
-	mem.setBudget(400) // a few rows per call: every getMany is cut short
+	mem.SetBudget(400) // a few rows per call: every getMany is cut short
 	calls := h.kv.callCount()
 	f := h.fetch("g", "orders", parts...)
 	for _, p := range f.Topics[0].Partitions {
@@ -217,7 +217,7 @@ func TestFetchTruncatedKeysAreRereadNeverMissing(t *testing.T) {
 		}
 	}
 	// A budget that never lets a key through is retriable, never "no offset".
-	mem.setBudget(-1)
+	mem.SetBudget(-1)
 	f = h.fetch("g", "orders", 0)
 	if f.ErrorCode != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("unreadable keys answered %d", f.ErrorCode)

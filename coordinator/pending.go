@@ -4,6 +4,8 @@ import (
 	"container/list"
 	"sync"
 	"time"
+
+	"github.com/queen-mq/queen-kafka/internal/clock"
 )
 
 // Membership ceilings (seed 000 "Ceilings that are not configurable"; a
@@ -30,7 +32,7 @@ const (
 type pendingMember struct {
 	g     *group
 	id    string
-	timer Timer
+	timer clock.Timer
 	elem  *list.Element // in the coordinator's queue; nil once out of it
 }
 

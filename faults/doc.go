@@ -9,5 +9,6 @@
 // (Log, Warn). It must not reach for connections, handlers, the catalogue
 // or group state: a caller hands it the error (and, to log one, its
 // logger) and puts the answer where its response wants it. The group and offset APIs'
-// column of the contract is the coordinator's own (coordinator/errors.go).
+// column is GroupCode, shared by the classic coordinator and the KIP-848
+// consumergroup package, each of which maps its own lost-fence error first.
 package faults

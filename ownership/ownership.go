@@ -44,3 +44,13 @@ func (s Single) Self() Broker { return s.Node }
 
 // ErrNoOwner is what an Owners may return while it cannot name owners.
 var ErrNoOwner = errors.New("ownership unknown: the node registry is unavailable")
+
+// Mine reports whether o places key on this node; err is Owner's, when it
+// cannot say (every group RPC then answers COORDINATOR_NOT_AVAILABLE).
+func Mine(o Owners, key string) (bool, error) {
+	owner, err := o.Owner(key)
+	if err != nil {
+		return false, err
+	}
+	return owner.NodeID == o.Self().NodeID, nil
+}

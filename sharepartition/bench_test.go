@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport/memkv"
 )
 
 // BenchmarkAcquireAck is the state machine alone: a member acquires a
@@ -35,7 +37,7 @@ func BenchmarkAcquireAck(b *testing.B) {
 func BenchmarkAcquireAckKV(b *testing.B) {
 	for _, batch := range []int{1, 100} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			kv := newMemKV()
+			kv := memkv.New()
 			h := NewHandle(key, DefaultConfig(), fixedInit(0))
 			ctx := context.Background()
 			members := []string{"m1", "m2", "m3"}
@@ -62,7 +64,7 @@ func BenchmarkAcquireAckKV(b *testing.B) {
 				}
 				records += batch
 			}
-			_, writes := kv.counts()
+			_, writes := kv.Counts()
 			b.ReportMetric(float64(writes)/float64(max(records, 1)), "kvwrites/record")
 		})
 	}

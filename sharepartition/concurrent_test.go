@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport/memkv"
 )
 
 // TestConcurrentNodesShareOnePartition: three nodes' handles, two members
@@ -15,7 +17,7 @@ import (
 // is accepted exactly once.
 func TestConcurrentNodesShareOnePartition(t *testing.T) {
 	const logEnd = 3000
-	kv := newMemKV()
+	kv := memkv.New()
 	ctx := context.Background()
 	var (
 		mu       sync.Mutex

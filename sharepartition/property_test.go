@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport/memkv"
 )
 
 // model is the share-partition as the issue states it, record by record,
@@ -192,7 +194,7 @@ func runProperty(seed uint64) error {
 	cfg := Config{LockDuration: 10 * time.Second, DeliveryLimit: 2 + rng.IntN(4), MaxLocks: 5 + rng.IntN(40)}
 	start := int64(rng.IntN(100))
 	logEnd := start + 50 + int64(rng.IntN(200))
-	kv := newMemKV()
+	kv := memkv.New()
 	nodes := make([]*Handle, 2+rng.IntN(2))
 	for i := range nodes {
 		nodes[i] = NewHandle(key, cfg, fixedInit(start))

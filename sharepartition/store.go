@@ -108,6 +108,13 @@ func (h *Handle) Invalidate() {
 // behind another node's writes could otherwise refuse an acknowledgement
 // the member is entitled to, or find nothing to acquire.
 func (h *Handle) Update(ctx context.Context, kv KV, fn func(p *Partition) error) error {
+	// h.mu is held across the KV calls on purpose: fn changes h.p in place
+	// before the put that makes it durable, so releasing the lock would let
+	// another request on this node answer from (and build on) state not yet
+	// written, and its put, fenced on the same h.version, would lose the
+	// compare-and-set to ours. Holding it orders this node's writes to the
+	// row, leaving only other nodes to lose to; the cost is one KV round
+	// trip of latency per request queued on the same share-partition.
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	fresh := false

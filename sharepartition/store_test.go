@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport/memkv"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -44,19 +45,19 @@ func acknowledge(h *Handle, kv KV, member string, b []AckBatch, now time.Time) e
 }
 
 func TestHandleInitializesOnceAndWritesOncePerRequest(t *testing.T) {
-	kv := newMemKV()
+	kv := memkv.New()
 	h := NewHandle(key, testConfig(), fixedInit(40))
 	got := acquire(t, h, kv, "m1", 40, 49, 10, t0)
 	if !reflect.DeepEqual(got, []AcquiredRange{{40, 49, 1}}) {
 		t.Fatalf("acquired %v", got)
 	}
-	_, w0 := kv.counts()
+	_, w0 := kv.Counts()
 	// A request acknowledging ten records in two batches is one write.
 	err := acknowledge(h, kv, "m1", []AckBatch{{40, 44, one(Accept)}, {45, 49, []AckType{1, 2, 1, 3, 1}}}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, w1 := kv.counts(); w1-w0 != 1 {
+	if _, w1 := kv.Counts(); w1-w0 != 1 {
 		t.Fatalf("%d writes for one acknowledgement request", w1-w0)
 	}
 	// A restarted node reads the same state.
@@ -72,7 +73,7 @@ func TestHandleInitializesOnceAndWritesOncePerRequest(t *testing.T) {
 }
 
 func TestHandleLostCASRerunsOnTheWinnersState(t *testing.T) {
-	kv := newMemKV()
+	kv := memkv.New()
 	a := NewHandle(key, testConfig(), fixedInit(0))
 	b := NewHandle(key, testConfig(), fixedInit(0))
 	acquire(t, a, kv, "m1", 0, 4, 5, t0)
@@ -86,7 +87,7 @@ func TestHandleLostCASRerunsOnTheWinnersState(t *testing.T) {
 }
 
 func TestHandleStaleCacheDoesNotRefuseAnEntitledAck(t *testing.T) {
-	kv := newMemKV()
+	kv := memkv.New()
 	a := NewHandle(key, testConfig(), fixedInit(0))
 	b := NewHandle(key, testConfig(), fixedInit(0))
 	a.View(context.Background(), kv, func(*Partition) {}) // a caches the empty row
@@ -106,7 +107,7 @@ func TestHandleStaleCacheDoesNotRefuseAnEntitledAck(t *testing.T) {
 }
 
 func TestHandleContendedTwice(t *testing.T) {
-	kv := newMemKV()
+	kv := memkv.New()
 	a := NewHandle(key, testConfig(), fixedInit(0))
 	b := NewHandle(key, testConfig(), fixedInit(0))
 	acquire(t, a, kv, "m1", 0, 4, 5, t0)
@@ -116,10 +117,10 @@ func TestHandleContendedTwice(t *testing.T) {
 	race = func() {
 		acquire(t, b, kv, "m2", 0, 100, 1, t0)
 		if n++; n < 2 {
-			kv.onWrite = race
+			kv.BeforeNextPut(race)
 		}
 	}
-	kv.onWrite = race
+	kv.BeforeNextPut(race)
 	err := acknowledge(a, kv, "m1", ack(0, 4, Accept), t0)
 	if !errors.Is(err, ErrContended) || code(err) != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("got %v", err)
@@ -131,10 +132,10 @@ func TestHandleContendedTwice(t *testing.T) {
 }
 
 func TestHandleUnknownWriteOutcomeRereads(t *testing.T) {
-	kv := newMemKV()
+	kv := memkv.New()
 	h := NewHandle(key, testConfig(), fixedInit(0))
 	acquire(t, h, kv, "m1", 0, 4, 5, t0)
-	kv.fail = errors.New("connection reset")
+	kv.FailNext(errors.New("connection reset"))
 	if err := acknowledge(h, kv, "m1", ack(0, 4, Accept), t0); err == nil {
 		t.Fatal("a failed write answered success")
 	}
@@ -145,7 +146,7 @@ func TestHandleUnknownWriteOutcomeRereads(t *testing.T) {
 }
 
 func TestHandleReinitializesAfterDelete(t *testing.T) {
-	kv := newMemKV()
+	kv := memkv.New()
 	h := NewHandle(key, testConfig(), fixedInit(0))
 	acquire(t, h, kv, "m1", 0, 4, 5, t0)
 	if err := Delete(context.Background(), kv, []Key{key}); err != nil {
@@ -158,7 +159,7 @@ func TestHandleReinitializesAfterDelete(t *testing.T) {
 }
 
 func TestAdminDescribeAlterDelete(t *testing.T) {
-	kv := newMemKV()
+	kv := memkv.New()
 	ctx := context.Background()
 	for p := range int32(3) {
 		h := NewHandle(Key{"share", "orders", p}, testConfig(), fixedInit(10))
@@ -190,7 +191,7 @@ func TestAdminDescribeAlterDelete(t *testing.T) {
 	if sums, _ = Describe(ctx, kv, "share"); len(sums) != 0 {
 		t.Fatalf("after delete: %v", sums)
 	}
-	if _, ok := kv.row(queen.ShareStateKey("share2", "orders", 0)); !ok {
+	if _, _, ok := kv.Row(queen.ShareStateKey("share2", "orders", 0)); !ok {
 		t.Fatal("another group's state was deleted")
 	}
 }
@@ -224,20 +225,20 @@ func TestResetInitializer(t *testing.T) {
 }
 
 func TestFetchAcknowledgesAndAcquiresInOneWrite(t *testing.T) {
-	kv := newMemKV()
+	kv := memkv.New()
 	ctx := context.Background()
 	h := NewHandle(key, testConfig(), fixedInit(0))
 	got, ackErr, err := h.Fetch(ctx, kv, "m1", nil, 0, 0, 9, 5, t0)
 	if err != nil || ackErr != nil || !reflect.DeepEqual(got, []AcquiredRange{{0, 4, 1}}) {
 		t.Fatalf("%v %v %v", got, ackErr, err)
 	}
-	_, w0 := kv.counts()
+	_, w0 := kv.Counts()
 	next, _ := h.NextFetchOffset(ctx, kv, t0)
 	got, ackErr, err = h.Fetch(ctx, kv, "m1", ack(0, 4, Accept), next, next, 9, 5, t0)
 	if err != nil || ackErr != nil || !reflect.DeepEqual(got, []AcquiredRange{{5, 9, 1}}) {
 		t.Fatalf("%v %v %v", got, ackErr, err)
 	}
-	if _, w1 := kv.counts(); w1-w0 != 1 {
+	if _, w1 := kv.Counts(); w1-w0 != 1 {
 		t.Fatalf("%d writes for one ShareFetch with acknowledgements", w1-w0)
 	}
 	// A refused acknowledgement does not stop the acquisition.
@@ -254,7 +255,7 @@ func TestFetchAcknowledgesAndAcquiresInOneWrite(t *testing.T) {
 }
 
 func TestHandleSweepAndStats(t *testing.T) {
-	kv := newMemKV()
+	kv := memkv.New()
 	h := NewHandle(key, testConfig(), fixedInit(0))
 	if h.Sweep(t0) != 0 || h.Stats() != (Stats{}) {
 		t.Fatal("an unloaded handle has state")
@@ -266,7 +267,7 @@ func TestHandleSweepAndStats(t *testing.T) {
 }
 
 func TestRowTooLargeIsRefusedWhole(t *testing.T) {
-	kv := newMemKV()
+	kv := memkv.New()
 	ctx := context.Background()
 	cfg := testConfig()
 	cfg.MaxLocks = MaxMaxLocks
@@ -293,9 +294,9 @@ func TestRowTooLargeIsRefusedWhole(t *testing.T) {
 	if off < 1000 {
 		t.Fatalf("row full after only %d records", off)
 	}
-	row, _ := kv.row(key.kvKey())
-	if len(row.value) > MaxRowBytes {
-		t.Fatalf("row of %d bytes written", len(row.value))
+	row, _, _ := kv.Row(key.kvKey())
+	if len(row) > MaxRowBytes {
+		t.Fatalf("row of %d bytes written", len(row))
 	}
 	// The refused acquisition left the cache equal to the row.
 	var same bool
@@ -316,7 +317,7 @@ func TestRowTooLargeIsRefusedWhole(t *testing.T) {
 }
 
 func TestFetchFromAStalePositionDoesNotSkipRecords(t *testing.T) {
-	kv := newMemKV()
+	kv := memkv.New()
 	ctx := context.Background()
 	a := NewHandle(key, testConfig(), fixedInit(0))
 	if _, _, err := a.Fetch(ctx, kv, "m1", nil, 0, 0, 9, 10, t0); err != nil {

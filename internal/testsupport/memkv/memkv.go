@@ -1,4 +1,4 @@
-package coordinator
+package memkv
 
 import (
 	"context"
@@ -11,106 +11,60 @@ import (
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
-// fakeClock is a manual clock: timers fire only inside Advance.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	c       *fakeClock
-	at      time.Time
-	f       func()
-	stopped bool
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_787_824_800, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := !t.stopped
-	t.stopped = true
-	return was
-}
-
-// Advance moves time forward by d, firing due timers in deadline order
-// (each at its own instant), including timers they arm.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	end := c.now.Add(d)
-	c.mu.Unlock()
-	for {
-		c.mu.Lock()
-		var next *fakeTimer
-		idx := -1
-		for i, t := range c.timers {
-			if t.stopped || t.at.After(end) {
-				continue
-			}
-			if next == nil || t.at.Before(next.at) {
-				next, idx = t, i
-			}
-		}
-		if next == nil {
-			c.now = end
-			live := c.timers[:0]
-			for _, t := range c.timers {
-				if !t.stopped {
-					live = append(live, t)
-				}
-			}
-			c.timers = live
-			c.mu.Unlock()
-			return
-		}
-		c.timers = append(c.timers[:idx], c.timers[idx+1:]...)
-		next.stopped = true
-		if next.at.After(c.now) {
-			c.now = next.at
-		}
-		c.mu.Unlock()
-		next.f()
-	}
-}
-
-// memKV is the test's in-memory KV with §7.2's semantics: atomic calls,
-// versions from one sequence, expect/required, getMany/getPrefix with a
-// read budget. fail, when set, decides a call's error before it applies.
-type memKV struct {
+// KV is an in-memory Queen KV (queen-api.md §7.2) for unit tests: atomic
+// calls, versions from one sequence, expect/required, getMany/getPrefix
+// with a read budget, and the contract's per-call ceilings. Hooks let a
+// test fail calls, slow them, park one midway or race a write in.
+type KV struct {
 	mu      sync.Mutex
 	seq     int64
-	rows    map[string]memRow
+	rows    map[string]row
 	budget  int // value bytes per call before rows are cut; 0 = unlimited
 	maxOps  int
 	maxKeys int
+
+	calls, writes int
+	fail          error // every call fails with it (failOnce: only the next)
+	failOnce      bool
+	delay         time.Duration // each call waits this long first
+	gate, entered chan struct{} // a call signals entered, then waits for gate
+	beforePut     func()        // runs once, before the next call that opens with a put
 }
 
-type memRow struct {
+type row struct {
 	value   json.RawMessage
 	version int64
 }
 
-func newMemKV() *memKV { return &memKV{rows: map[string]memRow{}, maxOps: 256, maxKeys: 1024} }
+// New is an empty KV.
+func New() *KV { return &KV{rows: map[string]row{}, maxOps: 256, maxKeys: 1024} }
 
-func (m *memKV) KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, error) {
+// KV runs one call.
+func (m *KV) KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, error) {
+	m.mu.Lock()
+	d, gate, entered := m.delay, m.gate, m.entered
+	var before func()
+	if m.beforePut != nil && len(ops) > 0 && ops[0].Op == queen.OpPut {
+		before, m.beforePut = m.beforePut, nil
+	}
+	m.mu.Unlock()
+	time.Sleep(d)
+	if gate != nil {
+		entered <- struct{}{}
+		<-gate
+	}
+	if before != nil {
+		before()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.calls++
+	if err := m.fail; err != nil {
+		if m.failOnce {
+			m.fail = nil
+		}
+		return nil, err
+	}
 	bad := func(msg string) error {
 		return &queen.Error{Kind: queen.KindBadRequest, Status: 400, Route: "POST /api/v1/kv", Message: msg}
 	}
@@ -156,7 +110,7 @@ func (m *memKV) KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, err
 		return nil, bad("kv_too_many_keys")
 	}
 	// Writes first (a snapshot to roll back), then reads.
-	snapshot := make(map[string]memRow, len(m.rows))
+	snapshot := make(map[string]row, len(m.rows))
 	for k, v := range m.rows {
 		snapshot[k] = v
 	}
@@ -169,6 +123,7 @@ func (m *memKV) KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, err
 		}
 	}
 	sort.SliceStable(order, func(a, b int) bool { return ops[order[a]].Key < ops[order[b]].Key })
+	m.writes += len(order)
 	for _, i := range order {
 		op := ops[i]
 		cur, live := m.rows[op.Key]
@@ -199,7 +154,7 @@ func (m *memKV) KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, err
 		r.Applied = true
 		if op.Op == queen.OpPut {
 			m.seq++
-			m.rows[op.Key] = memRow{value: op.Value, version: m.seq}
+			m.rows[op.Key] = row{value: append(json.RawMessage(nil), op.Value...), version: m.seq}
 			r.Value, r.Version = op.Value, m.seq
 		} else {
 			delete(m.rows, op.Key)
@@ -284,8 +239,78 @@ func clampLimit(l int) int {
 	return min(max(l, 1), 1000)
 }
 
-func (m *memKV) setBudget(b int) {
+// SetBudget sets the value bytes a call reads before its rows are cut
+// (0: unlimited).
+func (m *KV) SetBudget(n int) {
 	m.mu.Lock()
-	m.budget = b
+	m.budget = n
 	m.mu.Unlock()
+}
+
+// Fail makes every call fail with err before it applies (nil: none).
+func (m *KV) Fail(err error) {
+	m.mu.Lock()
+	m.fail, m.failOnce = err, false
+	m.mu.Unlock()
+}
+
+// FailNext makes the next call fail with err before it applies.
+func (m *KV) FailNext(err error) {
+	m.mu.Lock()
+	m.fail, m.failOnce = err, true
+	m.mu.Unlock()
+}
+
+// SetDelay makes each call wait d first, so that concurrent callers
+// interleave.
+func (m *KV) SetDelay(d time.Duration) {
+	m.mu.Lock()
+	m.delay = d
+	m.mu.Unlock()
+}
+
+// Gate parks every call, after it sends on entered, until gate closes
+// (nil gate: none).
+func (m *KV) Gate(gate, entered chan struct{}) {
+	m.mu.Lock()
+	m.gate, m.entered = gate, entered
+	m.mu.Unlock()
+}
+
+// BeforeNextPut runs f once, before the next call that opens with a put
+// applies: another node's write racing it.
+func (m *KV) BeforeNextPut(f func()) {
+	m.mu.Lock()
+	m.beforePut = f
+	m.mu.Unlock()
+}
+
+// Keys is the live keys under prefix, in order.
+func (m *KV) Keys(prefix string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for k := range m.rows {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Row is key's value and version, if live.
+func (m *KV) Row(key string) (value []byte, version int64, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.rows[key]
+	return r.value, r.version, ok
+}
+
+// Counts is how many calls were made and how many put or delete ops they
+// carried (applied or not).
+func (m *KV) Counts() (calls, writes int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls, m.writes
 }
