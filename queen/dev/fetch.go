@@ -351,12 +351,8 @@ func renderFetch(out []byte, req *fetchRequest, ev *fetchEval) ([]byte, int64, e
 			var n, entryBytes int64
 			it := ev.it
 			for ok := it.SeekGE(appendOffset(prefix, s.first)); ok && n < maxRecordsPerEntry; ok = it.Next() {
-				k := it.Key()
-				if len(k) != len(prefix)+8 || string(k[:len(prefix)]) != string(prefix) {
-					break
-				}
-				off := offsetOf(k)
-				if off >= s.hwm {
+				off, in := offsetBelow(it.Key(), prefix, s.hwm)
+				if !in {
 					break
 				}
 				r, err := decodeRecord(it.Value())

@@ -122,6 +122,16 @@ func offsetOf(key []byte) int64 {
 	return int64(binary.BigEndian.Uint64(key[len(key)-8:]))
 }
 
+// offsetBelow is the offset of key when key is prefix followed by an offset
+// below hwm; ok is false once a scan from prefix has left the range.
+func offsetBelow(key, prefix []byte, hwm int64) (off int64, ok bool) {
+	if len(key) != len(prefix)+8 || string(key[:len(prefix)]) != string(prefix) {
+		return 0, false
+	}
+	off = offsetOf(key)
+	return off, off < hwm
+}
+
 // Values. Each is the existing varint codec of codec.go.
 
 func encodeQueue(id string, created int64, opts *queueOptions) []byte {
