@@ -310,25 +310,6 @@ func (w *txnWorker) rdkIncarnation(t *testing.T, inc int, stop <-chan struct{}) 
 		w.h.err(w.name + " init")
 		return
 	}
-	rewind := func() error {
-		parts, err := c.Assignment()
-		if err != nil {
-			return err
-		}
-		committed, err := c.Committed(parts, 10000)
-		if err != nil {
-			return err
-		}
-		for _, tp := range committed {
-			if tp.Offset < 0 {
-				tp.Offset = kafka.OffsetBeginning
-			}
-			if err := c.Seek(tp, 10000); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	for !closed(stop) {
 		var batch []*kafka.Message
 		s := seq.Load()
@@ -412,7 +393,7 @@ func (w *txnWorker) rdkIncarnation(t *testing.T, inc int, stop <-chan struct{}) 
 		}
 		w.h.end(rec, txnAborted)
 		seq.Store(w.seqs.Add(1))
-		if err := retry(func(context.Context) error { return rewind() }); err != nil {
+		if err := retry(func(context.Context) error { return rewindToCommitted(c) }); err != nil {
 			w.h.err(w.name + " rewind")
 			return
 		}
