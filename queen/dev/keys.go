@@ -197,8 +197,8 @@ func (r *recordView) transactionID() []byte {
 	return r.msgID
 }
 
-func encodeDedup(e dedupEntry) []byte {
-	enc := encoder{b: make([]byte, 0, 64)}
+func appendDedup(dst []byte, e dedupEntry) []byte {
+	enc := encoder{b: dst}
 	enc.varint(e.offset)
 	enc.varint(e.ts)
 	enc.str(e.msgID)
@@ -211,8 +211,8 @@ func decodeDedup(v []byte) (dedupEntry, error) {
 	return e, d.err
 }
 
-func encodeDedupAge(ts int64, txID string) []byte {
-	e := encoder{b: make([]byte, 0, 16+len(txID))}
+func appendDedupAge(dst []byte, ts int64, txID string) []byte {
+	e := encoder{b: dst}
 	e.varint(ts)
 	return append(e.b, txID...)
 }

@@ -255,6 +255,9 @@ func (plan *pushPlan) write(batch *pebble.Batch, st *state) func() {
 			next = *g.p
 		}
 		prefix := keyPrefix(kindRecord, g.q.id, g.part)
+		var dedupPrefix, agePrefix []byte // made at the group's first transactionId
+		// batch.Set copies key and value, so one pair of buffers serves
+		// every row: no allocation per record.
 		for i := range g.recs {
 			r := &g.recs[i]
 			off := g.base + int64(i)
@@ -267,8 +270,15 @@ func (plan *pushPlan) write(batch *pebble.Batch, st *state) func() {
 			}
 			// The newest record wins: a transactionId is stored again only
 			// once its previous record left the dedup window.
-			batch.Set(keyDedup(g.q.id, g.part, r.txID), encodeDedup(dedupEntry{offset: off, ts: r.ts, msgID: r.msgID}), nil)
-			batch.Set(keyDedupAge(g.q.id, g.part, off), encodeDedupAge(r.ts, r.txID), nil)
+			if dedupPrefix == nil {
+				dedupPrefix, agePrefix = keyPrefix(kindDedup, g.q.id, g.part), keyPrefix(kindDedupAge, g.q.id, g.part)
+			}
+			kbuf = append(append(kbuf[:0], dedupPrefix...), r.txID...)
+			vbuf = appendDedup(vbuf[:0], dedupEntry{offset: off, ts: r.ts, msgID: r.msgID})
+			batch.Set(kbuf, vbuf, nil)
+			kbuf = appendOffset(append(kbuf[:0], agePrefix...), off)
+			vbuf = appendDedupAge(vbuf[:0], r.ts, r.txID)
+			batch.Set(kbuf, vbuf, nil)
 		}
 		next.hwm = g.base + int64(len(g.recs))
 		next.lastTS = max(next.lastTS, g.ts)
