@@ -137,15 +137,6 @@ func (w *txnWorker) runKgo(stop <-chan struct{}, wg *sync.WaitGroup) {
 	}()
 }
 
-func closed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
 func (w *txnWorker) kgoIncarnation(inc int, stop <-chan struct{}) {
 	var seq atomic.Int64
 	seq.Store(w.seqs.Add(1))
