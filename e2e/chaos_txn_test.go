@@ -506,9 +506,7 @@ func proxiedDialer(t testing.TB, addrs []string, d *endTxnDelayer) func(context.
 // produceTxnInput produces unique values to topic with an idempotent
 // franz-go producer, about rate a second, until stop.
 func produceTxnInput(t *testing.T, seeds []string, topic string, rate int, stop <-chan struct{}, wg *sync.WaitGroup, h *txnHistory) {
-	cl := newKgo(t, seeds, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
-		kgo.RecordDeliveryTimeout(2*time.Minute), kgo.RetryTimeout(time.Minute))
+	cl := newChaosProducer(t, seeds, topic)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
