@@ -78,7 +78,11 @@ func keyRecord(qid, part string, off int64) []byte {
 }
 
 func keyDedup(qid, part, txID string) []byte {
-	return append(keyPrefix(kindDedup, qid, part), txID...)
+	return appendKeyDedup(make([]byte, 0, 2+len(qid)+len(part)+2+len(txID)), qid, part, txID)
+}
+
+func appendKeyDedup(dst []byte, qid, part, txID string) []byte {
+	return append(appendLP(appendLP(append(dst, kindDedup), qid), part), txID...)
 }
 
 func keyDedupAge(qid, part string, off int64) []byte {

@@ -158,7 +158,7 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 				continue
 			}
 			if window := q.opts.dedupWindow(); p != nil && window > 0 {
-				e, found, err := dedup.get(keyDedup(q.id, it.part, it.txID))
+				e, found, err := dedup.get(q.id, it.part, it.txID)
 				if err != nil {
 					return nil, err
 				}
@@ -194,11 +194,14 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 // so each seek continues from the last instead of descending every level
 // of the store again, as a point read per record would.
 type dedupReader struct {
-	r  pebble.Reader
-	it *pebble.Iterator
+	r   pebble.Reader
+	it  *pebble.Iterator
+	key []byte // keyDedup's bytes, in one buffer (a seek copies its key)
 }
 
-func (d *dedupReader) get(key []byte) (dedupEntry, bool, error) {
+func (d *dedupReader) get(qid, part, txID string) (dedupEntry, bool, error) {
+	d.key = appendKeyDedup(d.key[:0], qid, part, txID)
+	key := d.key
 	if d.it == nil {
 		it, err := d.r.NewIter(&pebble.IterOptions{LowerBound: []byte{kindDedup}, UpperBound: []byte{kindDedup + 1}})
 		if err != nil {
