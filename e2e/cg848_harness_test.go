@@ -265,10 +265,8 @@ func startGM(t testing.TB, tl *ownership, seeds []string, name, group, topic str
 func (m *gm) loop() {
 	defer close(m.done)
 	for {
-		select {
-		case <-m.stop:
+		if closed(m.stop) {
 			return
-		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		fs := m.cl.PollFetches(ctx)
@@ -308,10 +306,8 @@ func (m *gm) loop() {
 // the group, a static one leaves temporarily); whatever no callback
 // released is released now: a closed client consumes nothing.
 func (m *gm) close() {
-	select {
-	case <-m.stop:
+	if closed(m.stop) {
 		return
-	default:
 	}
 	close(m.stop)
 	m.cl.AllowRebalance()

@@ -207,12 +207,19 @@ func TestChaos(t *testing.T) {
 	}
 }
 
+// newChaosProducer is the idempotent franz-go producer of the chaos tests:
+// records go to the partition each names, retried every 50 ms for up to
+// two minutes through the faults.
+func newChaosProducer(t *testing.T, seeds []string, topic string) *kgo.Client {
+	return newKgo(t, seeds, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
+		kgo.RecordDeliveryTimeout(2*time.Minute), kgo.RetryTimeout(time.Minute))
+}
+
 // produceKgoChaos runs an idempotent franz-go producer until stop, a wave
 // of records at a time, round-robin over the partitions.
 func produceKgoChaos(t *testing.T, seeds []string, topic string, stop <-chan struct{}, wg *sync.WaitGroup, a *acks) {
-	cl := newKgo(t, seeds, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
-		kgo.RecordDeliveryTimeout(2*time.Minute), kgo.RetryTimeout(time.Minute))
+	cl := newChaosProducer(t, seeds, topic)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

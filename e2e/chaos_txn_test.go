@@ -137,15 +137,6 @@ func (w *txnWorker) runKgo(stop <-chan struct{}, wg *sync.WaitGroup) {
 	}()
 }
 
-func closed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
 func (w *txnWorker) kgoIncarnation(inc int, stop <-chan struct{}) {
 	var seq atomic.Int64
 	seq.Store(w.seqs.Add(1))
@@ -310,25 +301,6 @@ func (w *txnWorker) rdkIncarnation(t *testing.T, inc int, stop <-chan struct{}) 
 		w.h.err(w.name + " init")
 		return
 	}
-	rewind := func() error {
-		parts, err := c.Assignment()
-		if err != nil {
-			return err
-		}
-		committed, err := c.Committed(parts, 10000)
-		if err != nil {
-			return err
-		}
-		for _, tp := range committed {
-			if tp.Offset < 0 {
-				tp.Offset = kafka.OffsetBeginning
-			}
-			if err := c.Seek(tp, 10000); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	for !closed(stop) {
 		var batch []*kafka.Message
 		s := seq.Load()
@@ -412,7 +384,7 @@ func (w *txnWorker) rdkIncarnation(t *testing.T, inc int, stop <-chan struct{}) 
 		}
 		w.h.end(rec, txnAborted)
 		seq.Store(w.seqs.Add(1))
-		if err := retry(func(context.Context) error { return rewind() }); err != nil {
+		if err := retry(func(context.Context) error { return rewindToCommitted(c) }); err != nil {
 			w.h.err(w.name + " rewind")
 			return
 		}
@@ -534,9 +506,7 @@ func proxiedDialer(t testing.TB, addrs []string, d *endTxnDelayer) func(context.
 // produceTxnInput produces unique values to topic with an idempotent
 // franz-go producer, about rate a second, until stop.
 func produceTxnInput(t *testing.T, seeds []string, topic string, rate int, stop <-chan struct{}, wg *sync.WaitGroup, h *txnHistory) {
-	cl := newKgo(t, seeds, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
-		kgo.RecordDeliveryTimeout(2*time.Minute), kgo.RetryTimeout(time.Minute))
+	cl := newChaosProducer(t, seeds, topic)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

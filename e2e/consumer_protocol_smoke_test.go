@@ -40,17 +40,26 @@ func TestConsumerProtocolSmoke(t *testing.T) {
 		}
 		return ok, "m1 " + fmtParts(p1) + " m2 " + fmtParts(p2)
 	})
+	g, err := describeConsumerGroup(m1.cl, group)
+	if err != nil {
+		t.Fatalf("ConsumerGroupDescribe: %v", err)
+	}
+	if g.ErrorCode != 0 || len(g.Members) != 2 || g.Epoch < 2 {
+		t.Fatalf("ConsumerGroupDescribe: %+v", g)
+	}
+}
+
+// describeConsumerGroup sends one ConsumerGroupDescribe for group on cl.
+func describeConsumerGroup(cl *kgo.Client, group string) (kmsg.ConsumerGroupDescribeResponseGroup, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req := kmsg.NewPtrConsumerGroupDescribeRequest()
 	req.Groups = []string{group}
-	resp, err := req.RequestWith(ctx, m1.cl)
+	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		t.Fatalf("ConsumerGroupDescribe: %v", err)
+		return kmsg.ConsumerGroupDescribeResponseGroup{}, err
 	}
-	if g := resp.Groups[0]; g.ErrorCode != 0 || len(g.Members) != 2 || g.Epoch < 2 {
-		t.Fatalf("ConsumerGroupDescribe: %+v", g)
-	}
+	return resp.Groups[0], nil
 }
 
 func fmtParts(ps []int32) string {
@@ -82,15 +91,11 @@ func TestConsumerProtocolClusterSmoke(t *testing.T) {
 	exactlyOnce(t, "before the kill", want, collect(t, len(want), 60*time.Second, m1, m2))
 
 	describe := func() kmsg.ConsumerGroupDescribeResponseGroup {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		req := kmsg.NewPtrConsumerGroupDescribeRequest()
-		req.Groups = []string{group}
-		resp, err := req.RequestWith(ctx, m1.cl)
+		g, err := describeConsumerGroup(m1.cl, group)
 		if err != nil {
 			return kmsg.ConsumerGroupDescribeResponseGroup{ErrorCode: -1}
 		}
-		return resp.Groups[0]
+		return g
 	}
 	var before kmsg.ConsumerGroupDescribeResponseGroup
 	eventually(t, 30*time.Second, "the group stable with two members", func() (bool, string) {

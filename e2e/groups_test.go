@@ -81,10 +81,8 @@ func startMember(t testing.TB, tg target, name, group, topic string, o memberOpt
 func (m *member) loop(t testing.TB) {
 	defer close(m.done)
 	for {
-		select {
-		case <-m.stop:
+		if closed(m.stop) {
 			return
-		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		fs := m.cl.PollFetches(ctx)
@@ -114,10 +112,8 @@ func (m *member) loop(t testing.TB) {
 
 // close leaves the group (kgo sends LeaveGroup on Close).
 func (m *member) close() {
-	select {
-	case <-m.stop:
+	if closed(m.stop) {
 		return
-	default:
 	}
 	close(m.stop)
 	m.cl.AllowRebalance()
@@ -527,5 +523,15 @@ func testGroupAdmin(t *testing.T, tg target) {
 		t.Errorf("ListGroups after DeleteGroups: %v", err)
 	} else if _, ok := lgs[group]; ok {
 		t.Errorf("deleted group %s still listed", group)
+	}
+}
+
+// closed reports whether c is closed, without waiting.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }

@@ -64,10 +64,8 @@ func TestRdkafkaConsumerProtocol(t *testing.T) {
 		go func() {
 			defer close(m.done)
 			for {
-				select {
-				case <-m.stop:
+				if closed(m.stop) {
 					return
-				default:
 				}
 				switch e := c.Poll(100).(type) {
 				case *kafka.Message:

@@ -68,27 +68,6 @@ func runRdkafkaEOSWorker(w eosWorker, say func(string, ...any)) int {
 		say("FATAL init: %v", err)
 		return 1
 	}
-	// rewind seeks every assigned partition back to its committed offset
-	// (the start where none is committed), so an aborted batch is read again.
-	rewind := func() error {
-		parts, err := c.Assignment()
-		if err != nil {
-			return err
-		}
-		committed, err := c.Committed(parts, 10000)
-		if err != nil {
-			return err
-		}
-		for _, tp := range committed {
-			if tp.Offset < 0 {
-				tp.Offset = kafka.OffsetBeginning
-			}
-			if err := c.Seek(tp, 10000); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	copied := 0
 	for {
 		var batch []*kafka.Message
@@ -123,7 +102,7 @@ func runRdkafkaEOSWorker(w eosWorker, say func(string, ...any)) int {
 			say("FATAL abort: %v", err)
 			return 1
 		}
-		if err := retry("rewind", func(context.Context) error { return rewind() }); err != nil {
+		if err := retry("rewind", func(context.Context) error { return rewindToCommitted(c) }); err != nil {
 			say("FATAL rewind: %v", err)
 			return 1
 		}
@@ -158,4 +137,27 @@ func copyBatch(p *kafka.Producer, c *kafka.Consumer, out string, batch []*kafka.
 		return err
 	}
 	return retry("commit", p.CommitTransaction)
+}
+
+// rewindToCommitted seeks every partition assigned to c back to its
+// committed offset (the start where none is committed), so an aborted
+// batch is read again.
+func rewindToCommitted(c *kafka.Consumer) error {
+	parts, err := c.Assignment()
+	if err != nil {
+		return err
+	}
+	committed, err := c.Committed(parts, 10000)
+	if err != nil {
+		return err
+	}
+	for _, tp := range committed {
+		if tp.Offset < 0 {
+			tp.Offset = kafka.OffsetBeginning
+		}
+		if err := c.Seek(tp, 10000); err != nil {
+			return err
+		}
+	}
+	return nil
 }

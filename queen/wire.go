@@ -227,6 +227,20 @@ type KVResult struct {
 	Found     *bool           `json:"found,omitempty"`
 }
 
+// NextCursor is the After of the page that follows a truncated getPrefix
+// page: its last row's key, or the server's nextAfter when it skipped ahead
+// over rows it did not return. ok is false when neither moves past after: a
+// page that cannot be resumed.
+func (r *KVResult) NextCursor(after string) (next string, ok bool) {
+	switch {
+	case len(r.Rows) > 0:
+		return r.Rows[len(r.Rows)-1].Key, true
+	case r.NextAfter != nil && *r.NextAfter > after:
+		return *r.NextAfter, true
+	}
+	return "", false
+}
+
 // KV verdict reasons of a write that did not apply (§7.2).
 const (
 	ReasonExists  = "exists"

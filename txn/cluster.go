@@ -365,12 +365,8 @@ func (s *queenStage) Contents(ctx context.Context) ([]queen.PushItem, []queen.KV
 		if !r.Truncated {
 			break
 		}
-		switch {
-		case len(r.Rows) > 0:
-			after = r.Rows[len(r.Rows)-1].Key
-		case r.NextAfter != nil && *r.NextAfter > after:
-			after = *r.NextAfter
-		default:
+		var ok bool
+		if after, ok = r.NextCursor(after); !ok {
 			return nil, nil, errors.New("reading the transaction's stage: a truncated page without a cursor")
 		}
 	}

@@ -143,12 +143,8 @@ func (m *Manager) views(ctx context.Context, cl Client) ([]view, error) {
 		if !r.Truncated {
 			return out, nil
 		}
-		switch {
-		case len(r.Rows) > 0:
-			after = r.Rows[len(r.Rows)-1].Key
-		case r.NextAfter != nil && *r.NextAfter > after:
-			after = *r.NextAfter
-		default:
+		var ok bool
+		if after, ok = r.NextCursor(after); !ok {
 			return nil, fmt.Errorf("listing %s: a truncated page without a cursor", queen.PrefixTxn)
 		}
 	}
@@ -327,12 +323,8 @@ func (m *Manager) stagedPartitions(ctx context.Context, cl Client, prefix string
 		if !r.Truncated {
 			return out, nil
 		}
-		switch {
-		case len(r.Rows) > 0:
-			after = r.Rows[len(r.Rows)-1].Key
-		case r.NextAfter != nil && *r.NextAfter > after:
-			after = *r.NextAfter
-		default:
+		var ok bool
+		if after, ok = r.NextCursor(after); !ok {
 			return nil, fmt.Errorf("reading %s: a truncated page without a cursor", prefix)
 		}
 	}

@@ -120,12 +120,8 @@ func (s *Shared) PendingOffsets(ctx context.Context, _ string, kv coordinator.KV
 		if !res[0].Truncated {
 			break
 		}
-		switch {
-		case len(res[0].Rows) > 0:
-			after = res[0].Rows[len(res[0].Rows)-1].Key
-		case res[0].NextAfter != nil && *res[0].NextAfter > after:
-			after = *res[0].NextAfter
-		default:
+		var ok bool
+		if after, ok = res[0].NextCursor(after); !ok {
 			return nil, errTruncatedPage
 		}
 	}

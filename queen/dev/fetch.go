@@ -223,7 +223,8 @@ func (b *Broker) handleFetch(w http.ResponseWriter, r *http.Request, c *call) {
 		wt = newWaiter()
 	}
 	deadline := time.Now().Add(req.maxWait)
-	var timer *time.Timer
+	var pk parking
+	defer pk.stop()
 	bp := renderPool.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= 16<<20 {
@@ -248,17 +249,7 @@ func (b *Broker) handleFetch(w http.ResponseWriter, r *http.Request, c *call) {
 			writeBody(w, http.StatusOK, out)
 			return
 		}
-		if timer == nil {
-			timer = time.NewTimer(min(left, recheckInterval))
-			defer timer.Stop()
-		} else {
-			timer.Reset(min(left, recheckInterval))
-		}
-		select {
-		case <-wt.ch:
-		case <-timer.C:
-		case <-b.closing:
-		case <-r.Context().Done():
+		if !pk.wait(r.Context(), wt, left, b.closing) {
 			b.unpark(c.tenant, req, wt)
 			return
 		}
@@ -351,12 +342,8 @@ func renderFetch(out []byte, req *fetchRequest, ev *fetchEval) ([]byte, int64, e
 			var n, entryBytes int64
 			it := ev.it
 			for ok := it.SeekGE(appendOffset(prefix, s.first)); ok && n < maxRecordsPerEntry; ok = it.Next() {
-				k := it.Key()
-				if len(k) != len(prefix)+8 || string(k[:len(prefix)]) != string(prefix) {
-					break
-				}
-				off := offsetOf(k)
-				if off >= s.hwm {
+				off, in := offsetBelow(it.Key(), prefix, s.hwm)
+				if !in {
 					break
 				}
 				r, err := decodeRecord(it.Value())

@@ -78,7 +78,11 @@ func keyRecord(qid, part string, off int64) []byte {
 }
 
 func keyDedup(qid, part, txID string) []byte {
-	return append(keyPrefix(kindDedup, qid, part), txID...)
+	return appendKeyDedup(make([]byte, 0, 2+len(qid)+len(part)+2+len(txID)), qid, part, txID)
+}
+
+func appendKeyDedup(dst []byte, qid, part, txID string) []byte {
+	return append(appendLP(appendLP(append(dst, kindDedup), qid), part), txID...)
 }
 
 func keyDedupAge(qid, part string, off int64) []byte {
@@ -120,6 +124,16 @@ func readLP(b []byte) (string, []byte, error) {
 // offsetOf is the offset at the end of a record or dedup-age key.
 func offsetOf(key []byte) int64 {
 	return int64(binary.BigEndian.Uint64(key[len(key)-8:]))
+}
+
+// offsetBelow is the offset of key when key is prefix followed by an offset
+// below hwm; ok is false once a scan from prefix has left the range.
+func offsetBelow(key, prefix []byte, hwm int64) (off int64, ok bool) {
+	if len(key) != len(prefix)+8 || string(key[:len(prefix)]) != string(prefix) {
+		return 0, false
+	}
+	off = offsetOf(key)
+	return off, off < hwm
 }
 
 // Values. Each is the existing varint codec of codec.go.
@@ -187,8 +201,8 @@ func (r *recordView) transactionID() []byte {
 	return r.msgID
 }
 
-func encodeDedup(e dedupEntry) []byte {
-	enc := encoder{b: make([]byte, 0, 64)}
+func appendDedup(dst []byte, e dedupEntry) []byte {
+	enc := encoder{b: dst}
 	enc.varint(e.offset)
 	enc.varint(e.ts)
 	enc.str(e.msgID)
@@ -201,8 +215,8 @@ func decodeDedup(v []byte) (dedupEntry, error) {
 	return e, d.err
 }
 
-func encodeDedupAge(ts int64, txID string) []byte {
-	e := encoder{b: make([]byte, 0, 16+len(txID))}
+func appendDedupAge(dst []byte, ts int64, txID string) []byte {
+	e := encoder{b: dst}
 	e.varint(ts)
 	return append(e.b, txID...)
 }

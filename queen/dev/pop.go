@@ -182,7 +182,8 @@ func (b *Broker) handlePop(w http.ResponseWriter, r *http.Request, c *call) {
 		defer b.unparkPop(c.tenant, p.queue, wt)
 	}
 	deadline := time.Now().Add(p.timeout)
-	var timer *time.Timer
+	var pk parking
+	defer pk.stop()
 	for {
 		out, err := b.popOnce(c.tenant, p, wt)
 		if err != nil {
@@ -199,17 +200,7 @@ func (b *Broker) handlePop(w http.ResponseWriter, r *http.Request, c *call) {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		if timer == nil {
-			timer = time.NewTimer(min(left, recheckInterval))
-			defer timer.Stop()
-		} else {
-			timer.Reset(min(left, recheckInterval))
-		}
-		select {
-		case <-wt.ch:
-		case <-timer.C:
-		case <-b.closing:
-		case <-r.Context().Done():
+		if !pk.wait(r.Context(), wt, left, b.closing) {
 			return
 		}
 	}

@@ -158,7 +158,7 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 				continue
 			}
 			if window := q.opts.dedupWindow(); p != nil && window > 0 {
-				e, found, err := dedup.get(keyDedup(q.id, it.part, it.txID))
+				e, found, err := dedup.get(q.id, it.part, it.txID)
 				if err != nil {
 					return nil, err
 				}
@@ -194,11 +194,14 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 // so each seek continues from the last instead of descending every level
 // of the store again, as a point read per record would.
 type dedupReader struct {
-	r  pebble.Reader
-	it *pebble.Iterator
+	r   pebble.Reader
+	it  *pebble.Iterator
+	key []byte // keyDedup's bytes, in one buffer (a seek copies its key)
 }
 
-func (d *dedupReader) get(key []byte) (dedupEntry, bool, error) {
+func (d *dedupReader) get(qid, part, txID string) (dedupEntry, bool, error) {
+	d.key = appendKeyDedup(d.key[:0], qid, part, txID)
+	key := d.key
 	if d.it == nil {
 		it, err := d.r.NewIter(&pebble.IterOptions{LowerBound: []byte{kindDedup}, UpperBound: []byte{kindDedup + 1}})
 		if err != nil {
@@ -255,6 +258,9 @@ func (plan *pushPlan) write(batch *pebble.Batch, st *state) func() {
 			next = *g.p
 		}
 		prefix := keyPrefix(kindRecord, g.q.id, g.part)
+		var dedupPrefix, agePrefix []byte // made at the group's first transactionId
+		// batch.Set copies key and value, so one pair of buffers serves
+		// every row: no allocation per record.
 		for i := range g.recs {
 			r := &g.recs[i]
 			off := g.base + int64(i)
@@ -267,8 +273,15 @@ func (plan *pushPlan) write(batch *pebble.Batch, st *state) func() {
 			}
 			// The newest record wins: a transactionId is stored again only
 			// once its previous record left the dedup window.
-			batch.Set(keyDedup(g.q.id, g.part, r.txID), encodeDedup(dedupEntry{offset: off, ts: r.ts, msgID: r.msgID}), nil)
-			batch.Set(keyDedupAge(g.q.id, g.part, off), encodeDedupAge(r.ts, r.txID), nil)
+			if dedupPrefix == nil {
+				dedupPrefix, agePrefix = keyPrefix(kindDedup, g.q.id, g.part), keyPrefix(kindDedupAge, g.q.id, g.part)
+			}
+			kbuf = append(append(kbuf[:0], dedupPrefix...), r.txID...)
+			vbuf = appendDedup(vbuf[:0], dedupEntry{offset: off, ts: r.ts, msgID: r.msgID})
+			batch.Set(kbuf, vbuf, nil)
+			kbuf = appendOffset(append(kbuf[:0], agePrefix...), off)
+			vbuf = appendDedupAge(vbuf[:0], r.ts, r.txID)
+			batch.Set(kbuf, vbuf, nil)
 		}
 		next.hwm = g.base + int64(len(g.recs))
 		next.lastTS = max(next.lastTS, g.ts)

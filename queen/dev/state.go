@@ -1,5 +1,10 @@
 package dev
 
+import (
+	"context"
+	"time"
+)
+
 // record is one record a push stores (as planned, before it is written).
 type record struct {
 	payload []byte // JSON exactly as pushed
@@ -76,6 +81,34 @@ func (w *waiter) wake() {
 	select {
 	case w.ch <- struct{}{}:
 	default:
+	}
+}
+
+// parking is a long poll's wait between two looks at its answer; the timer
+// is made on its first wait, so an answer found at once costs none.
+type parking struct{ timer *time.Timer }
+
+// wait blocks until wt is woken, min(left, recheckInterval) passes or
+// closing closes; false when the request ended first.
+func (p *parking) wait(ctx context.Context, wt *waiter, left time.Duration, closing <-chan struct{}) bool {
+	if p.timer == nil {
+		p.timer = time.NewTimer(min(left, recheckInterval))
+	} else {
+		p.timer.Reset(min(left, recheckInterval))
+	}
+	select {
+	case <-wt.ch:
+	case <-p.timer.C:
+	case <-closing:
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+func (p *parking) stop() {
+	if p.timer != nil {
+		p.timer.Stop()
 	}
 }
 

@@ -117,8 +117,8 @@ func (b *Broker) sweepRetention(now int64) bool {
 			s.next = s.lso
 			n := 0
 			for ok := it.SeekGE(appendOffset(prefix, s.lso)); ok; ok = it.Next() {
-				k := it.Key()
-				if len(k) != len(prefix)+8 || string(k[:len(prefix)]) != string(prefix) || offsetOf(k) >= s.hwm {
+				off, in := offsetBelow(it.Key(), prefix, s.hwm)
+				if !in {
 					break
 				}
 				if n == sweepLimit {
@@ -132,7 +132,7 @@ func (b *Broker) sweepRetention(now int64) bool {
 				if r.ts >= s.cutoff {
 					break
 				}
-				s.next, s.freed = offsetOf(k)+1, s.freed+int64(len(r.payload))
+				s.next, s.freed = off+1, s.freed+int64(len(r.payload))
 				n++
 			}
 			if err := it.Error(); err != nil {
@@ -185,12 +185,8 @@ func (b *Broker) sweepDedup(now int64) bool {
 			prefix := keyPrefix(kindDedupAge, s.q.id, s.p.name)
 			s.next = s.hwm
 			for ok := it.SeekGE(appendOffset(prefix, s.lso)); ok; ok = it.Next() {
-				k := it.Key()
-				if len(k) != len(prefix)+8 || string(k[:len(prefix)]) != string(prefix) {
-					break
-				}
-				off := offsetOf(k)
-				if off >= s.hwm {
+				off, in := offsetBelow(it.Key(), prefix, s.hwm)
+				if !in {
 					break
 				}
 				ts, txID, err := decodeDedupAge(it.Value())
