@@ -489,19 +489,6 @@ func TestSoak(t *testing.T) {
 	t.Logf("soak %.0fs: load at the end of the run %s; passed %v", time.Since(start).Seconds(), loadEnd, !fail)
 }
 
-// loadAvg is /proc/loadavg's three load averages.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 // len is how many records were polled, or acknowledged, so far.
 func (p *polls) len() int {
 	p.mu.Lock()

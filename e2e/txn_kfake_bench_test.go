@@ -215,12 +215,17 @@ func f2(xs []float64) string {
 	return fmt.Sprintf("%.2f/%.2f/%.2f", s.min, s.med, s.max)
 }
 
+// loadAvg is /proc/loadavg's three load averages, "?" where unreadable.
 func loadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return "?"
 	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // BenchmarkTxnVsKfake (issue 23, item 4): the same franz-go producer
