@@ -74,3 +74,28 @@ func TestClusterTxnV2CommitReadsRowAndStageInOneCall(t *testing.T) {
 	require.Equal(t, 1, reads, "KV calls of the commit before its Queen transaction")
 	require.Equal(t, []string{"a", "b"}, e.values(t, "out", 0))
 }
+
+// A late EndTxn that reaches the owner while the next transaction is open
+// (implicitly, at another node) reads that transaction's first stage page
+// with its row; it must not keep it: records staged after it belong to the
+// commit too. (A page kept until the commit lost "d": a lost write and a
+// torn transaction, found by TestChaosTxnLateEndTxn.)
+func TestClusterTxnLateEndTxnKeepsNoStalePage(t *testing.T) {
+	e := newClusterTxnEnv(t)
+	e.fq.addQueue("out", 6)
+	id := groupOwnedBy(t, []int32{1, 2, 3}, 1, "tv2late")
+	owner, leader := e.k[0], e.k[1]
+	x := mustInitTxn(t, owner, id)
+	require.Equal(t, int16(0), x.produceV(leader, 12, 0, "out", 0, 0, "a", "b"))
+	code, _, epoch := x.endV5(owner, x.pid, 0, true)
+	require.Equal(t, int16(0), code)
+	require.Equal(t, int16(1), epoch)
+	require.Equal(t, int16(0), x.produceV(leader, 12, 1, "out", 0, 0, "c"), "Produce v12 opens the next transaction")
+	code, _, _ = x.endV5(owner, x.pid, 0, true)
+	require.NotEqual(t, int16(0), code, "a late retry of the first commit while the next is open is fenced")
+	require.Equal(t, int16(0), x.produceV(leader, 12, 1, "out", 0, 1, "d"))
+	code, _, epoch = x.endV5(owner, x.pid, 1, true)
+	require.Equal(t, int16(0), code)
+	require.Equal(t, int16(2), epoch)
+	require.Equal(t, []string{"a", "b", "c", "d"}, e.values(t, "out", 0))
+}

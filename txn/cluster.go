@@ -150,9 +150,12 @@ func (m *Manager) openFromRow(cl Client, t *binding, mk marker) {
 // row is left to the decision's compare-and-set to meet.
 //
 // The same call reads the first page of the stage that transaction would
-// have (its name is known from t before the row is), so that a commit of
-// it reads nothing more before its Queen transaction: one round trip less.
-func (m *Manager) refresh(ctx context.Context, cl Client, t *binding) int16 {
+// have (its name is known from t before the row is), returned when the row
+// opened it: an EndTxn that goes on to commit it hands the page to the
+// stage (queenStage.first), so the commit reads nothing more before its
+// Queen transaction. The page is only as fresh as this call: any later
+// request may stage more, so it serves this EndTxn alone.
+func (m *Manager) refresh(ctx context.Context, cl Client, t *binding) (int16, *queen.KVResult) {
 	prefix := queen.TxnStagePrefix(t.key.ID, t.pid, t.epoch, t.seq+1)
 	res, err := m.kv(cl).KV(ctx, []queen.KVOp{rowOp(t.key.ID), stagePageOp(prefix, "")})
 	if err == nil && len(res) != 2 {
@@ -160,25 +163,25 @@ func (m *Manager) refresh(ctx context.Context, cl Client, t *binding) int16 {
 	}
 	if err != nil {
 		m.log.Warn("reading a transactional id's row failed", "transactional_id", t.key.ID, "err", err)
-		return m.fault(err)
+		return m.fault(err), nil
 	}
 	row, version, found, err := rowOf(res[0], queen.TxnKey(t.key.ID))
 	if err != nil {
 		m.log.Warn("reading a transactional id's row failed", "transactional_id", t.key.ID, "err", err)
-		return m.fault(err)
+		return m.fault(err), nil
 	}
 	if !found {
-		return 0
+		return 0, nil
 	}
 	if mk, ok := readMarker(row); ok && mk.PID == t.pid && mk.Epoch == t.epoch && mk.State == rowOngoing && mk.Seq == t.seq {
 		t.version = version
 		m.openFromRow(cl, t, mk)
-		if qs, ok := t.stage.(*queenStage); ok && qs.prefix == prefix {
-			qs.first = &res[1]
-		}
 		t.expire(m, m.clock.Now())
+		if qs, ok := t.stage.(*queenStage); ok && qs.prefix == prefix {
+			return 0, &res[1]
+		}
 	}
-	return 0
+	return 0, nil
 }
 
 // stagePageOp reads one page of the stage under prefix, after a key.
@@ -246,7 +249,7 @@ type queenStage struct {
 	now    func() int64
 	log    *slog.Logger
 
-	first   *queen.KVResult // the stage's first page, read with the row
+	first   *queen.KVResult // the stage's first page, read with the row by this EndTxn (refresh); used once
 	read    bool
 	items   []queen.PushItem
 	offsets []queen.KVOp
@@ -321,7 +324,8 @@ func (s *queenStage) Contents(ctx context.Context) ([]queen.PushItem, []queen.KV
 	for {
 		var r queen.KVResult
 		if s.first != nil && after == "" {
-			r = *s.first // read with the row (refresh)
+			r = *s.first // read with the row by this EndTxn (refresh)
+			s.first = nil
 		} else {
 			res, err := s.q.KV(ctx, []queen.KVOp{stagePageOp(s.prefix, after)})
 			if err != nil {

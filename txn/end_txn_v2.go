@@ -54,11 +54,13 @@ func (m *Manager) endTxnV2(ctx context.Context, cl Client, req *kmsg.EndTxnReque
 	}
 	m.adopt(t, cl.Owner)
 	t.expire(m, m.clock.Now())
+	var firstPage *queen.KVResult
 	if m.cfg.Cluster && t.state == stateEmpty {
 		// A leader may have opened the next transaction implicitly
 		// (Shared): then a retry of the last decision is fenced, as Kafka's
 		// coordinator, which hears of every implicit add, fences it.
-		if code := m.refresh(ctx, cl, t); code != 0 {
+		var code int16
+		if code, firstPage = m.refresh(ctx, cl, t); code != 0 {
 			resp.ErrorCode = code
 			return resp
 		}
@@ -97,6 +99,10 @@ func (m *Manager) endTxnV2(ctx context.Context, cl Client, req *kmsg.EndTxnReque
 		return answer(code)
 	}
 	if req.Commit {
+		if qs, ok := t.stage.(*queenStage); ok && firstPage != nil {
+			// Read by this very EndTxn: nothing was staged since.
+			qs.first = firstPage
+		}
 		return answer(m.commitV2(ctx, cl, t))
 	}
 	return answer(m.abortBumped(ctx, cl, t))
