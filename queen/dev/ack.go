@@ -124,14 +124,31 @@ func (b *Broker) ackItems(tenantName string, items []ackItem) ([]ackResult, erro
 		return nil, errClosed
 	}
 	defer b.leave()
-	now := b.now()
-	nowUS := now.UnixMicro()
+	b.mu.Lock()
+	batch := b.db.NewBatch()
+	res, err := b.planAcks(batch, tenantName, items, b.now().UnixMicro())
+	if err != nil {
+		batch.Close()
+		b.mu.Unlock()
+		return nil, err
+	}
+	tail := b.apply(batch, nil)
+	b.mu.Unlock()
+	if err := tail.wait(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// planAcks writes what items do to their cursors into batch and returns
+// the results in request order (a transaction's ack operations join its
+// batch this way). The caller holds b.mu.
+func (b *Broker) planAcks(batch *pebble.Batch, tenantName string, items []ackItem, nowUS int64) ([]ackResult, error) {
 	res := make([]ackResult, len(items))
 	fail := func(i int, msg string) {
 		m := msg
 		res[i] = ackResult{Index: i, TransactionID: items[i].TransactionID, Error: &m}
 	}
-	b.mu.Lock()
 	t := b.st.tenant(tenantName)
 	byPID := map[string][2]string{}
 	for _, q := range t.queues {
@@ -160,22 +177,10 @@ func (b *Broker) ackItems(tenantName string, items []ackItem) ([]ackResult, erro
 		}
 		s.indexes = append(s.indexes, i)
 	}
-	batch := b.db.NewBatch()
-	var err error
 	for _, k := range order {
-		if err = b.ackSlot(batch, slots[k], items, res, fail, nowUS); err != nil {
-			break
+		if err := b.ackSlot(batch, slots[k], items, res, fail, nowUS); err != nil {
+			return nil, err
 		}
-	}
-	if err != nil {
-		batch.Close()
-		b.mu.Unlock()
-		return nil, err
-	}
-	tail := b.apply(batch, nil)
-	b.mu.Unlock()
-	if err := tail.wait(); err != nil {
-		return nil, err
 	}
 	return res, nil
 }
@@ -269,10 +274,14 @@ func (b *Broker) ackSlot(batch *pebble.Batch, s *ackSlot, items []ackItem, res [
 	}
 	released, dlqIdx := false, -1
 	next := *cur
-	deadLetter := func(reason string) {
-		v := encodeDLQ(recs[failAt], reason, cur.retries, now)
-		batch.Set(keyDLQ(s.q.id, s.part, s.group, failAt), v, nil)
+	deadLetter := func(reason string) error {
+		rec, err := decodeRecord(recs[failAt])
+		if err != nil {
+			return err
+		}
+		batch.Set(keyDLQ(s.q.id, s.part, s.group, failAt), encodeDLQ(rec, reason, cur.retries, now), nil)
 		dlqIdx = failIdx
+		return nil
 	}
 	switch {
 	case failAt < 0:
@@ -287,10 +296,12 @@ func (b *Broker) ackSlot(batch *pebble.Batch, s *ackSlot, items []ackItem, res [
 		next.committed, released = failAt, true
 		if failStatus == ackDLQ || s.q.opts[optDeadLetterQueue].bool || s.q.opts[optDlqAfterRetries].bool {
 			reason := items[failIdx].Error
-			if reason == "" && failStatus == ackFailed {
+			if reason == "" {
 				reason = "Retries exhausted"
 			}
-			deadLetter(reason)
+			if err := deadLetter(reason); err != nil {
+				return err
+			}
 		}
 		next.retries = 0
 	}
@@ -309,14 +320,6 @@ func (b *Broker) ackSlot(batch *pebble.Batch, s *ackSlot, items []ackItem, res [
 		res[i] = ackResult{Index: i, TransactionID: items[i].TransactionID, Success: true, LeaseReleased: released, DLQ: i == dlqIdx}
 	}
 	return nil
-}
-
-func encodeDLQ(record []byte, reason string, retries, failedAt int64) []byte {
-	e := encoder{b: make([]byte, 0, 32+len(record)+len(reason))}
-	e.str(reason)
-	e.varint(retries)
-	e.varint(failedAt)
-	return append(e.b, record...)
 }
 
 // handleExtend renews every live lease of the leaseId (never shortens,

@@ -13,7 +13,9 @@ import (
 // Status, Hang and Drop says what happens.
 type FaultRule struct {
 	// Route is queues, configure, delete, push, fetch, kv, transaction,
-	// authme or any.
+	// authme, groups (every consumer-groups route), pop, ack (ack, ack
+	// batch, lease extension), dlq (the DLQ routes and message retry) or
+	// any.
 	Route string `json:"route"`
 	// Token, when set, restricts the rule to callers presenting this bearer.
 	Token string `json:"token,omitempty"`
@@ -46,12 +48,13 @@ type faultSet struct {
 
 var faultRoutes = map[string]bool{
 	routeQueues: true, routeConfigure: true, routeDelete: true, routePush: true, routeFetch: true,
-	routeKV: true, routeTxn: true, routeAuthMe: true, "any": true,
+	routeKV: true, routeTxn: true, routeAuthMe: true, routeGroups: true, routePop: true, routeAck: true, routeDLQ: true,
+	"any": true,
 }
 
 func (r *FaultRule) check() error {
 	if !faultRoutes[r.Route] {
-		return fmt.Errorf("route %q: want queues, configure, delete, push, fetch, kv, transaction, authme or any", r.Route)
+		return fmt.Errorf("route %q: want queues, configure, delete, push, fetch, kv, transaction, authme, groups, pop, ack, dlq or any", r.Route)
 	}
 	actions := 0
 	if r.Status != 0 {

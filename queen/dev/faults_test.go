@@ -196,3 +196,17 @@ func TestFaultsNeedAdminTokenWhenAuthOn(t *testing.T) {
 	st, raw, _ = e.do(http.MethodDelete, "/dev/faults", "adm", "")
 	wantStatus(t, st, raw, 200)
 }
+
+// Fault rules name the consume routes too.
+func TestFaultConsumeRoutes(t *testing.T) {
+	e := newEnv(t, Options{Faults: true})
+	e.faults(`{"rules":[{"route":"pop","status":503,"count":1},{"route":"dlq","status":500,"count":1},{"route":"groups","status":429,"count":1},{"route":"ack","status":502,"count":1}]}`)
+	for path, want := range map[string]int{"/api/v1/pop?task=x": 503, "/api/v1/dlq": 500, "/api/v1/consumer-groups/lagging": 429} {
+		if st, raw, _ := e.do(http.MethodGet, path, "", ""); st != want {
+			t.Errorf("%s: %d %s", path, st, raw)
+		}
+	}
+	if st, raw := e.post("/api/v1/lease/x/extend", ""); st != 502 {
+		t.Errorf("extend: %d %s", st, raw)
+	}
+}

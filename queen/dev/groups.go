@@ -227,26 +227,35 @@ func committedOffset(v []byte) (int64, bool) {
 // recordAge is the age in whole seconds of the first stored record of p at
 // or after off (0 when none is stored there).
 func (b *Broker) recordAge(qid string, p *partition, off int64, now int64) (int64, error) {
+	ts, ok, err := b.firstRecordTime(qid, p, off)
+	if !ok || err != nil {
+		return 0, err
+	}
+	return max((now-ts)/1e6, 0), nil
+}
+
+// firstRecordTime is the commit time (unix µs) of the first stored record
+// of p at or after off; ok is false when none is stored there.
+func (b *Broker) firstRecordTime(qid string, p *partition, off int64) (ts int64, ok bool, err error) {
 	it, err := b.db.NewIter(&pebble.IterOptions{
 		LowerBound: keyRecord(qid, p.name, off),
 		UpperBound: prefixEnd(keyPrefix(kindRecord, qid, p.name)),
 	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	var age int64
 	if it.First() {
 		v, err := it.ValueAndErr()
 		if err != nil {
 			it.Close()
-			return 0, err
+			return 0, false, err
 		}
 		rec, err := decodeRecord(v)
 		if err != nil {
 			it.Close()
-			return 0, err
+			return 0, false, err
 		}
-		age = max((now-rec.ts)/1e6, 0)
+		ts, ok = rec.ts, true
 	}
-	return age, it.Close()
+	return ts, ok, it.Close()
 }

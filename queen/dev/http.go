@@ -36,6 +36,17 @@ func (b *Broker) Handler() http.Handler {
 	mux.Handle("POST /api/v1/ack", b.route(routeAck, RoleRead, pooledBody, b.handleAck))
 	mux.Handle("POST /api/v1/ack/batch", b.route(routeAck, RoleRead, pooledBody, b.handleAckBatch))
 	mux.Handle("POST /api/v1/lease/{leaseId}/extend", b.route(routeAck, RoleRead, pooledBody, b.handleExtend))
+	mux.Handle("GET /api/v1/pop", b.route(routePop, RoleRead, noBody, b.handlePop))
+	mux.Handle("GET /api/v1/dlq", b.route(routeDLQ, RoleRead, noBody, b.handleDLQ))
+	mux.Handle("DELETE /api/v1/dlq", b.route(routeDLQ, RoleReadWrite, noBody, b.handlePurgeDLQ))
+	mux.Handle("POST /api/v1/dlq/{id}/replay", b.route(routeDLQ, RoleReadWrite, pooledBody, b.handleDLQReplay))
+	mux.Handle("POST /api/v1/messages/{partitionId}/{transactionId}/retry", b.route(routeDLQ, RoleReadWrite, noBody, b.handleRetryMessage))
+	mux.Handle("GET /api/v1/consumer-groups/lagging", b.route(routeGroups, RoleRead, noBody, b.handleLagging))
+	mux.Handle("GET /api/v1/consumer-groups/{group}", b.route(routeGroups, RoleRead, noBody, b.handleGroupDetails))
+	mux.Handle("DELETE /api/v1/consumer-groups/{group}", b.route(routeGroups, RoleReadWrite, noBody, b.handleDeleteGroup))
+	mux.Handle("DELETE /api/v1/consumer-groups/{group}/queues/{queue}", b.route(routeGroups, RoleReadWrite, noBody, b.handleDeleteGroup))
+	mux.Handle("POST /api/v1/consumer-groups/{group}/queues/{queue}/seek", b.route(routeGroups, RoleReadWrite, pooledBody, b.handleSeek))
+	mux.Handle("POST /api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", b.route(routeGroups, RoleReadWrite, pooledBody, b.handleSeek))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, http.StatusOK, []byte(`{"status":"ok"}`))
 	})
@@ -46,7 +57,7 @@ func (b *Broker) Handler() http.Handler {
 	// Other methods on a contract path get a JSON 405 rather than the
 	// mux's plain-text one.
 	for _, path := range []string{"/api/v1/resources/queues", "/api/v1/configure", "/api/v1/resources/queues/{queue}",
-		"/api/v1/push", "/api/v1/fetch", "/api/v1/kv", "/api/v1/transaction", "/auth/me", "/health", "/status", "/api/v1/consumer-groups"} {
+		"/api/v1/push", "/api/v1/fetch", "/api/v1/kv", "/api/v1/transaction", "/auth/me", "/health", "/status", "/api/v1/consumer-groups", "/api/v1/pop", "/api/v1/dlq"} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
 		})
@@ -70,6 +81,7 @@ const (
 	routeGroups    = "groups"
 	routePop       = "pop"
 	routeAck       = "ack"
+	routeDLQ       = "dlq"
 )
 
 // guard is the outermost layer of every contract route: a panic becomes a

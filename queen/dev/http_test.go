@@ -21,7 +21,7 @@ func TestHealthAndUnknownRoutes(t *testing.T) {
 			t.Errorf("%s: %s", p, raw)
 		}
 	}
-	for _, p := range []string{"/api/v1/pop", "/api/v1/kv/queen-kafka/k", "/", "/api/v1/resources/queues/"} {
+	for _, p := range []string{"/api/v1/pop/nowhere", "/api/v1/kv/queen-kafka/k", "/", "/api/v1/resources/queues/"} {
 		st, raw, _ := e.do(http.MethodGet, p, "", "")
 		v := wantStatus(t, st, raw, 404)
 		if field(v, "error") == nil {

@@ -1,7 +1,6 @@
 package dev
 
 import (
-	"crypto/sha1"
 	"errors"
 	"net/http"
 	"sort"
@@ -97,14 +96,7 @@ func (b *Broker) getCursor(qid, part, group string) (*cursor, error) {
 // partitionID is the partition's uuid in pop and ack: derived from the
 // queue id and the name, so it needs no storage and a recreated queue's
 // partitions get new ones.
-func partitionID(qid, part string) string {
-	sum := sha1.Sum([]byte(qid + "\x00" + part))
-	var u [16]byte
-	copy(u[:], sum[:16])
-	u[6] = u[6]&0x0f | 0x50 // version 5 (name-based)
-	u[8] = u[8]&0x3f | 0x80
-	return formatUUID(u)
-}
+func partitionID(qid, part string) string { return nameUUID(qid + "\x00" + part) }
 
 type popParams struct {
 	group       string
@@ -120,6 +112,10 @@ type popParams struct {
 	hasOnePart  bool
 	queue       string
 	explicitGrp bool
+	// The discovery route: queues matching namespace and task (either
+	// may be empty, not both).
+	discover        bool
+	namespace, task string
 }
 
 func parsePopParams(r *http.Request) (*popParams, string) {
@@ -176,10 +172,18 @@ func (b *Broker) handlePop(w http.ResponseWriter, r *http.Request, c *call) {
 	if part := r.PathValue("partition"); part != "" {
 		p.onePart, p.hasOnePart, p.partitions = part, true, 1
 	}
+	if r.URL.Path == "/api/v1/pop" {
+		p.discover, p.queue = true, ""
+		p.namespace, p.task = r.URL.Query().Get("namespace"), r.URL.Query().Get("task")
+		if p.namespace == "" && p.task == "" {
+			writeBody(w, http.StatusBadRequest, []byte(`{"success":false,"error":"namespace or task is required","messages":[]}`))
+			return
+		}
+	}
 	var wt *waiter
 	if p.wait && p.timeout > 0 {
 		wt = newWaiter()
-		defer b.unparkPop(c.tenant, p.queue, wt)
+		defer b.unparkPop(c.tenant, p, wt)
 	}
 	deadline := time.Now().Add(p.timeout)
 	var pk parking
@@ -217,44 +221,31 @@ func (b *Broker) popOnce(tenantName string, p *popParams, wt *waiter) ([]byte, e
 	now := b.now()
 	nowUS := now.UnixMicro()
 	b.mu.Lock()
-	t := b.st.tenant(tenantName)
-	q := t.queues[p.queue]
-	var names []string
-	if q != nil {
-		if p.hasOnePart {
-			if q.parts[p.onePart] != nil {
-				names = []string{p.onePart}
-			}
-		} else {
-			for n := range q.parts {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-		}
-	}
-	if wt != nil && q != nil {
-		for _, n := range names {
-			q.parts[n].waiters[wt] = struct{}{}
+	targets := b.popTargets(b.st.tenant(tenantName), p)
+	if wt != nil {
+		for _, tg := range targets {
+			tg.q.parts[tg.part].waiters[wt] = struct{}{}
 		}
 	}
 	leaseID := newUUIDv7(now)
-	lease := p.leaseSecs
-	if lease <= 0 && q != nil {
-		lease = q.opts[optLeaseTime].num
-	}
-	if lease <= 0 {
-		lease = defaultLease
-	}
 	batch := b.db.NewBatch()
 	var out []byte
 	claimed, budget := 0, p.batch
-	var firstPart string
 	var err error
-	for _, n := range names {
+	var first popTarget
+	for _, tg := range targets {
 		if claimed == p.partitions || budget == 0 {
 			break
 		}
+		q, n := tg.q, tg.part
 		part := q.parts[n]
+		lease := p.leaseSecs
+		if lease <= 0 {
+			lease = q.opts[optLeaseTime].num
+		}
+		if lease <= 0 {
+			lease = defaultLease
+		}
 		var cur *cursor
 		if cur, err = b.getCursor(q.id, n, p.group); err != nil {
 			break
@@ -295,7 +286,7 @@ func (b *Broker) popOnce(tenantName string, p *popParams, wt *waiter) ([]byte, e
 		}
 		batch.Set(keyCursor(q.id, n, p.group), encodeCursor(cur), nil)
 		if claimed == 0 {
-			firstPart = n
+			first = tg
 		} else {
 			out = append(out, ',')
 		}
@@ -308,10 +299,6 @@ func (b *Broker) popOnce(tenantName string, p *popParams, wt *waiter) ([]byte, e
 		return nil, err
 	}
 	tail := b.apply(batch, nil)
-	qid := ""
-	if q != nil {
-		qid = q.id
-	}
 	b.mu.Unlock()
 	if err := tail.wait(); err != nil {
 		return nil, err
@@ -324,11 +311,11 @@ func (b *Broker) popOnce(tenantName string, p *popParams, wt *waiter) ([]byte, e
 	}
 	body := make([]byte, 0, len(out)+256)
 	body = append(body, `{"success":true,"queue":`...)
-	body = jsontext.AppendString(body, p.queue)
+	body = jsontext.AppendString(body, p.queue) // "" on the discovery route
 	body = append(body, `,"partition":`...)
-	body = jsontext.AppendString(body, firstPart)
+	body = jsontext.AppendString(body, first.part)
 	body = append(body, `,"partitionId":`...)
-	body = jsontext.AppendString(body, partitionID(qid, firstPart))
+	body = jsontext.AppendString(body, partitionID(first.q.id, first.part))
 	body = append(body, `,"leaseId":`...)
 	body = jsontext.AppendString(body, leaseID)
 	body = append(body, `,"consumerGroup":`...)
@@ -340,17 +327,58 @@ func (b *Broker) popOnce(tenantName string, p *popParams, wt *waiter) ([]byte, e
 	return append(body, '}'), nil
 }
 
-// unparkPop takes wt off every partition of the queue (popOnce parks it
-// on those it looked at, each try).
-func (b *Broker) unparkPop(tenantName, queueName string, wt *waiter) {
+// popTarget is one partition a pop may claim.
+type popTarget struct {
+	q    *queue
+	part string
+}
+
+// popTargets are the partitions p may claim, in order: the named queue's
+// (or its one named partition), or on the discovery route every partition
+// of every queue matching namespace and task, by queue name then
+// partition. The caller holds b.mu.
+func (b *Broker) popTargets(t *tenant, p *popParams) []popTarget {
+	var qs []*queue
+	if p.discover {
+		for _, q := range t.queues {
+			if (p.namespace == "" || q.opts[optNamespace].str == p.namespace) && (p.task == "" || q.opts[optTask].str == p.task) {
+				qs = append(qs, q)
+			}
+		}
+		sort.Slice(qs, func(i, j int) bool { return qs[i].name < qs[j].name })
+	} else if q := t.queues[p.queue]; q != nil {
+		qs = []*queue{q}
+	}
+	var out []popTarget
+	for _, q := range qs {
+		if p.hasOnePart {
+			if q.parts[p.onePart] != nil {
+				out = append(out, popTarget{q, p.onePart})
+			}
+			continue
+		}
+		start := len(out)
+		for n := range q.parts {
+			out = append(out, popTarget{q, n})
+		}
+		sort.Slice(out[start:], func(i, j int) bool { return out[start+i].part < out[start+j].part })
+	}
+	return out
+}
+
+// unparkPop takes wt off every partition popOnce may have parked it on.
+func (b *Broker) unparkPop(tenantName string, p *popParams, wt *waiter) {
 	if wt == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if q := b.st.tenant(tenantName).queues[queueName]; q != nil {
-		for _, p := range q.parts {
-			delete(p.waiters, wt)
+	t := b.st.tenant(tenantName)
+	for _, q := range t.queues {
+		if p.discover || q.name == p.queue {
+			for _, part := range q.parts {
+				delete(part.waiters, wt)
+			}
 		}
 	}
 }

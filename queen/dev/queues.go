@@ -192,14 +192,35 @@ func (b *Broker) handleDelete(w http.ResponseWriter, r *http.Request, c *call) {
 	t := b.st.tenant(c.tenant)
 	q, existed := t.queues[name]
 	var batch *pebble.Batch
+	var err error
 	if existed {
 		batch = b.db.NewBatch()
 		batch.Delete(keyQueue(c.tenant, name), nil)
 		// Everything filed under the queue's id goes with it.
-		for _, kind := range []byte{kindPart, kindRecord, kindDedup, kindDedupAge} {
+		// The lease index is keyed by lease first: its rows are found
+		// through the cursors that hold them.
+		prefix := queuePrefix(kindCursor, q.id)
+		err = b.scan(prefix, func(k, v []byte) error {
+			part, rest, err := readLP(k[len(prefix):])
+			if err != nil {
+				return err
+			}
+			cur, err := decodeCursor(v)
+			if err == nil && cur.leaseID != "" {
+				batch.Delete(keyLease(cur.leaseID, q.id, part, string(rest)), nil)
+			}
+			return err
+		})
+		for _, kind := range []byte{kindPart, kindRecord, kindDedup, kindDedupAge, kindCursor, kindDLQ} {
 			p := queuePrefix(kind, q.id)
 			batch.DeleteRange(p, prefixEnd(p), nil)
 		}
+	}
+	if err != nil {
+		batch.Close()
+		b.mu.Unlock()
+		writeError(w, http.StatusInternalServerError, "delete failed: "+err.Error())
+		return
 	}
 	pd := b.apply(batch, func() {
 		delete(t.queues, name)

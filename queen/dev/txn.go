@@ -29,7 +29,16 @@ func writeTxnError(w http.ResponseWriter, txID string, e *txnError) {
 // txnRequest is a validated transaction body.
 type txnRequest struct {
 	items []pushItem
+	acks  []ackItem
+	// slots is the flat index space of operations in request order: a
+	// push item (ack false) or an ack, by its index in items or acks.
+	slots []txnSlot
 	kv    []*kvOp
+}
+
+type txnSlot struct {
+	ack bool
+	i   int
 }
 
 func decodeTxn(body []byte) (*txnRequest, *txnError) {
@@ -101,7 +110,14 @@ func decodeTxn(body []byte) (*txnRequest, *txnError) {
 		case "kv", "timer":
 			return nil, txnBad("operation %d: %s is a top-level rider (\"%ss\" / \"kv\"), not an operation", i, typ, typ)
 		case "ack":
-			return nil, txnBad("operation %d: ack is not supported by queen-dev (no lease consumption)", i)
+			// The same fields as POST /api/v1/ack (queen-api-consume.md §4).
+			var a ackItem
+			if err := json.Unmarshal(rawOp, &a); err != nil {
+				return nil, txnBad("operation %d: %v", i, err)
+			}
+			req.slots = append(req.slots, txnSlot{ack: true, i: len(req.acks)})
+			req.acks = append(req.acks, a)
+			continue
 		default:
 			return nil, txnBad("operation %d: unknown type %q", i, typ)
 		}
@@ -120,6 +136,7 @@ func decodeTxn(body []byte) (*txnRequest, *txnError) {
 			if err != nil {
 				return nil, txnBad("operation %d: %v", i, err)
 			}
+			req.slots = append(req.slots, txnSlot{i: len(req.items)})
 			req.items = append(req.items, it)
 		}
 	}
@@ -134,7 +151,7 @@ func (b *Broker) handleTxn(w http.ResponseWriter, r *http.Request, c *call) {
 		writeTxnError(w, txID, terr)
 		return
 	}
-	n := len(req.items)
+	n := len(req.slots)
 
 	if !b.enter() {
 		writeTxnError(w, txID, &txnError{status: http.StatusInternalServerError, reason: "db_error", msg: errClosed.Error()})
@@ -148,11 +165,26 @@ func (b *Broker) handleTxn(w http.ResponseWriter, r *http.Request, c *call) {
 	var plan *pushPlan
 	var pd *pending
 	var err error
+	var acks []ackResult
+	ackFail := -1
+	if x.err == nil && fail == nil && len(req.acks) > 0 {
+		// The acks join the same batch: a rejected one rolls the unit back.
+		if acks, err = b.planAcks(x.batch, c.tenant, req.acks, now.UnixMicro()); err == nil {
+			for i := range acks {
+				if !acks[i].Success {
+					ackFail = i
+					break
+				}
+			}
+		}
+	}
 	switch {
 	case x.err != nil:
 		err = x.err
 		x.rollback()
-	case fail != nil:
+	case err != nil:
+		x.rollback()
+	case fail != nil, ackFail >= 0:
 		x.rollback()
 		pd = b.observed()
 	default:
@@ -202,6 +234,16 @@ func (b *Broker) handleTxn(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		writeBody(w, http.StatusOK, append(out, '}'))
 		return
+	case ackFail >= 0:
+		out = append(out, `","success":false,"reason":"ack_rejected","error":`...)
+		out = jsontext.AppendString(out, fmt.Sprintf("ack %d (transactionId %q): %s", ackFail, req.acks[ackFail].TransactionID, *acks[ackFail].Error))
+		writeBody(w, http.StatusOK, append(out, `,"results":[]}`...))
+		return
+	case ackFail >= 0:
+		out = append(out, `","success":false,"reason":"ack_rejected","error":`...)
+		out = jsontext.AppendString(out, fmt.Sprintf("ack %d (transactionId %q): %s", ackFail, req.acks[ackFail].TransactionID, *acks[ackFail].Error))
+		writeBody(w, http.StatusOK, append(out, `,"results":[]}`...))
+		return
 	case plan.windowDup >= 0:
 		out = append(out, `","success":false,"reason":"duplicate","error":`...)
 		out = jsontext.AppendString(out, fmt.Sprintf("item %d: transactionId %q is already stored in %s/%s", plan.windowDup, req.items[plan.windowDup].txID, req.items[plan.windowDup].queue, req.items[plan.windowDup].part))
@@ -209,13 +251,23 @@ func (b *Broker) handleTxn(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	out = append(out, `","success":true,"results":[`...)
-	for i := range req.items {
-		o := &plan.out[i]
-		if i > 0 {
+	for flat, slot := range req.slots {
+		if flat > 0 {
 			out = append(out, ',')
 		}
 		out = append(out, `{"index":`...)
-		out = strconv.AppendInt(out, int64(i), 10)
+		out = strconv.AppendInt(out, int64(flat), 10)
+		if slot.ack {
+			a := &acks[slot.i]
+			out = append(out, `,"type":"ack","success":true,"transactionId":`...)
+			out = jsontext.AppendString(out, a.TransactionID)
+			out = append(out, `,"error":null,"dlq":`...)
+			out = strconv.AppendBool(out, a.DLQ)
+			out = append(out, '}')
+			continue
+		}
+		i := slot.i
+		o := &plan.out[i]
 		out = append(out, `,"type":"push","success":true,"transactionId":`...)
 		out = jsontext.AppendString(out, o.txID)
 		out = append(out, `,"messageId":"`...)

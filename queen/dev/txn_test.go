@@ -156,7 +156,7 @@ func TestTxnRefusals(t *testing.T) {
 		{"kv not array", `{"operations":[],"kv":{}}`, 400, "bad_request"},
 		{"unknown type", `{"operations":[{"type":"pop"}]}`, 400, "bad_request"},
 		{"kv inside operations", `{"operations":[{"type":"kv"}]}`, 400, "bad_request"},
-		{"ack", `{"operations":[{"type":"ack","transactionId":"x"}]}`, 400, "bad_request"},
+		{"ack with a bad field", `{"operations":[{"type":"ack","transactionId":5}]}`, 400, "bad_request"},
 		{"timers", `{"operations":[],"timers":[{}]}`, 400, "bad_request"},
 		{"getPrefix in rider", `{"operations":[],"kv":[{"op":"getPrefix","ns":"a","prefix":"p"}]}`, 400, "bad_request"},
 		{"65 rider ops", `{"operations":[],"kv":[` + strings.Join(ops, ",") + `]}`, 400, "bad_request"},
