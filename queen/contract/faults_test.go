@@ -132,6 +132,18 @@ func TestFaultMapping(t *testing.T) {
 			t.Fatalf("rules not cleared: %v", err)
 		}
 	})
+	t.Run("consume routes", func(t *testing.T) {
+		for route, path := range map[string]string{"pop": "/api/v1/pop/queue/" + q, "dlq": "/api/v1/dlq", "groups": "/api/v1/consumer-groups/lagging"} {
+			p.setFaults(t, map[string]any{"route": route, "status": 503, "count": 1})
+			if r := p.raw(t, "GET", path, "", ""); r.Status != 503 {
+				t.Errorf("%s: %d %s", route, r.Status, r.Body)
+			}
+		}
+		p.setFaults(t, map[string]any{"route": "ack", "status": 429, "retryAfter": 1, "count": 1})
+		if r := p.raw(t, "POST", "/api/v1/ack", "", `{}`); r.Status != 429 || r.Header.Get("Retry-After") != "1" {
+			t.Errorf("ack: %d %s", r.Status, r.Body)
+		}
+	})
 	// Nothing was written by a faulted call.
 	if f := fetchOne(t, c, q, "0", 0); f.HighWatermark != 3 {
 		t.Fatalf("hwm %d: the faulted pushes must not be stored (1 initial + 2 successful)", f.HighWatermark)
