@@ -2,9 +2,10 @@
 // broker. It is NOT Queen: it serves exactly the HTTP routes of the contract
 // the facade uses (queen-api.md §1: queue list, configure, delete,
 // push, fetch, kv, transaction, auth/me), the native consume routes of
-// queen-api-consume.md (pop in its queue and partition forms, ack, ack
-// batch, lease extension; §2–§4) and its list view of consumer groups
-// (GET /api/v1/consumer-groups, §6), plus its own GET /health and
+// queen-api-consume.md (pop in its queue, partition and discovery forms,
+// ack, ack batch, lease extension, §2–§4; the dead-letter routes and
+// message retry, §5; the consumer-group list, per-group, lagging, delete
+// and seek routes, §6), plus its own GET /health and
 // GET /status (Options.Status adds blocks to the latter: cmd/queen-dev's
 // embedded mode adds "kafka"), with the contract's status codes and
 // bodies, so that the facade and its tests run against a real process.
@@ -101,9 +102,11 @@
 //     answers applied:false reason "type", a result outside min/max answers
 //     applied:false reason "bounds". expiresAt/updatedAt use the record-time
 //     format.
-//   - Transactions: the KV rider applies first, then the records; "ack"
-//     operations, timers and requiredLeases are refused with 400 (queen-dev
-//     does not join its pop leases to transactions). A rollback on a lost precondition reports
+//   - Transactions: the KV rider applies first, then the "ack" operations
+//     (the ack route's fields, in the same batch), then the records; flat
+//     result slots follow the operations' order. An ack that does not
+//     succeed rolls the unit back (reason ack_rejected). Timers and
+//     requiredLeases are refused with 400. A rollback on a lost precondition reports
 //     failedIndex, kvReason, version and value, or, with
 //     Options.BareVerdicts, all four null, as §7.4 lets a server that could
 //     not report them answer.
@@ -116,20 +119,39 @@
 //     (partitionId, transactionId) among the records from 10,000 below the
 //     cursor to the end of the leased span; failed nacks charge one budget
 //     per (partition, group) up to retryLimit, then that one message is
-//     stored as a dead letter (kind z; no read route yet) and the cursor
-//     moves past it. partitionId is a name-based UUID of (queue id,
-//     partition). Long polls (wait=true) are woken by a write to a
-//     partition of the queue, new partitions by the 200 ms recheck. The
-//     routes take the read level (unverified in Queen). Not served: the
-//     discovery pop (namespace/task), the DLQ routes, the per-group,
-//     lagging, delete, seek and subscription views of §6, "ack" operations
-//     in a transaction.
-//   - Consumer groups: one row per (group, queue, kind); "queen" rows from
+//     stored as a dead letter (kind z: a snapshot of its ids, time and
+//     payload, the nack's error or "Retries exhausted", the retries spent)
+//     and the cursor moves past it. partitionId is a name-based UUID of
+//     (queue id, partition). The discovery pop (?namespace=&task=, at
+//     least one) claims across every matching queue, by queue name then
+//     partition, each partition under its own queue's leaseTime. Long
+//     polls (wait=true) are woken by a write to a partition they looked
+//     at, new partitions and queues by the 200 ms recheck. Seek (toEnd, or
+//     just before the first record at or after a timestamp) releases the
+//     lease and resets the budget; deleting a group drops its cursors (the
+//     next pop seeds them again). Deleting a queue drops its cursors, their
+//     lease rows and its dead letters. Pop, ack and the views take the
+//     read level, the DLQ writes, delete and seek read-write (Queen's are
+//     unverified). Not served: POST /consumer-groups/{group}/subscription
+//     (queen-dev keeps no subscription metadata).
+//   - Dead letters: a row's id is a name-based UUID of its key. GET
+//     /api/v1/dlq lists newest first (queue, consumerGroup, limit 100,
+//     offset 0; total is the page's length, as Queen answers); DELETE
+//     needs ?queue=. A replay (by id, optionally to another queue or
+//     partition; or POST /messages/{pid}/{txId}/retry, the newest row of
+//     that address, in place) pushes the snapshot with transactionId
+//     dlq:<id> and deletes the row in one batch; inside the dedup window
+//     it is a duplicate: nothing written, the row kept.
+//   - Consumer groups (list view): one row per (group, queue, kind); "queen" rows from
 //     the pop cursors (lag = end − (last done + 1); "Dead" until the group
 //     consumes), "kafka" rows from the tenant's live qk:group: rows in
 //     namespace queen-kafka that name a written partition of an existing
 //     queue (lag = end − committed, never below 0; never "Dead"); maxTimeLag
-//     is the age of the first unread record, "Lagging" past 300 s.
+//     is the age of the first unread record, "Lagging" past 300 s. The
+//     lagging (minLagSeconds, 3600) and per-group views read the same two
+//     stores with pending = end − max(first unread, log start) and a kind
+//     on every row; in the per-group view, keyed by queue, a native group
+//     wins over a Kafka group of the same name on the same queue.
 //   - Retention (retentionEnabled + retentionSeconds ≥ 1) is a background
 //     sweep raising logStartOffset; offsets are never renumbered and empty
 //     partitions are never removed.
@@ -155,7 +177,9 @@
 // Fields:
 //
 //   - route: queues | configure | delete | push | fetch | kv | transaction |
-//     authme | any (required)
+//     authme | groups (the consumer-group routes) | pop | ack (ack, ack
+//     batch, lease extension) | dlq (the DLQ routes and message retry) |
+//     any (required)
 //   - token: only callers presenting this bearer (so one facade among several
 //     can be targeted); absent = every caller
 //   - exactly one action: status (answer that status with a contract-shaped
