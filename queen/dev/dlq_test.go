@@ -168,3 +168,44 @@ func TestDeleteQueueDropsConsumeRows(t *testing.T) {
 		t.Fatalf("left behind: %v", n)
 	}
 }
+
+// The DLQ and group routes are per tenant: another tenant's rows are
+// neither listed nor replayable (404, as a row that never existed), nor
+// seen by its group views; the writes need read-write.
+func TestConsumeRoutesTenancy(t *testing.T) {
+	toks, err := ParseTokens("tokA=tenantA,tokB=tenantB,tokR=tenantA:ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, Options{Tokens: toks})
+	st, raw, _ := e.do("POST", "/api/v1/push", "Bearer tokA", `{"items":[{"queue":"q","partition":"0","payload":1}]}`)
+	wantStatus(t, st, raw, 201)
+	st, raw, _ = e.do("GET", "/api/v1/pop/queue/q?consumerGroup=g", "Bearer tokA", "")
+	v := wantStatus(t, st, raw, 200)
+	ack := `{"transactionId":"` + field(v, "messages", 0, "transactionId").(string) + `","partitionId":"` + field(v, "partitionId").(string) + `","consumerGroup":"g","status":"dlq"}`
+	st, raw, _ = e.do("POST", "/api/v1/ack", "Bearer tokA", ack)
+	wantStatus(t, st, raw, 200)
+	st, raw, _ = e.do("GET", "/api/v1/dlq", "Bearer tokR", "")
+	v = wantStatus(t, st, raw, 200)
+	id, _ := field(v, "messages", 0, "id").(string)
+	if id == "" {
+		t.Fatalf("tenant A's reader: %s", raw)
+	}
+	for path, want := range map[string]string{"/api/v1/dlq": `"messages":[]`, "/api/v1/consumer-groups/g": `{}`, "/api/v1/consumer-groups/lagging?minLagSeconds=-1": `[]`} {
+		if st, raw, _ := e.do("GET", path, "Bearer tokB", ""); st != 200 || !strings.Contains(string(raw), want) {
+			t.Errorf("tenant B %s: %d %s", path, st, raw)
+		}
+	}
+	if st, raw, _ := e.do("POST", "/api/v1/dlq/"+id+"/replay", "Bearer tokB", ""); st != 404 {
+		t.Errorf("tenant B replays A's row: %d %s", st, raw)
+	}
+	for _, c := range [][2]string{{"POST", "/api/v1/dlq/" + id + "/replay"}, {"DELETE", "/api/v1/dlq?queue=q"}, {"DELETE", "/api/v1/consumer-groups/g"},
+		{"POST", "/api/v1/consumer-groups/g/queues/q/seek"}} {
+		if st, raw, _ := e.do(c[0], c[1], "Bearer tokR", `{"toEnd":true}`); st != 403 {
+			t.Errorf("read-only %s %s: %d %s", c[0], c[1], st, raw)
+		}
+	}
+	if st, raw, _ := e.do("POST", "/api/v1/dlq/"+id+"/replay", "Bearer tokA", ""); st != 200 {
+		t.Errorf("tenant A replays: %d %s", st, raw)
+	}
+}

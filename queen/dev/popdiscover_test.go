@@ -1,8 +1,10 @@
 package dev
 
 import (
+	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 )
 
 // The discovery pop claims across every queue matching namespace and task
@@ -47,5 +49,43 @@ func TestPopDiscovery(t *testing.T) {
 	st, raw, _ := e.do(http.MethodGet, "/api/v1/pop?consumerGroup=g", "", "")
 	if string(raw) != `{"success":false,"error":"namespace or task is required","messages":[]}` || st != 400 {
 		t.Fatalf("no scope: %d %s", st, raw)
+	}
+}
+
+// A discovery long poll is woken by a push to a matching queue, one
+// created after the poll began included.
+func TestPopDiscoveryLongPoll(t *testing.T) {
+	e := newEnv(t, Options{})
+	if _, err := e.qc.Configure(ctx(t), "a", map[string]any{"task": "work"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"a", "b"} {
+		done := make(chan *popAnswer, 1)
+		go func() {
+			resp, err := http.Get(e.srv.URL + "/api/v1/pop?task=work&wait=true&timeout=10000&autoAck=true")
+			var a popAnswer
+			if err == nil {
+				if resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&a) == nil {
+					done <- &a
+				}
+				resp.Body.Close()
+			}
+			close(done)
+		}()
+		time.Sleep(100 * time.Millisecond)
+		if q == "b" {
+			if _, err := e.qc.Configure(ctx(t), "b", map[string]any{"task": "work"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.pushN(q, "0", 1)
+		select {
+		case a := <-done:
+			if a == nil || a.datas() != `0:{"i":0}` {
+				t.Fatalf("%s: woken pop %+v", q, a)
+			}
+		case <-time.After(8 * time.Second):
+			t.Fatalf("%s: long poll not woken", q)
+		}
 	}
 }
