@@ -91,6 +91,9 @@ const (
 	// PrefixShare is a share group's share-partition states (KIP-932),
 	// one row per partition: ShareStateKey.
 	PrefixShare = "qk:share:"
+	// PrefixGroupCfg is a group's GROUP config resource overrides (KIP-848 /
+	// KIP-932 group configs, package groupconfig): GroupCfgKey.
+	PrefixGroupCfg = "qk:groupcfg:"
 )
 
 // ProducerIDsKey is the one row of the producer id counter,
@@ -247,3 +250,8 @@ func ParseShareStateKey(key string) (group, topic string, partition int32, ok bo
 	}
 	return ParseGroupOffsetKey(PrefixGroup + rest)
 }
+
+// GroupCfgKey is qk:groupcfg:<esc group>: one group's config overrides
+// ({"v":1,"c":{<name>:<value>,...}}, package groupconfig), written with
+// compare-and-set so that two concurrent alters never lose one.
+func GroupCfgKey(group string) string { return PrefixGroupCfg + Esc(group) }
