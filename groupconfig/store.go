@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"sync"
 	"time"
 
@@ -15,9 +16,7 @@ import (
 )
 
 // KV is the one Queen route the rows need. *queen.Client satisfies it.
-type KV interface {
-	KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, error)
-}
+type KV = queen.KVCaller
 
 // DefaultTTL is how long Get answers from its cache: an alter made at
 // another node reaches this node's groups within it (an alter made here,
@@ -84,7 +83,9 @@ func (s *Store) Broker() Broker { return s.broker }
 func (s *Store) Get(ctx context.Context, kv KV, group string) (Values, error) {
 	k := cacheKey{kv, group}
 	now := s.now()
-	if s.ttl > 0 {
+	// A client that cannot key a map (never *queen.Client) is not cached.
+	cache := s.ttl > 0 && reflect.TypeOf(kv).Comparable()
+	if cache {
 		s.mu.Lock()
 		e, ok := s.cache[k]
 		s.mu.Unlock()
@@ -97,7 +98,7 @@ func (s *Store) Get(ctx context.Context, kv KV, group string) (Values, error) {
 		return Values{}, err
 	}
 	v := s.broker.Values(overrides)
-	if s.ttl > 0 {
+	if cache {
 		s.mu.Lock()
 		if len(s.cache) >= maxCached {
 			maps.DeleteFunc(s.cache, func(_ cacheKey, e cached) bool { return now.Sub(e.at) >= s.ttl })
