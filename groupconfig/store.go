@@ -13,6 +13,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/sharepartition"
 )
 
 // KV is the one Queen route the rows need. *queen.Client satisfies it.
@@ -211,4 +212,14 @@ func (s *Store) write(ctx context.Context, kv KV, group string, next map[string]
 func writeFault(err error) Outcome {
 	code, throttle, msg := faults.TopicWrite(err)
 	return Outcome{Code: code, Msg: msg, Throttle: throttle}
+}
+
+// Share is group's share-partition limits and share.auto.offset.reset, as
+// Get answers them (the shape package sharefetch's Configs asks for).
+func (s *Store) Share(ctx context.Context, kv KV, group string) (sharepartition.Config, sharepartition.Reset, error) {
+	v, err := s.Get(ctx, kv, group)
+	if err != nil {
+		return sharepartition.Config{}, sharepartition.Reset{}, err
+	}
+	return v.Share(), v.ShareAutoOffsetReset, nil
 }

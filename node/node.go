@@ -135,7 +135,11 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	n.groupCfg = groupconfig.New(groupconfig.Config{Broker: groupconfig.KafkaBroker().
 		WithStatic(groupconfig.ConsumerSessionTimeout, cfg.ConsumerGroupSessionTimeout.Milliseconds()).
 		WithStatic(groupconfig.ConsumerHeartbeatInterval, cfg.ConsumerGroupHeartbeatInterval.Milliseconds())})
-	n.shareGroups = sharegroup.New(sharegroup.Config{Ownership: own, Fenced: cfg.Clustered(), NodeID: int32(cfg.NodeID), Incarnation: n.Incarnation(), Log: log.With("component", "sharegroup")})
+	n.shareGroups = sharegroup.New(sharegroup.Config{Ownership: own, Fenced: cfg.Clustered(), NodeID: int32(cfg.NodeID), Incarnation: n.Incarnation(), Log: log.With("component", "sharegroup"),
+		GroupConfig: func(ctx context.Context, kv sharegroup.KV, group string) (sharegroup.GroupSettings, error) {
+			v, err := n.groupCfg.Get(ctx, kv, group)
+			return sharegroup.GroupSettings{HeartbeatInterval: v.ShareHeartbeatInterval, SessionTimeout: v.ShareSessionTimeout}, err
+		}})
 	n.shareAdmin = shareadmin.New(n.shareGroups, own)
 	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, clock.Wall{})
 	if cfg.Clustered() {
