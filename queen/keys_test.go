@@ -84,7 +84,7 @@ func TestKeyFamilies(t *testing.T) {
 			t.Errorf("got %q want %q", got, want)
 		}
 	}
-	fams := []string{PrefixGroup, PrefixGroups, PrefixFence, PrefixNode, PrefixTxn, PrefixTopicCfg, PrefixTxnStage, PrefixTxnPending, PrefixConsumerGroup, PrefixShare, PrefixGroupCfg, ProducerIDsKey}
+	fams := []string{PrefixGroup, PrefixGroups, PrefixFence, PrefixNode, PrefixTxn, PrefixTopicCfg, PrefixTxnStage, PrefixTxnPending, PrefixConsumerGroup, PrefixShare, PrefixShareGroup, PrefixGroupCfg, ProducerIDsKey}
 	for i, a := range fams {
 		for j, b := range fams {
 			if i != j && strings.HasPrefix(a, b) {

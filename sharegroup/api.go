@@ -66,4 +66,8 @@ type Config struct {
 	OnMemberGone func(ctx context.Context, kv KV, group, member string)
 	// GroupConfig, when set, answers a group's own settings.
 	GroupConfig func(ctx context.Context, kv KV, group string) (GroupSettings, error)
+	// Others, when set, reports whether another group type (classic or
+	// consumer) holds group: a group id is one type, so a share group
+	// never takes it (Kafka answers "Group … is not a share group.").
+	Others func(ctx context.Context, identity string, kv KV, group string) (held bool, code int16)
 }
