@@ -72,9 +72,9 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.DeleteACLs.Int16(), Min: 1, Max: 3, Handler: transport.Handle(n.handleDeleteAcls), // 31
 			Why: "The whole schema; each filter is refused SECURITY_DISABLED with no matching ACLs."},
 		{Key: kmsg.DescribeConfigs.Int16(), Min: 1, Max: 4, Handler: transport.Handle(n.handleDescribeConfigs), // 32
-			Why: "The whole schema: nothing in the window asks for something the facade cannot answer."},
+			Why: "The whole schema: nothing in the window asks for something the facade cannot answer. TOPIC, BROKER, BROKER_LOGGER and GROUP (KIP-848/932 group configs, every one of Kafka 4.2's with its source) resources are described."},
 		{Key: kmsg.AlterConfigs.Int16(), Min: 0, Max: 2, Handler: transport.Handle(n.handleAlterConfigs), // 33
-			Why: "The whole schema; the deprecated full-replacement form, honoured literally (a key not named returns to its default, a key the facade does not apply is refused)."},
+			Why: "The whole schema; the deprecated full-replacement form, honoured literally (a key not named returns to its default, a key the facade does not apply is refused), for topics and GROUP resources."},
 		{Key: kmsg.SASLAuthenticate.Int16(), Min: 0, Max: 1, Handler: transport.SASLAuthenticate, // 36
 			Why: "Ceiling: v2 is the flexible encoding and adds no field; v1's `session_lifetime_ms` is answered 0 (no re-authentication is asked)."},
 		{Key: kmsg.CreatePartitions.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleCreatePartitions), // 37
@@ -82,7 +82,7 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.DeleteGroups.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleDeleteGroups), // 42
 			Why: "The whole schema: v3 only adds a per-group `error_message`, answered with the error's description (null on success)."},
 		{Key: kmsg.IncrementalAlterConfigs.Int16(), Min: 0, Max: 1, Handler: transport.Handle(n.handleIncrementalAlterConfigs), // 44
-			Why: "The whole schema; retention.ms and cleanup.policy are altered only on a topic this facade created (the write must be lossless), compression.type and max.message.bytes on every topic."},
+			Why: "The whole schema; retention.ms and cleanup.policy are altered only on a topic this facade created (the write must be lossless), compression.type and max.message.bytes on every topic; a GROUP resource's configs with Kafka 4.2's names, bounds and refusals (APPEND and SUBTRACT are INVALID_CONFIG: no group config is a list)."},
 		{Key: kmsg.OffsetDelete.Int16(), Min: 0, Max: 0, Handler: transport.Handle(n.handleOffsetDelete), // 47
 			Why: "One version; live groups' subscribed topics are refused, as Kafka does."},
 		{Key: kmsg.DescribeCluster.Int16(), Min: 0, Max: 2, Handler: transport.Handle(n.handleDescribeCluster), // 60
@@ -97,5 +97,11 @@ func (n *Node) apiTable() []transport.Row {
 			Why: "The whole schema (KIP-848, the consumer protocol): v1 is what clients need to enable it (KIP-1082's client-generated member id, a server-side `subscribed_topic_regex` in RE2 syntax, re-resolved as topics appear); v0's member id is generated here. Assignments are computed here by `uniform` or `range`, revoked before they move, and the group's epochs and assignments survive an owner move (Queen KV). A non-empty classic group is not converted (GROUP_ID_NOT_FOUND, Kafka's migration policy `disabled`); an empty one is."},
 		{Key: kmsg.ConsumerGroupDescribe.Int16(), Min: 0, Max: 1, Handler: transport.Handle(n.handleConsumerGroupDescribe), // 69
 			Why: "The whole schema: each member's subscription, assignment and target assignment, topics named by id and name; v1's member type is always `consumer` (no classic members join a consumer group here); `include_authorized_operations` is answered with Kafka's omitted sentinel: there is no ACL model."},
+		{Key: kmsg.DescribeShareGroupOffsets.Int16(), Min: 0, Max: 1, Handler: transport.Handle(n.handleDescribeShareGroupOffsets), // 90
+			Why: "The whole schema (KIP-932), answered by the group's coordinator (NOT_COORDINATOR elsewhere), as Kafka routes it: each partition's share-partition start offset (-1 where the group has no state, or the topic does not exist), every partition with state when no topics are named; v1's lag is Kafka's high watermark minus start offset minus the in-flight records already acknowledged or archived. Leader epochs are -1, as everywhere here."},
+		{Key: kmsg.AlterShareGroupOffsets.Int16(), Min: 0, Max: 0, Handler: transport.Handle(n.handleAlterShareGroupOffsets), // 91
+			Why: "The whole schema (KIP-932), on the group's coordinator: an empty or new share group's start offsets are set (its in-flight records dropped); members are NON_EMPTY_GROUP, an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION per partition."},
+		{Key: kmsg.DeleteShareGroupOffsets.Int16(), Min: 0, Max: 0, Handler: transport.Handle(n.handleDeleteShareGroupOffsets), // 92
+			Why: "The whole schema (KIP-932), on the group's coordinator: an empty share group's state is forgotten per topic (the next fetch starts afresh from share.auto.offset.reset); members are NON_EMPTY_GROUP, a group with neither members nor state GROUP_ID_NOT_FOUND."},
 	}
 }

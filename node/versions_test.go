@@ -71,6 +71,10 @@ var beyondSeed = map[kmsg.Key]string{
 	// KIP-848's consumer protocol.
 	kmsg.ConsumerGroupHeartbeat: "issue 21",
 	kmsg.ConsumerGroupDescribe:  "issue 21",
+	// KIP-932's share groups: the offsets admin APIs.
+	kmsg.DescribeShareGroupOffsets: "issue 22",
+	kmsg.AlterShareGroupOffsets:    "issue 22",
+	kmsg.DeleteShareGroupOffsets:   "issue 22",
 }
 
 func TestNotOfferedKeysAreNotAdvertised(t *testing.T) {

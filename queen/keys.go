@@ -91,6 +91,12 @@ const (
 	// PrefixShare is a share group's share-partition states (KIP-932),
 	// one row per partition: ShareStateKey.
 	PrefixShare = "qk:share:"
+	// PrefixGroupCfg is a group's GROUP config resource overrides (KIP-848 /
+	// KIP-932 group configs, package groupconfig): GroupCfgKey.
+	PrefixGroupCfg = "qk:groupcfg:"
+	// PrefixShareGroup is a KIP-932 share group's membership (package
+	// sharegroup): its epochs and members. Layout: ShareGroupPrefix.
+	PrefixShareGroup = "qk:sg:"
 )
 
 // ProducerIDsKey is the one row of the producer id counter,
@@ -229,6 +235,19 @@ func ConsumerGroupMemberKey(group, member string) string {
 	return ConsumerGroupPrefix(group) + "m:" + Esc(member)
 }
 
+// ShareGroupPrefix is qk:sg:<esc group>: — every row of one share group:
+// ShareGroupMetaKey (epochs, subscription metadata) and one
+// ShareGroupMemberKey per member.
+func ShareGroupPrefix(group string) string { return PrefixShareGroup + Esc(group) + ":" }
+
+// ShareGroupMetaKey is qk:sg:<esc group>:g.
+func ShareGroupMetaKey(group string) string { return ShareGroupPrefix(group) + "g" }
+
+// ShareGroupMemberKey is qk:sg:<esc group>:m:<esc member id>.
+func ShareGroupMemberKey(group, member string) string {
+	return ShareGroupPrefix(group) + "m:" + Esc(member)
+}
+
 // ShareStateKey is qk:share:<esc group>:<esc topic>:<partition>: one
 // share-partition's state (SPSO and in-flight records, package
 // sharepartition's encoding), written with compare-and-set on every change.
@@ -247,3 +266,8 @@ func ParseShareStateKey(key string) (group, topic string, partition int32, ok bo
 	}
 	return ParseGroupOffsetKey(PrefixGroup + rest)
 }
+
+// GroupCfgKey is qk:groupcfg:<esc group>: one group's config overrides
+// ({"v":1,"c":{<name>:<value>,...}}, package groupconfig), written with
+// compare-and-set so that two concurrent alters never lose one.
+func GroupCfgKey(group string) string { return PrefixGroupCfg + Esc(group) }
