@@ -92,7 +92,7 @@ type fakeGroups struct {
 	calls int
 }
 
-func (g *fakeGroups) TxnCommitCheck(_ coordinator.Client, group, _ string, _ *string, _ int32) (int16, string) {
+func (g *fakeGroups) TxnCommitCheck(_ coordinator.Client, group, _ string, _ *string, _ int32, _ int16) (int16, string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.calls++

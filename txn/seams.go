@@ -23,9 +23,10 @@ type IDs interface {
 
 // Groups is the group coordinator's membership rule for a transactional
 // offset commit: 0 and the group's protocol type, or the code every
-// partition is refused with. *coordinator.Coordinator satisfies it.
+// partition is refused with, as TxnOffsetCommit at version answers it.
+// *coordinator.Coordinator satisfies it.
 type Groups interface {
-	TxnCommitCheck(cl coordinator.Client, group, memberID string, instanceID *string, generation int32) (int16, string)
+	TxnCommitCheck(cl coordinator.Client, group, memberID string, instanceID *string, generation int32, version int16) (int16, string)
 }
 
 // Client is who sent a request.

@@ -574,7 +574,7 @@ func (s *Shared) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffse
 	if code != 0 {
 		return code
 	}
-	code, ptype := s.groups.TxnCommitCheck(coordinator.Client{Identity: cl.Identity}, req.Group, req.MemberID, req.InstanceID, req.Generation)
+	code, ptype := s.groups.TxnCommitCheck(coordinator.Client{Identity: cl.Identity}, req.Group, req.MemberID, req.InstanceID, req.Generation, req.Version)
 	if code != 0 {
 		return code
 	}
