@@ -102,6 +102,15 @@ func (g *fakeGroups) TxnCommitCheck(_ coordinator.Client, group, _ string, _ *st
 	return 0, "consumer"
 }
 
+// TxnFence: single mode is not fenced.
+func (g *fakeGroups) TxnFence(coordinator.Client, string) (queen.KVOp, bool) {
+	return queen.KVOp{}, false
+}
+
+func (g *fakeGroups) TxnFenceLost(coordinator.Client, string, *queen.PreconditionError) int16 {
+	return kerr.NotCoordinator.Code
+}
+
 // flakyQueen passes calls through, except that a fault set for the next
 // call fails it: before it reaches Queen (failTxn), or after (loseTxn,
 // which applies the call and loses its answer). before runs ahead of each

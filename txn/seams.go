@@ -27,6 +27,11 @@ type IDs interface {
 // *coordinator.Coordinator satisfies it.
 type Groups interface {
 	TxnCommitCheck(cl coordinator.Client, group, memberID string, instanceID *string, generation int32, version int16) (int16, string)
+	// TxnFence is the group's fence check a cluster-mode staging call
+	// carries (ok false: none), and TxnFenceLost the answer when that
+	// check failed (0: stage again with a fresh TxnFence).
+	TxnFence(cl coordinator.Client, group string) (queen.KVOp, bool)
+	TxnFenceLost(cl coordinator.Client, group string, pe *queen.PreconditionError) int16
 }
 
 // Client is who sent a request.
