@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -295,5 +296,65 @@ func TestFindCoordinatorSingleMode(t *testing.T) {
 	r.CoordinatorType = 7
 	if resp := h.c.FindCoordinator(context.Background(), h.cl, r); resp.ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("unknown key type %d", resp.ErrorCode)
+	}
+}
+
+// TxnFence is a required check of the fence this node wrote: it passes
+// while the fence is this node's, fails once this node's own commit moved
+// it (TxnFenceLost answers 0: stage again) and once another node claimed
+// the group (NOT_COORDINATOR, and the group is dropped).
+func TestTxnFenceFollowsTheGroupsFence(t *testing.T) {
+	a, b, _, _ := clusterPair(t)
+	ctx := context.Background()
+	if _, ok := a.c.TxnFence(a.cl, "billing"); ok {
+		t.Fatal("a fence check for a group no member joined here")
+	}
+	m1, gen1 := a.stableSolo("billing")
+	check := func(h *harness) (*queen.PreconditionError, queen.KVOp) {
+		t.Helper()
+		op, ok := h.c.TxnFence(h.cl, "billing")
+		if !ok {
+			t.Fatal("no fence check for a group joined here")
+		}
+		_, err := h.kv.KV(ctx, []queen.KVOp{op})
+		var pe *queen.PreconditionError
+		if err != nil && !errors.As(err, &pe) {
+			t.Fatal(err)
+		}
+		return pe, op
+	}
+	if pe, _ := check(a); pe != nil {
+		t.Fatalf("the fence a holds: %v", pe)
+	}
+	old, _ := a.c.TxnFence(a.cl, "billing")
+	if c := a.commit(commitReq("billing", m1, gen1, "orders", map[int32]int64{3: 10})); c[0] != 0 {
+		t.Fatalf("commit %d", c[0])
+	}
+	_, err := a.kv.KV(ctx, []queen.KVOp{old})
+	var pe *queen.PreconditionError
+	if !errors.As(err, &pe) {
+		t.Fatalf("a check of the version before a's own commit: %v", err)
+	}
+	if code := a.c.TxnFenceLost(a.cl, "billing", pe); code != 0 {
+		t.Fatalf("a's own commit moved the fence: %d, want 0 (stage again)", code)
+	}
+	if pe, _ := check(a); pe != nil {
+		t.Fatalf("a fresh check after a's own commit: %v", pe)
+	}
+	b.stableSolo("billing") // node 2 claims the group
+	pe, _ = check(a)
+	if pe == nil {
+		t.Fatal("the check passed after another node claimed the group")
+	}
+	if code := a.c.TxnFenceLost(a.cl, "billing", pe); code != kerr.NotCoordinator.Code {
+		t.Fatalf("lost fence: %d", code)
+	}
+	if a.state("billing") != "absent" {
+		t.Fatalf("a still holds the group: %s", a.state("billing"))
+	}
+	single := newHarness(t, nil)
+	single.stableSolo("g")
+	if _, ok := single.c.TxnFence(single.cl, "g"); ok {
+		t.Fatal("a fence check in single (unfenced) mode")
 	}
 }

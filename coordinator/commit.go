@@ -197,8 +197,10 @@ func (g *group) writable() int16 {
 // the code every partition is answered. A commit naming a member, an
 // instance id (v3, static membership) or a generation must be the current
 // generation of a current member (validateCommit); one naming none is
-// accepted.
-func (c *Coordinator) TxnCommitCheck(cl Client, group, memberID string, instanceID *string, generation int32) (int16, string) {
+// accepted. version is the TxnOffsetCommit's: a consumer-protocol
+// member's stale epoch is STALE_MEMBER_EPOCH from v6 (KIP-1319) and
+// ILLEGAL_GENERATION below, as Kafka's OffsetMetadataManager answers it.
+func (c *Coordinator) TxnCommitCheck(cl Client, group, memberID string, instanceID *string, generation int32, version int16) (int16, string) {
 	if !validGroupID(group, true) {
 		return kerr.InvalidGroupID.Code, ""
 	}
@@ -214,9 +216,7 @@ func (c *Coordinator) TxnCommitCheck(cl Client, group, memberID string, instance
 			return code, consumerProtocolType
 		}
 	} else if held, code := c.consumerCommit(context.Background(), cl, group, memberID, generation, true, 3); held || code != 0 {
-		if code == kerr.StaleMemberEpoch.Code {
-			// Kafka's OffsetMetadataManager answers a transactional
-			// commit's stale member epoch ILLEGAL_GENERATION.
+		if code == kerr.StaleMemberEpoch.Code && version < 6 {
 			code = kerr.IllegalGeneration.Code
 		}
 		return code, consumerProtocolType

@@ -343,7 +343,7 @@ func TestTxnCommitCheck(t *testing.T) {
 		{strings.Repeat("x", 256), "", -1, kerr.InvalidGroupID.Code},
 	}
 	for _, tc := range cases {
-		got, ptype := h.c.TxnCommitCheck(h.cl, tc.group, tc.member, nil, tc.gen)
+		got, ptype := h.c.TxnCommitCheck(h.cl, tc.group, tc.member, nil, tc.gen, 5)
 		if got != tc.want {
 			t.Fatalf("%+v: %d", tc, got)
 		}

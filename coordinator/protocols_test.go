@@ -49,18 +49,22 @@ func (f *fakeConsumer) Subscribed(_ context.Context, _ string, _ KV, group strin
 func TestConsumerGroupsSeam(t *testing.T) {
 	f := &fakeConsumer{members: true}
 	h := newHarness(t, func(c *Config) { c.Consumer = f })
-	// TxnOffsetCommit: a stale member epoch is ILLEGAL_GENERATION, no
-	// member named is accepted, an unknown member refused.
-	if code, pt := h.c.TxnCommitCheck(h.cl, "cg", "m", nil, 2); code != kerr.IllegalGeneration.Code || pt != "consumer" {
+	// TxnOffsetCommit: a stale member epoch is ILLEGAL_GENERATION below
+	// v6 and STALE_MEMBER_EPOCH from v6 (KIP-1319), no member named is
+	// accepted, an unknown member refused.
+	if code, pt := h.c.TxnCommitCheck(h.cl, "cg", "m", nil, 2, 5); code != kerr.IllegalGeneration.Code || pt != "consumer" {
 		t.Fatalf("stale txn commit: %d %q", code, pt)
 	}
-	if code, _ := h.c.TxnCommitCheck(h.cl, "cg", "m", nil, 3); code != 0 {
+	if code, pt := h.c.TxnCommitCheck(h.cl, "cg", "m", nil, 2, 6); code != kerr.StaleMemberEpoch.Code || pt != "consumer" {
+		t.Fatalf("stale txn commit v6: %d %q", code, pt)
+	}
+	if code, _ := h.c.TxnCommitCheck(h.cl, "cg", "m", nil, 3, 5); code != 0 {
 		t.Fatalf("current txn commit: %d", code)
 	}
-	if code, _ := h.c.TxnCommitCheck(h.cl, "cg", "", nil, -1); code != 0 {
+	if code, _ := h.c.TxnCommitCheck(h.cl, "cg", "", nil, -1, 5); code != 0 {
 		t.Fatalf("memberless txn commit: %d", code)
 	}
-	if code, _ := h.c.TxnCommitCheck(h.cl, "cg", "x", nil, 3); code != kerr.UnknownMemberID.Code {
+	if code, _ := h.c.TxnCommitCheck(h.cl, "cg", "x", nil, 3, 5); code != kerr.UnknownMemberID.Code {
 		t.Fatalf("unknown member txn commit: %d", code)
 	}
 	// OffsetCommit: the consumer side decides, the classic rules do not

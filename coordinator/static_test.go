@@ -131,7 +131,7 @@ func TestStaticRestartKeepsAssignmentWithoutRebalance(t *testing.T) {
 	require.Equal(t, []int16{kerr.FencedInstanceID.Code}, h.commit(old))
 	jo := recv(t, h.joinAsync(staticJoin(5, "g", ids["b"], "b")))
 	require.Equal(t, kerr.FencedInstanceID.Code, jo.ErrorCode)
-	code, _ := h.c.TxnCommitCheck(h.cl, "g", ids["b"], kmsg.StringPtr("b"), gen)
+	code, _ := h.c.TxnCommitCheck(h.cl, "g", ids["b"], kmsg.StringPtr("b"), gen, 5)
 	require.Equal(t, kerr.FencedInstanceID.Code, code)
 
 	// The new id and the others carry on in the same generation.
@@ -140,9 +140,9 @@ func TestStaticRestartKeepsAssignmentWithoutRebalance(t *testing.T) {
 	nw := commitReq("g", j.MemberID, gen, "orders", map[int32]int64{0: 5})
 	nw.Version, nw.InstanceID = 9, kmsg.StringPtr("b")
 	require.Equal(t, []int16{0}, h.commit(nw))
-	code, _ = h.c.TxnCommitCheck(h.cl, "g", j.MemberID, kmsg.StringPtr("b"), gen)
+	code, _ = h.c.TxnCommitCheck(h.cl, "g", j.MemberID, kmsg.StringPtr("b"), gen, 5)
 	require.Zero(t, code)
-	code, _ = h.c.TxnCommitCheck(h.cl, "g", j.MemberID, kmsg.StringPtr("nobody"), gen)
+	code, _ = h.c.TxnCommitCheck(h.cl, "g", j.MemberID, kmsg.StringPtr("nobody"), gen, 5)
 	require.Equal(t, kerr.UnknownMemberID.Code, code)
 	require.Equal(t, before, h.c.Stats().Rebalances)
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -226,4 +228,52 @@ func (c *Coordinator) readKeys(ctx context.Context, kv KV, keys []string) (map[s
 // readPrefix pages through every row under prefix (queen.ReadPrefix).
 func (c *Coordinator) readPrefix(ctx context.Context, kv KV, prefix string, limit int, keysOnly bool) ([]queen.KVRow, error) {
 	return queen.ReadPrefix(ctx, kv, prefix, limit, keysOnly)
+}
+
+// TxnFence is the check a transactional offset commit of group stages with
+// in fenced (cluster) mode: the group's fence at the version this node
+// wrote, a required check, so that the staging call fails whole once
+// another node has claimed the group. Non-transactional commits re-check
+// the fence by writing it (writeChunk); a group whose members commit only
+// in transactions writes nothing, so without this a node that lost the
+// group to another (a split brain while the live set converges: each owner
+// with its own members, each assigning them every partition) would go on
+// accepting its members' transactional offsets, and both owners' members
+// would copy and commit the same input. ok is false when the node holds no
+// fence it wrote for the group (not fenced mode, or no member joined here:
+// a member-less commit, checked by nothing but the owner's ring view).
+func (c *Coordinator) TxnFence(cl Client, group string) (op queen.KVOp, ok bool) {
+	if !c.cfg.Fenced {
+		return queen.KVOp{}, false
+	}
+	g := c.lookup(cl, group)
+	if g == nil {
+		return queen.KVOp{}, false
+	}
+	g.wmu.Lock()
+	defer g.wmu.Unlock()
+	if !g.claimed || !g.fenceHeld {
+		return queen.KVOp{}, false
+	}
+	v := g.fenceVer
+	return queen.KVOp{Op: queen.OpCheck, NS: queen.Namespace, Key: queen.FenceKey(group), Expect: &v, Required: true}, true
+}
+
+// TxnFenceLost is the answer of a transactional offset commit whose
+// TxnFence check failed with pe: 0 when the fence still names this process
+// (one of its own writes moved it since: the caller stages again with a
+// fresh TxnFence), otherwise NOT_COORDINATOR, and the group is dropped as a
+// lost fence drops it at a write (writeCode).
+func (c *Coordinator) TxnFenceLost(cl Client, group string, pe *queen.PreconditionError) int16 {
+	if pe.KVReason != queen.ReasonAbsent && c.isOwnFence(pe.Value) {
+		return 0
+	}
+	if g := c.lookup(cl, group); g != nil {
+		g.wmu.Lock()
+		g.fenceHeld = false
+		g.wmu.Unlock()
+		c.log.Warn("group fence lost: another node coordinates the group now (seen by a transactional offset commit)", "group", group, "kv_reason", pe.KVReason, "version", pe.Version)
+		c.dropGroup(g)
+	}
+	return kerr.NotCoordinator.Code
 }

@@ -237,13 +237,16 @@ func BenchmarkProduceFacadeVsDirect(b *testing.B) {
 	}
 }
 
-// latencies produces at a fixed offered rate for d and returns each
-// record's produce-to-delivery latency in ms, measured by the consumer
-// against the timestamp the producer stamped.
-func latencyViaFacade(b *testing.B, seeds []string, topic string, rate int, d time.Duration) []float64 {
+// latencyViaFacade produces to seeds (a facade or any Kafka) at a fixed
+// offered rate for d, with linger 0, cycling through values compressed
+// with codec, and returns each record's produce-to-delivery latency in ms,
+// measured by a consumer of every partition against the wall clock the
+// producer stamped in the record's key (both in this process), and each
+// record's produce-to-acknowledgement latency (its promise) in ms.
+func latencyViaFacade(b *testing.B, seeds []string, topic string, rate int, d time.Duration, values [][]byte, codec kgo.CompressionCodec) (lat, acked []float64) {
 	ctx := ctxT(b, time.Minute)
 	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
-		kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+		kgo.ProducerLinger(0), kgo.ProducerBatchCompression(codec))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -260,7 +263,8 @@ func latencyViaFacade(b *testing.B, seeds []string, topic string, rate int, d ti
 	// Let the consumer reach the end before offering load.
 	cons.PollRecords(ctxT(b, 3*time.Second), 1)
 	total := int(float64(rate) * d.Seconds())
-	lat := make([]float64, 0, total)
+	lat, acked = make([]float64, 0, total), make([]float64, 0, total)
+	var ackMu sync.Mutex
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -273,11 +277,25 @@ func latencyViaFacade(b *testing.B, seeds []string, topic string, rate int, d ti
 			})
 		}
 	}()
+	n := 0
 	pace(rate, total, func() {
-		prod.Produce(ctx, &kgo.Record{Key: []byte(strconv.FormatInt(time.Now().UnixNano(), 10)), Value: benchValue}, nil)
+		sent := time.Now()
+		prod.Produce(ctx, &kgo.Record{Key: []byte(strconv.FormatInt(sent.UnixNano(), 10)), Value: values[n%len(values)]}, func(_ *kgo.Record, err error) {
+			if err == nil {
+				ackMu.Lock()
+				acked = append(acked, float64(time.Since(sent).Nanoseconds())/1e6)
+				ackMu.Unlock()
+			}
+		})
+		n++
 	})
 	<-done
-	return lat
+	if err := prod.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	ackMu.Lock()
+	defer ackMu.Unlock()
+	return lat, acked
 }
 
 func latencyDirect(b *testing.B, q *queen.Client, topic string, rate int, d time.Duration) []float64 {
@@ -345,7 +363,7 @@ func BenchmarkLatencyFacadeVsDirect(b *testing.B) {
 		}
 		var fp50, fp99, dp50, dp99, ratio99 []float64
 		for r := 0; r < benchRounds; r++ {
-			fl := latencyViaFacade(b, []string{fac.addr}, uniq("bench-lat"), rate, dur)
+			fl, _ := latencyViaFacade(b, []string{fac.addr}, uniq("bench-lat"), rate, dur, [][]byte{benchValue}, kgo.Lz4Compression())
 			dl := latencyDirect(b, q, uniq("bench-lat-direct"), rate, dur)
 			fp50, fp99 = append(fp50, percentile(fl, .5)), append(fp99, percentile(fl, .99))
 			dp50, dp99 = append(dp50, percentile(dl, .5)), append(dp99, percentile(dl, .99))

@@ -161,6 +161,7 @@ type queenDev struct {
 type devOptions struct {
 	faults bool
 	tokens string // QUEEN_DEV_TOKENS, empty for the single default tenant
+	data   string // the data directory, "" for a fresh t.TempDir()
 }
 
 // startQueenDev starts a broker on a free port and a fresh data directory,
@@ -168,7 +169,11 @@ type devOptions struct {
 func startQueenDev(t testing.TB, o devOptions) *queenDev {
 	t.Helper()
 	requireBin(t, queenDevBin)
-	d := newQueenDev(t.TempDir(), freePort(t), o)
+	data := o.data
+	if data == "" {
+		data = t.TempDir()
+	}
+	d := newQueenDev(data, freePort(t), o)
 	t.Cleanup(d.kill)
 	if err := d.start(); err != nil {
 		t.Fatalf("%v\n%s", err, d.Out.From(0))

@@ -290,3 +290,48 @@ func TestClusterTxnCapsForgetDecidedTransactions(t *testing.T) {
 		require.Len(t, e.values(t, "out", 0), 6)
 	})
 }
+
+// A group's coordinator whose fence another node has claimed (what that
+// node's join does while the live set converges: two nodes each believing
+// they own the group, each with its own members) refuses its members'
+// TxnOffsetCommit NOT_COORDINATOR and stages nothing more, and drops the
+// group. Before the staging call carried the fence, a member copying
+// through transactions only (franz-go's GroupTransactSession) committed on
+// beside the new owner's members, and both copied the same input (the
+// transactional checker's duplicates).
+func TestClusterTxnOffsetCommitChecksTheGroupFence(t *testing.T) {
+	e := newClusterTxnEnv(t, map[string]string{"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS": "0"})
+	e.fq.addQueue("in", 1)
+	live := []int32{1, 2, 3}
+	id := groupOwnedBy(t, live, 2, "txf")
+	group := groupOwnedBy(t, live, 3, "txfg")
+	owner, groupNode := e.k[1], e.k[2]
+
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version, join.Group, join.ProtocolType = 3, group, "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10_000, 10_000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0}}}
+	j := groupNode.roundTrip(join).(*kmsg.JoinGroupResponse)
+	require.Equal(t, int16(0), j.ErrorCode)
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Version, sync.Group, sync.MemberID, sync.Generation = 2, group, j.MemberID, j.Generation
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: j.MemberID, MemberAssignment: []byte{0}}}
+	require.Equal(t, int16(0), groupNode.roundTrip(sync).(*kmsg.SyncGroupResponse).ErrorCode)
+
+	x := mustInitTxn(t, owner, id)
+	require.Equal(t, int16(0), x.addOffsets(owner, group))
+	require.Equal(t, map[int32]int16{0: 0}, x.commitOffsets(groupNode, group, j.MemberID, j.Generation, "in", map[int32]int64{0: 5}))
+
+	// Node 1 claims the group's fence, as its join would.
+	claim, err := json.Marshal(queen.FenceValue{Node: 1, Incarnation: "elsewhere", Generation: j.Generation + 1, TS: time.Now().UnixMilli()})
+	require.NoError(t, err)
+	_, err = e.fq.q.KV(context.Background(), []queen.KVOp{{Op: queen.OpPut, NS: queen.Namespace, Key: queen.FenceKey(group), Value: claim, Forever: true}})
+	require.NoError(t, err)
+
+	require.Equal(t, map[int32]int16{0: kerr.NotCoordinator.Code}, x.commitOffsets(groupNode, group, j.MemberID, j.Generation, "in", map[int32]int64{0: 9}),
+		"the node that lost the group's fence stages nothing for its member")
+	require.Equal(t, map[int32]int16{0: kerr.UnknownMemberID.Code}, x.commitOffsets(groupNode, group, j.MemberID, j.Generation, "in", map[int32]int64{0: 9}),
+		"and has dropped the group")
+	require.Equal(t, int16(0), x.end(owner, true))
+	require.Equal(t, int64(5), e.offset(t, group, "in", 0), "only what was staged under the fence is committed")
+}

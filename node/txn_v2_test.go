@@ -77,7 +77,7 @@ func TestTransactionVersionFeatureAndWindows(t *testing.T) {
 		finalized         int16 // 0: none listed
 		endTxn, txnCommit int16
 	}{
-		{"2", 2, 5, 5},
+		{"2", 2, 5, 6},
 		{"1", 1, 4, 4},
 		{"0", 0, 4, 4},
 	} {
@@ -358,4 +358,47 @@ func TestClusterTxnLateEndTxnNeverTouchesTheNext(t *testing.T) {
 	require.Equal(t, []string{"t1"}, e.values(t, "out", 0), "transaction 2 untouched")
 	require.Equal(t, int16(0), x.end(fresh, false))
 	require.Equal(t, []string{"t1"}, e.values(t, "out", 0))
+}
+
+// TxnOffsetCommit v6 (KIP-1319) names topics by id: the offset of a known
+// id is staged and committed by EndTxn under the topic's name, an id no
+// topic has is UNKNOWN_TOPIC_ID on its partitions (nothing staged), and
+// the answer names each topic by the id asked.
+func TestTxnOffsetCommitV6ByTopicID(t *testing.T) {
+	e := newTxnEnv(t, nil)
+	e.createTopic("in6")
+	id, ghost := e.topicID("in6"), [16]byte{0xde, 0xad}
+	k := dial(t, e.addr)
+	x := mustInitTxn(t, k, "tx6")
+
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch = 6, x.id, x.pid, x.epoch
+	req.Group, req.Generation = "g6", -1
+	for _, tid := range [][16]byte{id, ghost} {
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.TopicID = tid
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 7
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp := k.roundTrip(req).(*kmsg.TxnOffsetCommitResponse)
+	require.Len(t, resp.Topics, 2)
+	require.Equal(t, id, resp.Topics[0].TopicID)
+	require.Equal(t, int16(0), resp.Topics[0].Partitions[0].ErrorCode, "v6 adds the group itself, as v5")
+	require.Equal(t, ghost, resp.Topics[1].TopicID)
+	require.Equal(t, kerr.UnknownTopicID.Code, resp.Topics[1].Partitions[0].ErrorCode)
+	code, _, _ := x.endV5(k, x.pid, x.epoch, true)
+	require.Equal(t, int16(0), code)
+
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Version = 10
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = "g6" // every committed topic
+	of.Groups = append(of.Groups, g)
+	fr := k.roundTrip(of).(*kmsg.OffsetFetchResponse)
+	require.Len(t, fr.Groups, 1)
+	require.Len(t, fr.Groups[0].Topics, 1, "only the known id's offset was committed")
+	require.Equal(t, id, fr.Groups[0].Topics[0].TopicID)
+	require.Equal(t, int64(7), fr.Groups[0].Topics[0].Partitions[0].Offset)
 }

@@ -104,7 +104,7 @@ func (m *Manager) AddPartitionsToTxn(ctx context.Context, cl Client, req *kmsg.A
 func (m *Manager) AddOffsetsToTxn(ctx context.Context, cl Client, req *kmsg.AddOffsetsToTxnRequest) *kmsg.AddOffsetsToTxnResponse {
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	if !m.cfg.Cluster {
-		if code, _ := m.cfg.Groups.TxnCommitCheck(m.groupClient(cl), req.Group, "", nil, -1); code != 0 {
+		if code, _ := m.cfg.Groups.TxnCommitCheck(m.groupClient(cl), req.Group, "", nil, -1, 0); code != 0 {
 			resp.ErrorCode = code
 			return resp
 		}

@@ -92,7 +92,7 @@ type fakeGroups struct {
 	calls int
 }
 
-func (g *fakeGroups) TxnCommitCheck(_ coordinator.Client, group, _ string, _ *string, _ int32) (int16, string) {
+func (g *fakeGroups) TxnCommitCheck(_ coordinator.Client, group, _ string, _ *string, _ int32, _ int16) (int16, string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.calls++
@@ -100,6 +100,15 @@ func (g *fakeGroups) TxnCommitCheck(_ coordinator.Client, group, _ string, _ *st
 		return c, ""
 	}
 	return 0, "consumer"
+}
+
+// TxnFence: single mode is not fenced.
+func (g *fakeGroups) TxnFence(coordinator.Client, string) (queen.KVOp, bool) {
+	return queen.KVOp{}, false
+}
+
+func (g *fakeGroups) TxnFenceLost(coordinator.Client, string, *queen.PreconditionError) int16 {
+	return kerr.NotCoordinator.Code
 }
 
 // flakyQueen passes calls through, except that a fault set for the next

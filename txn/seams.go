@@ -23,9 +23,15 @@ type IDs interface {
 
 // Groups is the group coordinator's membership rule for a transactional
 // offset commit: 0 and the group's protocol type, or the code every
-// partition is refused with. *coordinator.Coordinator satisfies it.
+// partition is refused with, as TxnOffsetCommit at version answers it.
+// *coordinator.Coordinator satisfies it.
 type Groups interface {
-	TxnCommitCheck(cl coordinator.Client, group, memberID string, instanceID *string, generation int32) (int16, string)
+	TxnCommitCheck(cl coordinator.Client, group, memberID string, instanceID *string, generation int32, version int16) (int16, string)
+	// TxnFence is the group's fence check a cluster-mode staging call
+	// carries (ok false: none), and TxnFenceLost the answer when that
+	// check failed (0: stage again with a fresh TxnFence).
+	TxnFence(cl coordinator.Client, group string) (queen.KVOp, bool)
+	TxnFenceLost(cl coordinator.Client, group string, pe *queen.PreconditionError) int16
 }
 
 // Client is who sent a request.

@@ -1,8 +1,10 @@
 package txn
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/queen-mq/queen-kafka/internal/codegrid"
 	"log/slog"
@@ -574,7 +576,7 @@ func (s *Shared) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffse
 	if code != 0 {
 		return code
 	}
-	code, ptype := s.groups.TxnCommitCheck(coordinator.Client{Identity: cl.Identity}, req.Group, req.MemberID, req.InstanceID, req.Generation)
+	code, ptype := s.groups.TxnCommitCheck(coordinator.Client{Identity: cl.Identity}, req.Group, req.MemberID, req.InstanceID, req.Generation, req.Version)
 	if code != 0 {
 		return code
 	}
@@ -620,9 +622,26 @@ func (s *Shared) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffse
 			return kerr.InvalidCommitOffsetSize.Code
 		}
 		// The pending index (qk:txnpend:, OffsetFetch's require_stable)
-		// goes in the same call, after the row's read-back.
+		// goes in the same call, after the row's read-back, and last the
+		// group's fence (coordinator.TxnFence): the offsets and their
+		// pending rows are staged only while this node still coordinates
+		// the group, so a node that lost it can no longer let its members
+		// commit beside the new owner's (a new owner's member reading its
+		// starting offsets after the claim sees these pending rows).
 		count := queen.KVOp{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: prefix + "o:", Limit: riderOps + 1, KeysOnly: true}
-		res, err := s.kv(cl).KV(ctx, append(append(ops, rowOp(k.ID), count), pends...))
+		call := append(append(ops, rowOp(k.ID), count), pends...)
+		gcl := coordinator.Client{Identity: cl.Identity}
+		fenceAt := -1
+		if f, ok := s.groups.TxnFence(gcl, req.Group); ok {
+			fenceAt, call = len(call), append(call, f)
+		}
+		res, err := s.kv(cl).KV(ctx, call)
+		if pe := (*queen.PreconditionError)(nil); fenceAt >= 0 && errors.As(err, &pe) && pe.Index == fenceAt {
+			if code := s.groups.TxnFenceLost(gcl, req.Group, pe); code != 0 || attempt > 0 {
+				return cmp.Or(code, kerr.ConcurrentTransactions.Code)
+			}
+			continue // this node's own write moved its fence: stage again
+		}
 		if err != nil {
 			s.log.Warn("staging transactional offsets failed", "transactional_id", k.ID, "err", err)
 			return s.fault(err)

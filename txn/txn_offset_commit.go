@@ -38,7 +38,7 @@ func (m *Manager) stageOffsets(ctx context.Context, cl Client, req *kmsg.TxnOffs
 	if code := t.writable(); code != 0 {
 		return code
 	}
-	code, ptype := m.cfg.Groups.TxnCommitCheck(m.groupClient(cl), req.Group, req.MemberID, req.InstanceID, req.Generation)
+	code, ptype := m.cfg.Groups.TxnCommitCheck(m.groupClient(cl), req.Group, req.MemberID, req.InstanceID, req.Generation, req.Version)
 	if code != 0 {
 		return code
 	}

@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Issue 24's latency target, side by side in one run: end-to-end p50 at a
+// steady 2,000 records/s through the facade (in front of queen-dev) at most
+// 1.2 × kfake's. The workload is the produce targets' (targetValues: 1 KiB,
+// no compression, targetPartitions partitions) offered at a fixed rate by
+// one franz-go producer with linger 0, so that nothing but the path between
+// the two clients adds to a record's latency; a franz-go consumer of every
+// partition (latencyViaFacade) measures each record from the producer's
+// clock in its key to its arrival in PollFetches, and the producer each
+// record's acknowledgement.
+//
+// A third side runs the same facade build in front of a queen-dev whose
+// data directory is on tmpfs (/dev/shm), where an fsync costs next to
+// nothing: queen-dev acknowledges a write, and answers a read, only after
+// its fsync (group commit), so the difference between the two facade sides
+// is what the disk's fsync adds to each record, and tmpfs ÷ kfake is what
+// the two processes and their hops add.
+const (
+	latencyTargetRate   = 2000
+	latencyTargetWindow = 4 * time.Second
+)
+
+// latencySide is one side's figures over the rounds: each round's
+// end-to-end and acknowledgement p50 and p99, in ms.
+type latencySide struct {
+	name                     string
+	seeds                    func() []string
+	p50, p99, ackP50, ackP99 []float64
+}
+
+func (s *latencySide) round(b *testing.B) {
+	l, a := latencyViaFacade(b, s.seeds(), uniq("bench-lat-targets"), latencyTargetRate, latencyTargetWindow, targetValues, kgo.NoCompression())
+	s.p50, s.p99 = append(s.p50, percentile(l, .5)), append(s.p99, percentile(l, .99))
+	s.ackP50, s.ackP99 = append(s.ackP50, percentile(a, .5)), append(s.ackP99, percentile(a, .99))
+}
+
+// BenchmarkLatencyTargets runs targetRounds rounds (QK_LATENCY_ROUNDS
+// overrides), each a window of every side in a rotating order, and reports
+// each side's p50 and p99 per round as min/median/max over the rounds, and
+// facade ÷ kfake of the same round. The load average is logged at the
+// start and the end.
+func BenchmarkLatencyTargets(b *testing.B) {
+	rounds := targetRounds
+	if v, err := strconv.Atoi(os.Getenv("QK_LATENCY_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	for range b.N {
+		b.Logf("load average at start: %s", loadAvg())
+		env := map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": strconv.Itoa(targetPartitions), "LOG_LEVEL": "warn"}
+		fac := startFacade(b, startQueenDev(b, devOptions{}), env)
+		kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(targetPartitions))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(kf.Close)
+		fside := &latencySide{name: "facade", seeds: func() []string { return []string{fac.addr} }}
+		kfk := &latencySide{name: "kfake", seeds: kf.ListenAddrs}
+		sides := []*latencySide{fside, kfk}
+		fs := []*facade{fac}
+		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+			dir, err := os.MkdirTemp("/dev/shm", "qk-bench-lat-")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { os.RemoveAll(dir) })
+			tf := startFacade(b, startQueenDev(b, devOptions{data: dir}), env)
+			fs = append(fs, tf)
+			sides = append(sides, &latencySide{name: "facade, queen-dev on tmpfs", seeds: func() []string { return []string{tf.addr} }})
+		} else {
+			b.Logf("no /dev/shm: the tmpfs side is not run")
+		}
+		for r := range rounds {
+			for i := range sides {
+				sides[(r+i)%len(sides)].round(b)
+			}
+		}
+		b.Logf("issue 24 latency at %d rec/s of 1 KiB, %d partitions, linger 0, %d rounds of %s (ms, min/median/max):", latencyTargetRate, targetPartitions, rounds, latencyTargetWindow)
+		for _, s := range sides {
+			b.Logf("  %s: end-to-end p50 %s p99 %s; produce ack p50 %s p99 %s", s.name, f2(s.p50), f2(s.p99), f2(s.ackP50), f2(s.ackP99))
+		}
+		r50, r99 := ratios(fside.p50, kfk.p50), ratios(fside.p99, kfk.p99)
+		b.Logf("  facade ÷ kfake, same round: p50 %s (target <= 1.2), p99 %s", f2(r50), f2(r99))
+		metrics := []struct {
+			name string
+			xs   []float64
+		}{{"facade_p50_ms", fside.p50}, {"kfake_p50_ms", kfk.p50}, {"p50_facade_over_kfake", r50}, {"facade_p99_ms", fside.p99}, {"kfake_p99_ms", kfk.p99}, {"p99_facade_over_kfake", r99}}
+		if len(sides) > 2 {
+			t50 := ratios(sides[2].p50, kfk.p50)
+			b.Logf("  facade on tmpfs ÷ kfake, same round: p50 %s; facade ÷ facade on tmpfs: p50 %s", f2(t50), f2(ratios(fside.p50, sides[2].p50)))
+			metrics = append(metrics, struct {
+				name string
+				xs   []float64
+			}{"p50_tmpfs_facade_over_kfake", t50})
+		}
+		b.Logf("load average at end: %s", loadAvg())
+		noPanics(b, fs...)
+		for _, m := range metrics {
+			s := spreadOf(m.xs)
+			b.ReportMetric(s.min, m.name+"_min")
+			b.ReportMetric(s.med, m.name+"_median")
+			b.ReportMetric(s.max, m.name+"_max")
+		}
+	}
+}
