@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -141,15 +142,27 @@ func copyBatch(p *kafka.Producer, c *kafka.Consumer, out string, batch []*kafka.
 
 // rewindToCommitted seeks every partition assigned to c back to its
 // committed offset (the start where none is committed), so an aborted
-// batch is read again.
+// batch is read again. A partition answered an error (UNSTABLE_OFFSET_COMMIT
+// while another member's transaction holds its offset, KIP-447) has no
+// offset to seek to: it is asked again, never taken for "none committed",
+// which would rewind it to the start and copy its inputs twice.
 func rewindToCommitted(c *kafka.Consumer) error {
 	parts, err := c.Assignment()
 	if err != nil {
 		return err
 	}
-	committed, err := c.Committed(parts, 10000)
-	if err != nil {
-		return err
+	var committed []kafka.TopicPartition
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if committed, err = c.Committed(parts, 10000); err != nil {
+			return err
+		}
+		i := slices.IndexFunc(committed, func(tp kafka.TopicPartition) bool { return tp.Error != nil })
+		if i < 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return committed[i].Error
+		}
 	}
 	for _, tp := range committed {
 		if tp.Offset < 0 {
