@@ -25,6 +25,7 @@ import (
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/sharegroup"
 	"github.com/queen-mq/queen-kafka/topology"
 	"github.com/queen-mq/queen-kafka/transport"
 	"github.com/queen-mq/queen-kafka/txn"
@@ -49,6 +50,7 @@ type Node struct {
 	sequencer   *producer.Sequencer
 	coord       *coordinator.Coordinator // classic consumer groups and committed offsets
 	groups      *consumergroup.Manager   // KIP-848 consumer-protocol groups
+	shares      *sharegroup.Manager      // KIP-932 share groups' membership
 	txns        *txn.Manager             // transactional ids and their stages
 	txnShared   *txn.Shared              // cluster mode: staging in Queen at any node; nil in single mode
 	sessions    *fetchsession.Cache      // KIP-227 fetch sessions (fetch.go), this process's only
@@ -125,7 +127,8 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	n.sessions = fetchsession.New(fetchsession.Config{})
 	n.parked = fetchwatch.NewCalls(0, identityShare(cfg))
 	n.groups = newConsumerGroups(cfg, q, log, own, n.Incarnation())
-	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation(), n.groups, unstableOffsets{n})
+	n.shares = n.newShareGroups(cfg, log, own)
+	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation(), n.groups, n.shares, unstableOffsets{n})
 	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, clock.Wall{})
 	if cfg.Clustered() {
 		n.txnShared = newTxnShared(cfg, q, log, n.coord, clock.Wall{})

@@ -42,9 +42,9 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.SyncGroup.Int16(), Min: 0, Max: 5, Handler: transport.Handle(n.handleSyncGroup), // 14
 			Why: "Kafka's ceiling: v3 `group_instance_id`, v4 the flexible encoding, v5 the protocol type and name, checked against the group's and answered."},
 		{Key: kmsg.DescribeGroups.Int16(), Min: 0, Max: 6, Handler: transport.Handle(n.handleDescribeGroups), // 15
-			Why: "Kafka's ceiling: v4 names each member's `group_instance_id`, v5 is the flexible encoding, v6 (KIP-1043) answers a group that does not exist GROUP_ID_NOT_FOUND with a message where older versions describe it Dead, and a KIP-848 group the same way, as Kafka 4 does (\"is not a classic group\"; ConsumerGroupDescribe describes it); v3's `include_authorized_operations` is answered with Kafka's omitted sentinel: there is no ACL model."},
+			Why: "Kafka's ceiling: v4 names each member's `group_instance_id`, v5 is the flexible encoding, v6 (KIP-1043) answers a group that does not exist GROUP_ID_NOT_FOUND with a message where older versions describe it Dead, and a KIP-848 or share group the same way, as Kafka 4 does (\"is not a classic group\"; ConsumerGroupDescribe describes it); v3's `include_authorized_operations` is answered with Kafka's omitted sentinel: there is no ACL model."},
 		{Key: kmsg.ListGroups.Int16(), Min: 0, Max: 5, Handler: transport.Handle(n.handleListGroups), // 16
-			Why: "The whole schema: v5's `group_type` is `classic` or `consumer` (KIP-848 groups, listed with protocol type `consumer` and their own states); v4's `states_filter` and v5's `types_filter` are honoured, case-insensitively."},
+			Why: "The whole schema: v5's `group_type` is `classic`, `consumer` (KIP-848 groups, listed with protocol type `consumer` and their own states) or `share` (KIP-932 share groups, protocol type `share`, Empty or Stable); v4's `states_filter` and v5's `types_filter` are honoured, case-insensitively."},
 		{Key: kmsg.SASLHandshake.Int16(), Min: 0, Max: 1, Handler: transport.SASLHandshake, // 17
 			Why: "Both versions: the two SASL flows (raw tokens after v0, SaslAuthenticate after v1); PLAIN is the one mechanism."},
 		{Key: kmsg.ApiVersions.Int16(), Min: 0, Max: 5, Handler: transport.ApiVersions, // 18
@@ -80,7 +80,7 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.CreatePartitions.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleCreatePartitions), // 37
 			Why: "The whole schema. Widening raises the width recorded under qk:topiccfg: (a Queen queue declares none), which the next Metadata reports; a decrease or an equal count is INVALID_PARTITIONS with Kafka's sentences, as is a count past the facade's per-topic ceiling, and a manual assignment is INVALID_REPLICA_ASSIGNMENT (the facade places no replicas)."},
 		{Key: kmsg.DeleteGroups.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleDeleteGroups), // 42
-			Why: "The whole schema: v3 only adds a per-group `error_message`, answered with the error's description (null on success)."},
+			Why: "The whole schema: v3 only adds a per-group `error_message`, answered with the error's description (null on success). A share group goes only when empty (NON_EMPTY_GROUP otherwise), with its share-partition states."},
 		{Key: kmsg.IncrementalAlterConfigs.Int16(), Min: 0, Max: 1, Handler: transport.Handle(n.handleIncrementalAlterConfigs), // 44
 			Why: "The whole schema; retention.ms and cleanup.policy are altered only on a topic this facade created (the write must be lossless), compression.type and max.message.bytes on every topic."},
 		{Key: kmsg.OffsetDelete.Int16(), Min: 0, Max: 0, Handler: transport.Handle(n.handleOffsetDelete), // 47
@@ -97,5 +97,9 @@ func (n *Node) apiTable() []transport.Row {
 			Why: "The whole schema (KIP-848, the consumer protocol): v1 is what clients need to enable it (KIP-1082's client-generated member id, a server-side `subscribed_topic_regex` in RE2 syntax, re-resolved as topics appear); v0's member id is generated here. Assignments are computed here by `uniform` or `range`, revoked before they move, and the group's epochs and assignments survive an owner move (Queen KV). A non-empty classic group is not converted (GROUP_ID_NOT_FOUND, Kafka's migration policy `disabled`); an empty one is."},
 		{Key: kmsg.ConsumerGroupDescribe.Int16(), Min: 0, Max: 1, Handler: transport.Handle(n.handleConsumerGroupDescribe), // 69
 			Why: "The whole schema: each member's subscription, assignment and target assignment, topics named by id and name; v1's member type is always `consumer` (no classic members join a consumer group here); `include_authorized_operations` is answered with Kafka's omitted sentinel: there is no ACL model."},
+		{Key: kmsg.ShareGroupHeartbeat.Int16(), Min: 1, Max: 1, Handler: transport.Handle(n.handleShareGroupHeartbeat), // 76
+			Why: "Kafka 4.2's window (KIP-932): v1 is the stable version, with KIP-1082's client-chosen member id; v0, 4.0's early access, was removed in 4.1 and is not advertised. Every member is assigned every partition of every topic it subscribes to (the simple share assignor as issue 22 chooses; Kafka 4.2's spreads partitions over members). The group's epochs and members survive an owner move (Queen KV); a group id another group type holds is GROUP_ID_NOT_FOUND (\"is not a share group\")."},
+		{Key: kmsg.ShareGroupDescribe.Int16(), Min: 1, Max: 1, Handler: transport.Handle(n.handleShareGroupDescribe), // 77
+			Why: "Kafka 4.2's window: v1 only (v0 was 4.0's early access). Each member's subscription and assignment, topics named by id and name, the assignor `simple`; states Empty, Stable, and Dead for an id no share group has (GROUP_ID_NOT_FOUND); `include_authorized_operations` is answered with Kafka's omitted sentinel: there is no ACL model."},
 	}
 }
