@@ -66,7 +66,7 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroup
 			g = m.create(cl.Identity, cl.KV, req.GroupID)
 		}
 		var pre *listing
-		if cl.Topics != nil && req.MemberEpoch >= 0 {
+		if cl.Topics != nil && req.MemberEpoch >= 0 && (req.SubscribedTopicNames != nil || g.listingDue(m.clock.Now())) {
 			all, err := cl.Topics.All(ctx)
 			pre = &listing{all: all, err: err}
 		}
@@ -166,7 +166,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 	changed := g.apply(mb, cl, req)
 	bump := isNew || changed
 	now := g.m.clock.Now()
-	if bump || g.topics == nil || now.Sub(g.refreshed) >= topicRefresh {
+	if bump || g.topics == nil || g.listingDue(now) {
 		switch {
 		case pre == nil:
 			if g.topics == nil {
@@ -186,7 +186,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 			if g.refreshTopics(pre.all) {
 				bump = true
 			}
-			g.refreshed = now
+			g.refreshed.Store(now.UnixNano())
 		}
 	}
 	if bump {
@@ -222,6 +222,12 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 		resp.Assignment = assignmentOf(mb.assigned)
 	}
 	return nil
+}
+
+// listingDue reports whether the subscribed topics are to be listed again
+// (read before the group's lock, so a steady heartbeat lists nothing).
+func (g *group) listingDue(now time.Time) bool {
+	return now.UnixNano()-g.refreshed.Load() >= int64(topicRefresh)
 }
 
 // checkEpoch is Kafka's throwIfShareGroupMemberEpochIsInvalid: a member
