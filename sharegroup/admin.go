@@ -152,7 +152,9 @@ func (m *Manager) List(ctx context.Context, identity string, kv KV, statesFilter
 		}
 		switch {
 		case tail == "g":
-			groups[id] = groups[id] || false
+			if _, ok := groups[id]; !ok {
+				groups[id] = false
+			}
 		case strings.HasPrefix(tail, "m:"):
 			groups[id] = true
 		}
