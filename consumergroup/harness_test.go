@@ -29,7 +29,7 @@ func newEnv(t testing.TB) *env {
 	return e
 }
 
-func (e *env) manager(own *owners, fenced bool, node int32) *Manager {
+func (e *env) manager(own *testsupport.Owners, fenced bool, node int32) *Manager {
 	cfg := Config{KV: e.kv, Clock: e.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Fenced: fenced, NodeID: node, Incarnation: "inc"}
 	if own != nil {
 		cfg.Ownership = own
@@ -113,9 +113,8 @@ func (e *env) refused(r *kmsg.ConsumerGroupHeartbeatResponse, code int16, msg st
 
 // g is the group held in memory.
 func (e *env) g() *group {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	return e.m.groups[groupKey{"", e.group}]
+	g, _ := e.m.reg.Held(groupKey{ID: e.group})
+	return g
 }
 
 func (e *env) epochs() (group, assignment int32) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -16,17 +15,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/assignor"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 )
 
 // hbError is a refusal with Kafka's message.
-type hbError struct {
-	code int16
-	msg  string
-}
+type hbError = groupreg.Refusal
 
-func refuse(code int16, format string, args ...any) *hbError {
-	return &hbError{code: code, msg: fmt.Sprintf(format, args...)}
-}
+var refuse = groupreg.Refuse
 
 // Heartbeat answers a ConsumerGroupHeartbeat v0-1 (Kafka's
 // GroupMetadataManager.consumerGroupHeartbeat). The caller has already
@@ -35,9 +30,9 @@ func refuse(code int16, format string, args ...any) *hbError {
 func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	fail := func(e *hbError) *kmsg.ConsumerGroupHeartbeatResponse {
-		resp.ErrorCode = e.code
-		if e.msg != "" {
-			msg := e.msg
+		resp.ErrorCode = e.Code
+		if e.Msg != "" {
+			msg := e.Msg
 			resp.ErrorMessage = &msg
 		}
 		return resp
@@ -46,19 +41,19 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGr
 		return fail(e)
 	}
 	if code := m.ownerCode(cl.Identity, req.Group); code != 0 {
-		return fail(&hbError{code: code})
+		return fail(&hbError{Code: code})
 	}
 	for attempt := 0; ; attempt++ {
 		g, code := m.lookup(ctx, cl, req.Group)
 		if code != 0 {
-			return fail(&hbError{code: code})
+			return fail(&hbError{Code: code})
 		}
 		if g == nil {
 			if req.MemberEpoch != 0 {
 				return fail(refuse(kerr.GroupIDNotFound.Code, "Consumer group %s not found.", req.Group))
 			}
 			if g = m.create(cl, req.Group); g == nil {
-				return fail(&hbError{code: kerr.CoordinatorNotAvailable.Code})
+				return fail(&hbError{Code: kerr.CoordinatorNotAvailable.Code})
 			}
 		}
 		var pre *listing
@@ -73,7 +68,7 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGr
 			if attempt == 0 {
 				continue
 			}
-			return fail(&hbError{code: kerr.CoordinatorNotAvailable.Code})
+			return fail(&hbError{Code: kerr.CoordinatorNotAvailable.Code})
 		}
 		out, e := g.heartbeat(ctx, cl, req, pre)
 		g.mu.Unlock()
@@ -86,7 +81,7 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGr
 
 // validate is Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid.
 func (m *Manager) validate(req *kmsg.ConsumerGroupHeartbeatRequest) *hbError {
-	bad := func(msg string) *hbError { return &hbError{code: kerr.InvalidRequest.Code, msg: msg} }
+	bad := func(msg string) *hbError { return &hbError{Code: kerr.InvalidRequest.Code, Msg: msg} }
 	if (req.Version >= 1 || req.MemberEpoch > 0 || req.MemberEpoch == leaveEpoch) && req.MemberID == "" {
 		return bad("MemberId can't be empty.")
 	}
@@ -94,7 +89,7 @@ func (m *Manager) validate(req *kmsg.ConsumerGroupHeartbeatRequest) *hbError {
 		return bad("GroupId can't be empty.")
 	}
 	if utf8.RuneCountInString(req.Group) > maxGroupIDChars {
-		return &hbError{code: kerr.InvalidGroupID.Code}
+		return &hbError{Code: kerr.InvalidGroupID.Code}
 	}
 	if req.InstanceID != nil && *req.InstanceID == "" {
 		return bad("InstanceId can't be empty.")
@@ -156,7 +151,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGrou
 		reason = "member " + m.id + " changed its subscription"
 	}
 	if replaced != "" && !bump {
-		g.m.log.Info("static member rejoined, replacing its previous member id", "group", g.key.id, "instance_id", strOr(m.instanceID), "member", m.id, "previous_member", replaced)
+		g.m.log.Info("static member rejoined, replacing its previous member id", "group", g.key.ID, "instance_id", strOr(m.instanceID), "member", m.id, "previous_member", replaced)
 	}
 
 	// The subscribed topics: listed again when something changed or the
@@ -174,10 +169,10 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGrou
 				g.topics = map[string]topicMeta{}
 			}
 		case pre.err != nil:
-			g.m.log.Warn("consumer group heartbeat: listing topics failed", "group", g.key.id, "err", pre.err)
+			g.m.log.Warn("consumer group heartbeat: listing topics failed", "group", g.key.ID, "err", pre.err)
 			if g.topics == nil {
 				g.rollbackNew(m, isNew)
-				return nil, &hbError{code: codeOf(pre.err)}
+				return nil, &hbError{Code: codeOf(pre.err)}
 			}
 		default:
 			if g.refreshTopics(pre.all) && !bump {
@@ -217,7 +212,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGrou
 		}
 	}
 	if code := g.persist(ctx); code != 0 {
-		return nil, &hbError{code: code}
+		return nil, &hbError{Code: code}
 	}
 
 	id := m.id
@@ -276,7 +271,7 @@ func (g *group) resolveMember(cl Client, req *kmsg.ConsumerGroupHeartbeatRequest
 		}
 		existing := g.members[memberID]
 		if existing == nil {
-			return nil, false, "", refuse(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", memberID, g.key.id)
+			return nil, false, "", refuse(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", memberID, g.key.ID)
 		}
 		if e := checkEpoch(existing, req.MemberEpoch, owned, ownedKnown); e != nil {
 			return nil, false, "", e
@@ -425,21 +420,21 @@ func (g *group) leave(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatReque
 			return nil, refuse(kerr.FencedInstanceID.Code, "Static member %s with instance id %s was fenced by member %s.", req.MemberID, *req.InstanceID, m.id)
 		}
 	} else if m = g.members[req.MemberID]; m == nil {
-		return nil, refuse(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.key.id)
+		return nil, refuse(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.key.ID)
 	}
 	if req.MemberEpoch == staticLeaveEpoch {
 		if m.epoch != staticLeaveEpoch {
 			m.prevEpoch, m.epoch = m.epoch, staticLeaveEpoch
 			m.cancelRebalance()
 			g.markDirty(m.id)
-			g.m.log.Info("static member left the consumer group temporarily", "group", g.key.id, "member", m.id, "instance_id", *m.instanceID)
+			g.m.log.Info("static member left the consumer group temporarily", "group", g.key.ID, "member", m.id, "instance_id", *m.instanceID)
 		}
 	} else {
 		g.removeMember(m)
 		g.bump("member " + m.id + " left the group")
 	}
 	if code := g.persist(ctx); code != 0 {
-		return nil, &hbError{code: code}
+		return nil, &hbError{Code: code}
 	}
 	id := req.MemberID
 	resp.MemberID = &id

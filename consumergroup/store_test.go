@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -17,7 +18,7 @@ import (
 // NOT_COORDINATOR.
 func TestOwnerMoveContinuesTheGroup(t *testing.T) {
 	e := newEnv(t)
-	ownA := &owners{self: 1, owner: 1}
+	ownA := testsupport.NewOwners(1, 1)
 	e.m = e.manager(ownA, true, 1)
 	tid := e.topics.add("orders", 4)
 	e.twoSettled("orders")
@@ -26,16 +27,14 @@ func TestOwnerMoveContinuesTheGroup(t *testing.T) {
 		t.Fatalf("rows: %v %v", e.kv.Keys(queen.FenceKey("g")), e.kv.Keys(queen.ConsumerGroupPrefix("g")))
 	}
 
-	b := e.manager(&owners{self: 2, owner: 2}, true, 2)
+	b := e.manager(testsupport.NewOwners(2, 2), true, 2)
 	full := hbReq("g", "m1", 2, before)
 	full.RebalanceTimeoutMillis, full.SubscribedTopicNames = 60000, []string{"orders"}
 	r := e.ok(e.send(b, full))
 	if r.MemberEpoch != 2 || r.Assignment == nil || !assigned(r).equal(before) {
 		t.Fatalf("at the new owner: epoch %d assignment %v, want 2 and %v", r.MemberEpoch, assigned(r), before)
 	}
-	b.mu.Lock()
-	g := b.groups[groupKey{"", "g"}]
-	b.mu.Unlock()
+	g, _ := b.reg.Held(groupKey{ID: "g"})
 	if g.epoch != 2 || g.assignmentEpoch != 2 || g.state() != StateStable {
 		t.Fatalf("loaded group: epoch %d/%d %s", g.epoch, g.assignmentEpoch, g.state())
 	}

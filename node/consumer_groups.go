@@ -4,10 +4,11 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/consumergroup"
+	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/ownership"
+	"github.com/queen-mq/queen-kafka/sharegroup"
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
@@ -31,31 +32,25 @@ func newConsumerGroups(cfg config.Facade, kv consumergroup.KV, log *slog.Logger,
 	})
 }
 
+// newShareGroups builds the node's KIP-932 share groups, owned by the same
+// rendezvous hash as the other groups; an id a classic or consumer group
+// holds is not a share group's.
+func (n *Node) newShareGroups(cfg config.Facade, log *slog.Logger, own ownership.Owners) *sharegroup.Manager {
+	return sharegroup.New(sharegroup.Config{HeartbeatInterval: cfg.ShareGroupHeartbeatInterval, SessionTimeout: cfg.ShareGroupSessionTimeout,
+		MaxSize: cfg.ShareGroupMaxSize, Ownership: own, Fenced: cfg.Clustered(), NodeID: int32(cfg.NodeID), Incarnation: n.Incarnation(),
+		Log: log.With("component", "sharegroup"),
+		GroupConfig: func(ctx context.Context, kv sharegroup.KV, group string) (sharegroup.GroupSettings, error) {
+			v, err := n.groupCfg.Get(ctx, kv, group)
+			return sharegroup.GroupSettings{HeartbeatInterval: v.ShareHeartbeatInterval, SessionTimeout: v.ShareSessionTimeout}, err
+		},
+		Others: func(ctx context.Context, identity string, kv sharegroup.KV, id string) (bool, int16) {
+			held, _, code := n.groups.Holds(ctx, identity, kv, id)
+			return held || n.coord.IsClassic(ctx, coordinator.Client{Identity: identity, KV: kv}, id), code
+		}})
+}
+
 // consumerGroupClient is the connection as package consumergroup needs it.
 func (n *Node) consumerGroupClient(c *transport.Conn) consumergroup.Client {
 	gc := n.groupClient(c)
-	return consumergroup.Client{ID: gc.ID, Host: gc.Host, Identity: gc.Identity, KV: gc.KV,
-		Topics: catalogueTopics{cats: n.cats, caller: callerOf(c)}}
-}
-
-// catalogueTopics is the caller's catalogue as a consumer group lists it:
-// every topic a client can name, with its id and advertised width.
-type catalogueTopics struct {
-	cats   *catalogue.Catalogues
-	caller catalogue.Caller
-}
-
-func (t catalogueTopics) All(ctx context.Context) ([]consumergroup.Topic, error) {
-	cat := t.cats.For(t.caller)
-	if err := cat.Ensure(ctx, t.caller, false); err != nil && !cat.Loaded() {
-		return nil, err
-	}
-	var out []consumergroup.Topic
-	for _, tp := range cat.List() {
-		if !catalogue.Addressable(tp.Name()) || tp.ID() == ([16]byte{}) {
-			continue
-		}
-		out = append(out, consumergroup.Topic{Name: tp.Name(), ID: tp.ID(), Partitions: cat.Width(tp)})
-	}
-	return out, nil
+	return consumergroup.Client{ID: gc.ID, Host: gc.Host, Identity: gc.Identity, KV: gc.KV, Topics: n.cats.Topics(callerOf(c))}
 }

@@ -53,7 +53,7 @@ type Node struct {
 	coord       *coordinator.Coordinator // classic consumer groups and committed offsets
 	groups      *consumergroup.Manager   // KIP-848 consumer-protocol groups
 	groupCfg    *groupconfig.Store       // the GROUP config resource (qk:groupcfg:)
-	shareGroups *sharegroup.Manager      // KIP-932 share groups
+	shares      *sharegroup.Manager      // KIP-932 share groups' membership
 	shareAdmin  *shareadmin.Admin        // the share-group offsets admin APIs
 	txns        *txn.Manager             // transactional ids and their stages
 	txnShared   *txn.Shared              // cluster mode: staging in Queen at any node; nil in single mode
@@ -131,16 +131,12 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	n.sessions = fetchsession.New(fetchsession.Config{})
 	n.parked = fetchwatch.NewCalls(0, identityShare(cfg))
 	n.groups = newConsumerGroups(cfg, q, log, own, n.Incarnation())
-	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation(), n.groups, unstableOffsets{n})
 	n.groupCfg = groupconfig.New(groupconfig.Config{Broker: groupconfig.KafkaBroker().
 		WithStatic(groupconfig.ConsumerSessionTimeout, cfg.ConsumerGroupSessionTimeout.Milliseconds()).
 		WithStatic(groupconfig.ConsumerHeartbeatInterval, cfg.ConsumerGroupHeartbeatInterval.Milliseconds())})
-	n.shareGroups = sharegroup.New(sharegroup.Config{Ownership: own, Fenced: cfg.Clustered(), NodeID: int32(cfg.NodeID), Incarnation: n.Incarnation(), Log: log.With("component", "sharegroup"),
-		GroupConfig: func(ctx context.Context, kv sharegroup.KV, group string) (sharegroup.GroupSettings, error) {
-			v, err := n.groupCfg.Get(ctx, kv, group)
-			return sharegroup.GroupSettings{HeartbeatInterval: v.ShareHeartbeatInterval, SessionTimeout: v.ShareSessionTimeout}, err
-		}})
-	n.shareAdmin = shareadmin.New(n.shareGroups, own)
+	n.shares = n.newShareGroups(cfg, log, own)
+	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation(), n.groups, n.shares, unstableOffsets{n})
+	n.shareAdmin = shareadmin.New(n.shares, own)
 	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, clock.Wall{})
 	if cfg.Clustered() {
 		n.txnShared = newTxnShared(cfg, q, log, n.coord, clock.Wall{})

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/transport"
 	"github.com/queen-mq/queen-kafka/txn"
 )
@@ -25,7 +26,7 @@ func (n *Node) handleTxnOffsetCommit(ctx context.Context, c *transport.Conn, req
 	for i, t := range req.Topics {
 		ids[i] = t.TopicID
 	}
-	names, codes := n.idTopics(ctx, c, ids)
+	names, codes := coordinator.IDTopics(ctx, n.groupClient(c), ids)
 	for i := range req.Topics {
 		req.Topics[i].Topic = names[i] // "" is never served, so never staged
 	}

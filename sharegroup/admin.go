@@ -3,6 +3,7 @@ package sharegroup
 import (
 	"context"
 	"encoding/json"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"math"
 	"sort"
 	"strings"
@@ -26,9 +27,9 @@ func (m *Manager) Describe(ctx context.Context, cl Client, req *kmsg.ShareGroupD
 		d.GroupID = id
 		d.AuthorizedOperations = math.MinInt32 // no ACL model to compute it from
 		if e := m.describe(ctx, cl, id, &d); e != nil {
-			d.ErrorCode = e.code
-			if e.msg != "" {
-				msg := e.msg
+			d.ErrorCode = e.Code
+			if e.Msg != "" {
+				msg := e.Msg
 				d.ErrorMessage = &msg
 			}
 			d.GroupState = StateDead
@@ -40,14 +41,14 @@ func (m *Manager) Describe(ctx context.Context, cl Client, req *kmsg.ShareGroupD
 
 func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.ShareGroupDescribeResponseGroup) *hbError {
 	if strings.TrimSpace(id) == "" {
-		return &hbError{code: kerr.InvalidGroupID.Code}
+		return &hbError{Code: kerr.InvalidGroupID.Code}
 	}
-	if code := m.ownerCode(cl.Identity, id); code != 0 {
-		return &hbError{code: code}
+	if code := m.reg.OwnerCode(cl.Identity, id); code != 0 {
+		return &hbError{Code: code}
 	}
 	g, code := m.lookup(ctx, cl.Identity, cl.KV, id)
 	if code != 0 {
-		return &hbError{code: code}
+		return &hbError{Code: code}
 	}
 	if g == nil {
 		if e := m.notShare(ctx, cl.Identity, cl.KV, id); e != nil {
@@ -58,7 +59,7 @@ func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.Sh
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.dead {
-		return &hbError{code: kerr.CoordinatorNotAvailable.Code}
+		return &hbError{Code: kerr.CoordinatorNotAvailable.Code}
 	}
 	d.GroupState = g.state()
 	d.GroupEpoch, d.AssignmentEpoch = g.epoch, g.assignmentEpoch
@@ -85,7 +86,7 @@ func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.Sh
 // members; code is the refusal when that cannot be known. For the other
 // group types' answers to a share group's id.
 func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) (held, hasMembers bool, code int16) {
-	if !m.owned(id) {
+	if !m.reg.Owned(id) {
 		return false, false, 0 // the caller answers ownership itself
 	}
 	g, code := m.lookup(ctx, identity, kv, id)
@@ -124,7 +125,7 @@ func (m *Manager) DeleteEmpty(ctx context.Context, identity string, kv KV, id st
 		return false, code
 	}
 	g.kill()
-	m.forget(g)
+	m.reg.Forget(g.key, g)
 	m.log.Info("empty share group deleted", "group", id)
 	return true, 0
 }
@@ -133,7 +134,7 @@ func (m *Manager) DeleteEmpty(ctx context.Context, identity string, kv KV, id st
 // (group type and protocol type "share"), filtered as ListGroups v4-5
 // filter, read from the rows' keys.
 func (m *Manager) List(ctx context.Context, identity string, kv KV, statesFilter, typesFilter []string) ([]kmsg.ListGroupsResponseGroup, int16) {
-	if !matches(typesFilter, "share") {
+	if !groupreg.Matches(typesFilter, "share") {
 		return nil, 0
 	}
 	rows, err := queen.ReadPrefix(ctx, kv, queen.PrefixShareGroup, 1000, true)
@@ -151,7 +152,9 @@ func (m *Manager) List(ctx context.Context, identity string, kv KV, statesFilter
 		}
 		switch {
 		case tail == "g":
-			groups[id] = groups[id] || false
+			if _, ok := groups[id]; !ok {
+				groups[id] = false
+			}
 		case strings.HasPrefix(tail, "m:"):
 			groups[id] = true
 		}
@@ -162,7 +165,7 @@ func (m *Manager) List(ctx context.Context, identity string, kv KV, statesFilter
 		if members {
 			st = StateStable
 		}
-		if !m.owned(id) || !matches(statesFilter, st) {
+		if !m.reg.Owned(id) || !groupreg.Matches(statesFilter, st) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
@@ -171,18 +174,6 @@ func (m *Manager) List(ctx context.Context, identity string, kv KV, statesFilter
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
 	return out, 0
-}
-
-func matches(filter []string, v string) bool {
-	if len(filter) == 0 {
-		return true
-	}
-	for _, f := range filter {
-		if strings.EqualFold(strings.TrimSpace(f), v) {
-			return true
-		}
-	}
-	return false
 }
 
 // State reports, from the group's rows on any node, whether group is a

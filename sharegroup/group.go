@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/queen-mq/queen-kafka/internal/clock"
@@ -37,8 +38,9 @@ type group struct {
 	metaVer int64
 	// topics is the subscription metadata: every topic some member
 	// subscribes to that exists, with its id and width.
-	topics    map[string]Topic
-	refreshed time.Time
+	topics map[string]Topic
+	// refreshed is when the catalogue was last listed (unix nanoseconds).
+	refreshed atomic.Int64
 	members   map[string]*member
 	dirty     map[string]bool
 	gone      map[string]bool
@@ -76,6 +78,13 @@ func (p parts) equal(o parts) bool {
 
 func newGroup(m *Manager, k groupKey, kv KV) *group {
 	return &group{m: m, key: k, kv: kv, members: map[string]*member{}, dirty: map[string]bool{}, gone: map[string]bool{}, session: m.cfg.SessionTimeout}
+}
+
+// Kill ends g's life under its lock (the registry let it go).
+func (g *group) Kill() {
+	g.mu.Lock()
+	g.kill()
+	g.mu.Unlock()
 }
 
 // kill ends this object's life: timers stop, and whoever holds it sees it
