@@ -23,7 +23,7 @@ import (
 )
 
 // KV is the Queen route share-partition state is kept through.
-type KV = sharepartition.KV
+type KV = queen.KVCaller
 
 // Members answers whether member is a current member of share group
 // group: 0 if so, else the Kafka code a ShareFetch or ShareAcknowledge is
