@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/queen/dev"
+	"github.com/queen-mq/queen-kafka/sharefetch"
 )
 
 // shareMember is one share consumer speaking raw ShareFetch and
@@ -189,4 +190,38 @@ func scrape(t *testing.T, n *Node) string {
 	rec := httptest.NewRecorder()
 	n.metrics.Handler().ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), "GET", "/metrics", nil))
 	return rec.Body.String()
+}
+
+type fakeMembers map[string]int16
+
+func (f fakeMembers) Member(_ context.Context, _ sharefetch.KV, _, member string) int16 { return f[member] }
+
+// TestShareFetchChecksMembersAndWaits: a member the group side does not
+// know is refused with its code at the top level (ShareFetch and
+// ShareAcknowledge alike), and a member with nothing to acquire waits up to
+// max_wait_ms, woken by a record written meanwhile.
+func TestShareFetchChecksMembersAndWaits(t *testing.T) {
+	e, addr, _ := servedEnv(t, dev.Options{})
+	e.n.shares = sharefetch.New(sharefetch.Config{Members: fakeMembers{"stranger": kerr.UnknownMemberID.Code}, Mem: e.n.fetchMem, Enc: e.n.batches})
+	id := shareTopic(t, addr, "sf-wait")
+	s := &shareMember{k: dial(t, addr), group: "sg", id: "stranger", topic: id}
+	require.Equal(t, kerr.UnknownMemberID.Code, s.fetch(t, 0).ErrorCode)
+	require.Equal(t, kerr.UnknownMemberID.Code, s.fetch(t, 3).ErrorCode)
+
+	m := &shareMember{k: dial(t, addr), group: "sg", id: "member", topic: id}
+	m.next(t)
+	r := kmsg.NewPtrShareFetchRequest()
+	r.Version, r.GroupID, r.MemberID, r.ShareSessionEpoch = 2, kmsg.StringPtr("sg"), kmsg.StringPtr("member"), 1
+	r.MaxWaitMillis, r.MaxRecords = 20_000, 10
+	r.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: id, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}}}
+	done := make(chan *kmsg.ShareFetchResponse, 1)
+	start := time.Now()
+	go func() { done <- m.k.roundTrip(r).(*kmsg.ShareFetchResponse) }()
+	time.Sleep(300 * time.Millisecond)
+	produceShare(t, addr, "sf-wait", 1)
+	resp := <-done
+	require.Less(t, time.Since(start), 15*time.Second, "woken by the write, not by max_wait_ms")
+	require.Zero(t, resp.ErrorCode)
+	require.Len(t, resp.Topics, 1)
+	require.Equal(t, []ack{{0, 0, 1}}, acquired(&resp.Topics[0].Partitions[0]))
 }
