@@ -194,7 +194,9 @@ func scrape(t *testing.T, n *Node) string {
 
 type fakeMembers map[string]int16
 
-func (f fakeMembers) Member(_ context.Context, _ sharefetch.KV, _, member string) int16 { return f[member] }
+func (f fakeMembers) Member(_ context.Context, _ sharefetch.KV, _, member string) int16 {
+	return f[member]
+}
 
 // TestShareFetchChecksMembersAndWaits: a member the group side does not
 // know is refused with its code at the top level (ShareFetch and
