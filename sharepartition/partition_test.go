@@ -338,3 +338,33 @@ func TestLastAttemptDeliveredAlone(t *testing.T) {
 		t.Fatalf("fourth fetch %v", got)
 	}
 }
+
+// TestRenew: a RENEW acknowledgement (KIP-1222) restarts the lock of a
+// record its member holds, keeps it acquired with its delivery count, and
+// survives the encoding; renewing what one does not hold is
+// INVALID_RECORD_STATE, and a type past RENEW INVALID_REQUEST.
+func TestRenew(t *testing.T) {
+	p := New(testConfig(), 0)
+	p.Acquire("m", 0, 1, 10, t0)
+	if err := p.Acknowledge("m", ack(0, 0, Renew), t0.Add(20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	q, err := Decode(p.Encode(), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []*Partition{p, q} {
+		x.Sweep(t0.Add(31 * time.Second))
+		wantState(t, x, 0, Acquired, 1, "m")
+		wantState(t, x, 1, Available, 1, "")
+		x.Sweep(t0.Add(51 * time.Second))
+		wantState(t, x, 0, Available, 1, "")
+	}
+	p.Acquire("m", 0, 0, 10, t0.Add(60*time.Second))
+	if c := code(p.Acknowledge("other", ack(0, 0, Renew), t0.Add(61*time.Second))); c != kerr.InvalidRecordState.Code {
+		t.Fatalf("renewing another's record: %d", c)
+	}
+	if c := code(p.Acknowledge("m", ack(0, 0, Renew+1), t0.Add(61*time.Second))); c != kerr.InvalidRequest.Code {
+		t.Fatalf("type 5: %d", c)
+	}
+}
