@@ -166,7 +166,7 @@ func TestAcknowledgeRefusals(t *testing.T) {
 		{"another member's records", "m2", ack(0, 1, Accept), kerr.InvalidRecordState.Code},
 		{"first after last", "m1", ack(3, 2, Accept), kerr.InvalidRequest.Code},
 		{"types neither one nor per offset", "m1", []AckBatch{{0, 2, []AckType{1, 1}}}, kerr.InvalidRequest.Code},
-		{"unknown type", "m1", ack(0, 0, 4), kerr.InvalidRequest.Code},
+		{"unknown type", "m1", ack(0, 0, 5), kerr.InvalidRequest.Code},
 		{"overlapping batches", "m1", []AckBatch{{0, 2, one(Accept)}, {2, 3, one(Accept)}}, kerr.InvalidRequest.Code},
 		{"out of order batches", "m1", []AckBatch{{3, 3, one(Accept)}, {0, 1, one(Accept)}}, kerr.InvalidRequest.Code},
 		{"past the window", "m1", ack(10, 12, Accept), kerr.InvalidRequest.Code},
