@@ -8,7 +8,9 @@ import (
 	"github.com/queen-mq/queen-kafka/consumergroup"
 	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/ownership"
+	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/sharegroup"
+	"github.com/queen-mq/queen-kafka/sharepartition"
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
@@ -43,6 +45,7 @@ func (n *Node) newShareGroups(cfg config.Facade, log *slog.Logger, own ownership
 			v, err := n.groupCfg.Get(ctx, kv, group)
 			return sharegroup.GroupSettings{HeartbeatInterval: v.ShareHeartbeatInterval, SessionTimeout: v.ShareSessionTimeout}, err
 		},
+		OnMemberGone: n.releaseShareMember,
 		Others: func(ctx context.Context, identity string, kv sharegroup.KV, id string) (bool, int16) {
 			held, _, code := n.groups.Holds(ctx, identity, kv, id)
 			return held || n.coord.IsClassic(ctx, coordinator.Client{Identity: identity, KV: kv}, id), code
@@ -53,4 +56,24 @@ func (n *Node) newShareGroups(cfg config.Facade, log *slog.Logger, own ownership
 func (n *Node) consumerGroupClient(c *transport.Conn) consumergroup.Client {
 	gc := n.groupClient(c)
 	return consumergroup.Client{ID: gc.ID, Host: gc.Host, Identity: gc.Identity, KV: gc.KV, Topics: n.cats.Topics(callerOf(c))}
+}
+
+// releaseShareMember gives back what a member that left its share group,
+// or was fenced, holds in every share-partition the group has state for.
+func (n *Node) releaseShareMember(ctx context.Context, kv sharegroup.KV, group, member string) {
+	parts, err := sharepartition.Describe(ctx, kv, group)
+	keys := make([]sharepartition.Key, 0, len(parts))
+	for _, p := range parts {
+		keys = append(keys, sharepartition.Key{Group: group, Topic: p.Topic, Partition: p.Partition})
+	}
+	q, ok := kv.(*queen.Client)
+	if !ok {
+		q = n.queen
+	}
+	if err == nil {
+		err = n.shareFetch.ReleaseMember(ctx, kv, q, member, keys)
+	}
+	if err != nil {
+		n.log.Warn("releasing a departed share member's records failed; they come back when their locks expire", "group", group, "member", member, "err", err)
+	}
 }

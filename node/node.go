@@ -27,6 +27,7 @@ import (
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
 	"github.com/queen-mq/queen-kafka/shareadmin"
+	"github.com/queen-mq/queen-kafka/sharefetch"
 	"github.com/queen-mq/queen-kafka/sharegroup"
 	"github.com/queen-mq/queen-kafka/topology"
 	"github.com/queen-mq/queen-kafka/transport"
@@ -59,6 +60,7 @@ type Node struct {
 	txnShared   *txn.Shared              // cluster mode: staging in Queen at any node; nil in single mode
 	sessions    *fetchsession.Cache      // KIP-227 fetch sessions (fetch.go), this process's only
 	parked      *fetchwatch.Calls        // the bound on wide sessions' parked Queen reads (fetch_watched.go)
+	shareFetch  *sharefetch.Server       // KIP-932 ShareFetch and ShareAcknowledge, share sessions
 	// srv is the wire: the listener, its connections, framing, SASL and
 	// dispatch into the version table's handlers (versions.go).
 	srv *transport.Server
@@ -137,6 +139,7 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	n.shares = n.newShareGroups(cfg, log, own)
 	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation(), n.groups, n.shares, unstableOffsets{n})
 	n.shareAdmin = shareadmin.New(n.shares, own)
+	n.shareFetch = sharefetch.New(sharefetch.Config{Members: n.shares, Configs: n.groupCfg, Observe: n.metrics, Mem: n.fetchMem, Enc: n.batches, Compression: cfg.FetchCompression, Now: func() time.Time { return n.now() }, Stopping: n.stopping, Log: log})
 	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, clock.Wall{})
 	if cfg.Clustered() {
 		n.txnShared = newTxnShared(cfg, q, log, n.coord, clock.Wall{})
@@ -156,7 +159,7 @@ func (n *Node) newServer(table *transport.Table) *transport.Server {
 		Self:      func() (string, int32) { return n.topo.ClusterID(), n.topo.SelfID() },
 		SASLFault: faults.SASL,
 		ConnValue: func(*transport.Conn) any { return &connState{} },
-		Forget:    func(c *transport.Conn) { n.txns.Disconnected(c.ID()) },
+		Forget:    func(c *transport.Conn) { n.txns.Disconnected(c.ID()); n.shareFetch.Disconnected(c) },
 		Answered:  n.observeAnswer,
 	})
 }

@@ -77,6 +77,8 @@ var beyondSeed = map[kmsg.Key]string{
 	kmsg.DescribeShareGroupOffsets: "issue 22",
 	kmsg.AlterShareGroupOffsets:    "issue 22",
 	kmsg.DeleteShareGroupOffsets:   "issue 22",
+	kmsg.ShareFetch:                "issue 22",
+	kmsg.ShareAcknowledge:          "issue 22",
 }
 
 func TestNotOfferedKeysAreNotAdvertised(t *testing.T) {
