@@ -122,9 +122,11 @@ func (s *scanner) items() ([]rawItem, bool) {
 // field reads one key and value of an item into it.
 func (s *scanner) field(it *rawItem) bool {
 	key, ok := s.key()
-	if !ok {
-		return false
-	}
+	return ok && s.value(key, it)
+}
+
+// value reads the value of an item's field key into it.
+func (s *scanner) value(key []byte, it *rawItem) (ok bool) {
 	start := s.i
 	if !s.skip(0) {
 		return false
@@ -141,6 +143,8 @@ func (s *scanner) field(it *rawItem) bool {
 		it.Partition = val[:len(val):len(val)]
 	case "payload":
 		it.Payload = val[:len(val):len(val)]
+	case "data":
+		it.Data = val[:len(val):len(val)]
 	default:
 		return !foldsToAny(key, "queue", "transactionId", "partition", "payload", "data")
 	}
