@@ -338,8 +338,8 @@ func (s *queenStage) Contents(ctx context.Context) ([]queen.PushItem, []queen.KV
 			rest := strings.TrimPrefix(row.Key, s.prefix)
 			switch {
 			case strings.HasPrefix(rest, "r:"):
-				var v stageRecords
-				if err := json.Unmarshal(row.Value, &v); err != nil {
+				v, err := decodeStageRecords(row.Value)
+				if err != nil {
 					return nil, nil, fmt.Errorf("stage row %q: %w", row.Key, err)
 				}
 				cut := strings.LastIndexByte(rest, ':')
@@ -486,17 +486,13 @@ func (a *batchAssembly) add(items []queen.PushItem, id string, chunk int, v stag
 	if a.next < a.v.Chunks {
 		return items, nil
 	}
-	var pairs [][2]json.RawMessage
-	if err := json.Unmarshal(a.array, &pairs); err != nil {
+	keys, payloads, err := decodePairs(a.array)
+	if err != nil {
 		return items, err
 	}
 	part := strconv.FormatInt(int64(a.v.Partition), 10)
-	for _, p := range pairs {
-		var key string
-		if err := json.Unmarshal(p[0], &key); err != nil {
-			return items, err
-		}
-		items = append(items, queen.PushItem{Queue: a.v.Topic, Partition: part, Payload: p[1], TransactionID: key})
+	for i, p := range payloads {
+		items = append(items, queen.PushItem{Queue: a.v.Topic, Partition: part, Payload: p, TransactionID: keys[i]})
 	}
 	*a = batchAssembly{}
 	return items, nil

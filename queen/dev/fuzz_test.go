@@ -50,6 +50,8 @@ func FuzzRequestDecoding(f *testing.F) {
 			checkPushScan(t, body)
 		case "/api/v1/fetch":
 			checkFetchScan(t, body)
+		case "/api/v1/transaction":
+			checkTxnScan(t, body)
 		}
 		before := b.Mutations()
 		rec := httptest.NewRecorder()
@@ -108,7 +110,7 @@ func checkPushScan(t *testing.T, body []byte) {
 		s := (*slow.Items)[i]
 		if str(f.Queue) != str(s.Queue) || str(f.TransactionID) != str(s.TransactionID) ||
 			!bytes.Equal(f.Partition, s.Partition) || !bytes.Equal(f.Payload, s.Payload) || (f.Payload == nil) != (s.Payload == nil) ||
-			(f.Partition == nil) != (s.Partition == nil) {
+			(f.Partition == nil) != (s.Partition == nil) || !bytes.Equal(f.Data, s.Data) || (f.Data == nil) != (s.Data == nil) {
 			t.Fatalf("item %d differs: fast %+v slow %+v in %q", i, f, s, body)
 		}
 	}

@@ -122,9 +122,11 @@ func (s *scanner) items() ([]rawItem, bool) {
 // field reads one key and value of an item into it.
 func (s *scanner) field(it *rawItem) bool {
 	key, ok := s.key()
-	if !ok {
-		return false
-	}
+	return ok && s.value(key, it)
+}
+
+// value reads the value of an item's field key into it.
+func (s *scanner) value(key []byte, it *rawItem) (ok bool) {
 	start := s.i
 	if !s.skip(0) {
 		return false
@@ -141,6 +143,8 @@ func (s *scanner) field(it *rawItem) bool {
 		it.Partition = val[:len(val):len(val)]
 	case "payload":
 		it.Payload = val[:len(val):len(val)]
+	case "data":
+		it.Data = val[:len(val):len(val)]
 	default:
 		return !foldsToAny(key, "queue", "transactionId", "partition", "payload", "data")
 	}
@@ -213,38 +217,11 @@ const maxScanDepth = 1000
 
 // skip validates and passes one JSON value.
 func (s *scanner) skip(depth int) bool {
-	if s.i >= len(s.b) || depth > maxScanDepth {
-		return false
+	end, ok := jsontext.SkipValue(s.b, s.i, maxScanDepth-depth)
+	if ok {
+		s.i = end
 	}
-	switch c := s.b[s.i]; {
-	case c == '"':
-		return s.str()
-	case c == '{':
-		s.i++
-		return s.list('}', func() bool {
-			if !s.str() {
-				return false
-			}
-			s.ws()
-			if !s.eat(':') {
-				return false
-			}
-			s.ws()
-			return s.skip(depth + 1)
-		})
-	case c == '[':
-		s.i++
-		return s.list(']', func() bool { return s.skip(depth + 1) })
-	case c == 't':
-		return s.lit("true")
-	case c == 'f':
-		return s.lit("false")
-	case c == 'n':
-		return s.lit("null")
-	case c == '-' || (c >= '0' && c <= '9'):
-		return s.number()
-	}
-	return false
+	return ok
 }
 
 func (s *scanner) lit(w string) bool {
@@ -266,33 +243,6 @@ func (s *scanner) str() bool {
 		return false
 	}
 	s.i = end
-	return true
-}
-
-// number passes a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (s *scanner) number() bool {
-	s.eat('-')
-	switch {
-	case s.eat('0'):
-	case s.i < len(s.b) && s.b[s.i] >= '1' && s.b[s.i] <= '9':
-		s.digits()
-	default:
-		return false
-	}
-	if s.eat('.') {
-		if !s.digits() {
-			return false
-		}
-	}
-	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		s.i++
-		if !s.eat('+') {
-			s.eat('-')
-		}
-		if !s.digits() {
-			return false
-		}
-	}
 	return true
 }
 

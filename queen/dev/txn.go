@@ -41,7 +41,129 @@ type txnSlot struct {
 	i   int
 }
 
+// decodeTxn decodes and validates a transaction body. The fast scanner
+// (scanTxnBody) serves the plain shape the facade sends; anything else goes
+// to decodeTxnJSON, the encoding/json reference, which answers every bad
+// body. Both hand back the same request or the same refusal for any body
+// the scanner accepts (FuzzTxnScan). The items' payloads alias body, which
+// the caller keeps until the request is written (pebble's batch copies).
 func decodeTxn(body []byte) (*txnRequest, *txnError) {
+	if t, ok := scanTxnBody(body); ok && !t.acks() {
+		return t.check()
+	}
+	return decodeTxnJSON(body)
+}
+
+// txnBody is a transaction body the scanner decoded, not yet validated.
+type txnBody struct {
+	timers, leases int               // elements of the two riders queen-dev refuses
+	kv             []json.RawMessage // the KV rider's ops
+	hasKV          bool              // kv present and not null
+	ops            []txnOp
+	hasOps         bool // operations present and not null
+}
+
+// txnOp is one operation: its type and its items (the operation itself as
+// the one item when it has no items list).
+type txnOp struct {
+	typ   *string
+	items []rawItem
+}
+
+// check validates t in decodeTxnJSON's order, with its messages.
+func (t *txnBody) check() (*txnRequest, *txnError) {
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"timers", t.timers}, {"requiredLeases", t.leases}} {
+		if f.n > 0 {
+			return nil, txnUnsupported(f.name)
+		}
+	}
+	req := &txnRequest{}
+	if t.hasKV {
+		kv, e := checkTxnKV(t.kv)
+		if e != nil {
+			return nil, e
+		}
+		req.kv = kv
+	}
+	if !t.hasOps {
+		if len(req.kv) == 0 {
+			return nil, txnBad("operations is required")
+		}
+		return req, nil
+	}
+	n := 0
+	for i := range t.ops {
+		n += len(t.ops[i].items)
+	}
+	req.items = make([]pushItem, 0, n)
+	req.slots = make([]txnSlot, 0, n)
+	var parts tokenCache
+	for i := range t.ops {
+		op := &t.ops[i]
+		if e := checkTxnOpType(i, op.typ); e != nil {
+			return nil, e
+		}
+		for j := range op.items {
+			it, err := checkItem(len(req.items), &op.items[j], true, &parts)
+			if err != nil {
+				return nil, txnBad("operation %d: %v", i, err)
+			}
+			req.slots = append(req.slots, txnSlot{i: len(req.items)})
+			req.items = append(req.items, it)
+		}
+	}
+	return req, nil
+}
+
+// acks reports an ack operation: those are decodeTxnJSON's alone.
+func (t *txnBody) acks() bool {
+	for i := range t.ops {
+		if t.ops[i].typ != nil && *t.ops[i].typ == "ack" {
+			return true
+		}
+	}
+	return false
+}
+
+func txnUnsupported(rider string) *txnError {
+	return txnBad("%s are not supported by queen-dev", rider)
+}
+
+// checkTxnKV validates the KV rider's ops under the transaction's caps.
+func checkTxnKV(ops []json.RawMessage) ([]*kvOp, *txnError) {
+	kv, kerr := checkKVOps(ops, kvLimits{maxOps: txnMaxKVOps, maxKeys: txnMaxKVKeys, inTxn: true})
+	if kerr != nil {
+		e := txnBad("kv rider: %s: %s", kerr.reason, kerr.detail)
+		if kerr.status == http.StatusRequestEntityTooLarge {
+			e.status, e.reason = kerr.status, "payload_too_large"
+		}
+		return nil, e
+	}
+	return kv, nil
+}
+
+// checkTxnOpType refuses every operation type but push (an ack is taken
+// before it is asked).
+func checkTxnOpType(i int, t *string) *txnError {
+	typ := ""
+	if t != nil {
+		typ = *t
+	}
+	switch typ {
+	case "push":
+		return nil
+	case "kv", "timer":
+		return txnBad("operation %d: %s is a top-level rider (\"%ss\" / \"kv\"), not an operation", i, typ, typ)
+	}
+	return txnBad("operation %d: unknown type %q", i, typ)
+}
+
+// decodeTxnJSON is decodeTxn through encoding/json: the authority for
+// every body the scanner does not take.
+func decodeTxnJSON(body []byte) (*txnRequest, *txnError) {
 	var raw struct {
 		Operations     json.RawMessage `json:"operations"`
 		KV             json.RawMessage `json:"kv"`
@@ -64,7 +186,7 @@ func decodeTxn(body []byte) (*txnRequest, *txnError) {
 			return nil, txnBad("%s must be an array", f.name)
 		}
 		if len(list) > 0 {
-			return nil, txnBad("%s are not supported by queen-dev", f.name)
+			return nil, txnUnsupported(f.name)
 		}
 	}
 	if raw.KV != nil && !isNull(raw.KV) {
@@ -72,12 +194,8 @@ func decodeTxn(body []byte) (*txnRequest, *txnError) {
 		if json.Unmarshal(raw.KV, &ops) != nil {
 			return nil, txnBad("kv must be an array")
 		}
-		kv, kerr := checkKVOps(ops, kvLimits{maxOps: txnMaxKVOps, maxKeys: txnMaxKVKeys, inTxn: true})
-		if kerr != nil {
-			e := txnBad("kv rider: %s: %s", kerr.reason, kerr.detail)
-			if kerr.status == http.StatusRequestEntityTooLarge {
-				e.status, e.reason = kerr.status, "payload_too_large"
-			}
+		kv, e := checkTxnKV(ops)
+		if e != nil {
 			return nil, e
 		}
 		req.kv = kv
@@ -101,15 +219,7 @@ func decodeTxn(body []byte) (*txnRequest, *txnError) {
 		if err := json.Unmarshal(rawOp, &head); err != nil {
 			return nil, txnBad("operation %d: %v", i, err)
 		}
-		typ := ""
-		if head.Type != nil {
-			typ = *head.Type
-		}
-		switch typ {
-		case "push":
-		case "kv", "timer":
-			return nil, txnBad("operation %d: %s is a top-level rider (\"%ss\" / \"kv\"), not an operation", i, typ, typ)
-		case "ack":
+		if head.Type != nil && *head.Type == "ack" {
 			// The same fields as POST /api/v1/ack (queen-api-consume.md §4).
 			var a ackItem
 			if err := json.Unmarshal(rawOp, &a); err != nil {
@@ -118,8 +228,9 @@ func decodeTxn(body []byte) (*txnRequest, *txnError) {
 			req.slots = append(req.slots, txnSlot{ack: true, i: len(req.acks)})
 			req.acks = append(req.acks, a)
 			continue
-		default:
-			return nil, txnBad("operation %d: unknown type %q", i, typ)
+		}
+		if e := checkTxnOpType(i, head.Type); e != nil {
+			return nil, e
 		}
 		var raws []rawItem
 		if head.Items == nil || isNull(*head.Items) {
