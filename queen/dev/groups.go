@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -227,26 +225,10 @@ func committedOffset(v []byte) (int64, bool) {
 // recordAge is the age in whole seconds of the first stored record of p at
 // or after off (0 when none is stored there).
 func (b *Broker) recordAge(qid string, p *partition, off int64, now int64) (int64, error) {
-	it, err := b.db.NewIter(&pebble.IterOptions{
-		LowerBound: keyRecord(qid, p.name, off),
-		UpperBound: prefixEnd(keyPrefix(kindRecord, qid, p.name)),
-	})
-	if err != nil {
-		return 0, err
-	}
+	ri := b.records(qid, p.name, off, p.hwm)
 	var age int64
-	if it.First() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			it.Close()
-			return 0, err
-		}
-		rec, err := decodeRecord(v)
-		if err != nil {
-			it.Close()
-			return 0, err
-		}
+	if _, rec, ok := ri.next(); ok {
 		age = max((now-rec.ts)/1e6, 0)
 	}
-	return age, it.Close()
+	return age, ri.close()
 }

@@ -257,30 +257,37 @@ func (plan *pushPlan) write(batch *pebble.Batch, st *state) func() {
 		if g.p != nil {
 			next = *g.p
 		}
-		prefix := keyPrefix(kindRecord, g.q.id, g.part)
-		var dedupPrefix, agePrefix []byte // made at the group's first transactionId
-		// batch.Set copies key and value, so one pair of buffers serves
-		// every row: no allocation per record.
+		// One value holds the group's records (records.go), encoded
+		// straight into the batch's memory.
+		kbuf = keyPrefix(kindBatch, g.q.id, g.part)
+		kbuf = appendOffset(kbuf, g.base)
+		op := batch.SetDeferred(len(kbuf), batchValueSize(g.ts, g.recs))
+		copy(op.Key, kbuf)
+		if v := appendBatchValue(op.Value[:0], g.ts, g.recs); len(v) != len(op.Value) {
+			panic(fmt.Sprintf("queen-dev: batch value of %d bytes, sized %d", len(v), len(op.Value)))
+		}
+		op.Finish()
+		var dedupPrefix []byte // made at the group's first transactionId
 		for i := range g.recs {
 			r := &g.recs[i]
-			off := g.base + int64(i)
-			kbuf = appendOffset(append(kbuf[:0], prefix...), off)
-			vbuf = appendRecordValue(vbuf[:0], r)
-			batch.Set(kbuf, vbuf, nil)
 			next.bytes += int64(len(r.payload))
 			if r.txID == "" {
 				continue
 			}
 			// The newest record wins: a transactionId is stored again only
-			// once its previous record left the dedup window.
+			// once its previous record left the dedup window. batch.Set
+			// copies key and value, so one pair of buffers serves every
+			// entry.
 			if dedupPrefix == nil {
-				dedupPrefix, agePrefix = keyPrefix(kindDedup, g.q.id, g.part), keyPrefix(kindDedupAge, g.q.id, g.part)
+				dedupPrefix = keyPrefix(kindDedup, g.q.id, g.part)
 			}
 			kbuf = append(append(kbuf[:0], dedupPrefix...), r.txID...)
-			vbuf = appendDedup(vbuf[:0], dedupEntry{offset: off, ts: r.ts, msgID: r.msgID})
+			vbuf = appendDedup(vbuf[:0], dedupEntry{offset: g.base + int64(i), ts: r.ts, msgID: r.msgID})
 			batch.Set(kbuf, vbuf, nil)
-			kbuf = appendOffset(append(kbuf[:0], agePrefix...), off)
-			vbuf = appendDedupAge(vbuf[:0], r.ts, r.txID)
+		}
+		if g.hasTxn {
+			kbuf = keyBatchAge(g.q.id, g.part, g.base)
+			vbuf = appendBatchAge(vbuf[:0], g.ts, g.base, g.recs)
 			batch.Set(kbuf, vbuf, nil)
 		}
 		next.hwm = g.base + int64(len(g.recs))
