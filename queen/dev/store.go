@@ -90,9 +90,17 @@ func openEngine(dir string, cacheBytes int64, fs vfs.FS, logger pebble.Logger) (
 	// little else: with the values in them they were half of queen-dev's CPU
 	// under a produce load, and separating them cut its CPU per record by a
 	// quarter. Retired records leave garbage in blob files, rewritten once a
-	// fifth of a file is garbage.
+	// fifth of a file is garbage. The reference depth bounds how many blob
+	// files one table's values may be spread over before a compaction
+	// copies its values into new ones; at 10, L0's sublevels (one per
+	// flush, up to 32) plus the levels below went past it in most
+	// compactions, which then rewrote every value: a profile of queen-dev
+	// under the produce benchmark put 31% of its CPU there (and snappy over
+	// the copies). A record batch is read a value at a time, so locality
+	// among blob files buys a fetch little; 256 is past what L0 and the
+	// levels reach.
 	opts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
-		return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 256, MaxBlobReferenceDepth: 10,
+		return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 256, MaxBlobReferenceDepth: 256,
 			RewriteMinimumAge: 5 * time.Minute, TargetGarbageRatio: 0.2}
 	}
 	if dir == "" {
