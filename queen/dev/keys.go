@@ -19,7 +19,8 @@ import (
 //	p lp(qid) part                            → partValue (log end, log start, bytes, last ts)
 //	b lp(qid) lp(part) be64(first offset)     → batchValue (the records one request stored there)
 //	d lp(qid) lp(part) transactionId          → dedupValue (offset, ts, message id)
-//	a lp(qid) lp(part) be64(first offset)     → ts, (offset, transactionId)… (a batch's dedup entries, by age)
+//	n lp(qid) lp(part) lp(stem) be64(number)  → runValue (a run of numbered transactionIds: dedup.go)
+//	a lp(qid) lp(part) be64(first offset)     → ts, dedup keys… (a batch's dedup keys, by age)
 //	k lp(tenant) lp(ns) key                   → kvValue
 //	x be64(expires) lp(tenant) lp(ns) key     → "" (KV rows by expiry)
 //

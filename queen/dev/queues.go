@@ -196,7 +196,7 @@ func (b *Broker) handleDelete(w http.ResponseWriter, r *http.Request, c *call) {
 		batch = b.db.NewBatch()
 		batch.Delete(keyQueue(c.tenant, name), nil)
 		// Everything filed under the queue's id goes with it.
-		for _, kind := range []byte{kindPart, kindBatch, kindDedup, kindBatchAge} {
+		for _, kind := range []byte{kindPart, kindBatch, kindDedup, kindDedupRun, kindBatchAge} {
 			p := queuePrefix(kind, q.id)
 			batch.DeleteRange(p, prefixEnd(p), nil)
 		}

@@ -101,51 +101,6 @@ func decodeBatch(dst []recordView, v []byte) ([]recordView, int64, error) {
 	return dst, ts, nil
 }
 
-// A batch-age value lists the batch's dedup entries, for the dedup sweep:
-//
-//	varint ts | uvarint n | n × (uvarint offset − first offset, uvarint len, transactionId)
-func appendBatchAge(dst []byte, ts, first int64, recs []record) []byte {
-	e := encoder{b: dst}
-	e.varint(ts)
-	n := 0
-	for i := range recs {
-		if recs[i].txID != "" {
-			n++
-		}
-	}
-	e.uvarint(uint64(n))
-	for i := range recs {
-		if recs[i].txID != "" {
-			e.uvarint(uint64(i))
-			e.str(recs[i].txID)
-		}
-	}
-	return e.b
-}
-
-// decodeBatchAge appends the entries of batch-age value v (filed under
-// first) to dst.
-func decodeBatchAge(dst []dedupAged, v []byte, first int64) ([]dedupAged, int64, error) {
-	d := &decoder{b: v}
-	ts := d.varint()
-	n := d.uvarint()
-	if d.err != nil || n > uint64(len(d.b)/2) {
-		return dst, 0, errBadBatch
-	}
-	for range n {
-		delta := d.uvarint()
-		tx := d.str()
-		if d.err != nil || delta > 1<<62 {
-			return dst, 0, errBadBatch
-		}
-		dst = append(dst, dedupAged{off: first + int64(delta), txID: tx})
-	}
-	if len(d.b) != 0 {
-		return dst, 0, errBadBatch
-	}
-	return dst, ts, nil
-}
-
 // recordIter walks one partition's records in offset order, from an
 // offset up to (not including) a high watermark, over the batches that
 // hold them. It is how every reader of records reads them:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,11 @@ func randomBatch(rng *rand.Rand, n int) []record {
 	for i := range recs {
 		r := &recs[i]
 		r.msgID = fmt.Sprintf("m-%d", rng.Uint64())
-		if rng.IntN(2) == 0 {
+		switch rng.IntN(4) {
+		case 0:
 			r.txID = strings.Repeat("t", rng.IntN(300))
+		case 1, 2: // numbered ids, mostly counting up: runs
+			r.txID = "kafka:7:0:" + strconv.Itoa(i+rng.IntN(2)*rng.IntN(3))
 		}
 		r.payload = make([]byte, rng.IntN(2000))
 		for j := range r.payload {
@@ -92,15 +96,16 @@ func TestBatchValueProperties(t *testing.T) {
 			t.Fatalf("batch age: %v", err)
 		}
 		k := 0
-		for i := range recs {
-			if recs[i].txID == "" {
-				continue
+		dedupRuns(recs, func(i, j int, stem string, num int64, single bool) {
+			want := dedupAged{off: 1000 + int64(i), txID: recs[i].txID}
+			if !single {
+				want = dedupAged{off: 1000 + int64(i), txID: stem, run: true, num: num}
 			}
-			if entries[k].off != 1000+int64(i) || entries[k].txID != recs[i].txID {
-				t.Fatalf("age entry %d: %+v", k, entries[k])
+			if k >= len(entries) || entries[k] != want {
+				t.Fatalf("age entry %d: %+v, want %+v", k, entries, want)
 			}
 			k++
-		}
+		})
 		if k != len(entries) {
 			t.Fatalf("%d age entries, want %d", len(entries), k)
 		}
@@ -236,4 +241,84 @@ func (e *env) pushKeyed(queue, part string, txIDs ...string) []string {
 		out[i] = res[i].Status
 	}
 	return out
+}
+
+// The dedup index against a model (a map of transactionId to its live
+// entry): random pushes of numbered ids (runs, gaps, repeats, ids stored
+// again after the window), other ids, ids repeated within a push, with
+// the clock moving and sweeps in between. Every answer (status, offset,
+// message id) is the model's.
+func TestDedupMatchesModel(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) { dedupModelRun(t, seed) })
+	}
+}
+
+func dedupModelRun(t *testing.T, seed uint64) {
+	clk := newFakeClock()
+	e := newEnv(t, Options{Now: clk.Now})
+	const window = 10 * time.Second
+	if _, err := e.qc.Configure(ctx(t), "q", map[string]any{"dedupWindowSeconds": 10}); err != nil {
+		t.Fatal(err)
+	}
+	type entry struct {
+		off   int64
+		ts    time.Time
+		msgID string
+	}
+	model := map[string]entry{}
+	rng := rand.New(rand.NewPCG(24, seed))
+	var hwm int64
+	ids := func() string {
+		switch rng.IntN(6) {
+		case 0:
+			return []string{"a", "b", "007", "x9", "kafka:1:0:"}[rng.IntN(5)]
+		case 1:
+			return "kafka:2:0:" + strconv.Itoa(rng.IntN(40))
+		}
+		return "kafka:1:0:" + strconv.Itoa(rng.IntN(60))
+	}
+	for round := range 150 {
+		n := 1 + rng.IntN(12)
+		start := rng.IntN(60)
+		items := make([]queen.PushItem, n)
+		for i := range items {
+			tx := ids()
+			if rng.IntN(3) > 0 { // mostly a counting run, as a producer's batch
+				tx = "kafka:1:0:" + strconv.Itoa(start+i)
+			}
+			items[i] = queen.PushItem{Queue: "q", Partition: "0", Payload: json.RawMessage(`1`), TransactionID: tx}
+		}
+		res, err := e.qc.Push(ctx(t), items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := clk.Now()
+		inReq := map[string]entry{}
+		for i, it := range items {
+			r := res[i]
+			want, dup := inReq[it.TransactionID]
+			if !dup {
+				if m, ok := model[it.TransactionID]; ok && now.Sub(m.ts) < window {
+					want, dup = m, true
+				}
+			}
+			if dup {
+				if r.Status != "duplicate" || *r.Offset != want.off || r.MessageID != want.msgID {
+					t.Fatalf("round %d item %d (%s): %+v, want duplicate of %+v", round, i, it.TransactionID, r, want)
+				}
+				continue
+			}
+			if r.Status != "queued" || *r.Offset != hwm {
+				t.Fatalf("round %d item %d (%s): %s at %d, want queued at %d", round, i, it.TransactionID, r.Status, *r.Offset, hwm)
+			}
+			ent := entry{off: hwm, ts: now, msgID: r.MessageID}
+			model[it.TransactionID], inReq[it.TransactionID] = ent, ent
+			hwm++
+		}
+		clk.Advance(time.Duration(rng.IntN(4000)) * time.Millisecond)
+		if rng.IntN(4) == 0 {
+			e.b.Sweep()
+		}
+	}
 }

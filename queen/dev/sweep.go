@@ -63,11 +63,6 @@ type sweepTarget struct {
 	dedup []dedupAged
 }
 
-type dedupAged struct {
-	off  int64
-	txID string
-}
-
 // still reports whether the target's partition is the one it saw.
 func (s *sweepTarget) still() bool { return s.t.queues[s.q.name] == s.q && s.q.parts[s.p.name] == s.p }
 
@@ -234,13 +229,10 @@ func (b *Broker) sweepDedup(now int64) bool {
 			if s.next <= s.lso || !s.still() {
 				continue
 			}
-			for _, d := range s.dedup {
-				// Only the entry still naming this record: a newer record
-				// with the same transactionId replaced it.
-				key := keyDedup(s.q.id, s.p.name, d.txID)
-				if e, found, err := getDedup(b.db, key); err == nil && found && e.offset == d.off {
-					batch.Delete(key, nil)
-				}
+			for i := range s.dedup {
+				// Only a key still naming this batch's records: a newer
+				// record with the same transactionId replaced it.
+				s.dedup[i].forget(b.db, batch, s.q.id, s.p.name)
 			}
 			batch.DeleteRange(keyBatchAge(s.q.id, s.p.name, s.lso), keyBatchAge(s.q.id, s.p.name, s.next), nil)
 			done = append(done, s)
