@@ -219,16 +219,22 @@ func (plan *pushPlan) write(batch *pebble.Batch, st *state) func() {
 		if g.p != nil {
 			next = *g.p
 		}
-		// One value holds the group's records (records.go), encoded
-		// straight into the batch's memory.
-		kbuf = keyPrefix(kindBatch, g.q.id, g.part)
-		kbuf = appendOffset(kbuf, g.base)
-		op := batch.SetDeferred(len(kbuf), batchValueSize(g.ts, g.recs))
-		copy(op.Key, kbuf)
-		if v := appendBatchValue(op.Value[:0], g.ts, g.recs); len(v) != len(op.Value) {
-			panic(fmt.Sprintf("queen-dev: batch value of %d bytes, sized %d", len(v), len(op.Value)))
+		// A value holds the group's records (records.go), or up to
+		// maxBatchValue bytes of them, encoded straight into the batch's
+		// memory.
+		prefix := keyPrefix(kindBatch, g.q.id, g.part)
+		for from := 0; from < len(g.recs); {
+			to := batchEnd(g.recs, from)
+			kbuf = appendOffset(append(kbuf[:0], prefix...), g.base+int64(from))
+			recs := g.recs[from:to]
+			op := batch.SetDeferred(len(kbuf), batchValueSize(g.ts, recs))
+			copy(op.Key, kbuf)
+			if v := appendBatchValue(op.Value[:0], g.ts, recs); len(v) != len(op.Value) {
+				panic(fmt.Sprintf("queen-dev: batch value of %d bytes, sized %d", len(v), len(op.Value)))
+			}
+			op.Finish()
+			from = to
 		}
-		op.Finish()
 		for i := range g.recs {
 			next.bytes += int64(len(g.recs[i].payload))
 		}

@@ -29,6 +29,23 @@ var (
 	errBadVersion = errors.New("record batch of an unknown version")
 )
 
+// maxBatchValue bounds the payload bytes of one batch value (a larger
+// group of records is split at record boundaries; a record larger than it
+// is a value alone): a read from an offset decodes the value holding it,
+// so the bound keeps a fetch's memory and work per entry small whatever
+// a push held (500 records of 1 KiB to one partition are 8 values).
+const maxBatchValue = 64 << 10
+
+// batchEnd is where the value starting at recs[from] ends.
+func batchEnd(recs []record, from int) int {
+	n := len(recs[from].payload)
+	to := from + 1
+	for ; to < len(recs) && n+len(recs[to].payload) <= maxBatchValue; to++ {
+		n += len(recs[to].payload)
+	}
+	return to
+}
+
 // batchValueSize is the exact length of appendBatchValue's output, so that
 // the value can be encoded straight into the engine's batch.
 func batchValueSize(ts int64, recs []record) int {

@@ -322,3 +322,47 @@ func dedupModelRun(t *testing.T, seed uint64) {
 		}
 	}
 }
+
+// A push larger than maxBatchValue is stored as several values, each
+// filed under its first offset, and reads from any offset cross them.
+func TestLargePushSplitsValues(t *testing.T) {
+	e := newEnv(t, Options{})
+	const n = 40
+	pad := strings.Repeat("p", 5000)
+	items := make([]queen.PushItem, n)
+	for i := range items {
+		items[i] = queen.PushItem{Queue: "q", Partition: "0", Payload: json.RawMessage(`"` + pad + strconv.Itoa(i) + `"`)}
+	}
+	if _, err := e.qc.Push(ctx(t), items); err != nil {
+		t.Fatal(err)
+	}
+	keys := 0
+	if err := e.b.scan([]byte{kindBatch}, func(k, v []byte) error {
+		keys++
+		if len(v) > maxBatchValue+8<<10 {
+			t.Errorf("value of %d bytes", len(v))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if keys < 3 {
+		t.Fatalf("%d values for %d bytes of records", keys, n*5000)
+	}
+	e.b.mu.Lock()
+	qid := e.b.st.tenant(DefaultTenant).queues["q"].id
+	e.b.mu.Unlock()
+	for from := range n {
+		ri := e.b.records(qid, "0", int64(from), n)
+		next := int64(from)
+		for off, rec, ok := ri.next(); ok; off, rec, ok = ri.next() {
+			if off != next || string(rec.payload) != `"`+pad+strconv.Itoa(int(off))+`"` {
+				t.Fatalf("from %d: offset %d, want %d", from, off, next)
+			}
+			next++
+		}
+		if err := ri.close(); err != nil || next != n {
+			t.Fatalf("from %d: ended at %d: %v", from, next, err)
+		}
+	}
+}
