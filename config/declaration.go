@@ -64,7 +64,7 @@ type declaration struct {
 
 	DevAddr    string `env:"QUEEN_DEV_ADDR, default=127.0.0.1:6632" modes:"dev" accepts:"host:port or [v6]:port" help:"queen-dev's listen address (port 0: any free port)."`
 	DevData    string `env:"QUEEN_DEV_DATA, default=./.queen-dev" modes:"dev" accepts:"a directory (set, never blank)" help:"Data directory: the embedded store (pebble). Delete it to start empty."`
-	DevCache   string `env:"QUEEN_DEV_CACHE_SIZE, default=64MiB" modes:"dev" accepts:"a size from 32MiB to 1TiB: bytes, or with a B, KiB, MiB, GiB, TiB (or Ki, Mi, Gi, Ti) suffix" help:"The store's block cache: most of queen-dev's memory beside at most 64 MiB of memtables, whatever is stored."`
+	DevCache   string `env:"QUEEN_DEV_CACHE_SIZE, default=64MiB" modes:"dev" accepts:"a size from 32MiB to 1TiB: bytes, or with a B, KiB, MiB, GiB, TiB (or Ki, Mi, Gi, Ti) suffix" help:"The store's block cache: most of queen-dev's memory beside at most 16 MiB of memtables, whatever is stored."`
 	DevTokens  string `env:"QUEEN_DEV_TOKENS" modes:"dev" accepts:"token=tenant[:ro|:wo|:rw|:admin], comma-separated" help:"Turns auth on, queues and KV per tenant; unset: auth off, one default tenant. Never logged, never passed to an embedded facade."`
 	DevFaults  string `env:"QUEEN_DEV_FAULTS, default=false" modes:"dev" accepts:"true or false" help:"true enables fault injection (/dev/faults) for loopback callers, with an :admin token when QUEEN_DEV_TOKENS is set."`
 	DevMaxBody string `env:"QUEEN_MAX_BODY_BYTES, default=67108864" modes:"dev" accepts:"a positive integer" help:"Request body ceiling in bytes (413 above)."`

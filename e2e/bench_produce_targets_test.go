@@ -170,7 +170,7 @@ func BenchmarkProduceTargets(b *testing.B) {
 		sink := startProduceSink(b)
 		fl, floorAddr := startProduceFloor(b, sink.url)
 
-		var floorCPU, overFloor, hwm, baseCPU, baseHWM, devCPU []float64
+		var floorCPU, overFloor, hwm, baseCPU, baseHWM, devCPU, oldDevCPU, oldFacCPU, clientCPU, kfakeCPU []float64
 		var cpu, facadeRate, directRate, kfakeRate, rateRatio, facadeP99, kfakeP99, p99Ratio, facadeP50, kfakeP50 []float64
 		var fw, kw windowResult
 		var dr float64
@@ -180,12 +180,21 @@ func BenchmarkProduceTargets(b *testing.B) {
 					defer profileFacade(b, opsAddr, profiles, strconv.Itoa(len(cpu)), targetWindow-time.Second)()
 				}
 				c0, d0, peak := cpuSeconds(fac.pid()), cpuSeconds(dev.pid()), roundPeak(b, fac.pid())
+				s0 := cpuSeconds(os.Getpid())
 				fw = produceWindow(b, []string{fac.addr}, uniq("bench-targets"))
+				clientCPU = append(clientCPU, (cpuSeconds(os.Getpid())-s0)/float64(fw.records)*1e6)
 				cpu, hwm = append(cpu, (cpuSeconds(fac.pid())-c0)/float64(fw.records)*1e6), append(hwm, peak())
 				devCPU = append(devCPU, (cpuSeconds(dev.pid())-d0)/float64(fw.records)*1e6)
 			},
 			func() { dr = pushWindow(b, q, uniq("bench-targets-direct")) },
-			func() { kw = produceWindow(b, kf.ListenAddrs(), uniq("bench-targets-kfake")) },
+			func() {
+				// kfake runs in this process: its whole broker is this
+				// process's CPU in its window less the producer's own, as
+				// measured in the facade's window (the same client).
+				s0 := cpuSeconds(os.Getpid())
+				kw = produceWindow(b, kf.ListenAddrs(), uniq("bench-targets-kfake"))
+				kfakeCPU = append(kfakeCPU, (cpuSeconds(os.Getpid())-s0)/float64(kw.records)*1e6)
+			},
 			func() {
 				c0, i0 := cpuSeconds(fl.Pid()), sink.items.Load()
 				w := produceWindow(b, []string{floorAddr}, uniq("bench-targets-floor"))
@@ -195,6 +204,24 @@ func BenchmarkProduceTargets(b *testing.B) {
 					b.Fatalf("floor acked %d records, its sink saw %d", w.records, got)
 				}
 			},
+		}
+		// QK_BENCH_BASELINE_DEV_BIN: another queen-dev binary (e.g. one
+		// built from an older commit) behind a facade of this build, as a
+		// side of its own, for a before/after of queen-dev in one run.
+		if bin := os.Getenv("QK_BENCH_BASELINE_DEV_BIN"); bin != "" {
+			old := newQueenDev(b.TempDir(), freePort(b), devOptions{})
+			old.Bin = bin
+			b.Cleanup(old.kill)
+			if err := old.start(); err != nil {
+				b.Fatalf("%v\n%s", err, old.Out.From(0))
+			}
+			oldFac := startFacade(b, old, env)
+			sides = append(sides, func() {
+				c0, d0 := cpuSeconds(oldFac.pid()), cpuSeconds(old.pid())
+				w := produceWindow(b, []string{oldFac.addr}, uniq("bench-targets-olddev"))
+				oldFacCPU = append(oldFacCPU, (cpuSeconds(oldFac.pid())-c0)/float64(w.records)*1e6)
+				oldDevCPU = append(oldDevCPU, (cpuSeconds(old.pid())-d0)/float64(w.records)*1e6)
+			})
 		}
 		if base != nil {
 			sides = append(sides, func() {
@@ -224,7 +251,17 @@ func BenchmarkProduceTargets(b *testing.B) {
 			b.Logf("  baseline %s, same rounds: CPU-s per 1M records %s; VmHWM MiB %s", os.Getenv("QK_BENCH_BASELINE_BIN"), f(baseCPU), f(baseHWM))
 		}
 		b.Logf("  floor CPU-s per 1M records: %s; facade ÷ floor %s (same round)", f(floorCPU), f(overFloor))
-		b.Logf("  queen-dev CPU-s per 1M records behind the facade (same windows): %s", f(devCPU))
+		b.Logf("  queen-dev CPU-s per 1M records behind the facade (same windows): %s; queen-dev ÷ facade %s", f(devCPU), f(ratios(devCPU, cpu)))
+		kfakeNet := make([]float64, min(len(kfakeCPU), len(clientCPU)))
+		for i := range kfakeNet {
+			kfakeNet[i] = kfakeCPU[i] - clientCPU[i]
+		}
+		b.Logf("  kfake whole broker CPU-s per 1M records (this process in its window, less the producer's share in the facade's): %s; facade + queen-dev %s",
+			f(kfakeNet), f(sums(cpu, devCPU)))
+		if oldDevCPU != nil {
+			b.Logf("  baseline queen-dev %s behind a facade, same rounds: queen-dev CPU-s per 1M records %s, its facade %s, ratio %s",
+				os.Getenv("QK_BENCH_BASELINE_DEV_BIN"), f(oldDevCPU), f(oldFacCPU), f(ratios(oldDevCPU, oldFacCPU)))
+		}
 		b.Logf("  (b) rec/s facade %s, direct %s, ratio %s (target >= 0.95); kfake %s", f(facadeRate), f(directRate), f(rateRatio), f(kfakeRate))
 		b.Logf("  (c) p99 ms facade %s, kfake %s, ratio %s (target <= 2); p50 ms facade %s, kfake %s",
 			f(facadeP99), f(kfakeP99), f(p99Ratio), f(facadeP50), f(kfakeP50))
@@ -239,6 +276,15 @@ func BenchmarkProduceTargets(b *testing.B) {
 			b.ReportMetric(s.max, m.name+"_max")
 		}
 	}
+}
+
+// sums is a[i]+b[i], round by round.
+func sums(a, b []float64) []float64 {
+	out := make([]float64, min(len(a), len(b)))
+	for i := range out {
+		out[i] = a[i] + b[i]
+	}
+	return out
 }
 
 // profileFacade starts taking a CPU and an allocation profile of the facade

@@ -216,27 +216,18 @@ func (b *Broker) ackSlot(batch *pebble.Batch, s *ackSlot, items []ackItem, res [
 	hi := min(max(cur.batchEnd, cur.committed)+1, part.hwm)
 	recs := map[int64][]byte{} // offset → stored value, for dead letters
 	if lo < hi {
-		it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: keyRecord(s.q.id, s.part, lo), UpperBound: keyRecord(s.q.id, s.part, hi)})
-		if err != nil {
-			return err
-		}
-		for ok := it.First(); ok; ok = it.Next() {
-			rec, err := decodeRecord(it.Value())
-			if err != nil {
-				it.Close()
-				return err
-			}
+		ri := b.records(s.q.id, s.part, lo, hi)
+		for o, rec, ok := ri.next(); ok; o, rec, ok = ri.next() {
 			// The last match wins: an id stored twice resolves to the
 			// copy nearer the cursor's window.
 			if _, ok := want[string(rec.transactionID())]; ok {
-				o := offsetOf(it.Key())
 				want[string(rec.transactionID())] = o
 				if o > cur.committed {
-					recs[o] = append([]byte(nil), it.Value()...)
+					recs[o] = appendRecordValue(nil, rec)
 				}
 			}
 		}
-		if err := it.Close(); err != nil {
+		if err := ri.close(); err != nil {
 			return err
 		}
 	}

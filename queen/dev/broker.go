@@ -146,6 +146,9 @@ func New(opts Options) (*Broker, error) {
 // load reads the metadata kinds: the KV version counter, every queue and
 // every partition's log end and start.
 func (b *Broker) load() error {
+	if err := b.refuseOldLayout(); err != nil {
+		return err
+	}
 	if v, closer, err := b.db.Get(keyKVSeq()); err == nil {
 		if len(v) == 8 {
 			b.st.kvSeq = int64(binary.BigEndian.Uint64(v))
@@ -191,6 +194,31 @@ func (b *Broker) load() error {
 		b.Boot.Partitions++
 		return nil
 	})
+}
+
+// errOldLayout refuses a store written with one key per record (kinds r
+// and e), the layout before batches: its records are not read by this
+// queen-dev, and serving its queues without them would lose them silently.
+var errOldLayout = errors.New("the store holds records in the layout of an older queen-dev (one key per record), which this one does not read: " +
+	"drain what you need with the older queen-dev, then move the directory aside (or delete it) to start empty")
+
+// refuseOldLayout looks for any key of the old record kinds: two seeks,
+// whatever the store holds.
+func (b *Broker) refuseOldLayout() error {
+	for _, kind := range []byte{kindOldRecord, kindOldAge} {
+		it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kind}, UpperBound: []byte{kind + 1}})
+		if err != nil {
+			return err
+		}
+		found := it.First()
+		if err := errors.Join(it.Error(), it.Close()); err != nil {
+			return err
+		}
+		if found {
+			return errOldLayout
+		}
+	}
+	return nil
 }
 
 // scan calls fn for every key with prefix.

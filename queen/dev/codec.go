@@ -17,6 +17,10 @@ func (e *encoder) str(v string) {
 	e.uvarint(uint64(len(v)))
 	e.b = append(e.b, v...)
 }
+func (e *encoder) raw(v []byte) {
+	e.uvarint(uint64(len(v)))
+	e.b = append(e.b, v...)
+}
 func (e *encoder) bool(v bool) {
 	if v {
 		e.u8(1)

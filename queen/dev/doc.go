@@ -17,17 +17,22 @@
 // Everything is in an embedded storage engine, cockroachdb/pebble (an LSM
 // tree with a group-committed write-ahead log), in Dir; with Dir empty it
 // runs on pebble's in-memory file system. keys.go is the layout: records
-// keyed by (queue id, partition, offset), the producer-dedup index by
-// (queue id, partition, transactionId) plus its age index by offset, KV
+// a batch to a key, the records one request stored in one partition in one
+// checksummed value keyed by (queue id, partition, first offset), read
+// through records.go's iterator of (offset, record) from any offset (a
+// SeekLT finds the batch holding it); the producer-dedup index by
+// (queue id, partition, transactionId) plus an age index of one key per
+// batch; KV
 // rows by (tenant, namespace, key) plus an expiry index, queue metadata,
 // partition metadata (log end, log start, retained bytes, last commit
 // time) and the store-wide KV version counter. Memory holds only the
 // metadata of queues and partitions (and parked fetches), loaded at boot
 // by a scan of the metadata keys: boot reads no record and no KV row, so
 // neither memory nor boot time grows with the data stored. Fetch reads
-// ranges of record keys through a bounded block cache (Options.CacheBytes,
-// QUEEN_DEV_CACHE_SIZE, 64 MiB by default) beside at most four 16 MiB
-// memtables. Values of 256 bytes and more (records) are separated into blob
+// ranges of batch keys through a bounded block cache (Options.CacheBytes,
+// QUEEN_DEV_CACHE_SIZE, 64 MiB by default) beside at most four 4 MiB
+// memtables (small, so that a boot after a crash has little log to
+// replay). Values of 256 bytes and more (batches) are separated into blob
 // files written once, so compactions rewrite only keys (see store.go).
 //
 // Each request that changes anything is ONE pebble batch (a transaction's
@@ -51,7 +56,9 @@
 // crash, makes that: a test flipping one byte halfway through a log of
 // 1,000 synced records kept the 495 before it). A directory still holding
 // the old log, wal.log, is refused with what to do (its format is no
-// longer read). Retention and the dedup
+// longer read), and so is a store in the layout of one key per record
+// (kinds r and e), which is not migrated. Retention retires whole batches
+// (a batch's records share one commit time). Retention and the dedup
 // and KV expiry sweeps delete with range deletions and point deletes; the
 // engine's compactions reclaim the space in the background.
 //

@@ -367,7 +367,7 @@ func TestRestartAfterRetentionAndDelete(t *testing.T) {
 	// Stored now: a/0's new record and t/0's one; a's retired records and
 	// the deleted queues' are gone from the store, not only hidden.
 	n := 0
-	if err := e2.b.scan([]byte{kindRecord}, func(k, v []byte) error { n++; return nil }); err != nil {
+	if err := e2.b.scan([]byte{kindBatch}, func(k, v []byte) error { n++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if n != 2 {

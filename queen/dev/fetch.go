@@ -191,7 +191,7 @@ func (b *Broker) evalFetch(tenantName string, req *fetchRequest, w *waiter) (*fe
 	}
 	ev.tail = b.observed()
 	if ev.readable && ev.tail.err == nil {
-		it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kindRecord}, UpperBound: []byte{kindRecord + 1}})
+		it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kindBatch}, UpperBound: []byte{kindBatch + 1}})
 		if err != nil {
 			return nil, err
 		}
@@ -327,6 +327,10 @@ func renderFetch(out []byte, req *fetchRequest, ev *fetchEval) ([]byte, int64, e
 	var tsText string
 	var used, rendered, delivered int64
 	firstOfCall := true
+	var ri *recordIter
+	if ev.it != nil {
+		ri = iterOn(ev.it)
+	}
 	for i := range ev.slots {
 		s, e := &ev.slots[i], &req.entries[i]
 		if i > 0 {
@@ -338,18 +342,9 @@ func renderFetch(out []byte, req *fetchRequest, ev *fetchEval) ([]byte, int64, e
 		out = jsontext.AppendString(out, e.part)
 		out = append(out, `,"records":[`...)
 		if s.err == "" && s.first < s.hwm {
-			prefix := keyPrefix(kindRecord, s.qid, e.part)
 			var n, entryBytes int64
-			it := ev.it
-			for ok := it.SeekGE(appendOffset(prefix, s.first)); ok && n < maxRecordsPerEntry; ok = it.Next() {
-				off, in := offsetBelow(it.Key(), prefix, s.hwm)
-				if !in {
-					break
-				}
-				r, err := decodeRecord(it.Value())
-				if err != nil {
-					return out, 0, fmt.Errorf("record %s/%s@%d: %w", e.queue, e.part, off, err)
-				}
+			ri.seek(s.qid, e.part, s.first, s.hwm)
+			for off, r, ok := ri.next(); ok && n < maxRecordsPerEntry; off, r, ok = ri.next() {
 				sz := int64(len(r.payload))
 				rs := sz + int64(len(r.msgID)+len(r.txID)) + renderOverhead
 				if !firstOfCall && (entryBytes+sz > e.maxBytes || used+sz > callBudgetBytes || rendered+rs > callBudgetBytes) {
@@ -381,8 +376,8 @@ func renderFetch(out []byte, req *fetchRequest, ev *fetchEval) ([]byte, int64, e
 				out = append(out, tsText...)
 				out = append(out, `"}`...)
 			}
-			if err := it.Error(); err != nil {
-				return out, 0, err
+			if err := ri.err(); err != nil {
+				return out, 0, fmt.Errorf("%s/%s: %w", e.queue, e.part, err)
 			}
 		}
 		out = append(out, `],"highWatermark":`...)

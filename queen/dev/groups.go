@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -237,25 +235,9 @@ func (b *Broker) recordAge(qid string, p *partition, off int64, now int64) (int6
 // firstRecordTime is the commit time (unix µs) of the first stored record
 // of p at or after off; ok is false when none is stored there.
 func (b *Broker) firstRecordTime(qid string, p *partition, off int64) (ts int64, ok bool, err error) {
-	it, err := b.db.NewIter(&pebble.IterOptions{
-		LowerBound: keyRecord(qid, p.name, off),
-		UpperBound: prefixEnd(keyPrefix(kindRecord, qid, p.name)),
-	})
-	if err != nil {
-		return 0, false, err
-	}
-	if it.First() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			it.Close()
-			return 0, false, err
-		}
-		rec, err := decodeRecord(v)
-		if err != nil {
-			it.Close()
-			return 0, false, err
-		}
+	ri := b.records(qid, p.name, off, p.hwm)
+	if _, rec, found := ri.next(); found {
 		ts, ok = rec.ts, true
 	}
-	return ts, ok, it.Close()
+	return ts, ok, ri.close()
 }

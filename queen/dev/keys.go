@@ -17,22 +17,36 @@ import (
 //	m kvseq                                   → u64 last KV version issued
 //	q lp(tenant) name                         → queueValue
 //	p lp(qid) part                            → partValue (log end, log start, bytes, last ts)
-//	r lp(qid) lp(part) be64(offset)           → recordValue
+//	b lp(qid) lp(part) be64(first offset)     → batchValue (the records one request stored there)
 //	d lp(qid) lp(part) transactionId          → dedupValue (offset, ts, message id)
-//	e lp(qid) lp(part) be64(offset)           → ts, transactionId (dedup entries by age)
+//	n lp(qid) lp(part) lp(stem) be64(number)  → runValue (a run of numbered transactionIds: dedup.go)
+//	a lp(qid) lp(part) be64(first offset)     → ts, dedup keys… (a batch's dedup keys, by age)
 //	k lp(tenant) lp(ns) key                   → kvValue
 //	x be64(expires) lp(tenant) lp(ns) key     → "" (KV rows by expiry)
 //
 //	c lp(qid) lp(part) group                  → cursorValue (pop/ack: committed, lease, retries)
 //	l lp(leaseId) lp(qid) lp(part) group      → "" (cursors by the lease that holds them)
 //	z lp(qid) lp(part) lp(group) be64(offset) → dlqValue (dead letters)
+//
+// Records are stored a batch to a key: the records one request stored in
+// one partition (one commit time, contiguous offsets) are one value, filed
+// under their first offset, so that a push of 100 records writes one
+// record key, not 100, and the engine's memtable inserts, flushes and
+// compactions (most of queen-dev's CPU under a produce load when each
+// record was a key) handle a hundredth of the keys. A read from any offset
+// finds its batch with a SeekLT on the offset after it (records.go). The
+// dedup entries of a batch are aged by one key per batch (kind a), not one
+// per record. Kinds r and e were the layout of one key per record; a store
+// holding either is refused (openEngine).
 const (
 	kindMeta      = 'm'
 	kindQueue     = 'q'
 	kindPart      = 'p'
-	kindRecord    = 'r'
+	kindBatch     = 'b'
 	kindDedup     = 'd'
-	kindDedupAge  = 'e'
+	kindBatchAge  = 'a'
+	kindOldRecord = 'r' // one key per record: no longer read
+	kindOldAge    = 'e' // one age key per keyed record: no longer read
 	kindKV        = 'k'
 	kindKVExpiry  = 'x'
 	kindCursor    = 'c'
@@ -56,7 +70,7 @@ func keyPart(qid, part string) []byte {
 	return append(appendLP([]byte{kindPart}, qid), part...)
 }
 
-// keyPrefix is the prefix of kind's keys for one partition (kinds r, d, e).
+// keyPrefix is the prefix of kind's keys for one partition (kinds b, d, a).
 func keyPrefix(kind byte, qid, part string) []byte {
 	b := make([]byte, 0, 2+len(qid)+len(part)+2+8+16)
 	b = append(b, kind)
@@ -64,7 +78,7 @@ func keyPrefix(kind byte, qid, part string) []byte {
 	return appendLP(b, part)
 }
 
-// queuePrefix is the prefix of kind's keys of one queue (kinds p, r, d, e).
+// queuePrefix is the prefix of kind's keys of one queue (kinds p, b, d, a).
 func queuePrefix(kind byte, qid string) []byte {
 	return appendLP([]byte{kind}, qid)
 }
@@ -73,8 +87,8 @@ func appendOffset(prefix []byte, off int64) []byte {
 	return binary.BigEndian.AppendUint64(prefix, uint64(off))
 }
 
-func keyRecord(qid, part string, off int64) []byte {
-	return appendOffset(keyPrefix(kindRecord, qid, part), off)
+func keyBatch(qid, part string, first int64) []byte {
+	return appendOffset(keyPrefix(kindBatch, qid, part), first)
 }
 
 func keyDedup(qid, part, txID string) []byte {
@@ -85,8 +99,8 @@ func appendKeyDedup(dst []byte, qid, part, txID string) []byte {
 	return append(appendLP(appendLP(append(dst, kindDedup), qid), part), txID...)
 }
 
-func keyDedupAge(qid, part string, off int64) []byte {
-	return appendOffset(keyPrefix(kindDedupAge, qid, part), off)
+func keyBatchAge(qid, part string, first int64) []byte {
+	return appendOffset(keyPrefix(kindBatchAge, qid, part), first)
 }
 
 func kvPrefix(tenant, ns string) []byte {
@@ -121,7 +135,7 @@ func readLP(b []byte) (string, []byte, error) {
 	return string(b[k : k+int(n)]), b[k+int(n):], nil
 }
 
-// offsetOf is the offset at the end of a record or dedup-age key.
+// offsetOf is the offset at the end of a batch or batch-age key.
 func offsetOf(key []byte) int64 {
 	return int64(binary.BigEndian.Uint64(key[len(key)-8:]))
 }
@@ -168,11 +182,13 @@ func decodePart(v []byte, p *partition) error {
 	return d.err
 }
 
-func appendRecordValue(dst []byte, r *record) []byte {
+// appendRecordValue is one record on its own, as a dead letter (kind z)
+// embeds it; stored records are in batches (records.go).
+func appendRecordValue(dst []byte, r *recordView) []byte {
 	e := encoder{b: dst}
 	e.varint(r.ts)
-	e.str(r.msgID)
-	e.str(r.txID)
+	e.raw(r.msgID)
+	e.raw(r.txID)
 	return append(e.b, r.payload...)
 }
 
@@ -184,6 +200,7 @@ type recordView struct {
 	payload     []byte
 }
 
+// decodeRecord reads appendRecordValue's form.
 func decodeRecord(v []byte) (recordView, error) {
 	d := &decoder{b: v}
 	var r recordView
@@ -213,18 +230,6 @@ func decodeDedup(v []byte) (dedupEntry, error) {
 	d := &decoder{b: v}
 	e := dedupEntry{offset: d.varint(), ts: d.varint(), msgID: d.str()}
 	return e, d.err
-}
-
-func appendDedupAge(dst []byte, ts int64, txID string) []byte {
-	e := encoder{b: dst}
-	e.varint(ts)
-	return append(e.b, txID...)
-}
-
-func decodeDedupAge(v []byte) (ts int64, txID string, err error) {
-	d := &decoder{b: v}
-	ts = d.varint()
-	return ts, string(d.b), d.err
 }
 
 func encodeKV(r *kvRow) []byte {

@@ -386,26 +386,17 @@ func (b *Broker) unparkPop(tenantName string, p *popParams, wt *waiter) {
 // renderPopped renders up to limit messages of part from start, returning
 // the last offset rendered.
 func (b *Broker) renderPopped(qid string, part *partition, start int64, limit int, p *popParams, leaseID string) ([]byte, int64, error) {
-	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: keyRecord(qid, part.name, start), UpperBound: keyRecord(qid, part.name, part.hwm)})
-	if err != nil {
-		return nil, 0, err
-	}
+	ri := b.records(qid, part.name, start, part.hwm)
 	pid := partitionID(qid, part.name)
 	if p.autoAck {
 		leaseID = ""
 	}
 	var out []byte
 	last, n := start-1, 0
-	for ok := it.First(); ok && n < limit; ok = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			it.Close()
-			return nil, 0, err
-		}
-		rec, err := decodeRecord(v)
-		if err != nil {
-			it.Close()
-			return nil, 0, err
+	for n < limit {
+		off, rec, ok := ri.next()
+		if !ok {
+			break
 		}
 		if n > 0 {
 			out = append(out, ',')
@@ -431,30 +422,22 @@ func (b *Broker) renderPopped(qid string, part *partition, start int64, limit in
 		out = append(out, `,"consumerGroup":`...)
 		out = jsontext.AppendString(out, p.group)
 		out = append(out, '}')
-		last = offsetOf(it.Key())
+		last = off
 		n++
 	}
-	return out, last, errors.Join(it.Error(), it.Close())
+	return out, last, ri.close()
 }
 
 // firstAtOrAfter is the committed position that makes the record stored
 // at or after ts (unix µs) the next one: a linear walk, first contact only.
 func (b *Broker) firstAtOrAfter(qid string, part *partition, ts int64) (int64, error) {
-	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: keyRecord(qid, part.name, part.lso), UpperBound: keyRecord(qid, part.name, part.hwm)})
-	if err != nil {
-		return 0, err
-	}
+	ri := b.records(qid, part.name, part.lso, part.hwm)
 	pos := part.hwm - 1
-	for ok := it.First(); ok; ok = it.Next() {
-		rec, err := decodeRecord(it.Value())
-		if err != nil {
-			it.Close()
-			return 0, err
-		}
+	for off, rec, ok := ri.next(); ok; off, rec, ok = ri.next() {
 		if rec.ts >= ts {
-			pos = offsetOf(it.Key()) - 1
+			pos = off - 1
 			break
 		}
 	}
-	return pos, errors.Join(it.Error(), it.Close())
+	return pos, ri.close()
 }

@@ -1,9 +1,7 @@
 package dev
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -112,6 +110,9 @@ type recordGroup struct {
 	ts     int64
 	recs   []record
 	hasTxn bool
+	// staleRuns are older dedup runs that start inside a run this group
+	// stores (dedup.go): deleted with it.
+	staleRuns [][]byte
 }
 
 type partKey struct{ queue, part string }
@@ -186,54 +187,15 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 		}
 		g.recs = append(g.recs, record{payload: it.payload, msgID: msgID, txID: it.txID, ts: g.ts})
 	}
-	return plan, nil
-}
-
-// dedupReader looks up the dedup entries of one request through one
-// iterator: a batch's keys are mostly ascending (a producer's sequences),
-// so each seek continues from the last instead of descending every level
-// of the store again, as a point read per record would.
-type dedupReader struct {
-	r   pebble.Reader
-	it  *pebble.Iterator
-	key []byte // keyDedup's bytes, in one buffer (a seek copies its key)
-}
-
-func (d *dedupReader) get(qid, part, txID string) (dedupEntry, bool, error) {
-	d.key = appendKeyDedup(d.key[:0], qid, part, txID)
-	key := d.key
-	if d.it == nil {
-		it, err := d.r.NewIter(&pebble.IterOptions{LowerBound: []byte{kindDedup}, UpperBound: []byte{kindDedup + 1}})
-		if err != nil {
-			return dedupEntry{}, false, err
+	for _, g := range plan.groups {
+		if g.hasTxn {
+			var err error
+			if g.staleRuns, err = dedup.covered(g.q.id, g.part, g.recs); err != nil {
+				return nil, err
+			}
 		}
-		d.it = it
 	}
-	if !d.it.SeekGE(key) || !bytes.Equal(d.it.Key(), key) {
-		return dedupEntry{}, false, d.it.Error()
-	}
-	e, err := decodeDedup(d.it.Value())
-	return e, err == nil, err
-}
-
-func (d *dedupReader) close() {
-	if d.it != nil {
-		d.it.Close()
-	}
-}
-
-// getDedup reads one dedup entry.
-func getDedup(r pebble.Reader, key []byte) (dedupEntry, bool, error) {
-	v, closer, err := r.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return dedupEntry{}, false, nil
-	}
-	if err != nil {
-		return dedupEntry{}, false, err
-	}
-	defer closer.Close()
-	e, err := decodeDedup(v)
-	return e, err == nil, err
+	return plan, nil
 }
 
 // write adds the plan's queues, records, dedup entries and partition
@@ -257,31 +219,34 @@ func (plan *pushPlan) write(batch *pebble.Batch, st *state) func() {
 		if g.p != nil {
 			next = *g.p
 		}
-		prefix := keyPrefix(kindRecord, g.q.id, g.part)
-		var dedupPrefix, agePrefix []byte // made at the group's first transactionId
-		// batch.Set copies key and value, so one pair of buffers serves
-		// every row: no allocation per record.
+		// A value holds the group's records (records.go), or up to
+		// maxBatchValue bytes of them, encoded straight into the batch's
+		// memory.
+		prefix := keyPrefix(kindBatch, g.q.id, g.part)
+		for from := 0; from < len(g.recs); {
+			to := batchEnd(g.recs, from)
+			kbuf = appendOffset(append(kbuf[:0], prefix...), g.base+int64(from))
+			recs := g.recs[from:to]
+			op := batch.SetDeferred(len(kbuf), batchValueSize(g.ts, recs))
+			copy(op.Key, kbuf)
+			if v := appendBatchValue(op.Value[:0], g.ts, recs); len(v) != len(op.Value) {
+				panic(fmt.Sprintf("queen-dev: batch value of %d bytes, sized %d", len(v), len(op.Value)))
+			}
+			op.Finish()
+			from = to
+		}
 		for i := range g.recs {
-			r := &g.recs[i]
-			off := g.base + int64(i)
-			kbuf = appendOffset(append(kbuf[:0], prefix...), off)
-			vbuf = appendRecordValue(vbuf[:0], r)
-			batch.Set(kbuf, vbuf, nil)
-			next.bytes += int64(len(r.payload))
-			if r.txID == "" {
-				continue
+			next.bytes += int64(len(g.recs[i].payload))
+		}
+		// The newest record wins: a transactionId is stored again only
+		// once its previous record left the dedup window.
+		if g.hasTxn {
+			for _, k := range g.staleRuns {
+				batch.Delete(k, nil)
 			}
-			// The newest record wins: a transactionId is stored again only
-			// once its previous record left the dedup window.
-			if dedupPrefix == nil {
-				dedupPrefix, agePrefix = keyPrefix(kindDedup, g.q.id, g.part), keyPrefix(kindDedupAge, g.q.id, g.part)
-			}
-			kbuf = append(append(kbuf[:0], dedupPrefix...), r.txID...)
-			vbuf = appendDedup(vbuf[:0], dedupEntry{offset: off, ts: r.ts, msgID: r.msgID})
-			batch.Set(kbuf, vbuf, nil)
-			kbuf = appendOffset(append(kbuf[:0], agePrefix...), off)
-			vbuf = appendDedupAge(vbuf[:0], r.ts, r.txID)
-			batch.Set(kbuf, vbuf, nil)
+			_, vbuf = writeDedup(batch, g.q.id, g.part, g.base, g.ts, g.recs, nil, vbuf)
+			vbuf = appendBatchAge(vbuf[:0], g.ts, g.base, g.recs)
+			batch.Set(keyBatchAge(g.q.id, g.part, g.base), vbuf, nil)
 		}
 		next.hwm = g.base + int64(len(g.recs))
 		next.lastTS = max(next.lastTS, g.ts)

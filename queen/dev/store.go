@@ -19,9 +19,17 @@ const DefaultCacheBytes = 64 << 20
 
 // memTableBytes is the size of one memtable; at most memTableStop of them
 // (the one taking writes and those waiting to be flushed) are held, so
-// memtables cost at most 64 MiB however much is stored.
+// memtables cost at most 16 MiB however much is stored. Their size is also
+// what a boot after a crash (kill -9) replays from the write-ahead log and
+// flushes before it answers: with 16 MiB memtables (64 MiB in all) such a
+// boot took 2.7 s over a 10 GB store, against 2 s allowed. The cost of
+// small memtables is more, smaller flushes (each flushed table overlaps
+// every partition's end of the key space, so L0 fills faster and is
+// compacted more often); with a key per batch of records rather than per
+// record, that cost is small (see the produce benchmark's figures in
+// docs/queen-dev.md).
 const (
-	memTableBytes = 16 << 20
+	memTableBytes = 4 << 20
 	memTableStop  = 4
 )
 
@@ -82,9 +90,17 @@ func openEngine(dir string, cacheBytes int64, fs vfs.FS, logger pebble.Logger) (
 	// little else: with the values in them they were half of queen-dev's CPU
 	// under a produce load, and separating them cut its CPU per record by a
 	// quarter. Retired records leave garbage in blob files, rewritten once a
-	// fifth of a file is garbage.
+	// fifth of a file is garbage. The reference depth bounds how many blob
+	// files one table's values may be spread over before a compaction
+	// copies its values into new ones; at 10, L0's sublevels (one per
+	// flush, up to 32) plus the levels below went past it in most
+	// compactions, which then rewrote every value: a profile of queen-dev
+	// under the produce benchmark put 31% of its CPU there (and snappy over
+	// the copies). A record batch is read a value at a time, so locality
+	// among blob files buys a fetch little; 256 is past what L0 and the
+	// levels reach.
 	opts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
-		return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 256, MaxBlobReferenceDepth: 10,
+		return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 256, MaxBlobReferenceDepth: 256,
 			RewriteMinimumAge: 5 * time.Minute, TargetGarbageRatio: 0.2}
 	}
 	if dir == "" {

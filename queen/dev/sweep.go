@@ -3,6 +3,7 @@ package dev
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -62,11 +63,6 @@ type sweepTarget struct {
 	dedup []dedupAged
 }
 
-type dedupAged struct {
-	off  int64
-	txID string
-}
-
 // still reports whether the target's partition is the one it saw.
 func (s *sweepTarget) still() bool { return s.t.queues[s.q.name] == s.q && s.q.parts[s.p.name] == s.p }
 
@@ -109,31 +105,41 @@ func (b *Broker) sweepRetention(now int64) bool {
 		return false
 	}
 	more := false
-	err := b.withIter(kindRecord, func(it *pebble.Iterator) error {
+	err := b.withIter(kindBatch, func(it *pebble.Iterator) error {
+		var recs []recordView
 		for _, s := range targets {
-			// Records are in commit-time order, so the expired ones are a
-			// prefix.
-			prefix := keyPrefix(kindRecord, s.q.id, s.p.name)
+			// Batches are in commit-time order, so the expired ones are a
+			// prefix; a batch retires whole (its records share one time),
+			// so the log start is always a batch's first offset.
+			prefix := keyPrefix(kindBatch, s.q.id, s.p.name)
 			s.next = s.lso
 			n := 0
 			for ok := it.SeekGE(appendOffset(prefix, s.lso)); ok; ok = it.Next() {
-				off, in := offsetBelow(it.Key(), prefix, s.hwm)
+				first, in := offsetBelow(it.Key(), prefix, s.hwm)
 				if !in {
 					break
 				}
-				if n == sweepLimit {
+				if n >= sweepLimit {
 					more = true
 					break
 				}
-				r, err := decodeRecord(it.Value())
+				v, err := it.ValueAndErr()
 				if err != nil {
 					return err
 				}
-				if r.ts >= s.cutoff {
+				var ts int64
+				recs, ts, err = decodeBatch(recs[:0], v)
+				if err != nil {
+					return fmt.Errorf("records of %q from %d: %w", s.p.name, first, err)
+				}
+				if ts >= s.cutoff {
 					break
 				}
-				s.next, s.freed = off+1, s.freed+int64(len(r.payload))
-				n++
+				for i := range recs {
+					s.freed += int64(len(recs[i].payload))
+				}
+				s.next = first + int64(len(recs))
+				n += len(recs)
 			}
 			if err := it.Error(); err != nil {
 				return err
@@ -151,7 +157,7 @@ func (b *Broker) sweepRetention(now int64) bool {
 			if s.next <= s.lso || !s.still() || s.p.lso != s.lso {
 				continue
 			}
-			batch.DeleteRange(keyRecord(s.q.id, s.p.name, s.lso), keyRecord(s.q.id, s.p.name, s.next), nil)
+			batch.DeleteRange(keyBatch(s.q.id, s.p.name, s.lso), keyBatch(s.q.id, s.p.name, s.next), nil)
 			next := *s.p
 			next.lso, next.bytes = s.next, next.bytes-s.freed
 			batch.Set(keyPart(s.q.id, s.p.name), encodePart(&next), nil)
@@ -180,25 +186,32 @@ func (b *Broker) sweepDedup(now int64) bool {
 		return false
 	}
 	more := false
-	err := b.withIter(kindDedupAge, func(it *pebble.Iterator) error {
+	err := b.withIter(kindBatchAge, func(it *pebble.Iterator) error {
 		for _, s := range targets {
-			prefix := keyPrefix(kindDedupAge, s.q.id, s.p.name)
+			prefix := keyPrefix(kindBatchAge, s.q.id, s.p.name)
 			s.next = s.hwm
 			for ok := it.SeekGE(appendOffset(prefix, s.lso)); ok; ok = it.Next() {
-				off, in := offsetBelow(it.Key(), prefix, s.hwm)
+				first, in := offsetBelow(it.Key(), prefix, s.hwm)
 				if !in {
 					break
 				}
-				ts, txID, err := decodeDedupAge(it.Value())
-				if err != nil {
-					return err
-				}
-				if ts >= s.cutoff || len(s.dedup) == sweepLimit {
-					more = more || len(s.dedup) == sweepLimit
-					s.next = off
+				if len(s.dedup) >= sweepLimit {
+					more = true
+					s.next = first
 					break
 				}
-				s.dedup = append(s.dedup, dedupAged{off, txID})
+				kept := len(s.dedup)
+				var ts int64
+				var err error
+				s.dedup, ts, err = decodeBatchAge(s.dedup, it.Value(), first)
+				if err != nil {
+					return fmt.Errorf("dedup entries of %q from %d: %w", s.p.name, first, err)
+				}
+				if ts >= s.cutoff {
+					s.dedup = s.dedup[:kept]
+					s.next = first
+					break
+				}
 			}
 			if err := it.Error(); err != nil {
 				return err
@@ -216,15 +229,12 @@ func (b *Broker) sweepDedup(now int64) bool {
 			if s.next <= s.lso || !s.still() {
 				continue
 			}
-			for _, d := range s.dedup {
-				// Only the entry still naming this record: a newer record
-				// with the same transactionId replaced it.
-				key := keyDedup(s.q.id, s.p.name, d.txID)
-				if e, found, err := getDedup(b.db, key); err == nil && found && e.offset == d.off {
-					batch.Delete(key, nil)
-				}
+			for i := range s.dedup {
+				// Only a key still naming this batch's records: a newer
+				// record with the same transactionId replaced it.
+				s.dedup[i].forget(b.db, batch, s.q.id, s.p.name)
 			}
-			batch.DeleteRange(keyDedupAge(s.q.id, s.p.name, s.lso), keyDedupAge(s.q.id, s.p.name, s.next), nil)
+			batch.DeleteRange(keyBatchAge(s.q.id, s.p.name, s.lso), keyBatchAge(s.q.id, s.p.name, s.next), nil)
 			done = append(done, s)
 		}
 		return func() {
