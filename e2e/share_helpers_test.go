@@ -18,15 +18,14 @@ import (
 
 // Share groups (issue 22): what the share-group tests have in common.
 
-// shareGroupEnv is a facade's environment for the share-group tests: group
-// heartbeats every half second (as consumerGroupEnv has for KIP-848), so a
-// member joins and is assigned at once, and a record lock a test can wait
-// out.
-var shareGroupEnv = map[string]string{}
+// shareGroupEnv is a facade's environment for the share-group tests: share
+// group members told to heartbeat every half second (as consumerGroupEnv
+// has for KIP-848), so a member that joins is assigned at its next
+// heartbeat, half a second later, rather than five seconds.
+var shareGroupEnv = map[string]string{"QUEEN_KAFKA_SHARE_GROUP_HEARTBEAT_INTERVAL_MS": "500"}
 
 // shareLock is the share.record.lock.duration.ms the share tests give
-// their groups: Kafka's floor for the group config (15 s) unless the
-// facade's broker-level bound is lowered in shareGroupEnv.
+// their groups: the floor Kafka's GroupConfig allows (15 s).
 const shareLock = 15 * time.Second
 
 // setGroupConfigs sets group configs (name, value pairs) of group with

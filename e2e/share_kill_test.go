@@ -212,73 +212,14 @@ func TestShareConsumersSIGKILL(t *testing.T) {
 	}
 	recs = shareHistory(outs())
 
-	var accepted, archived, released, redelivered, doubt int
-	for p := int32(0); p < parts; p++ {
-		for off := int64(0); off < shareKillRecords/parts; off++ {
-			tp := shareTP{p, off}
-			r := recs[tp]
-			if r == nil {
-				t.Errorf("%v: never delivered (lost)", tp)
-				continue
-			}
-			if want := int(off)*parts + int(p); r.key != want {
-				t.Errorf("%v: key %d, want %d", tp, r.key, want)
-			}
-			var acceptedBy, rejectedBy []int
-			dcs := map[int32]int{}
-			var final int32 // the delivery count of the answered ACCEPT or REJECT
-			for _, d := range r.deliveries {
-				dcs[d.dc]++
-				if want := shareAck(r.key, d.dc); d.ack != 0 && d.ack != want {
-					t.Errorf("%v: worker %d sent %c at delivery %d, its rule says %c", tp, d.worker, d.ack, d.dc, want)
-				}
-				if d.verdict != 'C' {
-					continue
-				}
-				switch d.ack {
-				case 'A':
-					acceptedBy = append(acceptedBy, d.worker)
-					final = d.dc
-				case 'J':
-					rejectedBy = append(rejectedBy, d.worker)
-					final = d.dc
-				case 'L':
-					released++
-				}
-			}
-			for dc, n := range dcs {
-				if n > 1 {
-					t.Errorf("%v: delivered %d times at delivery count %d (twice under one acquisition): %+v", tp, n, dc, r.deliveries)
-				}
-				if final > 0 && dc > final {
-					t.Errorf("%v: delivered again (count %d) after an answered ACCEPT or REJECT at count %d: %+v", tp, dc, final, r.deliveries)
-				}
-			}
-			if len(dcs) > 1 {
-				redelivered++
-			}
-			switch {
-			case len(acceptedBy) > 0 && len(rejectedBy) > 0:
-				t.Errorf("%v: ACCEPTed by %v and REJECTed by %v", tp, acceptedBy, rejectedBy)
-			case len(acceptedBy) > 1:
-				t.Errorf("%v: ACCEPTed %d times (workers %v)", tp, len(acceptedBy), acceptedBy)
-			case len(rejectedBy) > 1:
-				t.Errorf("%v: REJECTed %d times (workers %v)", tp, len(rejectedBy), rejectedBy)
-			case len(acceptedBy) == 1:
-				accepted++
-			case len(rejectedBy) == 1:
-				archived++
-			case r.inDoubt(victim):
-				doubt++
-			default:
-				t.Errorf("%v: neither ACCEPTed nor REJECTed, and not held by the killed worker (lost): %+v", tp, r.deliveries)
-			}
-		}
+	st, problems := checkShareHistory(recs, parts, shareKillRecords/parts, victim)
+	for _, p := range problems {
+		t.Error(p)
 	}
 	t.Logf("%d records: %d ACCEPTed once, %d archived by REJECT, %d acked by the killed worker without an answer; %d RELEASEs answered, %d records delivered more than once",
-		shareKillRecords, accepted, archived, doubt, released, redelivered)
-	if released == 0 || archived == 0 {
-		t.Errorf("the run exercised too little: %d RELEASEs, %d REJECTs answered", released, archived)
+		shareKillRecords, st.accepted, st.archived, st.doubt, st.released, st.redelivered)
+	if st.released == 0 || st.archived == 0 {
+		t.Errorf("the run exercised too little: %d RELEASEs, %d REJECTs answered", st.released, st.archived)
 	}
 	// The killed worker's unanswered acks: landed, or their records were
 	// redelivered and settled above. Either way the broker has nothing left
@@ -297,4 +238,85 @@ func TestShareConsumersSIGKILL(t *testing.T) {
 		slices.Sort(bad)
 		return len(bad) == 0, fmt.Sprintf("want %d everywhere: %s", shareKillRecords/parts, strings.Join(bad, ", "))
 	})
+}
+
+// shareStats is what checkShareHistory counted.
+type shareStats struct {
+	accepted, archived, doubt int // records ACCEPTed once, REJECTed once, in doubt
+	released, redelivered     int // RELEASEs answered; records delivered more than once
+}
+
+// checkShareHistory checks the records of parts partitions of perPart
+// records each (key = offset*parts + partition): every record ACCEPTed
+// exactly once or REJECTed exactly once (archived), never both, or in doubt
+// (its last delivery went to the killed victim); no delivery count twice;
+// nothing delivered after an answered ACCEPT or REJECT; every ack the rule
+// says. It returns the counts and one sentence per problem.
+func checkShareHistory(recs map[shareTP]*shareRecord, parts int32, perPart int64, victim int) (shareStats, []string) {
+	var st shareStats
+	var problems []string
+	fail := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	for p := int32(0); p < parts; p++ {
+		for off := int64(0); off < perPart; off++ {
+			tp := shareTP{p, off}
+			r := recs[tp]
+			if r == nil {
+				fail("%v: never delivered (lost)", tp)
+				continue
+			}
+			if want := int(off)*int(parts) + int(p); r.key != want {
+				fail("%v: key %d, want %d", tp, r.key, want)
+			}
+			var acceptedBy, rejectedBy []int
+			dcs := map[int32]int{}
+			var final int32 // the delivery count of the answered ACCEPT or REJECT
+			for _, d := range r.deliveries {
+				dcs[d.dc]++
+				if want := shareAck(r.key, d.dc); d.ack != 0 && d.ack != want {
+					fail("%v: worker %d sent %c at delivery %d, its rule says %c", tp, d.worker, d.ack, d.dc, want)
+				}
+				if d.verdict != 'C' {
+					continue
+				}
+				switch d.ack {
+				case 'A':
+					acceptedBy = append(acceptedBy, d.worker)
+					final = max(final, d.dc)
+				case 'J':
+					rejectedBy = append(rejectedBy, d.worker)
+					final = max(final, d.dc)
+				case 'L':
+					st.released++
+				}
+			}
+			for dc, n := range dcs {
+				if n > 1 {
+					fail("%v: delivered %d times at delivery count %d (twice under one acquisition): %+v", tp, n, dc, r.deliveries)
+				}
+				if final > 0 && dc > final {
+					fail("%v: delivered again (count %d) after an answered ACCEPT or REJECT at count %d: %+v", tp, dc, final, r.deliveries)
+				}
+			}
+			if len(dcs) > 1 {
+				st.redelivered++
+			}
+			switch {
+			case len(acceptedBy) > 0 && len(rejectedBy) > 0:
+				fail("%v: ACCEPTed by %v and REJECTed by %v", tp, acceptedBy, rejectedBy)
+			case len(acceptedBy) > 1:
+				fail("%v: ACCEPTed %d times (workers %v)", tp, len(acceptedBy), acceptedBy)
+			case len(rejectedBy) > 1:
+				fail("%v: REJECTed %d times (workers %v)", tp, len(rejectedBy), rejectedBy)
+			case len(acceptedBy) == 1:
+				st.accepted++
+			case len(rejectedBy) == 1:
+				st.archived++
+			case r.inDoubt(victim):
+				st.doubt++
+			default:
+				fail("%v: neither ACCEPTed nor REJECTed, and not held by the killed worker (lost): %+v", tp, r.deliveries)
+			}
+		}
+	}
+	return st, problems
 }
