@@ -173,21 +173,12 @@ func matches(filter []string, v string) bool {
 
 // readPrefixKeys lists the keys under qk:cg: (every group's rows).
 func readPrefixKeys(ctx context.Context, kv KV) ([]string, error) {
-	var keys []string
-	after := ""
-	for {
-		res, err := kv.KV(ctx, []queen.KVOp{{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: queen.PrefixConsumerGroup, Limit: 1000, After: after, KeysOnly: true}})
-		if err != nil {
-			return keys, err
-		}
-		for _, r := range res[0].Rows {
-			keys = append(keys, r.Key)
-		}
-		if !res[0].Truncated || res[0].NextAfter == nil || *res[0].NextAfter <= after {
-			return keys, nil
-		}
-		after = *res[0].NextAfter
+	rows, err := queen.ReadPrefix(ctx, kv, queen.PrefixConsumerGroup, 1000, true)
+	keys := make([]string, len(rows))
+	for i, r := range rows {
+		keys[i] = r.Key
 	}
+	return keys, err
 }
 
 // ValidateCommit is Kafka's ConsumerGroup.validateOffsetCommit for an

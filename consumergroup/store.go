@@ -156,18 +156,7 @@ func (g *group) write(ctx context.Context, ops []queen.KVOp) error {
 
 // fenceOp is the put of qk:fence:<group> expecting the version it has now.
 func (g *group) fenceOp(ctx context.Context) (queen.KVOp, error) {
-	key := queen.FenceKey(g.key.id)
-	rows, err := queen.ReadKeys(ctx, g.kv, []string{key}, 1)
-	if err != nil {
-		return queen.KVOp{}, fmt.Errorf("reading the fence of group %q: %w", g.key.id, err)
-	}
-	var ver int64
-	if r, ok := rows[key]; ok {
-		ver = r.Version
-	}
-	op := put(key, queen.FenceValue{Node: g.m.cfg.NodeID, Incarnation: g.m.cfg.Incarnation, Generation: g.epoch, TS: g.m.clock.Now().UnixMilli()})
-	op.Expect, op.Required = &ver, true
-	return op, nil
+	return queen.FenceOp(ctx, g.kv, g.key.id, queen.FenceValue{Node: g.m.cfg.NodeID, Incarnation: g.m.cfg.Incarnation, Generation: g.epoch, TS: g.m.clock.Now().UnixMilli()})
 }
 
 // deleteRows deletes every row of g (an empty group given up).
@@ -196,22 +185,7 @@ func (g *group) deleteRows(ctx context.Context, kv KV) int16 {
 }
 
 func readPrefix(ctx context.Context, kv KV, prefix string) ([]queen.KVRow, error) {
-	var rows []queen.KVRow
-	after := ""
-	for {
-		res, err := kv.KV(ctx, []queen.KVOp{{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: prefix, Limit: 1000, After: after}})
-		if err != nil {
-			return nil, fmt.Errorf("kv getPrefix %q: %w", prefix, err)
-		}
-		rows = append(rows, res[0].Rows...)
-		if !res[0].Truncated {
-			return rows, nil
-		}
-		if res[0].NextAfter == nil || *res[0].NextAfter <= after {
-			return nil, &queen.Error{Kind: queen.KindProtocol, Route: "POST /api/v1/kv", Message: "getPrefix page truncated without a cursor that advances"}
-		}
-		after = *res[0].NextAfter
-	}
+	return queen.ReadPrefix(ctx, kv, prefix, 1000, false)
 }
 
 // load reads a group's rows (nil when it has none) and takes it over: the

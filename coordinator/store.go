@@ -223,23 +223,7 @@ func (c *Coordinator) readKeys(ctx context.Context, kv KV, keys []string) (map[s
 	return queen.ReadKeys(ctx, kv, keys, readKeysPerCall)
 }
 
-// readPrefix pages through every row under prefix, following nextAfter.
+// readPrefix pages through every row under prefix (queen.ReadPrefix).
 func (c *Coordinator) readPrefix(ctx context.Context, kv KV, prefix string, limit int, keysOnly bool) ([]queen.KVRow, error) {
-	var rows []queen.KVRow
-	after := ""
-	for {
-		res, err := kv.KV(ctx, []queen.KVOp{{Op: queen.OpGetPrefix, NS: queen.Namespace, Prefix: prefix, Limit: limit, After: after, KeysOnly: keysOnly}})
-		if err != nil {
-			return nil, fmt.Errorf("kv getPrefix %q: %w", prefix, err)
-		}
-		r := res[0]
-		rows = append(rows, r.Rows...)
-		if !r.Truncated {
-			return rows, nil
-		}
-		if r.NextAfter == nil || *r.NextAfter <= after {
-			return nil, &queen.Error{Kind: queen.KindProtocol, Route: "POST /api/v1/kv", Message: "getPrefix page truncated without a cursor that advances"}
-		}
-		after = *r.NextAfter
-	}
+	return queen.ReadPrefix(ctx, kv, prefix, limit, keysOnly)
 }

@@ -91,6 +91,9 @@ const (
 	// PrefixShare is a share group's share-partition states (KIP-932),
 	// one row per partition: ShareStateKey.
 	PrefixShare = "qk:share:"
+	// PrefixShareGroup is a KIP-932 share group's membership (package
+	// sharegroup): its epochs and members. Layout: ShareGroupPrefix.
+	PrefixShareGroup = "qk:sg:"
 )
 
 // ProducerIDsKey is the one row of the producer id counter,
@@ -227,6 +230,19 @@ func ConsumerGroupMetaKey(group string) string { return ConsumerGroupPrefix(grou
 // ConsumerGroupMemberKey is qk:cg:<esc group>:m:<esc member id>.
 func ConsumerGroupMemberKey(group, member string) string {
 	return ConsumerGroupPrefix(group) + "m:" + Esc(member)
+}
+
+// ShareGroupPrefix is qk:sg:<esc group>: — every row of one share group:
+// ShareGroupMetaKey (epochs, subscription metadata) and one
+// ShareGroupMemberKey per member.
+func ShareGroupPrefix(group string) string { return PrefixShareGroup + Esc(group) + ":" }
+
+// ShareGroupMetaKey is qk:sg:<esc group>:g.
+func ShareGroupMetaKey(group string) string { return ShareGroupPrefix(group) + "g" }
+
+// ShareGroupMemberKey is qk:sg:<esc group>:m:<esc member id>.
+func ShareGroupMemberKey(group, member string) string {
+	return ShareGroupPrefix(group) + "m:" + Esc(member)
 }
 
 // ShareStateKey is qk:share:<esc group>:<esc topic>:<partition>: one

@@ -83,7 +83,7 @@ func TestKeyFamilies(t *testing.T) {
 			t.Errorf("got %q want %q", got, want)
 		}
 	}
-	fams := []string{PrefixGroup, PrefixGroups, PrefixFence, PrefixNode, PrefixTxn, PrefixTopicCfg, PrefixTxnStage, PrefixTxnPending, PrefixConsumerGroup, PrefixShare, ProducerIDsKey}
+	fams := []string{PrefixGroup, PrefixGroups, PrefixFence, PrefixNode, PrefixTxn, PrefixTopicCfg, PrefixTxnStage, PrefixTxnPending, PrefixConsumerGroup, PrefixShare, PrefixShareGroup, ProducerIDsKey}
 	for i, a := range fams {
 		for j, b := range fams {
 			if i != j && strings.HasPrefix(a, b) {

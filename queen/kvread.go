@@ -2,6 +2,7 @@ package queen
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 )
 
@@ -60,4 +61,47 @@ func ReadKeys(ctx context.Context, kv KVCaller, keys []string, perCall int) (map
 		todo = unread
 	}
 	return out, nil
+}
+
+// ReadPrefix pages through every row under prefix (namespace Namespace),
+// limit rows a call, following nextAfter; a truncated page whose cursor
+// does not advance is a protocol error, never an endless loop.
+func ReadPrefix(ctx context.Context, kv KVCaller, prefix string, limit int, keysOnly bool) ([]KVRow, error) {
+	var rows []KVRow
+	after := ""
+	for {
+		res, err := kv.KV(ctx, []KVOp{{Op: OpGetPrefix, NS: Namespace, Prefix: prefix, Limit: limit, After: after, KeysOnly: keysOnly}})
+		if err != nil {
+			return nil, fmt.Errorf("kv getPrefix %q: %w", prefix, err)
+		}
+		r := res[0]
+		rows = append(rows, r.Rows...)
+		if !r.Truncated {
+			return rows, nil
+		}
+		if r.NextAfter == nil || *r.NextAfter <= after {
+			return nil, &Error{Kind: KindProtocol, Route: "POST /api/v1/kv", Message: "getPrefix page truncated without a cursor that advances"}
+		}
+		after = *r.NextAfter
+	}
+}
+
+// FenceOp is the put of qk:fence:<group> with v, expecting the version the
+// row has now (0 when absent): a group's new owner takes the fence so that
+// the previous owner's next fenced write fails.
+func FenceOp(ctx context.Context, kv KVCaller, group string, v FenceValue) (KVOp, error) {
+	key := FenceKey(group)
+	rows, err := ReadKeys(ctx, kv, []string{key}, 1)
+	if err != nil {
+		return KVOp{}, fmt.Errorf("reading the fence of group %q: %w", group, err)
+	}
+	var ver int64
+	if r, ok := rows[key]; ok {
+		ver = r.Version
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return KVOp{}, err
+	}
+	return KVOp{Op: OpPut, NS: Namespace, Key: key, Value: b, Forever: true, Expect: &ver, Required: true}, nil
 }
