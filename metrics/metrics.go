@@ -53,6 +53,8 @@ type Metrics struct {
 	queenCalls   *prometheus.CounterVec   // route, outcome
 	queenLatency *prometheus.HistogramVec // route
 
+	share *share // KIP-932's data path
+
 	keys [maxKey + 1]keyChildren
 }
 
@@ -105,6 +107,7 @@ func New(version string, snapshot func() Snapshot) *Metrics {
 	for _, reason := range []string{"max_connections", "draining"} {
 		m.refused.WithLabelValues(reason) // known reasons are series from the start, so rate() sees the first
 	}
+	m.share = newShare(m.reg)
 	if snapshot != nil {
 		m.reg.MustRegister(newStateCollector(snapshot))
 	}

@@ -191,6 +191,7 @@ func TestNamingConventions(t *testing.T) {
 	m.FetchLag(1)
 	m.Committed(1)
 	m.QueenCall("POST /api/v1/push", queen.KindNone, time.Millisecond)
+	m.Share(ShareDelta{Acquired: 1})
 	fams, err := m.Gatherer().Gather()
 	require.NoError(t, err)
 
@@ -203,11 +204,40 @@ func TestNamingConventions(t *testing.T) {
 	}
 	// Every family New registers, the state collector's cluster ones
 	// included: a family missing here was never linted.
-	require.Equal(t, 54, ours, "families of ours in the scrape (17 event families, 37 of the state collector)")
+	require.Equal(t, 60, ours, "families of ours in the scrape (23 event families, 6 of them the share data path's, 37 of the state collector)")
 
 	problems, err := promlint.NewWithMetricFamilies(fams).Lint()
 	require.NoError(t, err)
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestShareDelta: a share report lands on its counters, the in-flight
+// gauge moving both ways, deliveries by their count.
+func TestShareDelta(t *testing.T) {
+	m := New("dev", nil)
+	d := ShareDelta{Acquired: 3, Accepted: 2, Released: 1, Rejected: 1, AckRefused: 1, Archived: 2, LockExpiries: 1, InFlight: 5}
+	d.Deliveries[1], d.Deliveries[2] = 2, 1
+	m.Share(d)
+	m.Share(ShareDelta{InFlight: -2})
+	got := map[string]float64{}
+	fams, err := m.Gatherer().Gather()
+	require.NoError(t, err)
+	for _, f := range fams {
+		for _, mt := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range mt.GetLabel() {
+				key += "," + l.GetValue()
+			}
+			got[key] = mt.GetCounter().GetValue() + mt.GetGauge().GetValue()
+		}
+	}
+	for k, v := range map[string]float64{"queen_kafka_share_inflight_records": 3, "queen_kafka_share_acquired_records_total": 3,
+		"queen_kafka_share_deliveries_total,1": 2, "queen_kafka_share_deliveries_total,2": 1, "queen_kafka_share_deliveries_total,3": 0,
+		"queen_kafka_share_acknowledgements_total,accept": 2, "queen_kafka_share_acknowledgements_total,release": 1,
+		"queen_kafka_share_acknowledgements_total,reject": 1, "queen_kafka_share_acknowledgements_total,refused": 1,
+		"queen_kafka_share_archived_records_total": 2, "queen_kafka_share_lock_expiries_total": 1} {
+		require.Equal(t, v, got[k], k)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/sharefetch"
 	"github.com/queen-mq/queen-kafka/topology"
 	"github.com/queen-mq/queen-kafka/transport"
 	"github.com/queen-mq/queen-kafka/txn"
@@ -53,6 +54,7 @@ type Node struct {
 	txnShared   *txn.Shared              // cluster mode: staging in Queen at any node; nil in single mode
 	sessions    *fetchsession.Cache      // KIP-227 fetch sessions (fetch.go), this process's only
 	parked      *fetchwatch.Calls        // the bound on wide sessions' parked Queen reads (fetch_watched.go)
+	shares      *sharefetch.Server       // KIP-932 ShareFetch and ShareAcknowledge, share sessions
 	// srv is the wire: the listener, its connections, framing, SASL and
 	// dispatch into the version table's handlers (versions.go).
 	srv *transport.Server
@@ -124,6 +126,7 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	n.sequencer = producer.NewSequencer(maxSeqWindows)
 	n.sessions = fetchsession.New(fetchsession.Config{})
 	n.parked = fetchwatch.NewCalls(0, identityShare(cfg))
+	n.shares = sharefetch.New(sharefetch.Config{Observe: n.metrics, Mem: n.fetchMem, Enc: n.batches, Compression: cfg.FetchCompression, Now: func() time.Time { return n.now() }, Stopping: n.stopping, Log: log})
 	n.groups = newConsumerGroups(cfg, q, log, own, n.Incarnation())
 	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation(), n.groups, unstableOffsets{n})
 	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, clock.Wall{})
@@ -145,7 +148,7 @@ func (n *Node) newServer(table *transport.Table) *transport.Server {
 		Self:      func() (string, int32) { return n.topo.ClusterID(), n.topo.SelfID() },
 		SASLFault: faults.SASL,
 		ConnValue: func(*transport.Conn) any { return &connState{} },
-		Forget:    func(c *transport.Conn) { n.txns.Disconnected(c.ID()) },
+		Forget:    func(c *transport.Conn) { n.txns.Disconnected(c.ID()); n.shares.Disconnected(c) },
 		Answered:  n.observeAnswer,
 	})
 }

@@ -324,6 +324,17 @@ func (h *Handle) Sweep(now time.Time) int {
 	return h.p.Sweep(now)
 }
 
+// InFlight is the cached partition's offsets between SPSO and SPEO (0
+// before it loads).
+func (h *Handle) InFlight() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.p == nil {
+		return 0
+	}
+	return h.p.InFlight()
+}
+
 // Stats are the cached partition's counters (zero before it loads; a
 // reload starts them afresh).
 func (h *Handle) Stats() Stats {
