@@ -248,10 +248,17 @@ func (cs *Catalogues) TopicWidth(ctx context.Context, c Caller, topic string) (w
 
 // topicWidth is TopicWidth; fresh looks a miss up again with FindFresh.
 func (cs *Catalogues) topicWidth(ctx context.Context, c Caller, topic string, fresh bool) (width int32, exists bool, err error) {
+	_, width, exists, err = cs.find(ctx, c, topic, fresh)
+	return width, exists, err
+}
+
+// find is topic's id and width for c; fresh looks a miss up again with
+// FindFresh.
+func (cs *Catalogues) find(ctx context.Context, c Caller, topic string, fresh bool) (id [16]byte, width int32, exists bool, err error) {
 	cat := cs.For(c)
 	asked := cs.deps.Now()
 	if err := cat.Ensure(ctx, c, false); err != nil && !cat.Loaded() {
-		return 0, false, err
+		return id, 0, false, err
 	}
 	var t Topic
 	var ok bool
@@ -261,9 +268,9 @@ func (cs *Catalogues) topicWidth(ctx context.Context, c Caller, topic string, fr
 		t, ok = cat.Find(ctx, c, topic)
 	}
 	if !ok {
-		return 0, false, nil
+		return id, 0, false, nil
 	}
-	return cat.Width(t), true, nil
+	return t.ID(), cat.Width(t), true, nil
 }
 
 // Topics is c's view of the catalogue as another package asks it which
@@ -283,6 +290,12 @@ type ServedTopics struct {
 // Width is TopicWidth for the caller, a miss looked up again (FindFresh).
 func (t ServedTopics) Width(ctx context.Context, topic string) (int32, bool, error) {
 	return t.cats.topicWidth(ctx, t.c, topic, true)
+}
+
+// Served is topic's id and width as Width answers them (a miss looked up
+// again): the share-group offsets APIs name topics by both.
+func (t ServedTopics) Served(ctx context.Context, topic string) (id [16]byte, width int32, exists bool, err error) {
+	return t.cats.find(ctx, t.c, topic, true)
 }
 
 // cachedTopicConfig is topic's Kafka configs as the catalogue holds them:

@@ -94,6 +94,9 @@ const (
 	// PrefixShareGroup is a KIP-932 share group's membership (package
 	// sharegroup): its epochs and members. Layout: ShareGroupPrefix.
 	PrefixShareGroup = "qk:sg:"
+	// PrefixGroupCfg is a group's GROUP config resource overrides (KIP-848 /
+	// KIP-932 group configs, package groupconfig): GroupCfgKey.
+	PrefixGroupCfg = "qk:groupcfg:"
 )
 
 // ProducerIDsKey is the one row of the producer id counter,
@@ -263,3 +266,8 @@ func ParseShareStateKey(key string) (group, topic string, partition int32, ok bo
 	}
 	return ParseGroupOffsetKey(PrefixGroup + rest)
 }
+
+// GroupCfgKey is qk:groupcfg:<esc group>: one group's config overrides
+// ({"v":1,"c":{<name>:<value>,...}}, package groupconfig), written with
+// compare-and-set so that two concurrent alters never lose one.
+func GroupCfgKey(group string) string { return PrefixGroupCfg + Esc(group) }

@@ -77,13 +77,14 @@ func TestKeyFamilies(t *testing.T) {
 		TxnStagePrefix("tx:1", 7, 2, 9):    "qk:txnstage:tx%3A1:7:2:9:",
 		ShareStateKey("s g", "t", 4):       "qk:share:s%20g:t:4",
 		ShareStatePrefix("s:g"):            "qk:share:s%3Ag:",
+		GroupCfgKey("s:g"):                 "qk:groupcfg:s%3Ag",
 	}
 	for got, want := range keys {
 		if got != want {
 			t.Errorf("got %q want %q", got, want)
 		}
 	}
-	fams := []string{PrefixGroup, PrefixGroups, PrefixFence, PrefixNode, PrefixTxn, PrefixTopicCfg, PrefixTxnStage, PrefixTxnPending, PrefixConsumerGroup, PrefixShare, PrefixShareGroup, ProducerIDsKey}
+	fams := []string{PrefixGroup, PrefixGroups, PrefixFence, PrefixNode, PrefixTxn, PrefixTopicCfg, PrefixTxnStage, PrefixTxnPending, PrefixConsumerGroup, PrefixShare, PrefixShareGroup, PrefixGroupCfg, ProducerIDsKey}
 	for i, a := range fams {
 		for j, b := range fams {
 			if i != j && strings.HasPrefix(a, b) {
