@@ -119,10 +119,19 @@ func (r *shareRecord) inDoubt(victim int) bool {
 func TestShareConsumersSIGKILL(t *testing.T) {
 	t.Parallel()
 	c := newTestCluster(t, clusterOpts{nodes: 3, env: shareGroupEnv})
-	topic, group := uniq("share-kill"), uniq("share-kill-group")
-	const parts = 4
-	c.createTopic(t, topic, parts)
-	admin := newKgo(t, c.addrs())
+	topic := uniq("share-kill")
+	c.createTopic(t, topic, shareKillParts)
+	runShareKill(t, c.addrs(), func(w int) []string { return c.addrs(w + 1) }, topic)
+}
+
+const shareKillParts = 4
+
+// runShareKill is TestShareConsumersSIGKILL against the brokers all, on
+// topic (shareKillParts wide), share worker w bootstrapped at seeds(w).
+func runShareKill(t *testing.T, all []string, seeds func(w int) []string, topic string) {
+	group := uniq("share-kill-group")
+	const parts = shareKillParts
+	admin := newKgo(t, all)
 	setGroupConfigs(t, admin, group, "share.auto.offset.reset", "earliest",
 		"share.record.lock.duration.ms", strconv.Itoa(int(shareLock.Milliseconds())))
 
@@ -131,14 +140,21 @@ func TestShareConsumersSIGKILL(t *testing.T) {
 		for i := from; i < to; i++ {
 			rs = append(rs, rec{partition: int32(i % parts), offset: int64(i / parts), key: []byte(strconv.Itoa(i)), value: []byte("v" + strconv.Itoa(i))})
 		}
-		produceKgo(t, c.addrs(), topic, kgo.NoCompression(), rs)
+		produceKgo(t, all, topic, kgo.NoCompression(), rs)
 	}
 	produce(0, shareKillRecords/2)
 
 	const victim = 1
 	var workers []*proc
 	for w := 0; w < 3; w++ {
-		workers = append(workers, startShareWorker(t, fmt.Sprintf("shareworker-%d", w), c.addrs(w+1), group, topic, 30*time.Millisecond))
+		// The victim works slower, so that the kill below, at a delivery,
+		// lands while it holds the batch rather than while its acks are on
+		// the wire.
+		hold := 30 * time.Millisecond
+		if w == victim {
+			hold = 300 * time.Millisecond
+		}
+		workers = append(workers, startShareWorker(t, fmt.Sprintf("shareworker-%d", w), seeds(w), group, topic, hold))
 	}
 	outs := func() []string {
 		var o []string
