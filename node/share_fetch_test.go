@@ -227,3 +227,37 @@ func TestShareFetchChecksMembersAndWaits(t *testing.T) {
 	require.Len(t, resp.Topics, 1)
 	require.Equal(t, []ack{{0, 0, 1}}, acquired(&resp.Topics[0].Partitions[0]))
 }
+
+// TestShareRenewOnTheWire: ShareAcknowledge v2 with is_renew_ack restarts
+// a held record's lock (KIP-1222); a RENEW without the flag is
+// INVALID_REQUEST and changes nothing.
+func TestShareRenewOnTheWire(t *testing.T) {
+	e, addr, _ := servedEnv(t, dev.Options{})
+	clk := withClock(e.n)
+	id := shareTopic(t, addr, "sf-renew")
+	a := &shareMember{k: dial(t, addr), group: "sr", id: "a", topic: id}
+	b := &shareMember{k: dial(t, addr), group: "sr", id: "b", topic: id}
+	a.next(t)
+	b.next(t)
+	produceShare(t, addr, "sf-renew", 2)
+	require.Equal(t, []ack{{0, 1, 1}}, acquired(a.next(t)))
+
+	renew := func(flag bool) int16 {
+		r := kmsg.NewPtrShareAcknowledgeRequest()
+		r.Version, r.GroupID, r.MemberID, r.ShareSessionEpoch, r.IsRenewAck = 2, kmsg.StringPtr("sr"), kmsg.StringPtr("a"), a.epoch, flag
+		r.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: id, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{{
+			AcknowledgementBatches: []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 0, AcknowledgeTypes: []int8{4}}}}}}}
+		resp := a.k.roundTrip(r).(*kmsg.ShareAcknowledgeResponse)
+		require.Zero(t, resp.ErrorCode)
+		require.EqualValues(t, 30_000, resp.AcquisitionLockTimeoutMillis)
+		a.epoch++
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	clk.Advance(20 * time.Second)
+	require.Equal(t, kerr.InvalidRequest.Code, renew(false))
+	require.Zero(t, renew(true))
+	clk.Advance(11 * time.Second) // 31 s after the acquisition: 1's lock ended, 0's was renewed
+	require.Equal(t, []ack{{1, 1, 2}}, acquired(b.next(t)))
+	clk.Advance(20 * time.Second)
+	require.Equal(t, []ack{{0, 0, 2}}, acquired(b.next(t)))
+}

@@ -3,7 +3,9 @@ package sharefetch
 import (
 	"context"
 	"errors"
+	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/sharepartition"
@@ -61,7 +63,11 @@ func (s *Server) Acknowledge(ctx context.Context, c Conn, topics Topics, req *km
 			for _, b := range rp.AcknowledgementBatches {
 				acks = append(acks, ackBatch(b.FirstOffset, b.LastOffset, b.AcknowledgeTypes))
 			}
-			r.parts = append(r.parts, &part{sp: sharesession.Partition{TopicID: rt.TopicID, Partition: rp.Partition}, acks: acks, pending: true})
+			pt := &part{sp: sharesession.Partition{TopicID: rt.TopicID, Partition: rp.Partition}, acks: acks, pending: true}
+			if renews(acks) && !req.IsRenewAck {
+				pt.refuseAcks(kerr.InvalidRequest.Code)
+			}
+			r.parts = append(r.parts, pt)
 		}
 	}
 	refused := make([]int16, len(r.parts))
@@ -78,6 +84,8 @@ func (s *Server) Acknowledge(ctx context.Context, c Conn, topics Topics, req *km
 		switch {
 		case refused[i] != 0:
 			answers[i].ErrorCode = refused[i]
+		case p.ackCode != 0:
+			answers[i].ErrorCode = p.ackCode
 		case p.e != nil:
 			p.applyAcks(ctx, r)
 			answers[i].ErrorCode = p.ackCode
@@ -88,6 +96,25 @@ func (s *Server) Acknowledge(ctx context.Context, c Conn, topics Topics, req *km
 		s.release(ctx, c, key, s.sessions.Close(key))
 	}
 	return nil
+}
+
+// renews reports a RENEW among acks (allowed only with is_renew_ack).
+func renews(acks []sharepartition.AckBatch) bool {
+	for _, b := range acks {
+		if slices.Contains(b.Types, sharepartition.Renew) {
+			return true
+		}
+	}
+	return false
+}
+
+// refuseAcks answers p's acknowledgements code without applying them.
+func (p *part) refuseAcks(code int16) {
+	p.pending = false
+	p.ackCode, p.refused, p.answered = code, len(p.acks), true
+	if p.resp != nil {
+		p.resp.AcknowledgeErrorCode = code
+	}
 }
 
 // applyAcks applies p's acknowledgements on their own (nothing was read

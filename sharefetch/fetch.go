@@ -133,7 +133,11 @@ func (s *Server) Fetch(ctx context.Context, c Conn, topics Topics, req *kmsg.Sha
 			sp := order[k]
 			k++
 			a := acks[sp]
-			r.parts = append(r.parts, &part{sp: sp, resp: &resp.Topics[i].Partitions[j], acks: a, pending: len(a) > 0, fetch: inFetch[sp]})
+			pt := &part{sp: sp, resp: &resp.Topics[i].Partitions[j], acks: a, pending: len(a) > 0, fetch: inFetch[sp]}
+			if renews(a) && !req.IsRenewAck {
+				pt.refuseAcks(kerr.InvalidRequest.Code)
+			}
+			r.parts = append(r.parts, pt)
 		}
 	}
 	if err := r.resolve(ctx, group, topics, func(p *part, code int16) {
@@ -146,7 +150,8 @@ func (s *Server) Fetch(ctx context.Context, c Conn, topics Topics, req *kmsg.Sha
 		return err
 	}
 
-	if epoch != sharesession.FinalEpoch {
+	if epoch != sharesession.FinalEpoch && !req.IsRenewAck {
+		// A renewing fetch (KIP-1222) only acknowledges.
 		if err := r.read(ctx, req, resp); err != nil {
 			return err
 		}

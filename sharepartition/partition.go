@@ -41,6 +41,7 @@ const (
 	Accept  AckType = 1 // processed: ACKNOWLEDGED, final
 	Release AckType = 2 // give it back: AVAILABLE at once, delivery count kept
 	Reject  AckType = 3 // unprocessable: ARCHIVED, never delivered again
+	Renew   AckType = 4 // still processing (KIP-1222): the lock restarts, the record stays the member's
 )
 
 // Kafka's defaults and bounds (ShareGroupConfig / GroupConfig, 4.x).
@@ -130,6 +131,7 @@ type Stats struct {
 	Rejected     uint64
 	Archived     uint64 // records archived for any reason (reject, gap, delivery limit, log start)
 	LockExpiries uint64
+	Renewed      uint64 // locks renewed (KIP-1222)
 }
 
 // Partition is one share-partition's state machine. It does no I/O and
@@ -289,8 +291,8 @@ func (p *Partition) finishAcquire(out []AcquiredRange, n int, deadline int64) []
 	return out
 }
 
-// Acknowledge applies member's acknowledgement batches at now, all or
-// nothing: a malformed batch, or one reaching past SPEO, is
+// Acknowledge applies member's acknowledgement batches at now (a RENEW
+// restarts the lock of a record member holds), all or nothing: a malformed batch, or one reaching past SPEO, is
 // INVALID_REQUEST; an offset member does not hold (never acquired,
 // expired, another member's, already acknowledged, nothing in flight)
 // INVALID_RECORD_STATE; and then nothing changes. Batches wholly below
@@ -309,7 +311,7 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, now time.Time
 			return invalidRequest("acknowledgement batch %d..%d has %d types", b.First, b.Last, len(b.Types))
 		}
 		for _, t := range b.Types {
-			if t < Gap || t > Reject {
+			if t < Gap || t > Renew {
 				return invalidRequest("invalid acknowledge type %d", t)
 			}
 		}
@@ -361,6 +363,13 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, now time.Time
 			case Gap:
 				r.state = Archived
 				p.stats.Archived++
+			case Renew:
+				// The lock restarts now, as Kafka renews it; the delivery
+				// count does not change.
+				r.deadline = now.UnixMilli() + p.cfg.LockDuration.Milliseconds()
+				p.stats.Renewed++
+				changed = true
+				continue
 			}
 			r.member, r.deadline = "", 0
 			changed = true

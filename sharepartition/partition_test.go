@@ -166,7 +166,7 @@ func TestAcknowledgeRefusals(t *testing.T) {
 		{"another member's records", "m2", ack(0, 1, Accept), kerr.InvalidRecordState.Code},
 		{"first after last", "m1", ack(3, 2, Accept), kerr.InvalidRequest.Code},
 		{"types neither one nor per offset", "m1", []AckBatch{{0, 2, []AckType{1, 1}}}, kerr.InvalidRequest.Code},
-		{"unknown type", "m1", ack(0, 0, 4), kerr.InvalidRequest.Code},
+		{"unknown type", "m1", ack(0, 0, 5), kerr.InvalidRequest.Code},
 		{"overlapping batches", "m1", []AckBatch{{0, 2, one(Accept)}, {2, 3, one(Accept)}}, kerr.InvalidRequest.Code},
 		{"out of order batches", "m1", []AckBatch{{3, 3, one(Accept)}, {0, 1, one(Accept)}}, kerr.InvalidRequest.Code},
 		{"past the window", "m1", ack(10, 12, Accept), kerr.InvalidRequest.Code},
@@ -336,5 +336,35 @@ func TestLastAttemptDeliveredAlone(t *testing.T) {
 	}
 	if got := p.Acquire("m2", 0, 5, 10, t0); !reflect.DeepEqual(got, []AcquiredRange{{4, 5, 2}}) {
 		t.Fatalf("fourth fetch %v", got)
+	}
+}
+
+// TestRenew: a RENEW acknowledgement (KIP-1222) restarts the lock of a
+// record its member holds, keeps it acquired with its delivery count, and
+// survives the encoding; renewing what one does not hold is
+// INVALID_RECORD_STATE, and a type past RENEW INVALID_REQUEST.
+func TestRenew(t *testing.T) {
+	p := New(testConfig(), 0)
+	p.Acquire("m", 0, 1, 10, t0)
+	if err := p.Acknowledge("m", ack(0, 0, Renew), t0.Add(20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	q, err := Decode(p.Encode(), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []*Partition{p, q} {
+		x.Sweep(t0.Add(31 * time.Second))
+		wantState(t, x, 0, Acquired, 1, "m")
+		wantState(t, x, 1, Available, 1, "")
+		x.Sweep(t0.Add(51 * time.Second))
+		wantState(t, x, 0, Available, 1, "")
+	}
+	p.Acquire("m", 0, 0, 10, t0.Add(60*time.Second))
+	if c := code(p.Acknowledge("other", ack(0, 0, Renew), t0.Add(61*time.Second))); c != kerr.InvalidRecordState.Code {
+		t.Fatalf("renewing another's record: %d", c)
+	}
+	if c := code(p.Acknowledge("m", ack(0, 0, Renew+1), t0.Add(61*time.Second))); c != kerr.InvalidRequest.Code {
+		t.Fatalf("type 5: %d", c)
 	}
 }
