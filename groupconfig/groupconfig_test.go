@@ -228,6 +228,9 @@ func TestGetCacheAndOtherNode(t *testing.T) {
 	if v, _ := a.Get(ctx, kv, "g"); v.ShareAutoOffsetReset.Kind != sharepartition.ResetEarliest {
 		t.Error("past the TTL another node reads the row")
 	}
+	if cfg, reset, err := a.Share(ctx, kv, "g"); err != nil || cfg != sharepartition.DefaultConfig() || reset.Kind != sharepartition.ResetEarliest {
+		t.Errorf("Share: %+v %+v %v", cfg, reset, err)
+	}
 	// Describe reads afresh at any node.
 	rr := kmsg.NewDescribeConfigsResponseResource()
 	a.Describe(ctx, kv, kmsg.DescribeConfigsRequestResource{ResourceType: kmsg.ConfigResourceTypeGroupConfig, ResourceName: "g", ConfigNames: []string{ShareAutoOffsetReset}}, false, false, &rr)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"sync"
 	"time"
 
@@ -12,12 +13,11 @@ import (
 
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/queen"
+	"github.com/queen-mq/queen-kafka/sharepartition"
 )
 
 // KV is the one Queen route the rows need. *queen.Client satisfies it.
-type KV interface {
-	KV(ctx context.Context, ops []queen.KVOp) ([]queen.KVResult, error)
-}
+type KV = queen.KVCaller
 
 // DefaultTTL is how long Get answers from its cache: an alter made at
 // another node reaches this node's groups within it (an alter made here,
@@ -84,7 +84,9 @@ func (s *Store) Broker() Broker { return s.broker }
 func (s *Store) Get(ctx context.Context, kv KV, group string) (Values, error) {
 	k := cacheKey{kv, group}
 	now := s.now()
-	if s.ttl > 0 {
+	// A client that cannot key a map (never *queen.Client) is not cached.
+	cache := s.ttl > 0 && reflect.TypeOf(kv).Comparable()
+	if cache {
 		s.mu.Lock()
 		e, ok := s.cache[k]
 		s.mu.Unlock()
@@ -97,7 +99,7 @@ func (s *Store) Get(ctx context.Context, kv KV, group string) (Values, error) {
 		return Values{}, err
 	}
 	v := s.broker.Values(overrides)
-	if s.ttl > 0 {
+	if cache {
 		s.mu.Lock()
 		if len(s.cache) >= maxCached {
 			maps.DeleteFunc(s.cache, func(_ cacheKey, e cached) bool { return now.Sub(e.at) >= s.ttl })
@@ -210,4 +212,14 @@ func (s *Store) write(ctx context.Context, kv KV, group string, next map[string]
 func writeFault(err error) Outcome {
 	code, throttle, msg := faults.TopicWrite(err)
 	return Outcome{Code: code, Msg: msg, Throttle: throttle}
+}
+
+// Share is group's share-partition limits and share.auto.offset.reset, as
+// Get answers them (the shape package sharefetch's Configs asks for).
+func (s *Store) Share(ctx context.Context, kv KV, group string) (sharepartition.Config, sharepartition.Reset, error) {
+	v, err := s.Get(ctx, kv, group)
+	if err != nil {
+		return sharepartition.Config{}, sharepartition.Reset{}, err
+	}
+	return v.Share(), v.ShareAutoOffsetReset, nil
 }

@@ -21,8 +21,9 @@ import (
 // no readable retention, so it answers no retention entries rather than
 // defaults nothing checks. This node's BROKER resource lists the broker
 // configs the facade holds and enforces, read-only, and BROKER_LOGGER none,
-// both answered by package configres as Kafka's ConfigHelper answers them;
-// any other resource type is INVALID_REQUEST.
+// both answered by package configres as Kafka's ConfigHelper answers them,
+// and a GROUP resource every group config (package groupconfig); any other
+// resource type is INVALID_REQUEST.
 func (n *Node) handleDescribeConfigs(ctx context.Context, c *transport.Conn, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	cat := n.cats.For(callerOf(c))
@@ -42,6 +43,8 @@ func (n *Node) handleDescribeConfigs(ctx context.Context, c *transport.Conn, req
 			configres.DescribeBroker(r, n.topo.SelfID(), n.cfg, req.IncludeSynonyms, req.IncludeDocumentation, &rr)
 		case kmsg.ConfigResourceTypeBrokerLogger:
 			configres.DescribeBrokerLogger(r, n.topo.SelfID(), &rr)
+		case kmsg.ConfigResourceTypeGroupConfig:
+			resp.ThrottleMillis = max(resp.ThrottleMillis, n.groupCfg.Describe(ctx, c.Queen(), r, req.IncludeSynonyms, req.IncludeDocumentation, &rr))
 		default:
 			setDescribeError(&rr, kerr.InvalidRequest.Code, fmt.Sprintf("Config resource type %s is not described by this facade.", r.ResourceType))
 		}
@@ -81,20 +84,13 @@ func (n *Node) describeTopic(ctx context.Context, c *transport.Conn, cat *catalo
 		return
 	}
 	keys := catalogue.TopicConfigKeys
-	if !facadeCreated(rec, info) {
+	if !catalogue.FacadeCreated(rec, info) {
 		keys = catalogue.FacadeConfigKeys
 		if rec != nil && !rec.Matches(info.QueueID()) {
 			rec = nil // another queue's leftover
 		}
 	}
 	rr.Configs = catalogue.DescribeEntries(catalogue.TopicConfigOf(rec), n.cfg.FetchCompression, keys, r.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
-}
-
-// facadeCreated reports whether rec is a configure bag this facade posted
-// for the live queue of info: the only topics whose retention it can read
-// back, and so the only ones it describes or alters.
-func facadeCreated(rec *catalogue.Record, info catalogue.Topic) bool {
-	return rec != nil && rec.Set != nil && rec.Matches(info.QueueID())
 }
 
 func setDescribeError(rr *kmsg.DescribeConfigsResponseResource, code int16, msg string) {

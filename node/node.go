@@ -17,6 +17,7 @@ import (
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/fetchsession"
 	"github.com/queen-mq/queen-kafka/fetchwatch"
+	"github.com/queen-mq/queen-kafka/groupconfig"
 	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/internal/version"
 	"github.com/queen-mq/queen-kafka/metrics"
@@ -25,7 +26,9 @@ import (
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
+	"github.com/queen-mq/queen-kafka/shareadmin"
 	"github.com/queen-mq/queen-kafka/sharefetch"
+	"github.com/queen-mq/queen-kafka/sharegroup"
 	"github.com/queen-mq/queen-kafka/topology"
 	"github.com/queen-mq/queen-kafka/transport"
 	"github.com/queen-mq/queen-kafka/txn"
@@ -50,6 +53,9 @@ type Node struct {
 	sequencer   *producer.Sequencer
 	coord       *coordinator.Coordinator // classic consumer groups and committed offsets
 	groups      *consumergroup.Manager   // KIP-848 consumer-protocol groups
+	groupCfg    *groupconfig.Store       // the GROUP config resource (qk:groupcfg:)
+	shareGroups *sharegroup.Manager      // KIP-932 share groups
+	shareAdmin  *shareadmin.Admin        // the share-group offsets admin APIs
 	txns        *txn.Manager             // transactional ids and their stages
 	txnShared   *txn.Shared              // cluster mode: staging in Queen at any node; nil in single mode
 	sessions    *fetchsession.Cache      // KIP-227 fetch sessions (fetch.go), this process's only
@@ -129,6 +135,15 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	n.shares = sharefetch.New(sharefetch.Config{Observe: n.metrics, Mem: n.fetchMem, Enc: n.batches, Compression: cfg.FetchCompression, Now: func() time.Time { return n.now() }, Stopping: n.stopping, Log: log})
 	n.groups = newConsumerGroups(cfg, q, log, own, n.Incarnation())
 	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation(), n.groups, unstableOffsets{n})
+	n.groupCfg = groupconfig.New(groupconfig.Config{Broker: groupconfig.KafkaBroker().
+		WithStatic(groupconfig.ConsumerSessionTimeout, cfg.ConsumerGroupSessionTimeout.Milliseconds()).
+		WithStatic(groupconfig.ConsumerHeartbeatInterval, cfg.ConsumerGroupHeartbeatInterval.Milliseconds())})
+	n.shareGroups = sharegroup.New(sharegroup.Config{Ownership: own, Fenced: cfg.Clustered(), NodeID: int32(cfg.NodeID), Incarnation: n.Incarnation(), Log: log.With("component", "sharegroup"),
+		GroupConfig: func(ctx context.Context, kv sharegroup.KV, group string) (sharegroup.GroupSettings, error) {
+			v, err := n.groupCfg.Get(ctx, kv, group)
+			return sharegroup.GroupSettings{HeartbeatInterval: v.ShareHeartbeatInterval, SessionTimeout: v.ShareSessionTimeout}, err
+		}})
+	n.shareAdmin = shareadmin.New(n.shareGroups, own)
 	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, clock.Wall{})
 	if cfg.Clustered() {
 		n.txnShared = newTxnShared(cfg, q, log, n.coord, clock.Wall{})

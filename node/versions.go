@@ -72,9 +72,9 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.DeleteACLs.Int16(), Min: 1, Max: 3, Handler: transport.Handle(n.handleDeleteAcls), // 31
 			Why: "The whole schema; each filter is refused SECURITY_DISABLED with no matching ACLs."},
 		{Key: kmsg.DescribeConfigs.Int16(), Min: 1, Max: 4, Handler: transport.Handle(n.handleDescribeConfigs), // 32
-			Why: "The whole schema: nothing in the window asks for something the facade cannot answer."},
+			Why: "The whole schema: nothing in the window asks for something the facade cannot answer. TOPIC, BROKER, BROKER_LOGGER and GROUP (KIP-848/932 group configs, every one of Kafka 4.2's with its source) resources are described."},
 		{Key: kmsg.AlterConfigs.Int16(), Min: 0, Max: 2, Handler: transport.Handle(n.handleAlterConfigs), // 33
-			Why: "The whole schema; the deprecated full-replacement form, honoured literally (a key not named returns to its default, a key the facade does not apply is refused)."},
+			Why: "The whole schema; the deprecated full-replacement form, honoured literally (a key not named returns to its default, a key the facade does not apply is refused), for topics and GROUP resources."},
 		{Key: kmsg.SASLAuthenticate.Int16(), Min: 0, Max: 1, Handler: transport.SASLAuthenticate, // 36
 			Why: "Ceiling: v2 is the flexible encoding and adds no field; v1's `session_lifetime_ms` is answered 0 (no re-authentication is asked)."},
 		{Key: kmsg.CreatePartitions.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleCreatePartitions), // 37
@@ -82,7 +82,7 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.DeleteGroups.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleDeleteGroups), // 42
 			Why: "The whole schema: v3 only adds a per-group `error_message`, answered with the error's description (null on success)."},
 		{Key: kmsg.IncrementalAlterConfigs.Int16(), Min: 0, Max: 1, Handler: transport.Handle(n.handleIncrementalAlterConfigs), // 44
-			Why: "The whole schema; retention.ms and cleanup.policy are altered only on a topic this facade created (the write must be lossless), compression.type and max.message.bytes on every topic."},
+			Why: "The whole schema; retention.ms and cleanup.policy are altered only on a topic this facade created (the write must be lossless), compression.type and max.message.bytes on every topic; a GROUP resource's configs with Kafka 4.2's names, bounds and refusals (APPEND and SUBTRACT are INVALID_CONFIG: no group config is a list)."},
 		{Key: kmsg.OffsetDelete.Int16(), Min: 0, Max: 0, Handler: transport.Handle(n.handleOffsetDelete), // 47
 			Why: "One version; live groups' subscribed topics are refused, as Kafka does."},
 		{Key: kmsg.DescribeCluster.Int16(), Min: 0, Max: 2, Handler: transport.Handle(n.handleDescribeCluster), // 60
@@ -101,5 +101,11 @@ func (n *Node) apiTable() []transport.Row {
 			Why: "Floor: v0 was KIP-932's early access, removed in Kafka 4.1. Ceiling: v2 (Kafka 4.2), which franz-go's share consumer requires: `share_acquire_mode` record_limit is how every acquisition is made (max_records is never exceeded), and v2's renew acknowledgements (type 4, KIP-1222) restart the holder's lock when `is_renew_ack` is set (a renewing fetch reads nothing; a RENEW without the flag is INVALID_REQUEST for its partition). Any node serves any share-partition (its state changes only by fenced KV writes); topics are named by id; the long poll is Queen's own on partitions waiting for records, with short pauses while only locks stand in the way; the share session cache is per node (2,000, Kafka's default)."},
 		{Key: kmsg.ShareAcknowledge.Int16(), Min: 1, Max: 2, Handler: transport.Handle(n.handleShareAcknowledge), // 79
 			Why: "As ShareFetch: v1 is Kafka 4.1's stable version, v2 adds `is_renew_ack` (a RENEW restarts the holder's lock; without the flag it is INVALID_REQUEST for its partition) and answers the acquisition lock timeout. Epoch 0 is INVALID_SHARE_SESSION_EPOCH, as in Kafka; -1 closes the session and releases what its member holds."},
+		{Key: kmsg.DescribeShareGroupOffsets.Int16(), Min: 0, Max: 1, Handler: transport.Handle(n.handleDescribeShareGroupOffsets), // 90
+			Why: "The whole schema (KIP-932), answered by the group's coordinator (NOT_COORDINATOR elsewhere), as Kafka routes it: each partition's share-partition start offset (-1 where the group has no state, or the topic does not exist), every partition with state when no topics are named; v1's lag is Kafka's high watermark minus start offset minus the in-flight records already acknowledged or archived. Leader epochs are -1, as everywhere here."},
+		{Key: kmsg.AlterShareGroupOffsets.Int16(), Min: 0, Max: 0, Handler: transport.Handle(n.handleAlterShareGroupOffsets), // 91
+			Why: "The whole schema (KIP-932), on the group's coordinator: an empty or new share group's start offsets are set (its in-flight records dropped); members are NON_EMPTY_GROUP, an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION per partition."},
+		{Key: kmsg.DeleteShareGroupOffsets.Int16(), Min: 0, Max: 0, Handler: transport.Handle(n.handleDeleteShareGroupOffsets), // 92
+			Why: "The whole schema (KIP-932), on the group's coordinator: an empty share group's state is forgotten per topic (the next fetch starts afresh from share.auto.offset.reset); members are NON_EMPTY_GROUP, a group with neither members nor state GROUP_ID_NOT_FOUND."},
 	}
 }

@@ -74,6 +74,10 @@ var beyondSeed = map[kmsg.Key]string{
 	// KIP-932's share groups: the data path.
 	kmsg.ShareFetch:       "issue 22",
 	kmsg.ShareAcknowledge: "issue 22",
+	// KIP-932's share groups: the offsets admin APIs.
+	kmsg.DescribeShareGroupOffsets: "issue 22",
+	kmsg.AlterShareGroupOffsets:    "issue 22",
+	kmsg.DeleteShareGroupOffsets:   "issue 22",
 }
 
 func TestNotOfferedKeysAreNotAdvertised(t *testing.T) {
