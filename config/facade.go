@@ -46,6 +46,10 @@ type Facade struct {
 	// KIP-848 consumer-protocol groups (package consumergroup).
 	ConsumerGroupHeartbeatInterval time.Duration // QUEEN_KAFKA_CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS
 	ConsumerGroupSessionTimeout    time.Duration // QUEEN_KAFKA_CONSUMER_GROUP_SESSION_TIMEOUT_MS
+	// KIP-932 share groups (package sharegroup).
+	ShareGroupHeartbeatInterval time.Duration // QUEEN_KAFKA_SHARE_GROUP_HEARTBEAT_INTERVAL_MS
+	ShareGroupSessionTimeout    time.Duration // QUEEN_KAFKA_SHARE_GROUP_SESSION_TIMEOUT_MS
+	ShareGroupMaxSize           int           // QUEEN_KAFKA_SHARE_GROUP_MAX_SIZE
 
 	TxnMaxBytes       int64         // QUEEN_KAFKA_TXN_MAX_BYTES
 	TxnMaxRecords     int           // QUEEN_KAFKA_TXN_MAX_RECORDS
@@ -169,6 +173,9 @@ func LoadFacade(ctx context.Context, l envconfig.Lookuper) (Facade, error) {
 		{"GroupMaxSession", func(v int64) { c.GroupMaxSessionTimeout = ms(v) }},
 		{"CGHeartbeat", func(v int64) { c.ConsumerGroupHeartbeatInterval = ms(v) }},
 		{"CGSession", func(v int64) { c.ConsumerGroupSessionTimeout = ms(v) }},
+		{"SGHeartbeat", func(v int64) { c.ShareGroupHeartbeatInterval = ms(v) }},
+		{"SGSession", func(v int64) { c.ShareGroupSessionTimeout = ms(v) }},
+		{"SGMaxSize", func(v int64) { c.ShareGroupMaxSize = int(v) }},
 		{"TxnMaxBytes", func(v int64) { c.TxnMaxBytes = v }},
 		{"TxnMaxRecords", func(v int64) { c.TxnMaxRecords = int(v) }},
 		{"TxnMaxStaged", func(v int64) { c.TxnMaxStagedBytes = v }},
@@ -193,6 +200,11 @@ func LoadFacade(ctx context.Context, l envconfig.Lookuper) (Facade, error) {
 		// Kafka's GroupCoordinatorConfig requires the same.
 		return Facade{}, fmt.Errorf("QUEEN_KAFKA_CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS (%d) must be below QUEEN_KAFKA_CONSUMER_GROUP_SESSION_TIMEOUT_MS (%d): every member would be expired between two heartbeats",
 			c.ConsumerGroupHeartbeatInterval.Milliseconds(), c.ConsumerGroupSessionTimeout.Milliseconds())
+	}
+	if c.ShareGroupHeartbeatInterval >= c.ShareGroupSessionTimeout {
+		// Kafka's GroupCoordinatorConfig requires the same.
+		return Facade{}, fmt.Errorf("QUEEN_KAFKA_SHARE_GROUP_HEARTBEAT_INTERVAL_MS (%d) must be below QUEEN_KAFKA_SHARE_GROUP_SESSION_TIMEOUT_MS (%d): every member would be expired between two heartbeats",
+			c.ShareGroupHeartbeatInterval.Milliseconds(), c.ShareGroupSessionTimeout.Milliseconds())
 	}
 	if c.TxnMaxBytes > c.TxnMaxStagedBytes {
 		return Facade{}, fmt.Errorf("QUEEN_KAFKA_TXN_MAX_BYTES (%d) is above QUEEN_KAFKA_TXN_MAX_STAGED_BYTES (%d): one transaction may never hold more than the whole process budget",

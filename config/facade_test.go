@@ -136,6 +136,8 @@ func TestConfigRefusals(t *testing.T) {
 		{"min session", map[string]string{"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "0"}, []string{"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS", "1 to 3600000"}},
 		{"max session", map[string]string{"QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS": "3600001"}, []string{"QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS"}},
 		{"min above max", map[string]string{"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "10000", "QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS": "9000"}, []string{"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS", "QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS"}},
+		{"share heartbeat not below session", map[string]string{"QUEEN_KAFKA_SHARE_GROUP_HEARTBEAT_INTERVAL_MS": "45000"}, []string{"QUEEN_KAFKA_SHARE_GROUP_HEARTBEAT_INTERVAL_MS", "QUEEN_KAFKA_SHARE_GROUP_SESSION_TIMEOUT_MS"}},
+		{"share max size", map[string]string{"QUEEN_KAFKA_SHARE_GROUP_MAX_SIZE": "1001"}, []string{"QUEEN_KAFKA_SHARE_GROUP_MAX_SIZE", "1 to 1000"}},
 		{"txn bytes", map[string]string{"QUEEN_KAFKA_TXN_MAX_BYTES": "0"}, []string{"QUEEN_KAFKA_TXN_MAX_BYTES"}},
 		{"txn records", map[string]string{"QUEEN_KAFKA_TXN_MAX_RECORDS": "x"}, []string{"QUEEN_KAFKA_TXN_MAX_RECORDS"}},
 		{"txn staged", map[string]string{"QUEEN_KAFKA_TXN_MAX_STAGED_BYTES": "-5"}, []string{"QUEEN_KAFKA_TXN_MAX_STAGED_BYTES"}},

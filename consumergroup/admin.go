@@ -2,6 +2,7 @@ package consumergroup
 
 import (
 	"context"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"math"
 	"sort"
 	"strings"
@@ -9,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/queen-mq/queen-kafka/ownership"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -99,13 +99,11 @@ func (g *group) describeParts(p parts) kmsg.Assignment {
 func (m *Manager) List(ctx context.Context, identity string, kv KV, statesFilter, typesFilter []string) ([]kmsg.ListGroupsResponseGroup, int16) {
 	var code int16
 	ids := map[string]bool{}
-	m.mu.Lock()
-	for k := range m.groups {
-		if k.identity == identity {
-			ids[k.id] = true
+	for _, k := range m.reg.Keys() {
+		if k.Identity == identity {
+			ids[k.ID] = true
 		}
 	}
-	m.mu.Unlock()
 	if kv == nil {
 		kv = m.cfg.KV
 	}
@@ -143,7 +141,7 @@ func (m *Manager) List(ctx context.Context, identity string, kv KV, statesFilter
 		g.mu.Lock()
 		st, dead := g.state(), g.dead
 		g.mu.Unlock()
-		if dead || !matches(statesFilter, st) || !matches(typesFilter, "consumer") {
+		if dead || !groupreg.Matches(statesFilter, st) || !groupreg.Matches(typesFilter, "consumer") {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
@@ -154,22 +152,7 @@ func (m *Manager) List(ctx context.Context, identity string, kv KV, statesFilter
 	return out, code
 }
 
-func (m *Manager) owned(id string) bool {
-	mine, err := ownership.Mine(m.own, id)
-	return err == nil && mine
-}
-
-func matches(filter []string, v string) bool {
-	if len(filter) == 0 {
-		return true
-	}
-	for _, f := range filter {
-		if strings.EqualFold(strings.TrimSpace(f), v) {
-			return true
-		}
-	}
-	return false
-}
+func (m *Manager) owned(id string) bool { return m.reg.Owned(id) }
 
 // readPrefixKeys lists the keys under qk:cg: (every group's rows).
 func readPrefixKeys(ctx context.Context, kv KV) ([]string, error) {

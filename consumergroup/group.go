@@ -1,6 +1,7 @@
 package consumergroup
 
 import (
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"hash/fnv"
 	"maps"
 	"regexp"
@@ -26,10 +27,7 @@ const (
 	StateDead        = "Dead"
 )
 
-type groupKey struct {
-	identity string
-	id       string
-}
+type groupKey = groupreg.Key
 
 // topicMeta is a subscribed topic as the target assignment saw it.
 type topicMeta struct {
@@ -126,7 +124,7 @@ func (g *group) setOwned(m *member, assigned, revoking parts) {
 				g.owners[t] = byP
 			}
 			if o, ok := byP[n]; ok && o != m.id {
-				g.m.log.Error("consumer group invariant broken: partition given to a member while another owns it", "group", g.key.id, "partition", n, "owner", o, "member", m.id)
+				g.m.log.Error("consumer group invariant broken: partition given to a member while another owns it", "group", g.key.ID, "partition", n, "owner", o, "member", m.id)
 			}
 			byP[n] = m.id
 		})
@@ -158,7 +156,7 @@ func (g *group) bump(reason string) {
 	g.epoch++
 	g.metaDirty = true
 	g.m.stats.rebalances.Add(1)
-	g.m.log.Info("consumer group epoch bumped", "group", g.key.id, "epoch", g.epoch, "reason", reason)
+	g.m.log.Info("consumer group epoch bumped", "group", g.key.ID, "epoch", g.epoch, "reason", reason)
 }
 
 // removeMember takes m out of the group; its partitions become free.

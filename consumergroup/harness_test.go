@@ -113,9 +113,8 @@ func (e *env) refused(r *kmsg.ConsumerGroupHeartbeatResponse, code int16, msg st
 
 // g is the group held in memory.
 func (e *env) g() *group {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	return e.m.groups[groupKey{"", e.group}]
+	g, _ := e.m.reg.Held(groupKey{ID: e.group})
+	return g
 }
 
 func (e *env) epochs() (group, assignment int32) {

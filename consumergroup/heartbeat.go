@@ -156,7 +156,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGrou
 		reason = "member " + m.id + " changed its subscription"
 	}
 	if replaced != "" && !bump {
-		g.m.log.Info("static member rejoined, replacing its previous member id", "group", g.key.id, "instance_id", strOr(m.instanceID), "member", m.id, "previous_member", replaced)
+		g.m.log.Info("static member rejoined, replacing its previous member id", "group", g.key.ID, "instance_id", strOr(m.instanceID), "member", m.id, "previous_member", replaced)
 	}
 
 	// The subscribed topics: listed again when something changed or the
@@ -174,7 +174,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGrou
 				g.topics = map[string]topicMeta{}
 			}
 		case pre.err != nil:
-			g.m.log.Warn("consumer group heartbeat: listing topics failed", "group", g.key.id, "err", pre.err)
+			g.m.log.Warn("consumer group heartbeat: listing topics failed", "group", g.key.ID, "err", pre.err)
 			if g.topics == nil {
 				g.rollbackNew(m, isNew)
 				return nil, &hbError{code: codeOf(pre.err)}
@@ -276,7 +276,7 @@ func (g *group) resolveMember(cl Client, req *kmsg.ConsumerGroupHeartbeatRequest
 		}
 		existing := g.members[memberID]
 		if existing == nil {
-			return nil, false, "", refuse(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", memberID, g.key.id)
+			return nil, false, "", refuse(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", memberID, g.key.ID)
 		}
 		if e := checkEpoch(existing, req.MemberEpoch, owned, ownedKnown); e != nil {
 			return nil, false, "", e
@@ -425,14 +425,14 @@ func (g *group) leave(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatReque
 			return nil, refuse(kerr.FencedInstanceID.Code, "Static member %s with instance id %s was fenced by member %s.", req.MemberID, *req.InstanceID, m.id)
 		}
 	} else if m = g.members[req.MemberID]; m == nil {
-		return nil, refuse(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.key.id)
+		return nil, refuse(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.key.ID)
 	}
 	if req.MemberEpoch == staticLeaveEpoch {
 		if m.epoch != staticLeaveEpoch {
 			m.prevEpoch, m.epoch = m.epoch, staticLeaveEpoch
 			m.cancelRebalance()
 			g.markDirty(m.id)
-			g.m.log.Info("static member left the consumer group temporarily", "group", g.key.id, "member", m.id, "instance_id", *m.instanceID)
+			g.m.log.Info("static member left the consumer group temporarily", "group", g.key.ID, "member", m.id, "instance_id", *m.instanceID)
 		}
 	} else {
 		g.removeMember(m)

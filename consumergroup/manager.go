@@ -3,13 +3,13 @@ package consumergroup
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/queen-mq/queen-kafka/internal/clock"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"github.com/queen-mq/queen-kafka/ownership"
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -31,8 +31,6 @@ const (
 	writeTimeout    = 10 * time.Second
 	maxOpsPerCall   = 256
 	maxGroupIDChars = 255
-	// maxAbsent bounds the cache of group ids known to have no rows.
-	maxAbsent = 100_000
 )
 
 // KV is the one Queen route the package needs; *queen.Client satisfies it.
@@ -97,16 +95,10 @@ type Manager struct {
 	clock clock.Timers
 	own   ownership.Owners
 
-	mu     sync.Mutex
-	groups map[groupKey]*group
-	// absent is every group id the store was read for and had no rows:
-	// the classic path asks Holds at every commit, and only this node
-	// writes a group's rows while it owns it. Cleared when owners move.
-	absent map[groupKey]bool
-	// loading is the groups being read from the store now, each closed
-	// when its load ends.
-	loading map[groupKey]chan struct{}
-	stats   stats
+	// reg is the groups held: the classic path asks Holds at every
+	// commit, so ids with no rows are remembered there too.
+	reg   *groupreg.Registry[*group]
+	stats stats
 }
 
 // New builds a manager.
@@ -136,7 +128,7 @@ func New(cfg Config) *Manager {
 		cfg.MaxGroupsPerIdentity = max(cfg.MaxGroups/4, 1)
 	}
 	cfg.MaxGroupsPerIdentity = min(cfg.MaxGroupsPerIdentity, cfg.MaxGroups)
-	return &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, own: cfg.Ownership, groups: map[groupKey]*group{}, absent: map[groupKey]bool{}, loading: map[groupKey]chan struct{}{}}
+	return &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, own: cfg.Ownership, reg: groupreg.New[*group](cfg.Ownership)}
 }
 
 func (m *Manager) kvFor(cl Client) KV {
@@ -149,37 +141,16 @@ func (m *Manager) kvFor(cl Client) KV {
 // ownerCode is 0 when this node coordinates id, NOT_COORDINATOR when
 // another does (state held here is dropped), COORDINATOR_NOT_AVAILABLE
 // while ownership cannot be decided.
-func (m *Manager) ownerCode(identity, id string) int16 {
-	mine, err := ownership.Mine(m.own, id)
-	if err != nil {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	if !mine {
-		m.drop(groupKey{identity, id})
-		return kerr.NotCoordinator.Code
-	}
-	return 0
-}
-
-func (m *Manager) drop(k groupKey) {
-	m.mu.Lock()
-	g := m.groups[k]
-	delete(m.groups, k)
-	m.mu.Unlock()
-	if g != nil {
-		g.mu.Lock()
-		g.kill()
-		g.mu.Unlock()
-	}
-}
+func (m *Manager) ownerCode(identity, id string) int16 { return m.reg.OwnerCode(identity, id) }
 
 // forget removes g from the registry if it is still the entry for its key.
-func (m *Manager) forget(g *group) {
-	m.mu.Lock()
-	if m.groups[g.key] == g {
-		delete(m.groups, g.key)
-	}
-	m.mu.Unlock()
+func (m *Manager) forget(g *group) { m.reg.Forget(g.key, g) }
+
+// Kill ends g's life under its lock (the registry let it go).
+func (g *group) Kill() {
+	g.mu.Lock()
+	g.kill()
+	g.mu.Unlock()
 }
 
 // kill ends this object's life: timers stop, and whoever holds it sees it
@@ -195,102 +166,30 @@ func (g *group) kill() {
 // DropUnowned drops every group this node no longer coordinates; cluster
 // mode calls it when the live node set changes. While ownership is
 // unknown nothing is dropped.
-func (m *Manager) DropUnowned() {
-	self := m.own.Self().NodeID
-	m.mu.Lock()
-	clear(m.absent)
-	var lost []groupKey
-	for k := range m.groups {
-		if o, err := m.own.Owner(k.id); err == nil && o.NodeID != self {
-			lost = append(lost, k)
-		}
-	}
-	m.mu.Unlock()
-	for _, k := range lost {
-		m.drop(k)
-	}
-}
+func (m *Manager) DropUnowned() { m.reg.DropUnowned() }
 
 // lookup returns the group held in memory, or loads it from the store (a
 // new owner, or a group dropped after a failed write); nil and 0 when the
 // store has none either.
 func (m *Manager) lookup(ctx context.Context, cl Client, id string) (*group, int16) {
-	k := groupKey{cl.Identity, id}
-	for {
-		m.mu.Lock()
-		if g := m.groups[k]; g != nil {
-			m.mu.Unlock()
-			return g, 0
-		}
-		if m.absent[k] {
-			m.mu.Unlock()
-			return nil, 0
-		}
-		if wait := m.loading[k]; wait != nil {
-			// One load of a group at a time: a second one's takeover
-			// write would fence the first's group object.
-			m.mu.Unlock()
-			select {
-			case <-wait:
-				continue
-			case <-ctx.Done():
-				return nil, kerr.CoordinatorNotAvailable.Code
-			}
-		}
-		done := make(chan struct{})
-		m.loading[k] = done
-		m.mu.Unlock()
-		g, code := m.load(ctx, cl, id)
-		m.mu.Lock()
-		delete(m.loading, k)
-		close(done)
-		switch {
-		case code != 0:
-		case g == nil:
-			if len(m.absent) >= maxAbsent {
-				clear(m.absent) // a cache: forgetting costs one read a group
-			}
-			m.absent[k] = true
-		default:
-			m.groups[k] = g
-		}
-		m.mu.Unlock()
-		return g, code
-	}
+	return m.reg.Lookup(ctx, groupKey{Identity: cl.Identity, ID: id}, func(ctx context.Context) (*group, int16) { return m.load(ctx, cl, id) })
 }
 
 // create makes an empty group in memory (its rows are written with its
 // first member); nil past the ceiling of groups held, or the identity's
 // share of it.
 func (m *Manager) create(cl Client, id string) *group {
-	k := groupKey{cl.Identity, id}
-	m.mu.Lock()
-	for m.loading[k] != nil {
-		wait := m.loading[k]
-		m.mu.Unlock()
-		<-wait
-		m.mu.Lock()
-	}
-	defer m.mu.Unlock()
-	if g := m.groups[k]; g != nil {
-		return g
-	}
-	held := 0
-	for o := range m.groups {
-		if o.identity == k.identity {
-			held++
+	k := groupKey{Identity: cl.Identity, ID: id}
+	return m.reg.Create(k, func(total, held int) *group {
+		if total >= m.cfg.MaxGroups || held >= m.cfg.MaxGroupsPerIdentity {
+			m.log.Warn("consumer group refused: the node holds its ceiling of consumer groups, or this identity its share of it", "group", id, "max_groups", m.cfg.MaxGroups, "max_groups_per_identity", m.cfg.MaxGroupsPerIdentity)
+			return nil
 		}
-	}
-	if len(m.groups) >= m.cfg.MaxGroups || held >= m.cfg.MaxGroupsPerIdentity {
-		m.log.Warn("consumer group refused: the node holds its ceiling of consumer groups, or this identity its share of it", "group", id, "max_groups", m.cfg.MaxGroups, "max_groups_per_identity", m.cfg.MaxGroupsPerIdentity)
-		return nil
-	}
-	delete(m.absent, k)
-	g := newGroup(m, k, m.kvFor(cl))
-	g.metaVer = -1 // unknown until the takeover write reads it
-	g.view.Store(&epochView{})
-	m.groups[k] = g
-	return g
+		g := newGroup(m, k, m.kvFor(cl))
+		g.metaVer = -1 // unknown until the takeover write reads it
+		g.view.Store(&epochView{})
+		return g
+	})
 }
 
 // Holds reports whether id is a consumer-protocol group of identity at
@@ -375,13 +274,7 @@ func (m *Manager) Stats() Stats {
 	groups := map[string]int{}
 	members := map[string]int{}
 	var maxEpoch int32
-	m.mu.Lock()
-	held := make([]*group, 0, len(m.groups))
-	for _, g := range m.groups {
-		held = append(held, g)
-	}
-	m.mu.Unlock()
-	for _, g := range held {
+	for _, g := range m.reg.All() {
 		g.mu.Lock()
 		if !g.dead {
 			s := g.state()

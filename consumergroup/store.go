@@ -3,14 +3,10 @@ package consumergroup
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/queen-mq/queen-kafka/faults"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -42,26 +38,7 @@ type memberRow struct {
 	Target      map[string]string `json:"target,omitempty"`
 }
 
-func put(key string, v any) queen.KVOp {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("consumergroup: encoding %T: %v", v, err)) // plain structs always encode
-	}
-	return queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: key, Value: b, Forever: true}
-}
-
-// errLost is a compare-and-set that failed: another node wrote the group.
-var errLost = errors.New("consumer group taken over by another node")
-
-// codeOf is the Kafka code a failed store call answers: a lost
-// compare-and-set is NOT_COORDINATOR, the rest as faults.GroupCode maps it
-// for the classic coordinator too.
-func codeOf(err error) int16 {
-	if errors.Is(err, errLost) {
-		return kerr.NotCoordinator.Code
-	}
-	return faults.GroupCode(err)
-}
+func codeOf(err error) int16 { return groupreg.Code(err) }
 
 func (g *group) metaRow() metaRow {
 	return metaRow{Epoch: g.epoch, AssignmentEpoch: g.assignmentEpoch, TopicsHash: g.topicsHash, Node: g.m.cfg.NodeID, TS: g.m.clock.Now().UnixMilli()}
@@ -85,15 +62,15 @@ func (g *group) persist(ctx context.Context) int16 {
 	var ops []queen.KVOp
 	for id := range g.dirty {
 		if m := g.members[id]; m != nil {
-			ops = append(ops, put(queen.ConsumerGroupMemberKey(g.key.id, id), g.memberRow(m)))
+			ops = append(ops, groupreg.Put(queen.ConsumerGroupMemberKey(g.key.ID, id), g.memberRow(m)))
 		}
 	}
 	for id := range g.gone {
-		ops = append(ops, queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: queen.ConsumerGroupMemberKey(g.key.id, id)})
+		ops = append(ops, queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: queen.ConsumerGroupMemberKey(g.key.ID, id)})
 	}
-	if err := g.write(ctx, ops); err != nil {
+	if err := g.write(ctx, ops, false); err != nil {
 		code := codeOf(err)
-		g.m.log.Warn("consumer group state write failed; the group is reloaded from the store at its next request", "group", g.key.id, "err", err)
+		g.m.log.Warn("consumer group state write failed; the group is reloaded from the store at its next request", "group", g.key.ID, "err", err)
 		g.kill()
 		g.m.forget(g)
 		return code
@@ -112,68 +89,31 @@ func (g *group) persist(ctx context.Context) int16 {
 	return 0
 }
 
-// write applies ops in calls within the contract's limits, each led by the
-// meta row's compare-and-set; a group no node has written yet first takes
-// the fence (cluster mode).
-func (g *group) write(ctx context.Context, ops []queen.KVOp) error {
-	per := maxOpsPerCall - 2
-	done := 0
-	for first := true; first || done < len(ops); first = false {
-		chunk := ops[done:min(done+per, len(ops))]
-		var lead []queen.KVOp
-		fenceAt := -1
-		if g.metaVer < 0 {
-			// A group created here: its rows must be absent, and in a
-			// cluster the fence moves before any member reads an offset.
-			g.metaVer = 0
-			if g.m.cfg.Fenced {
-				op, err := g.fenceOp(ctx)
-				if err != nil {
-					return err
-				}
-				fenceAt = 0
-				lead = append(lead, op)
-			}
-		}
-		meta := put(queen.ConsumerGroupMetaKey(g.key.id), g.metaRow())
-		expect := g.metaVer
-		meta.Expect, meta.Required = &expect, true
-		metaAt := len(lead)
-		lead = append(lead, meta)
-		res, err := g.kv.KV(ctx, append(lead, chunk...))
-		if err != nil {
-			var pe *queen.PreconditionError
-			if errors.As(err, &pe) && (pe.Index == metaAt || pe.Index == fenceAt) {
-				return fmt.Errorf("%w (op %d, %s, version %d)", errLost, pe.Index, pe.KVReason, pe.Version)
-			}
-			return fmt.Errorf("kv write of consumer group %q: %w", g.key.id, err)
-		}
-		g.metaVer = res[metaAt].Version
-		done += len(chunk)
+// write applies ops, led by the compare-and-set of the meta row; a group
+// created here, or taken over, first takes the fence (cluster mode).
+func (g *group) write(ctx context.Context, ops []queen.KVOp, takeover bool) error {
+	var fence *queen.FenceValue
+	if g.m.cfg.Fenced && (takeover || g.metaVer < 0) {
+		fence = &queen.FenceValue{Node: g.m.cfg.NodeID, Incarnation: g.m.cfg.Incarnation, Generation: g.epoch, TS: g.m.clock.Now().UnixMilli()}
 	}
-	return nil
-}
-
-// fenceOp is the put of qk:fence:<group> expecting the version it has now.
-func (g *group) fenceOp(ctx context.Context) (queen.KVOp, error) {
-	return queen.FenceOp(ctx, g.kv, g.key.id, queen.FenceValue{Node: g.m.cfg.NodeID, Incarnation: g.m.cfg.Incarnation, Generation: g.epoch, TS: g.m.clock.Now().UnixMilli()})
+	return groupreg.Write(ctx, g.kv, g.key.ID, groupreg.Put(queen.ConsumerGroupMetaKey(g.key.ID), g.metaRow()), &g.metaVer, fence, ops)
 }
 
 // deleteRows deletes every row of g (an empty group given up).
 func (g *group) deleteRows(ctx context.Context, kv KV) int16 {
-	rows, err := readPrefix(ctx, kv, queen.ConsumerGroupPrefix(g.key.id))
+	rows, err := readPrefix(ctx, kv, queen.ConsumerGroupPrefix(g.key.ID))
 	if err != nil {
 		return codeOf(err)
 	}
 	var ops []queen.KVOp
 	for _, r := range rows {
-		if r.Key != queen.ConsumerGroupMetaKey(g.key.id) {
+		if r.Key != queen.ConsumerGroupMetaKey(g.key.ID) {
 			ops = append(ops, queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: r.Key})
 		}
 	}
 	// The meta row goes last, so that a delete cut short leaves a group
 	// that still loads (and can be deleted again).
-	ops = append(ops, queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: queen.ConsumerGroupMetaKey(g.key.id)})
+	ops = append(ops, queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: queen.ConsumerGroupMetaKey(g.key.ID)})
 	for len(ops) > 0 {
 		n := min(len(ops), maxOpsPerCall)
 		if _, err := kv.KV(ctx, ops[:n]); err != nil {
@@ -202,7 +142,7 @@ func (m *Manager) load(ctx context.Context, cl Client, id string) (*group, int16
 	}
 	metaKey := queen.ConsumerGroupMetaKey(id)
 	memberPrefix := queen.ConsumerGroupPrefix(id) + "m:"
-	g := newGroup(m, groupKey{cl.Identity, id}, kv)
+	g := newGroup(m, groupKey{Identity: cl.Identity, ID: id}, kv)
 	found := false
 	for _, r := range rows {
 		switch {
@@ -240,15 +180,7 @@ func (m *Manager) load(ctx context.Context, cl Client, id string) (*group, int16
 		}
 	}
 	g.metaDirty = true
-	var ops []queen.KVOp
-	if m.cfg.Fenced {
-		op, err := g.fenceOp(ctx)
-		if err != nil {
-			return nil, codeOf(err)
-		}
-		ops = append(ops, op)
-	}
-	if err := g.write(ctx, ops); err != nil {
+	if err := g.write(ctx, nil, true); err != nil {
 		m.log.Warn("taking over consumer group failed", "group", id, "err", err)
 		g.kill()
 		return nil, codeOf(err)
@@ -264,7 +196,7 @@ func (g *group) loadMember(r memberRow) {
 	revoking, ok2 := decodeParts(r.Revoking)
 	target, ok3 := decodeParts(r.Target)
 	if !ok1 || !ok2 || !ok3 {
-		g.m.log.Error("unreadable partitions in consumer group member row, skipped", "group", g.key.id, "member", r.ID)
+		g.m.log.Error("unreadable partitions in consumer group member row, skipped", "group", g.key.ID, "member", r.ID)
 		return
 	}
 	m := &member{id: r.ID, instanceID: r.Instance, rack: r.Rack, clientID: r.ClientID, clientHost: r.Host,

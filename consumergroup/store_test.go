@@ -33,9 +33,7 @@ func TestOwnerMoveContinuesTheGroup(t *testing.T) {
 	if r.MemberEpoch != 2 || r.Assignment == nil || !assigned(r).equal(before) {
 		t.Fatalf("at the new owner: epoch %d assignment %v, want 2 and %v", r.MemberEpoch, assigned(r), before)
 	}
-	b.mu.Lock()
-	g := b.groups[groupKey{"", "g"}]
-	b.mu.Unlock()
+	g, _ := b.reg.Held(groupKey{ID: "g"})
 	if g.epoch != 2 || g.assignmentEpoch != 2 || g.state() != StateStable {
 		t.Fatalf("loaded group: epoch %d/%d %s", g.epoch, g.assignmentEpoch, g.state())
 	}

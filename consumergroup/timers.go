@@ -29,7 +29,7 @@ func (g *group) sessionFired(m *member, seq uint64) {
 		g.armSession(m)
 		return
 	}
-	g.m.log.Info("consumer group member session expired", "group", g.key.id, "member", m.id, "instance_id", strOr(m.instanceID), "session_timeout", g.m.cfg.SessionTimeout)
+	g.m.log.Info("consumer group member session expired", "group", g.key.ID, "member", m.id, "instance_id", strOr(m.instanceID), "session_timeout", g.m.cfg.SessionTimeout)
 	g.fence(m, "member "+m.id+" session expired")
 }
 
@@ -53,7 +53,7 @@ func (g *group) rebalanceFired(m *member, seq uint64, epoch int32) {
 	if m.state != stateUnrevoked || m.epoch != epoch {
 		return
 	}
-	g.m.log.Info("consumer group member fenced: it did not revoke its partitions within its rebalance timeout", "group", g.key.id, "member", m.id, "rebalance_timeout", m.rebalance)
+	g.m.log.Info("consumer group member fenced: it did not revoke its partitions within its rebalance timeout", "group", g.key.ID, "member", m.id, "rebalance_timeout", m.rebalance)
 	g.fence(m, "member "+m.id+" failed to revoke partitions within "+strconv.FormatInt(m.rebalance.Milliseconds(), 10)+"ms")
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/queen-mq/queen-kafka/internal/codegrid"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"math"
 	"sort"
 	"strings"
@@ -31,16 +32,19 @@ const classicGroupType = "classic"
 func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	consumer := map[string]bool{}
-	if c.cfg.Consumer != nil {
-		// Every consumer-protocol group is left out of the classic rows
+	for _, kind := range []GroupKind{c.cfg.Consumer, c.cfg.Share} {
+		if kind == nil {
+			continue
+		}
+		// Every consumer or share group is left out of the classic rows
 		// below, whatever the filters: its id is not a classic group's.
-		all, code := c.cfg.Consumer.List(ctx, cl.Identity, cl.KV, nil, nil)
+		all, code := kind.List(ctx, cl.Identity, c.kvFor(cl), nil, nil)
 		if code != 0 {
 			resp.ErrorCode = code
 		}
 		for _, g := range all {
 			consumer[g.Group] = true
-			if listWanted(req.StatesFilter, g.GroupState) && listWanted(req.TypesFilter, g.GroupType) {
+			if groupreg.Matches(req.StatesFilter, g.GroupState) && groupreg.Matches(req.TypesFilter, g.GroupType) {
 				resp.Groups = append(resp.Groups, g)
 			}
 		}
@@ -124,20 +128,6 @@ func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListG
 	return resp
 }
 
-// listWanted matches a ListGroups filter as Kafka does: trimmed and
-// case-insensitively, an empty filter wanting everything.
-func listWanted(filter []string, v string) bool {
-	if len(filter) == 0 {
-		return true
-	}
-	for _, f := range filter {
-		if strings.EqualFold(strings.TrimSpace(f), v) {
-			return true
-		}
-	}
-	return false
-}
-
 // DescribeGroups answers a DescribeGroups v0-5 (v4: each member's
 // group_instance_id; v5 flexible). Member metadata and
 // assignment bytes are reported only while the group is Stable, as Kafka
@@ -186,6 +176,10 @@ func (c *Coordinator) describe(ctx context.Context, cl Client, id string) (d kms
 		return d, false
 	}
 	if held, _, code := c.consumerHeld(ctx, cl, id); code != 0 || held {
+		d.ErrorCode = code
+		return d, held
+	}
+	if held, _, code := c.shareHeld(ctx, cl, id); code != 0 || held {
 		d.ErrorCode = code
 		return d, held
 	}
@@ -260,6 +254,14 @@ func (c *Coordinator) deleteGroup(ctx context.Context, cl Client, id string) int
 		return kerr.InvalidGroupID.Code
 	}
 	if code := c.ownerCode(cl, id); code != 0 {
+		return code
+	}
+	if held, _, code := c.shareHeld(ctx, cl, id); code != 0 || held {
+		// Kafka's ShareGroup.validateDeleteGroup: only an empty group goes,
+		// with its share-partition states; it never has offsets here.
+		if held {
+			_, code = c.cfg.Share.DeleteEmpty(ctx, cl.Identity, c.kvFor(cl), id)
+		}
 		return code
 	}
 	if held, _, code := c.consumerHeld(ctx, cl, id); code != 0 {
@@ -386,6 +388,10 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, cl Client, req *kmsg.Off
 		return resp
 	}
 	if code := c.ownerCode(cl, req.Group); code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
+	if code := c.notConsumer(ctx, cl, req.Group); code != 0 {
 		resp.ErrorCode = code
 		return resp
 	}

@@ -66,6 +66,10 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, cl Client, req *kmsg.Off
 		setAll(code)
 		return resp
 	}
+	if code := c.notConsumer(ctx, cl, req.Group); code != 0 {
+		setAll(code)
+		return resp
+	}
 	held, code := c.consumerCommit(ctx, cl, req.Group, req.MemberID, req.Generation, false, req.Version)
 	var g *group
 	switch {
@@ -203,6 +207,9 @@ func (c *Coordinator) TxnCommitCheck(cl Client, group, memberID string, instance
 		return kerr.InvalidGroupID.Code, ""
 	}
 	if code := c.ownerCode(cl, group); code != 0 {
+		return code, ""
+	}
+	if code := c.notConsumer(context.Background(), cl, group); code != 0 {
 		return code, ""
 	}
 	if memberID == "" && instanceID == nil && generation < 0 {

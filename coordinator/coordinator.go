@@ -55,6 +55,9 @@ type Config struct {
 	// consumergroup); nil when there are none (tests of the classic
 	// protocol alone).
 	Consumer ConsumerGroups
+	// Share is the node's KIP-932 share groups (package sharegroup); nil
+	// when there are none.
+	Share GroupKind
 
 	// Unstable is the transaction coordinator's offsets not yet committed
 	// (OffsetFetch's require_stable); nil when there are none.

@@ -97,6 +97,9 @@ func groupAnswer(group string, topics []kmsg.OffsetFetchResponseTopic, code int1
 // partition when all, and returns them or the code refusing the group;
 // stable marks the partitions an open transaction holds an offset of.
 func (c *Coordinator) fetchGroup(ctx context.Context, cl Client, kv KV, group string, topics []kmsg.OffsetFetchRequestTopic, all, stable bool) ([]kmsg.OffsetFetchResponseTopic, int16) {
+	if code := c.notConsumer(ctx, cl, group); code != 0 {
+		return nil, code
+	}
 	got, code := c.fetchCommitted(ctx, kv, group, topics, all)
 	if code != 0 || !stable || c.cfg.Unstable == nil {
 		return got, code

@@ -482,13 +482,24 @@ func (c *Coordinator) leave(cl Client, group string, leaving []kmsg.LeaveGroupRe
 	return 0, out
 }
 
-// classicOnly refuses a JoinGroup for a consumer-protocol group with
+// classicOnly refuses a JoinGroup for a share group, and for a consumer-protocol group with
 // members INCONSISTENT_GROUP_PROTOCOL, as Kafka does when a group exists
 // with the other protocol; an empty one is deleted and the id becomes
 // classic (Kafka converts an empty consumer group on a classic join).
 func (c *Coordinator) classicOnly(ctx context.Context, cl Client, group string) int16 {
-	if c.cfg.Consumer == nil || !validGroupID(group, false) || c.ownerCode(cl, group) != 0 {
+	if !validGroupID(group, false) || c.ownerCode(cl, group) != 0 {
 		return 0 // join answers those itself
+	}
+	// A share group's id is never converted (Kafka's classicGroupJoin:
+	// "Group exists but it's not a consumer group").
+	if held, _, code := c.shareHeld(ctx, cl, group); code != 0 || held {
+		if held {
+			return kerr.InconsistentGroupProtocol.Code
+		}
+		return code
+	}
+	if c.cfg.Consumer == nil {
+		return 0
 	}
 	held, members, code := c.consumerHeld(ctx, cl, group)
 	switch {

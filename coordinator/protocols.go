@@ -14,15 +14,7 @@ import (
 // package's rows. Every method answers about groups this node coordinates;
 // code is what to answer when the answer cannot be known (a Queen failure).
 type ConsumerGroups interface {
-	// Holds reports whether id is a consumer-protocol group, and whether
-	// it has members.
-	Holds(ctx context.Context, identity string, kv KV, id string) (held, hasMembers bool, code int16)
-	// DeleteEmpty deletes an empty consumer-protocol group's state, so
-	// that the classic protocol (a JoinGroup, DeleteGroups) may take the
-	// id; NON_EMPTY_GROUP when it has members.
-	DeleteEmpty(ctx context.Context, identity string, kv KV, id string) (deleted bool, code int16)
-	// List is the consumer-protocol groups as ListGroups rows, filtered.
-	List(ctx context.Context, identity string, kv KV, statesFilter, typesFilter []string) ([]kmsg.ListGroupsResponseGroup, int16)
+	GroupKind
 	// ValidateCommit checks an OffsetCommit (txn false) or TxnOffsetCommit
 	// against the member's epoch; held false leaves the classic rules.
 	ValidateCommit(ctx context.Context, identity string, kv KV, group, memberID string, epoch int32, txn bool, version int16) (held bool, code int16)
@@ -32,6 +24,44 @@ type ConsumerGroups interface {
 	Subscribed(ctx context.Context, identity string, kv KV, group string) (held bool, topics map[string]bool, code int16)
 	// ValidateFetch checks an OffsetFetch v9+ naming a member.
 	ValidateFetch(ctx context.Context, identity string, kv KV, group string, memberID *string, epoch int32) (held bool, code int16)
+}
+
+// GroupKind is a group type other than classic that holds group ids here
+// (KIP-848 consumer groups, KIP-932 share groups): one group id is only
+// ever one type's. Every method answers about groups this node
+// coordinates; code is what to answer when the answer cannot be known.
+type GroupKind interface {
+	// Holds reports whether id is a group of this type, and whether it
+	// has members.
+	Holds(ctx context.Context, identity string, kv KV, id string) (held, hasMembers bool, code int16)
+	// DeleteEmpty deletes an empty group's state (DeleteGroups; for a
+	// consumer group also a JoinGroup converting it); NON_EMPTY_GROUP
+	// when it has members.
+	DeleteEmpty(ctx context.Context, identity string, kv KV, id string) (deleted bool, code int16)
+	// List is the groups of this type as ListGroups rows, filtered.
+	List(ctx context.Context, identity string, kv KV, statesFilter, typesFilter []string) ([]kmsg.ListGroupsResponseGroup, int16)
+}
+
+// shareHeld asks the share side (Config.Share) whether group is a share
+// group; code is the refusal when that cannot be known. Kafka 4.2 refuses
+// a share group's id to the classic and offset APIs: JoinGroup
+// INCONSISTENT_GROUP_PROTOCOL, OffsetCommit, OffsetFetch, OffsetDelete and
+// TxnOffsetCommit GROUP_ID_NOT_FOUND ("Group … is not a consumer group.").
+func (c *Coordinator) shareHeld(ctx context.Context, cl Client, group string) (held, hasMembers bool, code int16) {
+	if c.cfg.Share == nil {
+		return false, false, 0
+	}
+	return c.cfg.Share.Holds(ctx, cl.Identity, c.kvFor(cl), group)
+}
+
+// notConsumer is the code an offsets API answers for group: 0 unless it is
+// a share group (GROUP_ID_NOT_FOUND) or that cannot be known.
+func (c *Coordinator) notConsumer(ctx context.Context, cl Client, group string) int16 {
+	held, _, code := c.shareHeld(ctx, cl, group)
+	if held {
+		return kerr.GroupIDNotFound.Code
+	}
+	return code
 }
 
 // ReleaseEmptyClassic reports whether group may become a consumer-protocol

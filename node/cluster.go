@@ -92,6 +92,7 @@ func (n *Node) JoinCluster(ctx context.Context) error {
 	if err := n.cluster.join(ctx, func() {
 		n.coord.DropUnowned()
 		n.groups.DropUnowned()
+		n.shareGroups.DropUnowned()
 		n.txns.DropUnowned(func(id string) bool { return n.txnOwnerCode(id) != kerr.NotCoordinator.Code })
 		if k := n.sequencer.ForgetWindows(); k > 0 {
 			n.log.Info("live set changed: sequence windows forgotten, partition leaders may have moved", "windows", k)

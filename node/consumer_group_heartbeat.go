@@ -17,9 +17,18 @@ import (
 // hold first asks the classic coordinator to release it: an empty classic
 // group is taken over (Kafka's online upgrade), one with members is
 // refused GROUP_ID_NOT_FOUND, as Kafka refuses it when
-// group.consumer.migration.policy does not allow the upgrade.
+// group.consumer.migration.policy does not allow the upgrade. A share
+// group's id is GROUP_ID_NOT_FOUND "Group … is not a consumer group.".
 func (n *Node) handleConsumerGroupHeartbeat(ctx context.Context, c *transport.Conn, req *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
 	cl := n.consumerGroupClient(c)
+	if held, _, code := n.shareGroups.Holds(ctx, cl.Identity, cl.KV, req.Group); held || code != 0 {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = code
+		if held {
+			resp.ErrorCode, resp.ErrorMessage = kerr.GroupIDNotFound.Code, kmsg.StringPtr("Group "+req.Group+" is not a consumer group.")
+		}
+		return resp, nil
+	}
 	if req.MemberEpoch == 0 && req.Group != "" {
 		held, _, code := n.groups.Holds(ctx, cl.Identity, cl.KV, req.Group)
 		if code == 0 && !held && !n.coord.ReleaseEmptyClassic(n.groupClient(c), req.Group) {

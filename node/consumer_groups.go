@@ -7,7 +7,9 @@ import (
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/consumergroup"
+	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/ownership"
+	"github.com/queen-mq/queen-kafka/sharegroup"
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
@@ -29,6 +31,23 @@ func newConsumerGroups(cfg config.Facade, kv consumergroup.KV, log *slog.Logger,
 		NodeID:               int32(cfg.NodeID),
 		Incarnation:          incarnation,
 	})
+}
+
+// newShareGroups builds the node's KIP-932 share groups, owned by the same
+// rendezvous hash as the other groups; an id a classic or consumer group
+// holds is not a share group's.
+func (n *Node) newShareGroups(cfg config.Facade, log *slog.Logger, own ownership.Owners) *sharegroup.Manager {
+	return sharegroup.New(sharegroup.Config{HeartbeatInterval: cfg.ShareGroupHeartbeatInterval, SessionTimeout: cfg.ShareGroupSessionTimeout,
+		MaxSize: cfg.ShareGroupMaxSize, Ownership: own, Fenced: cfg.Clustered(), NodeID: int32(cfg.NodeID), Incarnation: n.Incarnation(),
+		Log: log.With("component", "sharegroup"),
+		Others: func(ctx context.Context, identity string, kv sharegroup.KV, id string) (bool, int16) {
+			held, _, code := n.groups.Holds(ctx, identity, kv, id)
+			return held || n.coord.IsClassic(ctx, coordinator.Client{Identity: identity, KV: kv}, id), code
+		},
+		GroupConfig: func(ctx context.Context, kv sharegroup.KV, group string) (sharegroup.GroupSettings, error) {
+			v, err := n.groupCfg.Get(ctx, kv, group)
+			return sharegroup.GroupSettings{HeartbeatInterval: v.ShareHeartbeatInterval, SessionTimeout: v.ShareSessionTimeout}, err
+		}})
 }
 
 // consumerGroupClient is the connection as package consumergroup needs it.

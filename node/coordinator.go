@@ -18,9 +18,10 @@ import (
 // with this node's id and the process's incarnation, so that a node that
 // lost a group without noticing can never overwrite its successor's
 // commits.
-func newCoordinator(cfg config.Facade, kv coordinator.KV, log *slog.Logger, own ownership.Owners, incarnation string, consumer coordinator.ConsumerGroups, unstable coordinator.Unstable) *coordinator.Coordinator {
+func newCoordinator(cfg config.Facade, kv coordinator.KV, log *slog.Logger, own ownership.Owners, incarnation string, consumer coordinator.ConsumerGroups, share coordinator.GroupKind, unstable coordinator.Unstable) *coordinator.Coordinator {
 	return coordinator.New(coordinator.Config{
 		Consumer:          consumer,
+		Share:             share,
 		Unstable:          unstable,
 		KV:                kv,
 		Ownership:         own,

@@ -134,15 +134,13 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	n.parked = fetchwatch.NewCalls(0, identityShare(cfg))
 	n.shares = sharefetch.New(sharefetch.Config{Observe: n.metrics, Mem: n.fetchMem, Enc: n.batches, Compression: cfg.FetchCompression, Now: func() time.Time { return n.now() }, Stopping: n.stopping, Log: log})
 	n.groups = newConsumerGroups(cfg, q, log, own, n.Incarnation())
-	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation(), n.groups, unstableOffsets{n})
 	n.groupCfg = groupconfig.New(groupconfig.Config{Broker: groupconfig.KafkaBroker().
 		WithStatic(groupconfig.ConsumerSessionTimeout, cfg.ConsumerGroupSessionTimeout.Milliseconds()).
-		WithStatic(groupconfig.ConsumerHeartbeatInterval, cfg.ConsumerGroupHeartbeatInterval.Milliseconds())})
-	n.shareGroups = sharegroup.New(sharegroup.Config{Ownership: own, Fenced: cfg.Clustered(), NodeID: int32(cfg.NodeID), Incarnation: n.Incarnation(), Log: log.With("component", "sharegroup"),
-		GroupConfig: func(ctx context.Context, kv sharegroup.KV, group string) (sharegroup.GroupSettings, error) {
-			v, err := n.groupCfg.Get(ctx, kv, group)
-			return sharegroup.GroupSettings{HeartbeatInterval: v.ShareHeartbeatInterval, SessionTimeout: v.ShareSessionTimeout}, err
-		}})
+		WithStatic(groupconfig.ConsumerHeartbeatInterval, cfg.ConsumerGroupHeartbeatInterval.Milliseconds()).
+		WithStatic(groupconfig.ShareSessionTimeout, cfg.ShareGroupSessionTimeout.Milliseconds()).
+		WithStatic(groupconfig.ShareHeartbeatInterval, cfg.ShareGroupHeartbeatInterval.Milliseconds())})
+	n.shareGroups = n.newShareGroups(cfg, log, own)
+	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation(), n.groups, n.shareGroups, unstableOffsets{n})
 	n.shareAdmin = shareadmin.New(n.shareGroups, own)
 	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, clock.Wall{})
 	if cfg.Clustered() {

@@ -71,6 +71,9 @@ var beyondSeed = map[kmsg.Key]string{
 	// KIP-848's consumer protocol.
 	kmsg.ConsumerGroupHeartbeat: "issue 21",
 	kmsg.ConsumerGroupDescribe:  "issue 21",
+	// KIP-932's share groups.
+	kmsg.ShareGroupHeartbeat: "issue 22",
+	kmsg.ShareGroupDescribe:  "issue 22",
 	// KIP-932's share groups: the data path.
 	kmsg.ShareFetch:       "issue 22",
 	kmsg.ShareAcknowledge: "issue 22",

@@ -3,6 +3,7 @@ package sharegroup
 import (
 	"context"
 	"encoding/json"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"math"
 	"sort"
 	"strings"
@@ -42,7 +43,7 @@ func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.Sh
 	if strings.TrimSpace(id) == "" {
 		return &hbError{code: kerr.InvalidGroupID.Code}
 	}
-	if code := m.ownerCode(cl.Identity, id); code != 0 {
+	if code := m.reg.OwnerCode(cl.Identity, id); code != 0 {
 		return &hbError{code: code}
 	}
 	g, code := m.lookup(ctx, cl.Identity, cl.KV, id)
@@ -85,7 +86,7 @@ func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.Sh
 // members; code is the refusal when that cannot be known. For the other
 // group types' answers to a share group's id.
 func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) (held, hasMembers bool, code int16) {
-	if !m.owned(id) {
+	if !m.reg.Owned(id) {
 		return false, false, 0 // the caller answers ownership itself
 	}
 	g, code := m.lookup(ctx, identity, kv, id)
@@ -124,7 +125,7 @@ func (m *Manager) DeleteEmpty(ctx context.Context, identity string, kv KV, id st
 		return false, code
 	}
 	g.kill()
-	m.forget(g)
+	m.reg.Forget(g.key, g)
 	m.log.Info("empty share group deleted", "group", id)
 	return true, 0
 }
@@ -133,7 +134,7 @@ func (m *Manager) DeleteEmpty(ctx context.Context, identity string, kv KV, id st
 // (group type and protocol type "share"), filtered as ListGroups v4-5
 // filter, read from the rows' keys.
 func (m *Manager) List(ctx context.Context, identity string, kv KV, statesFilter, typesFilter []string) ([]kmsg.ListGroupsResponseGroup, int16) {
-	if !matches(typesFilter, "share") {
+	if !groupreg.Matches(typesFilter, "share") {
 		return nil, 0
 	}
 	rows, err := queen.ReadPrefix(ctx, kv, queen.PrefixShareGroup, 1000, true)
@@ -162,7 +163,7 @@ func (m *Manager) List(ctx context.Context, identity string, kv KV, statesFilter
 		if members {
 			st = StateStable
 		}
-		if !m.owned(id) || !matches(statesFilter, st) {
+		if !m.reg.Owned(id) || !groupreg.Matches(statesFilter, st) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
@@ -171,18 +172,6 @@ func (m *Manager) List(ctx context.Context, identity string, kv KV, statesFilter
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
 	return out, 0
-}
-
-func matches(filter []string, v string) bool {
-	if len(filter) == 0 {
-		return true
-	}
-	for _, f := range filter {
-		if strings.EqualFold(strings.TrimSpace(f), v) {
-			return true
-		}
-	}
-	return false
 }
 
 // State reports, from the group's rows on any node, whether group is a

@@ -32,14 +32,9 @@ type Topics = consumergroup.Topics
 
 // Client is who sent a request: the client id and host ShareGroupDescribe
 // reports, the identity that files the group, the credential its KV calls
-// carry and its catalogue.
-type Client struct {
-	ID       string
-	Host     string
-	Identity string
-	KV       KV
-	Topics   Topics // nil lists no topics
-}
+// carry (required here) and its catalogue (nil lists no topics); the same
+// as a consumer group's, so that one adapter serves both.
+type Client = consumergroup.Client
 
 // GroupSettings are a group's own overrides (Kafka's GROUP config
 // resource); a zero field keeps the broker-level value.

@@ -78,6 +78,13 @@ func newGroup(m *Manager, k groupKey, kv KV) *group {
 	return &group{m: m, key: k, kv: kv, members: map[string]*member{}, dirty: map[string]bool{}, gone: map[string]bool{}, session: m.cfg.SessionTimeout}
 }
 
+// Kill ends g's life under its lock (the registry let it go).
+func (g *group) Kill() {
+	g.mu.Lock()
+	g.kill()
+	g.mu.Unlock()
+}
+
 // kill ends this object's life: timers stop, and whoever holds it sees it
 // dead and asks the registry again. The caller holds g.mu.
 func (g *group) kill() {

@@ -47,7 +47,7 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroup
 	if e := validate(req); e != nil {
 		return fail(e)
 	}
-	if code := m.ownerCode(cl.Identity, req.GroupID); code != 0 {
+	if code := m.reg.OwnerCode(cl.Identity, req.GroupID); code != 0 {
 		return fail(&hbError{code: code})
 	}
 	hb, session := m.settings(ctx, cl.KV, req.GroupID)
@@ -150,7 +150,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 	isNew := mb == nil
 	switch {
 	case isNew && req.MemberEpoch != 0:
-		return refuse(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.key.id)
+		return refuse(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.key.ID)
 	case isNew:
 		mb = &member{id: strings.Clone(req.MemberID), assigned: parts{}}
 		g.members[mb.id] = mb
@@ -173,7 +173,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 				g.topics = map[string]Topic{}
 			}
 		case pre.err != nil:
-			g.m.log.Warn("share group heartbeat: listing topics failed", "group", g.key.id, "err", pre.err)
+			g.m.log.Warn("share group heartbeat: listing topics failed", "group", g.key.ID, "err", pre.err)
 			if g.topics == nil {
 				if isNew {
 					g.removeMember(mb)
@@ -209,7 +209,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 		g.dirty[mb.id] = true
 	}
 	if isNew {
-		g.m.log.Info("member joined the share group", "group", g.key.id, "member", mb.id, "epoch", g.epoch)
+		g.m.log.Info("member joined the share group", "group", g.key.ID, "member", mb.id, "epoch", g.epoch)
 	}
 	if code := g.persist(ctx); code != 0 {
 		return &hbError{code: code}
@@ -258,7 +258,7 @@ func (g *group) apply(mb *member, cl Client, req *kmsg.ShareGroupHeartbeatReques
 		return false
 	}
 	mb.names = names
-	g.m.log.Info("share group member updated its subscribed topics", "group", g.key.id, "member", mb.id, "topics", names)
+	g.m.log.Info("share group member updated its subscribed topics", "group", g.key.ID, "member", mb.id, "topics", names)
 	return true
 }
 
@@ -271,9 +271,9 @@ func sameRack(a, b *string) bool {
 func (g *group) leave(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest, resp *kmsg.ShareGroupHeartbeatResponse) *hbError {
 	mb := g.members[req.MemberID]
 	if mb == nil {
-		return refuse(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.key.id)
+		return refuse(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, g.key.ID)
 	}
-	g.m.log.Info("member left the share group", "group", g.key.id, "member", mb.id)
+	g.m.log.Info("member left the share group", "group", g.key.ID, "member", mb.id)
 	g.fenceLocked(mb)
 	if code := g.persist(ctx); code != 0 {
 		return &hbError{code: code}
@@ -297,7 +297,7 @@ func (g *group) fenceLocked(mb *member) {
 func (g *group) forgetIfUnwritten() {
 	if g.metaVer < 0 && len(g.members) == 0 {
 		g.kill()
-		g.m.forget(g)
+		g.m.reg.Forget(g.key, g)
 	}
 }
 
@@ -339,13 +339,13 @@ func (g *group) sessionFired(mb *member, seq uint64) {
 		g.mu.Unlock()
 		return
 	}
-	g.m.log.Info("share group member session expired", "group", g.key.id, "member", mb.id, "session_timeout", g.session)
+	g.m.log.Info("share group member session expired", "group", g.key.ID, "member", mb.id, "session_timeout", g.session)
 	g.fenceLocked(mb)
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	code := g.persist(ctx)
 	g.mu.Unlock()
 	if code == 0 {
-		g.m.memberGone(ctx, g.kv, g.key.id, []string{mb.id})
+		g.m.memberGone(ctx, g.kv, g.key.ID, []string{mb.id})
 	}
 }

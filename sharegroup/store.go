@@ -4,14 +4,10 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"sort"
 	"strings"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/queen-mq/queen-kafka/faults"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -42,25 +38,7 @@ type memberRow struct {
 	Assigned  map[string][]int32 `json:"assigned,omitempty"` // topic id (hex) to partitions
 }
 
-func put(key string, v any) queen.KVOp {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("sharegroup: encoding %T: %v", v, err)) // plain structs always encode
-	}
-	return queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: key, Value: b, Forever: true}
-}
-
-// errLost is a compare-and-set that failed: another node wrote the group.
-var errLost = errors.New("share group taken over by another node")
-
-// codeOf is the Kafka code a failed store call answers: a lost
-// compare-and-set is NOT_COORDINATOR, the rest as faults.GroupCode maps it.
-func codeOf(err error) int16 {
-	if errors.Is(err, errLost) {
-		return kerr.NotCoordinator.Code
-	}
-	return faults.GroupCode(err)
-}
+func codeOf(err error) int16 { return groupreg.Code(err) }
 
 func (g *group) metaRow() metaRow {
 	r := metaRow{Epoch: g.epoch, AssignmentEpoch: g.assignmentEpoch, Node: g.m.cfg.NodeID, TS: g.m.clock.Now().UnixMilli()}
@@ -103,16 +81,16 @@ func (g *group) persist(ctx context.Context) int16 {
 	var ops []queen.KVOp
 	for id := range g.dirty {
 		if mb := g.members[id]; mb != nil {
-			ops = append(ops, put(queen.ShareGroupMemberKey(g.key.id, id), memberRowOf(mb)))
+			ops = append(ops, groupreg.Put(queen.ShareGroupMemberKey(g.key.ID, id), memberRowOf(mb)))
 		}
 	}
 	for id := range g.gone {
-		ops = append(ops, queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: queen.ShareGroupMemberKey(g.key.id, id)})
+		ops = append(ops, queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: queen.ShareGroupMemberKey(g.key.ID, id)})
 	}
-	if err := g.write(ctx, ops); err != nil {
-		g.m.log.Warn("share group state write failed; the group is reloaded from the store at its next request", "group", g.key.id, "err", err)
+	if err := g.write(ctx, ops, false); err != nil {
+		g.m.log.Warn("share group state write failed; the group is reloaded from the store at its next request", "group", g.key.ID, "err", err)
 		g.kill()
-		g.m.forget(g)
+		g.m.reg.Forget(g.key, g)
 		return codeOf(err)
 	}
 	clear(g.dirty)
@@ -120,53 +98,19 @@ func (g *group) persist(ctx context.Context) int16 {
 	g.metaDirty = false
 	if len(g.members) == 0 {
 		g.kill()
-		g.m.forget(g)
+		g.m.reg.Forget(g.key, g)
 	}
 	return 0
 }
 
-// write applies ops in calls within the contract's limits, each led by the
-// meta row's compare-and-set; a group created here first takes the fence
-// (cluster mode).
-func (g *group) write(ctx context.Context, ops []queen.KVOp) error {
-	per := maxOpsPerCall - 2
-	done := 0
-	for first := true; first || done < len(ops); first = false {
-		chunk := ops[done:min(done+per, len(ops))]
-		var lead []queen.KVOp
-		fenceAt := -1
-		if g.metaVer < 0 {
-			g.metaVer = 0 // the rows must be absent
-			if g.m.cfg.Fenced {
-				op, err := g.fenceOp(ctx)
-				if err != nil {
-					return err
-				}
-				fenceAt = 0
-				lead = append(lead, op)
-			}
-		}
-		meta := put(queen.ShareGroupMetaKey(g.key.id), g.metaRow())
-		expect := g.metaVer
-		meta.Expect, meta.Required = &expect, true
-		metaAt := len(lead)
-		lead = append(lead, meta)
-		res, err := g.kv.KV(ctx, append(lead, chunk...))
-		if err != nil {
-			var pe *queen.PreconditionError
-			if errors.As(err, &pe) && (pe.Index == metaAt || pe.Index == fenceAt) {
-				return fmt.Errorf("%w (op %d, %s, version %d)", errLost, pe.Index, pe.KVReason, pe.Version)
-			}
-			return fmt.Errorf("kv write of share group %q: %w", g.key.id, err)
-		}
-		g.metaVer = res[metaAt].Version
-		done += len(chunk)
+// write applies ops, led by the compare-and-set of the meta row; a group
+// created here, or taken over, first takes the fence (cluster mode).
+func (g *group) write(ctx context.Context, ops []queen.KVOp, takeover bool) error {
+	var fence *queen.FenceValue
+	if g.m.cfg.Fenced && (takeover || g.metaVer < 0) {
+		fence = &queen.FenceValue{Node: g.m.cfg.NodeID, Incarnation: g.m.cfg.Incarnation, Generation: g.epoch, TS: g.m.clock.Now().UnixMilli()}
 	}
-	return nil
-}
-
-func (g *group) fenceOp(ctx context.Context) (queen.KVOp, error) {
-	return queen.FenceOp(ctx, g.kv, g.key.id, queen.FenceValue{Node: g.m.cfg.NodeID, Incarnation: g.m.cfg.Incarnation, Generation: g.epoch, TS: g.m.clock.Now().UnixMilli()})
+	return groupreg.Write(ctx, g.kv, g.key.ID, groupreg.Put(queen.ShareGroupMetaKey(g.key.ID), g.metaRow()), &g.metaVer, fence, ops)
 }
 
 // load reads a group's rows (nil when it has none) and takes it over: the
@@ -174,13 +118,13 @@ func (g *group) fenceOp(ctx context.Context) (queen.KVOp, error) {
 // moves, so that the previous owner's next write fails. Member sessions
 // start afresh from now, as Kafka's do when a coordinator loads its groups.
 func (m *Manager) load(ctx context.Context, k groupKey, kv KV) (*group, int16) {
-	rows, err := queen.ReadPrefix(ctx, kv, queen.ShareGroupPrefix(k.id), 1000, false)
+	rows, err := queen.ReadPrefix(ctx, kv, queen.ShareGroupPrefix(k.ID), 1000, false)
 	if err != nil {
-		m.log.Warn("loading share group failed", "group", k.id, "err", err)
+		m.log.Warn("loading share group failed", "group", k.ID, "err", err)
 		return nil, codeOf(err)
 	}
-	metaKey := queen.ShareGroupMetaKey(k.id)
-	memberPrefix := queen.ShareGroupPrefix(k.id) + "m:"
+	metaKey := queen.ShareGroupMetaKey(k.ID)
+	memberPrefix := queen.ShareGroupPrefix(k.ID) + "m:"
 	g := newGroup(m, k, kv)
 	found := false
 	for _, r := range rows {
@@ -216,40 +160,31 @@ func (m *Manager) load(ctx context.Context, k groupKey, kv KV) (*group, int16) {
 	if !found {
 		return nil, 0
 	}
-	_, g.session = m.settings(ctx, kv, k.id)
+	_, g.session = m.settings(ctx, kv, k.ID)
 	now := m.clock.Now()
 	for _, mb := range g.members {
 		mb.lastSeen = now
 		g.armSession(mb)
 	}
 	g.metaDirty = true
-	var ops []queen.KVOp
-	if m.cfg.Fenced {
-		op, err := g.fenceOp(ctx)
-		if err != nil {
-			g.kill()
-			return nil, codeOf(err)
-		}
-		ops = append(ops, op)
-	}
-	if err := g.write(ctx, ops); err != nil {
-		m.log.Warn("taking over share group failed", "group", k.id, "err", err)
+	if err := g.write(ctx, nil, true); err != nil {
+		m.log.Warn("taking over share group failed", "group", k.ID, "err", err)
 		g.kill()
 		return nil, codeOf(err)
 	}
 	g.metaDirty = false
-	m.log.Info("share group loaded from the store", "group", k.id, "epoch", g.epoch, "assignment_epoch", g.assignmentEpoch, "members", len(g.members))
+	m.log.Info("share group loaded from the store", "group", k.ID, "epoch", g.epoch, "assignment_epoch", g.assignmentEpoch, "members", len(g.members))
 	return g, 0
 }
 
 // deleteRows deletes every row of g, the meta row last, so that a delete
 // cut short leaves a group that still loads (and can be deleted again).
 func (g *group) deleteRows(ctx context.Context, kv KV) int16 {
-	rows, err := queen.ReadPrefix(ctx, kv, queen.ShareGroupPrefix(g.key.id), 1000, true)
+	rows, err := queen.ReadPrefix(ctx, kv, queen.ShareGroupPrefix(g.key.ID), 1000, true)
 	if err != nil {
 		return codeOf(err)
 	}
-	meta := queen.ShareGroupMetaKey(g.key.id)
+	meta := queen.ShareGroupMetaKey(g.key.ID)
 	var ops []queen.KVOp
 	for _, r := range rows {
 		if r.Key != meta {

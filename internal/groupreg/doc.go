@@ -1,0 +1,13 @@
+// Package groupreg is the registry of the groups of one kind a node
+// coordinates (KIP-848 consumer groups, KIP-932 share groups), shared by
+// packages consumergroup and sharegroup: groups keyed by identity and id,
+// loaded from the store at most once at a time, the ids known to have no
+// rows, and the drops ownership moves cause.
+//
+// It also writes a group owner's rows (Write): every call led by the
+// compare-and-set of the group's meta row, a new owner's first by the
+// fence. It owns no group state and must not reach for the wire or a
+// group's row layout: the caller's load function reads and takes over a
+// group, the caller encodes its rows, and a group's Kill ends its life
+// (timers stopped) when the registry lets it go.
+package groupreg
