@@ -261,3 +261,40 @@ func TestShareRenewOnTheWire(t *testing.T) {
 	clk.Advance(20 * time.Second)
 	require.Equal(t, []ack{{0, 0, 2}}, acquired(b.next(t)))
 }
+
+// TestShareFetchRefusesPartitions: a topic id no topic has is
+// UNKNOWN_TOPIC_ID, a partition the topic lacks UNKNOWN_TOPIC_OR_PARTITION,
+// each on its own partition (acknowledgements included) while the others
+// are served.
+func TestShareFetchRefusesPartitions(t *testing.T) {
+	_, addr, _ := servedEnv(t, dev.Options{})
+	id := shareTopic(t, addr, "sf-refuse")
+	k := dial(t, addr)
+	r := kmsg.NewPtrShareFetchRequest()
+	r.Version, r.GroupID, r.MemberID = 2, kmsg.StringPtr("sg"), kmsg.StringPtr("m")
+	r.Topics = []kmsg.ShareFetchRequestTopic{
+		{TopicID: id, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}, {Partition: 7}}},
+		{TopicID: [16]byte{9, 9}, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}},
+	}
+	resp := k.roundTrip(r).(*kmsg.ShareFetchResponse)
+	require.Zero(t, resp.ErrorCode)
+	codes := map[int32]int16{}
+	for _, st := range resp.Topics {
+		for _, sp := range st.Partitions {
+			if st.TopicID == id {
+				codes[sp.Partition] = sp.ErrorCode
+			} else {
+				codes[-1] = sp.ErrorCode
+			}
+		}
+	}
+	require.Equal(t, map[int32]int16{0: 0, 7: kerr.UnknownTopicOrPartition.Code, -1: kerr.UnknownTopicID.Code}, codes)
+
+	a := kmsg.NewPtrShareAcknowledgeRequest()
+	a.Version, a.GroupID, a.MemberID, a.ShareSessionEpoch = 2, kmsg.StringPtr("sg"), kmsg.StringPtr("m"), 1
+	a.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: [16]byte{9, 9}, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{{
+		AcknowledgementBatches: []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 0, AcknowledgeTypes: []int8{1}}}}}}}
+	ar := k.roundTrip(a).(*kmsg.ShareAcknowledgeResponse)
+	require.Zero(t, ar.ErrorCode)
+	require.Equal(t, kerr.UnknownTopicID.Code, ar.Topics[0].Partitions[0].ErrorCode)
+}

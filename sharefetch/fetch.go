@@ -219,7 +219,8 @@ func (r *request) resolve(ctx context.Context, group string, topics Topics, refu
 func (r *request) read(ctx context.Context, req *kmsg.ShareFetchRequest, resp *kmsg.ShareFetchResponse) error {
 	s := r.s
 	wait := time.Duration(min(max(req.MaxWaitMillis, 0), queen.MaxFetchWaitMs)) * time.Millisecond
-	deadline := s.cfg.Now().Add(wait)
+	// The wait runs on the wall clock; locks on the node's (Config.Now).
+	deadline := time.Now().Add(wait)
 	left := int(req.MaxRecords)
 	if left <= 0 {
 		left = math.MaxInt32
@@ -261,9 +262,7 @@ func (r *request) read(ctx context.Context, req *kmsg.ShareFetchRequest, resp *k
 		pollWait := time.Duration(0)
 		if round > 0 {
 			pollWait = min(time.Until(deadline), pollSlice)
-			if s.cfg.Now().After(deadline) {
-				pollWait = 0
-			}
+			pollWait = max(pollWait, 0)
 		}
 		if len(entries) > 0 {
 			err := f.Read(wctx, r.c, slots, entries, pollWait, minBytes)
@@ -279,18 +278,16 @@ func (r *request) read(ctx context.Context, req *kmsg.ShareFetchRequest, resp *k
 				resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
 				f.Fail(slots, code)
 			}
+			before, read := got, false
 			for i, p := range reading {
+				read = read || len(slots[i].Resp.RecordBatches) > 0
 				got += p.take(ctx, r, f, slots[i:i+1], &left)
 			}
-		} else if round > 0 && !s.cfg.Now().After(deadline) && r.anyFetch() {
-			// Only locks stand in the way: look again shortly.
-			t := time.NewTimer(min(time.Until(deadline), lockedWait))
-			select {
-			case <-t.C:
-			case <-wctx.Done():
-				t.Stop()
-				return nil
+			if read && got == before && round > 0 && !r.pause(wctx, deadline) {
+				return nil // records there, none acquirable: not a spin
 			}
+		} else if round > 0 && time.Now().Before(deadline) && r.anyFetch() && !r.pause(wctx, deadline) {
+			return nil
 		}
 		if round == 0 {
 			// Every acknowledgement lands before the fetch waits.
@@ -300,9 +297,22 @@ func (r *request) read(ctx context.Context, req *kmsg.ShareFetchRequest, resp *k
 				}
 			}
 		}
-		if got >= minBytes || left <= 0 || f.Spent() || !r.anyFetch() || !s.cfg.Now().Before(deadline) || wctx.Err() != nil {
+		if got >= minBytes || left <= 0 || f.Spent() || !r.anyFetch() || !time.Now().Before(deadline) || wctx.Err() != nil {
 			return nil
 		}
+	}
+}
+
+// pause waits a little while only locks stand in the way (or until the
+// deadline, or the wait is cut: false).
+func (r *request) pause(ctx context.Context, deadline time.Time) bool {
+	t := time.NewTimer(min(time.Until(deadline), lockedWait))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
