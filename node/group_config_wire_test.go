@@ -9,9 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/queen-mq/queen-kafka/ownership"
 	"github.com/queen-mq/queen-kafka/queen"
-	"github.com/queen-mq/queen-kafka/shareadmin"
+	"github.com/queen-mq/queen-kafka/sharegroup"
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
@@ -156,12 +155,6 @@ func TestClusterGroupConfigVisibleAtAnotherNode(t *testing.T) {
 	}
 }
 
-type busyGroups struct{}
-
-func (busyGroups) State(context.Context, queen.KVCaller, string) (bool, bool, error) {
-	return true, false, nil
-}
-
 // TestShareGroupOffsetsWire: AlterShareGroupOffsets, DescribeShareGroupOffsets
 // (explicit topics and all, v0 and v1's lag) and DeleteShareGroupOffsets
 // through the version table, as franz-go's TestShareGroupOffsetsAdmin
@@ -234,13 +227,19 @@ func TestShareGroupOffsetsWire(t *testing.T) {
 		t.Errorf("delete of a group with neither members nor state: %+v", dr)
 	}
 
-	// A group with members is refused both writes.
-	n.shareAdmin = shareadmin.New(busyGroups{}, ownership.Single{})
+	// A group with a member (joined through sharegroup, the real State) is
+	// refused both writes.
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.Version = 1
+	hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = "workers", "m-1-0123456789abcdef", 0, []string{"jobs"}
+	if r := n.shareGroups.Heartbeat(ctx, sharegroup.Client{ID: "t", Identity: c.Identity(), KV: c.Queen(), Topics: catalogueTopics{cats: n.cats, caller: callerOf(c)}}, hb); r.ErrorCode != 0 {
+		t.Fatalf("join: %+v", r)
+	}
 	if ar := call[*kmsg.AlterShareGroupOffsetsResponse](t, n, c, alter); ar.ErrorCode != kerr.NonEmptyGroup.Code {
-		t.Errorf("alter of a busy group: %+v", ar)
+		t.Errorf("alter of a group with a member: %+v", ar)
 	}
 	if dr := call[*kmsg.DeleteShareGroupOffsetsResponse](t, n, c, del); dr.ErrorCode != kerr.NonEmptyGroup.Code {
-		t.Errorf("delete of a busy group: %+v", dr)
+		t.Errorf("delete of a group with a member: %+v", dr)
 	}
 }
 
