@@ -132,7 +132,6 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	n.sequencer = producer.NewSequencer(maxSeqWindows)
 	n.sessions = fetchsession.New(fetchsession.Config{})
 	n.parked = fetchwatch.NewCalls(0, identityShare(cfg))
-	n.shares = sharefetch.New(sharefetch.Config{Observe: n.metrics, Mem: n.fetchMem, Enc: n.batches, Compression: cfg.FetchCompression, Now: func() time.Time { return n.now() }, Stopping: n.stopping, Log: log})
 	n.groups = newConsumerGroups(cfg, q, log, own, n.Incarnation())
 	n.groupCfg = groupconfig.New(groupconfig.Config{Broker: groupconfig.KafkaBroker().
 		WithStatic(groupconfig.ConsumerSessionTimeout, cfg.ConsumerGroupSessionTimeout.Milliseconds()).
@@ -142,6 +141,7 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	n.shareGroups = n.newShareGroups(cfg, log, own)
 	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation(), n.groups, n.shareGroups, unstableOffsets{n})
 	n.shareAdmin = shareadmin.New(n.shareGroups, own)
+	n.shares = sharefetch.New(sharefetch.Config{Configs: n.groupCfg, Observe: n.metrics, Mem: n.fetchMem, Enc: n.batches, Compression: cfg.FetchCompression, Now: func() time.Time { return n.now() }, Stopping: n.stopping, Log: log})
 	n.txns = newTxns(cfg, q, log, n.producerIDs, n.coord, clock.Wall{})
 	if cfg.Clustered() {
 		n.txnShared = newTxnShared(cfg, q, log, n.coord, clock.Wall{})
