@@ -34,11 +34,11 @@ var franzShareWant = []string{
 }
 
 // franzShareRecords is KGO_TEST_RECORDS for TestShareGroupETL (franz-go's
-// default is 500,000): enough that the ETL's phases (more consumers at a
-// fifth of the records consumed, one leaving at half, two rebalances of the
-// second level at a third and two thirds) happen mid-stream, and more than
-// the 100 keys its reject phase rejects.
-const franzShareRecords = 6000
+// default is 500,000), as the 848 runner's: enough that the ETL's phases
+// (more consumers at a fifth of the records consumed, one leaving at half,
+// two rebalances of the second level at a third and two thirds) happen
+// mid-stream; about 20 s of ETL on one node or three.
+const franzShareRecords = 30000
 
 // franzShareRejected is TestShareGroupETL's closing line for level 1: a
 // run in which no key stayed rejected never exercised REJECT's archiving.
