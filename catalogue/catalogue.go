@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"github.com/queen-mq/queen-kafka/internal/idlesweep"
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -296,6 +297,36 @@ func (t ServedTopics) Width(ctx context.Context, topic string) (int32, bool, err
 // again): the share-group offsets APIs name topics by both.
 func (t ServedTopics) Served(ctx context.Context, topic string) (id [16]byte, width int32, exists bool, err error) {
 	return t.cats.find(ctx, t.c, topic, true)
+}
+
+// All is every topic the caller may name with its id and advertised width,
+// as a group's subscription sees them (groupreg.Topics).
+func (t ServedTopics) All(ctx context.Context) ([]groupreg.Topic, error) {
+	cat := t.cats.For(t.c)
+	if err := cat.Ensure(ctx, t.c, false); err != nil && !cat.Loaded() {
+		return nil, err
+	}
+	var out []groupreg.Topic
+	for _, tp := range cat.List() {
+		if Addressable(tp.Name()) && tp.ID() != ([16]byte{}) {
+			out = append(out, groupreg.Topic{Name: tp.Name(), ID: tp.ID(), Partitions: cat.Width(tp)})
+		}
+	}
+	return out, nil
+}
+
+// ResolveID is ResolveID for the caller (coordinator.TopicIDs).
+func (t ServedTopics) ResolveID(ctx context.Context, id [16]byte) (string, bool, error) {
+	name, _, ok, err := t.cats.ResolveID(ctx, t.c, id)
+	return name, ok, err
+}
+
+// IDOf is topic's id for the caller, from the catalogue as listed now (a
+// failed read names what it holds).
+func (t ServedTopics) IDOf(ctx context.Context, topic string) ([16]byte, bool) {
+	cat := t.cats.For(t.c)
+	_ = cat.Ensure(ctx, t.c, false)
+	return cat.TopicID(topic)
 }
 
 // cachedTopicConfig is topic's Kafka configs as the catalogue holds them:

@@ -3,8 +3,6 @@ package consumergroup
 import (
 	"context"
 	"sync"
-
-	"github.com/queen-mq/queen-kafka/ownership"
 )
 
 // fakeTopics is a catalogue the test edits.
@@ -43,18 +41,3 @@ func (f *fakeTopics) add(name string, parts int32) topicID {
 	f.topics = append(f.topics, Topic{Name: name, ID: id, Partitions: parts})
 	return id
 }
-
-// owners is an ownership.Owners the test points at a node.
-type owners struct {
-	mu    sync.Mutex
-	self  int32
-	owner int32
-}
-
-func (o *owners) Owner(string) (ownership.Broker, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return ownership.Broker{NodeID: o.owner}, nil
-}
-func (o *owners) Redirect(string) (ownership.Broker, bool) { return ownership.Broker{}, false }
-func (o *owners) Self() ownership.Broker                   { return ownership.Broker{NodeID: o.self} }

@@ -29,7 +29,7 @@ func newEnv(t testing.TB) *env {
 	return e
 }
 
-func (e *env) manager(own *owners, fenced bool, node int32) *Manager {
+func (e *env) manager(own *testsupport.Owners, fenced bool, node int32) *Manager {
 	cfg := Config{KV: e.kv, Clock: e.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Fenced: fenced, NodeID: node, Incarnation: "inc"}
 	if own != nil {
 		cfg.Ownership = own

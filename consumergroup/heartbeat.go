@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -16,17 +15,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/assignor"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 )
 
 // hbError is a refusal with Kafka's message.
-type hbError struct {
-	code int16
-	msg  string
-}
+type hbError = groupreg.Refusal
 
-func refuse(code int16, format string, args ...any) *hbError {
-	return &hbError{code: code, msg: fmt.Sprintf(format, args...)}
-}
+var refuse = groupreg.Refuse
 
 // Heartbeat answers a ConsumerGroupHeartbeat v0-1 (Kafka's
 // GroupMetadataManager.consumerGroupHeartbeat). The caller has already
@@ -35,9 +30,9 @@ func refuse(code int16, format string, args ...any) *hbError {
 func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	fail := func(e *hbError) *kmsg.ConsumerGroupHeartbeatResponse {
-		resp.ErrorCode = e.code
-		if e.msg != "" {
-			msg := e.msg
+		resp.ErrorCode = e.Code
+		if e.Msg != "" {
+			msg := e.Msg
 			resp.ErrorMessage = &msg
 		}
 		return resp
@@ -46,19 +41,19 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGr
 		return fail(e)
 	}
 	if code := m.ownerCode(cl.Identity, req.Group); code != 0 {
-		return fail(&hbError{code: code})
+		return fail(&hbError{Code: code})
 	}
 	for attempt := 0; ; attempt++ {
 		g, code := m.lookup(ctx, cl, req.Group)
 		if code != 0 {
-			return fail(&hbError{code: code})
+			return fail(&hbError{Code: code})
 		}
 		if g == nil {
 			if req.MemberEpoch != 0 {
 				return fail(refuse(kerr.GroupIDNotFound.Code, "Consumer group %s not found.", req.Group))
 			}
 			if g = m.create(cl, req.Group); g == nil {
-				return fail(&hbError{code: kerr.CoordinatorNotAvailable.Code})
+				return fail(&hbError{Code: kerr.CoordinatorNotAvailable.Code})
 			}
 		}
 		var pre *listing
@@ -73,7 +68,7 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGr
 			if attempt == 0 {
 				continue
 			}
-			return fail(&hbError{code: kerr.CoordinatorNotAvailable.Code})
+			return fail(&hbError{Code: kerr.CoordinatorNotAvailable.Code})
 		}
 		out, e := g.heartbeat(ctx, cl, req, pre)
 		g.mu.Unlock()
@@ -86,7 +81,7 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGr
 
 // validate is Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid.
 func (m *Manager) validate(req *kmsg.ConsumerGroupHeartbeatRequest) *hbError {
-	bad := func(msg string) *hbError { return &hbError{code: kerr.InvalidRequest.Code, msg: msg} }
+	bad := func(msg string) *hbError { return &hbError{Code: kerr.InvalidRequest.Code, Msg: msg} }
 	if (req.Version >= 1 || req.MemberEpoch > 0 || req.MemberEpoch == leaveEpoch) && req.MemberID == "" {
 		return bad("MemberId can't be empty.")
 	}
@@ -94,7 +89,7 @@ func (m *Manager) validate(req *kmsg.ConsumerGroupHeartbeatRequest) *hbError {
 		return bad("GroupId can't be empty.")
 	}
 	if utf8.RuneCountInString(req.Group) > maxGroupIDChars {
-		return &hbError{code: kerr.InvalidGroupID.Code}
+		return &hbError{Code: kerr.InvalidGroupID.Code}
 	}
 	if req.InstanceID != nil && *req.InstanceID == "" {
 		return bad("InstanceId can't be empty.")
@@ -177,7 +172,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGrou
 			g.m.log.Warn("consumer group heartbeat: listing topics failed", "group", g.key.ID, "err", pre.err)
 			if g.topics == nil {
 				g.rollbackNew(m, isNew)
-				return nil, &hbError{code: codeOf(pre.err)}
+				return nil, &hbError{Code: codeOf(pre.err)}
 			}
 		default:
 			if g.refreshTopics(pre.all) && !bump {
@@ -217,7 +212,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGrou
 		}
 	}
 	if code := g.persist(ctx); code != 0 {
-		return nil, &hbError{code: code}
+		return nil, &hbError{Code: code}
 	}
 
 	id := m.id
@@ -439,7 +434,7 @@ func (g *group) leave(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatReque
 		g.bump("member " + m.id + " left the group")
 	}
 	if code := g.persist(ctx); code != 0 {
-		return nil, &hbError{code: code}
+		return nil, &hbError{Code: code}
 	}
 	id := req.MemberID
 	resp.MemberID = &id

@@ -37,17 +37,10 @@ const (
 type KV = queen.KVCaller
 
 // Topic is a topic a member may subscribe to.
-type Topic struct {
-	Name       string
-	ID         [16]byte
-	Partitions int32
-}
+type Topic = groupreg.Topic
 
 // Topics is the caller's catalogue as a group sees it.
-type Topics interface {
-	// All is every topic a client may name, with its id and width.
-	All(ctx context.Context) ([]Topic, error)
-}
+type Topics = groupreg.Topics
 
 // Client is who sent a request: the client id and host ConsumerGroupDescribe
 // reports, the identity that files the group (two tenants' "orders" are two

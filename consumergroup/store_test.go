@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -17,7 +18,7 @@ import (
 // NOT_COORDINATOR.
 func TestOwnerMoveContinuesTheGroup(t *testing.T) {
 	e := newEnv(t)
-	ownA := &owners{self: 1, owner: 1}
+	ownA := testsupport.NewOwners(1, 1)
 	e.m = e.manager(ownA, true, 1)
 	tid := e.topics.add("orders", 4)
 	e.twoSettled("orders")
@@ -26,7 +27,7 @@ func TestOwnerMoveContinuesTheGroup(t *testing.T) {
 		t.Fatalf("rows: %v %v", e.kv.Keys(queen.FenceKey("g")), e.kv.Keys(queen.ConsumerGroupPrefix("g")))
 	}
 
-	b := e.manager(&owners{self: 2, owner: 2}, true, 2)
+	b := e.manager(testsupport.NewOwners(2, 2), true, 2)
 	full := hbReq("g", "m1", 2, before)
 	full.RebalanceTimeoutMillis, full.SubscribedTopicNames = 60000, []string{"orders"}
 	r := e.ok(e.send(b, full))

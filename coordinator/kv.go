@@ -14,11 +14,12 @@ type KV = queen.KVCaller
 // groups), the credential its KV calls carry, and the topics this node
 // serves it.
 type Client struct {
-	ID       string // the request header's client_id
-	Host     string // the peer as Kafka reports it, e.g. "/127.0.0.1"
-	Identity string // "" is the node's own credential
-	KV       KV     // nil uses the coordinator's KV
-	Topics   Topics // nil serves every partition
+	ID       string   // the request header's client_id
+	Host     string   // the peer as Kafka reports it, e.g. "/127.0.0.1"
+	Identity string   // "" is the node's own credential
+	KV       KV       // nil uses the coordinator's KV
+	Topics   Topics   // nil serves every partition
+	IDs      TopicIDs // names topics by id (OffsetCommit and OffsetFetch v10)
 }
 
 // MaxMetadataBytes is the longest offset metadata a commit may carry.

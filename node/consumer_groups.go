@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/config"
 	"github.com/queen-mq/queen-kafka/consumergroup"
 	"github.com/queen-mq/queen-kafka/coordinator"
@@ -53,28 +52,5 @@ func (n *Node) newShareGroups(cfg config.Facade, log *slog.Logger, own ownership
 // consumerGroupClient is the connection as package consumergroup needs it.
 func (n *Node) consumerGroupClient(c *transport.Conn) consumergroup.Client {
 	gc := n.groupClient(c)
-	return consumergroup.Client{ID: gc.ID, Host: gc.Host, Identity: gc.Identity, KV: gc.KV,
-		Topics: catalogueTopics{cats: n.cats, caller: callerOf(c)}}
-}
-
-// catalogueTopics is the caller's catalogue as a consumer group lists it:
-// every topic a client can name, with its id and advertised width.
-type catalogueTopics struct {
-	cats   *catalogue.Catalogues
-	caller catalogue.Caller
-}
-
-func (t catalogueTopics) All(ctx context.Context) ([]consumergroup.Topic, error) {
-	cat := t.cats.For(t.caller)
-	if err := cat.Ensure(ctx, t.caller, false); err != nil && !cat.Loaded() {
-		return nil, err
-	}
-	var out []consumergroup.Topic
-	for _, tp := range cat.List() {
-		if !catalogue.Addressable(tp.Name()) || tp.ID() == ([16]byte{}) {
-			continue
-		}
-		out = append(out, consumergroup.Topic{Name: tp.Name(), ID: tp.ID(), Partitions: cat.Width(tp)})
-	}
-	return out, nil
+	return consumergroup.Client{ID: gc.ID, Host: gc.Host, Identity: gc.Identity, KV: gc.KV, Topics: n.cats.Topics(callerOf(c))}
 }

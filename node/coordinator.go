@@ -79,5 +79,5 @@ func (n *Node) groupClient(c *transport.Conn) coordinator.Client {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return coordinator.Client{ID: c.ClientID(), Host: "/" + host, Identity: c.Identity(), KV: c.Queen(), Topics: n.cats.Topics(callerOf(c))}
+	return coordinator.Client{ID: c.ClientID(), Host: "/" + host, Identity: c.Identity(), KV: c.Queen(), Topics: n.cats.Topics(callerOf(c)), IDs: n.cats.Topics(callerOf(c))}
 }

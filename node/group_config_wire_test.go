@@ -232,7 +232,7 @@ func TestShareGroupOffsetsWire(t *testing.T) {
 	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
 	hb.Version = 1
 	hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = "workers", "m-1-0123456789abcdef", 0, []string{"jobs"}
-	if r := n.shareGroups.Heartbeat(ctx, sharegroup.Client{ID: "t", Identity: c.Identity(), KV: c.Queen(), Topics: catalogueTopics{cats: n.cats, caller: callerOf(c)}}, hb); r.ErrorCode != 0 {
+	if r := n.shareGroups.Heartbeat(ctx, sharegroup.Client{ID: "t", Identity: c.Identity(), KV: c.Queen(), Topics: n.cats.Topics(callerOf(c))}, hb); r.ErrorCode != 0 {
 		t.Fatalf("join: %+v", r)
 	}
 	if ar := call[*kmsg.AlterShareGroupOffsetsResponse](t, n, c, alter); ar.ErrorCode != kerr.NonEmptyGroup.Code {

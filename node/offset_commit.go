@@ -16,7 +16,7 @@ import (
 // (catalogue.Catalogues.Topics).
 func (n *Node) handleOffsetCommit(ctx context.Context, c *transport.Conn, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 	if req.Version >= 10 {
-		return n.offsetCommitByID(ctx, c, req), nil // offsets_by_id.go
+		return n.coord.OffsetCommitByID(ctx, n.groupClient(c), req), nil
 	}
 	return n.coord.OffsetCommit(ctx, n.groupClient(c), req), nil
 }

@@ -11,7 +11,7 @@ import (
 // handleOffsetFetch is answered at every node: the store is the answer.
 func (n *Node) handleOffsetFetch(ctx context.Context, c *transport.Conn, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	if req.Version >= 10 {
-		return n.offsetFetchByID(ctx, c, req), nil // offsets_by_id.go
+		return n.coord.OffsetFetchByID(ctx, n.groupClient(c), req), nil
 	}
 	return n.coord.OffsetFetch(ctx, n.groupClient(c), req), nil
 }

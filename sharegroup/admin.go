@@ -27,9 +27,9 @@ func (m *Manager) Describe(ctx context.Context, cl Client, req *kmsg.ShareGroupD
 		d.GroupID = id
 		d.AuthorizedOperations = math.MinInt32 // no ACL model to compute it from
 		if e := m.describe(ctx, cl, id, &d); e != nil {
-			d.ErrorCode = e.code
-			if e.msg != "" {
-				msg := e.msg
+			d.ErrorCode = e.Code
+			if e.Msg != "" {
+				msg := e.Msg
 				d.ErrorMessage = &msg
 			}
 			d.GroupState = StateDead
@@ -41,14 +41,14 @@ func (m *Manager) Describe(ctx context.Context, cl Client, req *kmsg.ShareGroupD
 
 func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.ShareGroupDescribeResponseGroup) *hbError {
 	if strings.TrimSpace(id) == "" {
-		return &hbError{code: kerr.InvalidGroupID.Code}
+		return &hbError{Code: kerr.InvalidGroupID.Code}
 	}
 	if code := m.reg.OwnerCode(cl.Identity, id); code != 0 {
-		return &hbError{code: code}
+		return &hbError{Code: code}
 	}
 	g, code := m.lookup(ctx, cl.Identity, cl.KV, id)
 	if code != 0 {
-		return &hbError{code: code}
+		return &hbError{Code: code}
 	}
 	if g == nil {
 		if e := m.notShare(ctx, cl.Identity, cl.KV, id); e != nil {
@@ -59,7 +59,7 @@ func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.Sh
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.dead {
-		return &hbError{code: kerr.CoordinatorNotAvailable.Code}
+		return &hbError{Code: kerr.CoordinatorNotAvailable.Code}
 	}
 	d.GroupState = g.state()
 	d.GroupEpoch, d.AssignmentEpoch = g.epoch, g.assignmentEpoch
@@ -152,7 +152,9 @@ func (m *Manager) List(ctx context.Context, identity string, kv KV, statesFilter
 		}
 		switch {
 		case tail == "g":
-			groups[id] = groups[id] || false
+			if _, ok := groups[id]; !ok {
+				groups[id] = false
+			}
 		case strings.HasPrefix(tail, "m:"):
 			groups[id] = true
 		}

@@ -17,6 +17,16 @@
 // members outnumber partitions), so that fewer members contend per
 // partition. Share members never revoke: a member's epoch moves straight to
 // the assignment epoch at its next heartbeat, as Kafka's share group's do.
+// A join (epoch 0) naming a member id the group holds is that member
+// rejoining (KIP-1082: a client keeps its id for life): it continues at its
+// epoch and is answered its whole assignment.
+//
+// Sessions. A member not heard from for the session timeout (the group's
+// share.session.timeout.ms through Config.GroupConfig, else the broker's)
+// is fenced on the owner: removed, the group epoch bumped, and
+// Config.OnMemberGone told, as after a leave. A new owner restarts every
+// member's session from the takeover, as Kafka's coordinator does when it
+// loads its groups.
 //
 // Member answers from the member's KV row on any node; a positive answer is
 // cached for memberCacheTTL, so a member fenced on another node may still be

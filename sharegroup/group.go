@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/queen-mq/queen-kafka/internal/clock"
@@ -37,8 +38,9 @@ type group struct {
 	metaVer int64
 	// topics is the subscription metadata: every topic some member
 	// subscribes to that exists, with its id and width.
-	topics    map[string]Topic
-	refreshed time.Time
+	topics map[string]Topic
+	// refreshed is when the catalogue was last listed (unix nanoseconds).
+	refreshed atomic.Int64
 	members   map[string]*member
 	dirty     map[string]bool
 	gone      map[string]bool

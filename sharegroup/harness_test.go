@@ -32,8 +32,12 @@ func newEnv(t testing.TB) *env {
 	return e
 }
 
-func (e *env) manager(own ownership.Owners, fenced bool, node int32) *Manager {
-	return New(Config{Ownership: own, Clock: e.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Fenced: fenced, NodeID: node, Incarnation: "inc",
+func (e *env) manager(own *testsupport.Owners, fenced bool, node int32) *Manager {
+	var o ownership.Owners
+	if own != nil {
+		o = own
+	}
+	return New(Config{Ownership: o, Clock: e.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Fenced: fenced, NodeID: node, Incarnation: "inc",
 		OnMemberGone: func(_ context.Context, _ KV, group, member string) {
 			e.goneMu.Lock()
 			e.gone = append(e.gone, group+"/"+member)
@@ -117,27 +121,6 @@ func (f *fakeTopics) add(name string, n int32) [16]byte {
 	id[15] = byte(len(f.topics) + 1)
 	f.topics = append(f.topics, Topic{Name: name, ID: id, Partitions: n})
 	return id
-}
-
-// owners is an ownership.Owners the test points at a node.
-type owners struct {
-	mu    sync.Mutex
-	self  int32
-	owner int32
-}
-
-func (o *owners) Owner(string) (ownership.Broker, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return ownership.Broker{NodeID: o.owner}, nil
-}
-func (o *owners) Redirect(string) (ownership.Broker, bool) { return ownership.Broker{}, false }
-func (o *owners) Self() ownership.Broker                   { return ownership.Broker{NodeID: o.self} }
-
-func (o *owners) set(owner int32) {
-	o.mu.Lock()
-	o.owner = owner
-	o.mu.Unlock()
 }
 
 func all(n int32) []int32 {

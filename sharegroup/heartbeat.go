@@ -2,7 +2,6 @@ package sharegroup
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -11,17 +10,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 )
 
 // hbError is a refusal with Kafka's message.
-type hbError struct {
-	code int16
-	msg  string
-}
+type hbError = groupreg.Refusal
 
-func refuse(code int16, format string, args ...any) *hbError {
-	return &hbError{code: code, msg: fmt.Sprintf(format, args...)}
-}
+var refuse = groupreg.Refuse
 
 // listing is the catalogue as listed before the group's lock was taken.
 type listing struct {
@@ -37,9 +33,9 @@ type listing struct {
 func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	fail := func(e *hbError) *kmsg.ShareGroupHeartbeatResponse {
-		resp.ErrorCode = e.code
-		if e.msg != "" {
-			msg := e.msg
+		resp.ErrorCode = e.Code
+		if e.Msg != "" {
+			msg := e.Msg
 			resp.ErrorMessage = &msg
 		}
 		return resp
@@ -48,13 +44,13 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroup
 		return fail(e)
 	}
 	if code := m.reg.OwnerCode(cl.Identity, req.GroupID); code != 0 {
-		return fail(&hbError{code: code})
+		return fail(&hbError{Code: code})
 	}
 	hb, session := m.settings(ctx, cl.KV, req.GroupID)
 	for attempt := 0; ; attempt++ {
 		g, code := m.lookup(ctx, cl.Identity, cl.KV, req.GroupID)
 		if code != 0 {
-			return fail(&hbError{code: code})
+			return fail(&hbError{Code: code})
 		}
 		if g == nil {
 			if e := m.notShare(ctx, cl.Identity, cl.KV, req.GroupID); e != nil {
@@ -66,7 +62,7 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroup
 			g = m.create(cl.Identity, cl.KV, req.GroupID)
 		}
 		var pre *listing
-		if cl.Topics != nil && req.MemberEpoch >= 0 {
+		if cl.Topics != nil && req.MemberEpoch >= 0 && (req.SubscribedTopicNames != nil || g.listingDue(m.clock.Now())) {
 			all, err := cl.Topics.All(ctx)
 			pre = &listing{all: all, err: err}
 		}
@@ -77,7 +73,7 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroup
 			if attempt == 0 {
 				continue
 			}
-			return fail(&hbError{code: kerr.CoordinatorNotAvailable.Code})
+			return fail(&hbError{Code: kerr.CoordinatorNotAvailable.Code})
 		}
 		g.session = session
 		var gone []string
@@ -104,7 +100,7 @@ func (m *Manager) notShare(ctx context.Context, identity string, kv KV, id strin
 	held, code := m.cfg.Others(ctx, identity, kv, id)
 	switch {
 	case code != 0:
-		return &hbError{code: code}
+		return &hbError{Code: code}
 	case held:
 		return refuse(kerr.GroupIDNotFound.Code, "Group %s is not a share group.", id)
 	}
@@ -114,7 +110,7 @@ func (m *Manager) notShare(ctx context.Context, identity string, kv KV, id strin
 // validate is Kafka's throwIfShareGroupHeartbeatRequestIsInvalid (a
 // string of blanks is empty too), plus the group id's length.
 func validate(req *kmsg.ShareGroupHeartbeatRequest) *hbError {
-	bad := func(msg string) *hbError { return &hbError{code: kerr.InvalidRequest.Code, msg: msg} }
+	bad := func(msg string) *hbError { return &hbError{Code: kerr.InvalidRequest.Code, Msg: msg} }
 	blank := func(s string) bool { return strings.TrimSpace(s) == "" }
 	if blank(req.MemberID) {
 		return bad("MemberId can't be empty.")
@@ -126,7 +122,7 @@ func validate(req *kmsg.ShareGroupHeartbeatRequest) *hbError {
 		return bad("RackId can't be empty.")
 	}
 	if utf8.RuneCountInString(req.GroupID) > maxGroupIDChars {
-		return &hbError{code: kerr.InvalidGroupID.Code}
+		return &hbError{Code: kerr.InvalidGroupID.Code}
 	}
 	if req.MemberEpoch == 0 {
 		if len(req.SubscribedTopicNames) == 0 {
@@ -166,7 +162,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 	changed := g.apply(mb, cl, req)
 	bump := isNew || changed
 	now := g.m.clock.Now()
-	if bump || g.topics == nil || now.Sub(g.refreshed) >= topicRefresh {
+	if bump || g.topics == nil || g.listingDue(now) {
 		switch {
 		case pre == nil:
 			if g.topics == nil {
@@ -180,13 +176,13 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 					delete(g.gone, mb.id)
 				}
 				g.forgetIfUnwritten()
-				return &hbError{code: codeOf(pre.err)}
+				return &hbError{Code: codeOf(pre.err)}
 			}
 		default:
 			if g.refreshTopics(pre.all) {
 				bump = true
 			}
-			g.refreshed = now
+			g.refreshed.Store(now.UnixNano())
 		}
 	}
 	if bump {
@@ -212,7 +208,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 		g.m.log.Info("member joined the share group", "group", g.key.ID, "member", mb.id, "epoch", g.epoch)
 	}
 	if code := g.persist(ctx); code != 0 {
-		return &hbError{code: code}
+		return &hbError{Code: code}
 	}
 	id := mb.id
 	resp.MemberID = &id
@@ -222,6 +218,12 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 		resp.Assignment = assignmentOf(mb.assigned)
 	}
 	return nil
+}
+
+// listingDue reports whether the subscribed topics are to be listed again
+// (read before the group's lock, so a steady heartbeat lists nothing).
+func (g *group) listingDue(now time.Time) bool {
+	return now.UnixNano()-g.refreshed.Load() >= int64(topicRefresh)
 }
 
 // checkEpoch is Kafka's throwIfShareGroupMemberEpochIsInvalid: a member
@@ -276,7 +278,7 @@ func (g *group) leave(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest,
 	g.m.log.Info("member left the share group", "group", g.key.ID, "member", mb.id)
 	g.fenceLocked(mb)
 	if code := g.persist(ctx); code != 0 {
-		return &hbError{code: code}
+		return &hbError{Code: code}
 	}
 	id := mb.id
 	resp.MemberID = &id

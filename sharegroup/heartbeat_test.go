@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/sharepartition"
 )
@@ -334,7 +335,7 @@ func TestSubscribed(t *testing.T) {
 func TestTakeover(t *testing.T) {
 	e := newEnv(t)
 	a := e.topics.add("a", 2)
-	o1, o2 := &owners{self: 1, owner: 1}, &owners{self: 2, owner: 1}
+	o1, o2 := testsupport.NewOwners(1, 1), testsupport.NewOwners(2, 1)
 	n1, n2 := e.manager(o1, true, 1), e.manager(o2, true, 2)
 	e.on(n1, hbReq("g", "m1", 0, "a"))
 	e.on(n1, hbReq("g", "m2", 0, "a"))
@@ -342,7 +343,7 @@ func TestTakeover(t *testing.T) {
 		t.Fatalf("non-owner: %+v", r)
 	}
 	// Node 2 takes the group over while node 1 has not seen the move yet.
-	o2.set(2)
+	o2.Set(2)
 	r := e.on(n2, hbReq("g", "m1", 1))
 	if r.ErrorCode != 0 || r.MemberEpoch != 2 || r.Assignment != nil {
 		t.Fatalf("new owner: %+v %v", r, assigned(r))
@@ -361,7 +362,7 @@ func TestTakeover(t *testing.T) {
 	if r := e.on(n1, hbReq("g", "m3", 0, "a")); r.ErrorCode != kerr.NotCoordinator.Code {
 		t.Fatalf("stale owner write: %+v", r)
 	}
-	o1.set(2)
+	o1.Set(2)
 	if r := e.on(n1, hbReq("g", "m1", 2)); r.ErrorCode != kerr.NotCoordinator.Code {
 		t.Fatalf("old owner: %+v", r)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 )
 
 // simShare is a share consumer as the property test models one (KIP-1082:
@@ -54,7 +56,7 @@ func membershipRun(t *testing.T, seed uint64, steps int) {
 	e := newEnv(t)
 	e.topics.add("a", 3)
 	e.topics.add("b", 2)
-	o1, o2 := &owners{self: 1, owner: 1}, &owners{self: 2, owner: 1}
+	o1, o2 := testsupport.NewOwners(1, 1), testsupport.NewOwners(2, 1)
 	nodes := []*Manager{e.manager(o1, true, 1), e.manager(o2, true, 2)}
 	owner := 0
 	var clients []*simShare
@@ -166,8 +168,8 @@ func membershipRun(t *testing.T, seed uint64, steps int) {
 		case p < 92:
 			// The owner moves; the old one sees it and drops the group.
 			owner = 1 - owner
-			o1.set(int32(owner + 1))
-			o2.set(int32(owner + 1))
+			o1.Set(int32(owner + 1))
+			o2.Set(int32(owner + 1))
 			nodes[1-owner].DropUnowned()
 		default:
 			e.topics.add([]string{"a", "b", "c"}[rng.IntN(3)], int32(1+rng.IntN(4)))

@@ -44,3 +44,14 @@ func Matches(filter []string, v string) bool {
 	}
 	return false
 }
+
+// Refusal is a group request refused with Kafka's code and message.
+type Refusal struct {
+	Code int16
+	Msg  string
+}
+
+// Refuse is a Refusal with a formatted message.
+func Refuse(code int16, format string, args ...any) *Refusal {
+	return &Refusal{Code: code, Msg: fmt.Sprintf(format, args...)}
+}

@@ -1,13 +1,10 @@
-package node
+package coordinator
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/queen-mq/queen-kafka/coordinator"
-	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // OffsetCommit and OffsetFetch requests that name topics by id: committed
@@ -17,15 +14,25 @@ import (
 // An id no topic has is UNKNOWN_TOPIC_ID on each of its partitions; a
 // catalogue that cannot be read is the group APIs' Queen code.
 
+// TopicIDs is the caller's catalogue naming topics by id
+// (catalogue.ServedTopics satisfies it).
+type TopicIDs interface {
+	// ResolveID is the name of the topic with id; ok false when none has
+	// it; an error when the catalogue cannot be read.
+	ResolveID(ctx context.Context, id [16]byte) (name string, ok bool, err error)
+	// IDOf is topic's id, from the catalogue as read (once) now.
+	IDOf(ctx context.Context, topic string) ([16]byte, bool)
+}
+
 // idTopics resolves ids, in order: the name of each ("" when it has none)
 // and the code its partitions are answered instead (0 when resolved).
-func (n *Node) idTopics(ctx context.Context, c *transport.Conn, ids [][16]byte) ([]string, []int16) {
+func idTopics(ctx context.Context, cl Client, ids [][16]byte) ([]string, []int16) {
 	names, codes := make([]string, len(ids)), make([]int16, len(ids))
 	for i, id := range ids {
-		name, _, ok, err := n.cats.ResolveID(ctx, callerOf(c), id)
+		name, ok, err := cl.IDs.ResolveID(ctx, id)
 		switch {
 		case err != nil:
-			codes[i] = coordinator.QueenCode(err)
+			codes[i] = QueenCode(err)
 		case !ok:
 			codes[i] = kerr.UnknownTopicID.Code
 		default:
@@ -35,18 +42,18 @@ func (n *Node) idTopics(ctx context.Context, c *transport.Conn, ids [][16]byte) 
 	return names, codes
 }
 
-// offsetCommitByID answers an OffsetCommit v10 through the name-keyed
-// coordinator.
-func (n *Node) offsetCommitByID(ctx context.Context, c *transport.Conn, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+// OffsetCommitByID answers an OffsetCommit v10 through the name-keyed
+// OffsetCommit, cl.IDs naming the topics.
+func (c *Coordinator) OffsetCommitByID(ctx context.Context, cl Client, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	ids := make([][16]byte, len(req.Topics))
 	for i, t := range req.Topics {
 		ids[i] = t.TopicID
 	}
-	names, codes := n.idTopics(ctx, c, ids)
+	names, codes := idTopics(ctx, cl, ids)
 	for i := range req.Topics {
 		req.Topics[i].Topic = names[i] // "" is never served, so never written
 	}
-	resp := n.coord.OffsetCommit(ctx, n.groupClient(c), req)
+	resp := c.OffsetCommit(ctx, cl, req)
 	for i := range resp.Topics {
 		resp.Topics[i].TopicID = ids[i]
 		if codes[i] != 0 {
@@ -58,11 +65,11 @@ func (n *Node) offsetCommitByID(ctx context.Context, c *transport.Conn, req *kms
 	return resp
 }
 
-// offsetFetchByID answers an OffsetFetch v10 through the name-keyed
-// coordinator. A group asking for every topic is answered the committed
+// OffsetFetchByID answers an OffsetFetch v10 through the name-keyed
+// OffsetFetch, cl.IDs naming the topics. A group asking for every topic is answered the committed
 // topics that have an id in the catalogue; one without (a queue deleted
 // natively, or not yet listed) cannot be named in a v10 answer.
-func (n *Node) offsetFetchByID(ctx context.Context, c *transport.Conn, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+func (c *Coordinator) OffsetFetchByID(ctx context.Context, cl Client, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	// The request keeps its ids (only names are filled in), so the answer
 	// is named from them; only the codes of unresolved ids are kept.
 	codes := make([][]int16, len(req.Groups))
@@ -73,22 +80,18 @@ func (n *Node) offsetFetchByID(ctx context.Context, c *transport.Conn, req *kmsg
 			gids[ti] = t.TopicID
 		}
 		var names []string
-		names, codes[gi] = n.idTopics(ctx, c, gids)
+		names, codes[gi] = idTopics(ctx, cl, gids)
 		for ti := range g.Topics {
 			g.Topics[ti].Topic = names[ti]
 		}
 	}
-	resp := n.coord.OffsetFetch(ctx, n.groupClient(c), req)
-	cat := n.cats.For(callerOf(c))
+	resp := c.OffsetFetch(ctx, cl, req)
 	for gi := range resp.Groups {
 		g := &resp.Groups[gi]
 		if gi < len(req.Groups) && req.Groups[gi].Topics == nil {
-			if len(g.Topics) > 0 {
-				_ = cat.Ensure(ctx, callerOf(c), false) // a failed read names what the catalogue holds
-			}
 			kept := g.Topics[:0]
 			for _, t := range g.Topics {
-				if id, ok := cat.TopicID(t.Topic); ok {
+				if id, ok := cl.IDs.IDOf(ctx, t.Topic); ok {
 					t.TopicID, t.Topic = id, ""
 					kept = append(kept, t)
 				}
