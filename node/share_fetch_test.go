@@ -297,4 +297,19 @@ func TestShareFetchRefusesPartitions(t *testing.T) {
 	ar := k.roundTrip(a).(*kmsg.ShareAcknowledgeResponse)
 	require.Zero(t, ar.ErrorCode)
 	require.Equal(t, kerr.UnknownTopicID.Code, ar.Topics[0].Partitions[0].ErrorCode)
+
+	// Piggy-backed on a ShareFetch: the partition's acknowledge_error_code.
+	f := kmsg.NewPtrShareFetchRequest()
+	f.Version, f.GroupID, f.MemberID, f.ShareSessionEpoch = 2, kmsg.StringPtr("sg"), kmsg.StringPtr("m"), 2
+	f.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: [16]byte{9, 9}, Partitions: []kmsg.ShareFetchRequestTopicPartition{{
+		AcknowledgementBatches: []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 0, AcknowledgeTypes: []int8{1}}}}}}}
+	fr := k.roundTrip(f).(*kmsg.ShareFetchResponse)
+	require.Zero(t, fr.ErrorCode)
+	var ackCode int16
+	for _, st := range fr.Topics {
+		if st.TopicID == [16]byte{9, 9} {
+			ackCode = st.Partitions[0].AcknowledgeErrorCode
+		}
+	}
+	require.Equal(t, kerr.UnknownTopicID.Code, ackCode)
 }

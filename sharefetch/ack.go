@@ -81,14 +81,13 @@ func (s *Server) Acknowledge(ctx context.Context, c Conn, topics Topics, req *km
 		return err
 	}
 	for i, p := range r.parts {
-		switch {
-		case refused[i] != 0:
+		if refused[i] != 0 {
 			answers[i].ErrorCode = refused[i]
-		case p.ackCode != 0:
-			answers[i].ErrorCode = p.ackCode
-		case p.e != nil:
-			p.applyAcks(ctx, r)
-			answers[i].ErrorCode = p.ackCode
+			continue
+		}
+		p.applyAcks(ctx, r)
+		answers[i].ErrorCode = p.ackCode
+		if p.e != nil {
 			s.observe(p.e, p.refused)
 		}
 	}
@@ -125,6 +124,9 @@ func (p *part) applyAcks(ctx context.Context, r *request) {
 	}
 	p.pending = false
 	if p.e == nil {
+		// Its topic could not be checked (a throttled catalogue read):
+		// nothing applied, and never answered success.
+		p.refuseAcks(kerr.UnknownServerError.Code)
 		return
 	}
 	p.setAck(p.e.h.Acknowledge(ctx, r.kv, r.member, p.acks, r.s.cfg.Now()))

@@ -143,8 +143,7 @@ func (s *Server) Fetch(ctx context.Context, c Conn, topics Topics, req *kmsg.Sha
 	if err := r.resolve(ctx, group, topics, func(p *part, code int16) {
 		p.resp.ErrorCode = code
 		if p.pending {
-			p.resp.AcknowledgeErrorCode = code
-			p.refused = len(p.acks)
+			p.refuseAcks(code)
 		}
 	}); err != nil {
 		return err
