@@ -164,18 +164,24 @@ func runShareKill(t *testing.T, all []string, seeds func(w int) []string, topic 
 		return o
 	}
 
-	// Kill the victim once it has had acks answered and holds a batch now
-	// (its last line is a delivery).
+	// Kill the victim once it has had acks answered and has just been
+	// handed a batch: its output grew since the last look (every 5 ms) and
+	// ends in a delivery, so it is inside its 300 ms of work, before its
+	// acks are sent.
 	deadline := time.Now().Add(60 * time.Second)
+	seen := 0
 	for {
-		ls := parseShareLines(workers[victim].Out.String())
+		out := workers[victim].Out.String()
+		ls := parseShareLines(out)
 		acked := 0
 		for _, l := range ls {
 			if l.kind == 'C' {
 				acked++
 			}
 		}
-		if acked >= 100 && ls[len(ls)-1].kind == 'D' {
+		fresh := len(out) > seen
+		seen = len(out)
+		if acked >= 100 && fresh && ls[len(ls)-1].kind == 'D' {
 			break
 		}
 		if !workers[victim].running() || time.Now().After(deadline) {

@@ -67,6 +67,7 @@ func main() {
 	defer stop()
 
 	type ack struct {
+		r   *kgo.Record
 		p   int32
 		off int64
 		st  kgo.AckStatus
@@ -89,14 +90,18 @@ func main() {
 			}
 			dc := r.DeliveryCount()
 			line(fmt.Sprintf("D %d %d %d %d\n", r.Partition, r.Offset, key, dc))
-			st := rule(key, dc)
-			r.Ack(st)
-			acks = append(acks, ack{r.Partition, r.Offset, st})
+			acks = append(acks, ack{r, r.Partition, r.Offset, rule(key, dc)})
 		})
 		if len(acks) == 0 {
 			continue
 		}
+		// The work, then the acks: kgo sends an ack marked with Ack on its
+		// next background ShareFetch, not only at FlushAcks, so an ack
+		// marked before the work would leave while the work is still on.
 		time.Sleep(*hold)
+		for _, a := range acks {
+			a.r.Ack(a.st)
+		}
 		flushCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		err := cl.FlushAcks(flushCtx)
 		cancel()
