@@ -8,7 +8,9 @@ import (
 	"github.com/queen-mq/queen-kafka/consumergroup"
 	"github.com/queen-mq/queen-kafka/coordinator"
 	"github.com/queen-mq/queen-kafka/ownership"
+	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/sharegroup"
+	"github.com/queen-mq/queen-kafka/sharepartition"
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
@@ -43,6 +45,7 @@ func (n *Node) newShareGroups(cfg config.Facade, log *slog.Logger, own ownership
 			held, _, code := n.groups.Holds(ctx, identity, kv, id)
 			return held || n.coord.IsClassic(ctx, coordinator.Client{Identity: identity, KV: kv}, id), code
 		},
+		OnMemberGone: n.releaseShareMember,
 		GroupConfig: func(ctx context.Context, kv sharegroup.KV, group string) (sharegroup.GroupSettings, error) {
 			v, err := n.groupCfg.Get(ctx, kv, group)
 			return sharegroup.GroupSettings{HeartbeatInterval: v.ShareHeartbeatInterval, SessionTimeout: v.ShareSessionTimeout}, err
@@ -53,4 +56,26 @@ func (n *Node) newShareGroups(cfg config.Facade, log *slog.Logger, own ownership
 func (n *Node) consumerGroupClient(c *transport.Conn) consumergroup.Client {
 	gc := n.groupClient(c)
 	return consumergroup.Client{ID: gc.ID, Host: gc.Host, Identity: gc.Identity, KV: gc.KV, Topics: n.cats.Topics(callerOf(c))}
+}
+
+// releaseShareMember gives back what a share group's member held in every
+// share-partition of the group (it left or was fenced: Kafka releases its
+// records at once rather than at their locks' expiry).
+func (n *Node) releaseShareMember(ctx context.Context, kv sharegroup.KV, group, member string) {
+	q, ok := kv.(*queen.Client)
+	if !ok {
+		return
+	}
+	sums, err := sharepartition.Describe(ctx, kv, group)
+	if err != nil {
+		n.log.Warn("share member gone: its share-partitions unreadable; its records wait for their locks", "group", group, "member", member, "err", err)
+		return
+	}
+	keys := make([]sharepartition.Key, 0, len(sums))
+	for _, s := range sums {
+		keys = append(keys, sharepartition.Key{Group: group, Topic: s.Topic, Partition: s.Partition})
+	}
+	if err := n.shares.ReleaseMember(ctx, kv, q, member, keys); err != nil {
+		n.log.Warn("share member gone: a release failed; those records wait for their locks", "group", group, "member", member, "err", err)
+	}
 }
