@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"maps"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // queenProxy sits between one facade and queen-dev. It can fail pushes
@@ -28,6 +31,9 @@ import (
 type queenProxy struct {
 	url     string
 	kvCalls atomic.Int64
+	// kvWrites is how many operations of those calls write (put, delete,
+	// putIfAbsent, incr), the cost a benchmark reports per record.
+	kvWrites atomic.Int64
 	// fetching is how many fetch calls are at queen-dev now (a long poll
 	// parked there counts until it is answered or its caller gives up).
 	fetching atomic.Int64
@@ -87,6 +93,7 @@ func startQueenProxy(t testing.TB, upstream string) *queenProxy {
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
+			p.kvWrites.Add(kvWriteOps(body))
 			p.mu.Lock()
 			hold, release := p.hold, p.release
 			p.mu.Unlock()
@@ -115,6 +122,22 @@ func startQueenProxy(t testing.TB, upstream string) *queenProxy {
 	})
 	p.url = srv.URL
 	return p
+}
+
+// kvWriteOps is how many operations of a POST /api/v1/kv body write.
+func kvWriteOps(body []byte) int64 {
+	var req queen.KVRequest
+	if json.Unmarshal(body, &req) != nil {
+		return 0
+	}
+	var n int64
+	for _, op := range req.Operations {
+		switch op.Op {
+		case queen.OpPut, queen.OpDelete, queen.OpPutIfAbsent, queen.OpIncr:
+			n++
+		}
+	}
+	return n
 }
 
 // holdKV holds every KV call for which match is true from now on. Calls

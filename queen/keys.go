@@ -91,12 +91,12 @@ const (
 	// PrefixShare is a share group's share-partition states (KIP-932),
 	// one row per partition: ShareStateKey.
 	PrefixShare = "qk:share:"
-	// PrefixGroupCfg is a group's GROUP config resource overrides (KIP-848 /
-	// KIP-932 group configs, package groupconfig): GroupCfgKey.
-	PrefixGroupCfg = "qk:groupcfg:"
 	// PrefixShareGroup is a KIP-932 share group's membership (package
 	// sharegroup): its epochs and members. Layout: ShareGroupPrefix.
 	PrefixShareGroup = "qk:sg:"
+	// PrefixGroupCfg is a group's GROUP config resource overrides (KIP-848 /
+	// KIP-932 group configs, package groupconfig): GroupCfgKey.
+	PrefixGroupCfg = "qk:groupcfg:"
 )
 
 // ProducerIDsKey is the one row of the producer id counter,
