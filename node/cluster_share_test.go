@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 )
 
@@ -152,4 +153,44 @@ func TestClusterShareTwoNodesNeverShareALock(t *testing.T) {
 	}
 	require.Positive(t, released)
 	require.Positive(t, redeliv, "released records come back with their count")
+}
+
+// TestClusterShareFreshNodeKeepsWhatWasAnswered: what a facade answered
+// lives in Queen KV, not in its memory. A member acquires ten records at
+// one node and has five ACCEPTed (answered success); a node that never
+// saw them (as a facade restarted after a SIGKILL, its clock its own)
+// serves another member: the five accepted are never handed out again,
+// the other five stay locked until their deadline and only then come back,
+// counted.
+func TestClusterShareFreshNodeKeepsWhatWasAnswered(t *testing.T) {
+	fq, url := newDevQueen(t)
+	n1 := joinedNode(t, url, 1)
+	addr1 := serveTestNode(t, n1)
+	waitView(t, []int32{1}, n1)
+	fq.addQueue("sf-fresh", 1)
+	k := dial(t, addr1)
+	mr := kmsg.NewPtrMetadataRequest()
+	mr.Version = 12
+	mr.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("sf-fresh")}}
+	id := k.roundTrip(mr).(*kmsg.MetadataResponse).Topics[0].TopicID
+
+	a := joinShare(t, &shareMember{k: dial(t, addr1), group: "sgf", id: "a", topic: id}, "sf-fresh", addr1)
+	a.next(t) // the state starts at the log end
+	pr := k.roundTrip(produceReq(9, -1, "sf-fresh", 0, batchtest.Batch{FirstTS: 1, Records: batchtest.BenchRecords(10, 16)}.Encode(t))).(*kmsg.ProduceResponse)
+	require.Zero(t, pr.Topics[0].Partitions[0].ErrorCode)
+	base := pr.Topics[0].Partitions[0].BaseOffset
+	require.Equal(t, []ack{{base, base + 9, 1}}, acquired(a.next(t)))
+	p := a.next(t, ack{base, base + 4, ackAccept})
+	require.Zero(t, p.AcknowledgeErrorCode, "the five ACCEPTs answered success")
+
+	n2 := joinedNode(t, url, 2)
+	clk := testsupport.NewFakeClock(time.Now())
+	n2.now = clk.Now
+	n2.cats.SetClock(clk.Now)
+	addr2 := serveTestNode(t, n2)
+	waitView(t, []int32{1, 2}, n1, n2)
+	b := joinShare(t, &shareMember{k: dial(t, addr2), group: "sgf", id: "b", topic: id}, "sf-fresh", addr1, addr2)
+	require.Empty(t, b.next(t).AcquiredRecords, "0-4 accepted, 5-9 still locked to a")
+	clk.Advance(31 * time.Second)
+	require.Equal(t, []ack{{base + 5, base + 9, 2}}, acquired(b.next(t)), "only the unacknowledged come back, after their lock")
 }

@@ -59,8 +59,8 @@ func TestGroupConfigsWire(t *testing.T) {
 	}
 	for _, e := range rr.Configs {
 		want := kmsg.ConfigSourceDefaultConfig
-		if strings.HasPrefix(e.Name, "consumer.") {
-			want = kmsg.ConfigSourceStaticBrokerConfig // the facade's QUEEN_KAFKA_CONSUMER_GROUP_* variables
+		if strings.HasPrefix(e.Name, "consumer.") || e.Name == "share.heartbeat.interval.ms" || e.Name == "share.session.timeout.ms" {
+			want = kmsg.ConfigSourceStaticBrokerConfig // the facade's QUEEN_KAFKA_CONSUMER_GROUP_* and QUEEN_KAFKA_SHARE_GROUP_* variables
 		}
 		if e.Source != want || e.Documentation == nil || len(e.ConfigSynonyms) == 0 || e.ReadOnly {
 			t.Errorf("%s: %+v", e.Name, e)

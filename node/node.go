@@ -135,7 +135,9 @@ func New(cfg config.Facade, log *slog.Logger) (*Node, error) {
 	n.groups = newConsumerGroups(cfg, q, log, own, n.Incarnation())
 	n.groupCfg = groupconfig.New(groupconfig.Config{Broker: groupconfig.KafkaBroker().
 		WithStatic(groupconfig.ConsumerSessionTimeout, cfg.ConsumerGroupSessionTimeout.Milliseconds()).
-		WithStatic(groupconfig.ConsumerHeartbeatInterval, cfg.ConsumerGroupHeartbeatInterval.Milliseconds())})
+		WithStatic(groupconfig.ConsumerHeartbeatInterval, cfg.ConsumerGroupHeartbeatInterval.Milliseconds()).
+		WithStatic(groupconfig.ShareSessionTimeout, cfg.ShareGroupSessionTimeout.Milliseconds()).
+		WithStatic(groupconfig.ShareHeartbeatInterval, cfg.ShareGroupHeartbeatInterval.Milliseconds())})
 	n.shares = n.newShareGroups(cfg, log, own)
 	n.coord = newCoordinator(cfg, q, log, own, n.Incarnation(), n.groups, n.shares, unstableOffsets{n})
 	n.shareAdmin = shareadmin.New(n.shares, own)
