@@ -272,7 +272,9 @@ func (x *rawTxn) commitOffsets(cl *kgo.Client, group, topic string, offsets map[
 	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = x.id, group, x.pid, x.epoch
 	req.Generation, req.MemberID = -1, ""
 	rt := kmsg.NewTxnOffsetCommitRequestTopic()
-	rt.Topic = topic
+	// Named both ways: kgo sends the highest version both sides speak, and
+	// v6 (KIP-1319) names a topic by id alone.
+	rt.Topic, rt.TopicID = topic, x.topicID(cl, topic)
 	for p, o := range offsets {
 		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 		rp.Partition, rp.Offset, rp.LeaderEpoch = p, o, -1
@@ -290,6 +292,26 @@ func (x *rawTxn) commitOffsets(cl *kgo.Client, group, topic string, offsets map[
 		}
 	}
 	return x.answered("TxnOffsetCommit", codes, len(offsets))
+}
+
+// topicID is topic's id, as Metadata answers it.
+func (x *rawTxn) topicID(cl *kgo.Client, topic string) [16]byte {
+	x.t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, mt)
+	resp, err := req.RequestWith(ctxT(x.t, 20*time.Second), cl)
+	if err != nil {
+		x.t.Fatalf("Metadata(%s): %v", topic, err)
+	}
+	for _, t := range resp.Topics {
+		if t.Topic != nil && *t.Topic == topic {
+			return t.TopicID
+		}
+	}
+	x.t.Fatalf("Metadata does not name %s", topic)
+	return [16]byte{}
 }
 
 // produce sends values as one transactional batch to topic[p] on the
