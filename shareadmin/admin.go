@@ -67,6 +67,15 @@ func refusal(code int16) *groupError {
 	return &groupError{code: code, msg: msg}
 }
 
+// admit refuses a write to group before anything is read: an empty id is
+// INVALID_GROUP_ID, a group this node does not coordinate NOT_COORDINATOR.
+func (a *Admin) admit(group string) *groupError {
+	if group == "" {
+		return refusal(kerr.InvalidGroupID.Code)
+	}
+	return a.owner(group)
+}
+
 // owner is nil when this node coordinates group, else the refusal.
 func (a *Admin) owner(group string) *groupError {
 	mine, err := ownership.Mine(a.own, group)
@@ -219,10 +228,7 @@ func (a *Admin) Alter(ctx context.Context, cl Caller, req *kmsg.AlterShareGroupO
 		resp.Topics, resp.ErrorCode, resp.ErrorMessage = nil, ge.code, &ge.msg
 		return resp
 	}
-	if req.GroupID == "" {
-		return fail(refusal(kerr.InvalidGroupID.Code))
-	}
-	if ge := a.owner(req.GroupID); ge != nil {
+	if ge := a.admit(req.GroupID); ge != nil {
 		return fail(ge)
 	}
 	if req.Topics == nil {
@@ -232,7 +238,6 @@ func (a *Admin) Alter(ctx context.Context, cl Caller, req *kmsg.AlterShareGroupO
 		return fail(ge)
 	}
 	offsets := map[sharepartition.Key]int64{}
-	var set []*kmsg.AlterShareGroupOffsetsResponseTopicPartition
 	for _, t := range req.Topics {
 		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 		rt.Topic = t.Topic
@@ -258,17 +263,15 @@ func (a *Admin) Alter(ctx context.Context, cl Caller, req *kmsg.AlterShareGroupO
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	for i := range resp.Topics {
-		for j := range resp.Topics[i].Partitions {
-			if rp := &resp.Topics[i].Partitions[j]; rp.ErrorCode == 0 {
-				set = append(set, rp)
-			}
-		}
-	}
 	if err := sharepartition.Alter(ctx, cl.KV, offsets); err != nil {
+		// The partitions it would have set (those not refused above).
 		ge := kvFault(err)
-		for _, rp := range set {
-			rp.ErrorCode, rp.ErrorMessage = ge.code, &ge.msg
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				if rp := &resp.Topics[i].Partitions[j]; rp.ErrorCode == 0 {
+					rp.ErrorCode, rp.ErrorMessage = ge.code, &ge.msg
+				}
+			}
 		}
 	}
 	return resp
@@ -285,10 +288,7 @@ func (a *Admin) Delete(ctx context.Context, cl Caller, req *kmsg.DeleteShareGrou
 		resp.Topics, resp.ErrorCode, resp.ErrorMessage = nil, ge.code, &ge.msg
 		return resp
 	}
-	if req.GroupID == "" {
-		return fail(refusal(kerr.InvalidGroupID.Code))
-	}
-	if ge := a.owner(req.GroupID); ge != nil {
+	if ge := a.admit(req.GroupID); ge != nil {
 		return fail(ge)
 	}
 	if req.Topics == nil {
