@@ -86,7 +86,6 @@ type Manager struct {
 	cfg   Config
 	log   *slog.Logger
 	clock clock.Timers
-	own   ownership.Owners
 
 	// reg is the groups held: the classic path asks Holds at every
 	// commit, so ids with no rows are remembered there too.
@@ -121,7 +120,7 @@ func New(cfg Config) *Manager {
 		cfg.MaxGroupsPerIdentity = max(cfg.MaxGroups/4, 1)
 	}
 	cfg.MaxGroupsPerIdentity = min(cfg.MaxGroupsPerIdentity, cfg.MaxGroups)
-	return &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, own: cfg.Ownership, reg: groupreg.New[*group](cfg.Ownership)}
+	return &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, reg: groupreg.New[*group](cfg.Ownership)}
 }
 
 func (m *Manager) kvFor(cl Client) KV {
@@ -190,7 +189,7 @@ func (m *Manager) create(cl Client, id string) *group {
 // members; code is the refusal when that cannot be known. For the
 // coordinator's JoinGroup, ListGroups and offset checks.
 func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) (held, hasMembers bool, code int16) {
-	if mine, err := ownership.Mine(m.own, id); err != nil || !mine {
+	if !m.reg.Owned(id) {
 		return false, false, 0 // the caller answers ownership itself
 	}
 	g, code := m.lookup(ctx, Client{Identity: identity, KV: kv}, id)
