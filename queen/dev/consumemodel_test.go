@@ -16,6 +16,9 @@ import (
 // batch end, retry counter), the dead letters, and the log.
 type consumeModel struct {
 	log        []string // transactionId by offset
+	ts         []int64  // commit time by offset, unix µs
+	hasCursor  bool     // the group has a cursor (first contact seeds one)
+	sub        *modelSub
 	committed  int64
 	leaseID    string
 	expires    time.Time
@@ -23,6 +26,79 @@ type consumeModel struct {
 	retries    int64
 	retryLimit int64
 	dead       map[int64]deadLetter
+}
+
+// modelSub is the group's stored subscription on the queue (§2, §6):
+// what its first queue-form pop asked for.
+type modelSub struct {
+	mode string
+	ts   int64 // unix µs; 0 for "all"
+}
+
+// modelIntent is one pop's subscriptionMode/subscriptionFrom: from is a
+// timestamp (unix µs) when not 0; a timestamp wins over new.
+type modelIntent struct {
+	query string
+	isNew bool
+	from  int64
+}
+
+// firstAtOrAfter is the committed position that makes the first record
+// stored at or after ts the next one (the end when there is none).
+func (m *consumeModel) firstAtOrAfter(ts int64) int64 {
+	for off, t := range m.ts {
+		if t >= ts {
+			return int64(off) - 1
+		}
+	}
+	return int64(len(m.log)) - 1
+}
+
+// contact is a queue-form pop's first look at the group: with no stored
+// subscription it registers one from the pop's intent (a cursor it has
+// none of is seeded by that intent); else a missing cursor is seeded from
+// the stored timestamp. Existing cursors are never re-seeded.
+func (m *consumeModel) contact(now int64, in modelIntent) {
+	seed := func(committed int64) {
+		m.committed, m.leaseID, m.retries, m.batchEnd, m.hasCursor = committed, "", 0, 0, true
+	}
+	if m.sub == nil {
+		switch {
+		case in.from != 0:
+			m.sub = &modelSub{mode: "timestamp", ts: in.from}
+		case in.isNew:
+			m.sub = &modelSub{mode: "new", ts: now}
+		default:
+			m.sub = &modelSub{mode: "all"}
+		}
+		if !m.hasCursor {
+			switch {
+			case in.from != 0:
+				seed(m.firstAtOrAfter(in.from))
+			case in.isNew:
+				seed(int64(len(m.log)) - 1)
+			default:
+				seed(-1)
+			}
+		}
+		return
+	}
+	if !m.hasCursor {
+		if m.sub.ts <= 0 {
+			seed(-1)
+		} else {
+			seed(m.firstAtOrAfter(m.sub.ts))
+		}
+	}
+}
+
+// deleteGroup drops the cursor (and its lease), and the subscription
+// with the metadata.
+func (m *consumeModel) deleteGroup(metadata bool) {
+	m.hasCursor, m.leaseID, m.retries = false, "", 0
+	if metadata {
+		m.sub = nil
+	}
 }
 
 type deadLetter struct {
@@ -105,15 +181,19 @@ func (m *consumeModel) ack(now time.Time, leaseID string, items []modelAck) []mo
 	return res
 }
 
-// seekToEnd: after the last record, lease released, budget reset.
+// seekToEnd: after the last record, lease released, budget reset; the
+// cursor is created if absent (the subscription is not).
 func (m *consumeModel) seekToEnd() {
 	m.committed, m.leaseID, m.retries, m.batchEnd = int64(len(m.log))-1, "", 0, int64(len(m.log))-1
+	m.hasCursor = true
 }
 
-// The property: driven by random pops, acks of random statuses on random
-// messages (some already committed, some under a stale lease), lease
-// expiries, seeks to the end and DLQ replays, queen-dev's pops, ack
-// results, DLQ listing and group lag are exactly the model's.
+// The property: driven by random pops (each with a random subscription
+// intent), acks of random statuses on random messages (some already
+// committed, some under a stale lease), lease expiries, seeks to the end,
+// DLQ replays, group deletes (with and without the metadata) and
+// subscription timestamp updates, queen-dev's pops, ack results, DLQ
+// listing, group lag and subscription fields are exactly the model's.
 func TestConsumeStateMachineProperty(t *testing.T) {
 	for seed := uint64(1); seed <= 12; seed++ {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) { runConsumeModel(t, seed) })
@@ -134,6 +214,7 @@ func runConsumeModel(t *testing.T, seed uint64) {
 		for i := 0; i < k; i++ {
 			id := fmt.Sprintf("m-%d", len(m.log))
 			m.log = append(m.log, id)
+			m.ts = append(m.ts, clk.Now().UnixMicro())
 			items = append(items, fmt.Sprintf(`{"queue":"p","partition":"0","transactionId":%q,"payload":{"o":%d}}`, id, len(m.log)-1))
 		}
 		if st, raw := e.post("/api/v1/push", `{"items":[`+strings.Join(items, ",")+"]}"); st != 201 {
@@ -142,16 +223,38 @@ func runConsumeModel(t *testing.T, seed uint64) {
 	}
 	push(12)
 	var pid, lease, stale string
-	var pops, replays, deadOnes, rejected int
+	var pops, replays, deadOnes, rejected, deletes, updates int
 	defer func() {
-		t.Logf("pops %d, dead letters %d, replays %d, stale-lease acks %d, log %d", pops, deadOnes, replays, rejected, len(m.log))
+		t.Logf("pops %d, dead letters %d, replays %d, stale-lease acks %d, deletes %d, subscription updates %d, log %d",
+			pops, deadOnes, replays, rejected, deletes, updates, len(m.log))
 	}()
 	statuses := []string{"completed", "completed", "failed", "retry", "dlq"}
+	// someTime is a moment near the log's: a record's commit time, just
+	// after it, or now.
+	someTime := func() int64 {
+		if len(m.ts) == 0 || rng.IntN(4) == 0 {
+			return clk.Now().UnixMicro()
+		}
+		return m.ts[rng.IntN(len(m.ts))] + int64(rng.IntN(2))
+	}
+	replayed := map[string]bool{}
+	iso := func(us int64) string { return time.UnixMicro(us).UTC().Format(time.RFC3339Nano) }
 	for step := 0; step < 250; step++ {
-		switch r := rng.IntN(20); {
+		switch r := rng.IntN(23); {
 		case r < 7: // pop
 			batch := 1 + rng.IntN(4)
-			a := e.pop("/api/v1/pop/queue/p?consumerGroup=g&leaseSeconds=10&batch=" + strconv.Itoa(batch))
+			var in modelIntent
+			switch rng.IntN(4) {
+			case 1:
+				in = modelIntent{query: "&subscriptionMode=new", isNew: true}
+			case 2:
+				in = modelIntent{query: "&subscriptionFrom=now", isNew: true}
+			case 3:
+				in.from = someTime()
+				in.query = "&subscriptionMode=" + []string{"all", "new"}[rng.IntN(2)] + "&subscriptionFrom=" + iso(in.from)
+			}
+			m.contact(clk.Now().UnixMicro(), in)
+			a := e.pop("/api/v1/pop/queue/p?consumerGroup=g&leaseSeconds=10&batch=" + strconv.Itoa(batch) + in.query)
 			var got []string
 			if a != nil {
 				for _, msg := range a.Messages {
@@ -222,6 +325,13 @@ func runConsumeModel(t *testing.T, seed uint64) {
 			}
 			st, raw := e.post("/api/v1/dlq/"+id+"/replay", "")
 			v := wantStatus(t, st, raw, 200)
+			if replayed[id] { // dead-lettered again after a group delete: a dedup duplicate, the row kept
+				if field(v, "result") != "duplicate" {
+					t.Fatalf("step %d replay again: %s", step, raw)
+				}
+				break
+			}
+			replayed[id] = true
 			if field(v, "result") != "moved" || num(field(v, "replayedAs", "offset")) != int64(len(m.log)) {
 				t.Fatalf("step %d replay: %s", step, raw)
 			}
@@ -231,7 +341,29 @@ func runConsumeModel(t *testing.T, seed uint64) {
 				}
 			}
 			m.log = append(m.log, "dlq:"+id)
+			m.ts = append(m.ts, clk.Now().UnixMicro())
 			replays++
+		case r == 20: // delete the group
+			meta := rng.IntN(2) == 0
+			st, raw, _ := e.do("DELETE", "/api/v1/consumer-groups/g?deleteMetadata="+strconv.FormatBool(meta), "", "")
+			v := wantStatus(t, st, raw, 200)
+			if want := int64(0); m.hasCursor && num(field(v, "deletedPartitions")) != 1 || !m.hasCursor && num(field(v, "deletedPartitions")) != want {
+				t.Fatalf("step %d delete: %s", step, raw)
+			}
+			m.deleteGroup(meta)
+			deletes++
+		case r == 21: // move the subscription's timestamp
+			at := someTime()
+			st, raw := e.post("/api/v1/consumer-groups/g/subscription", `{"subscriptionTimestamp":"`+iso(at)+`"}`)
+			v := wantStatus(t, st, raw, 200)
+			want := int64(0)
+			if m.sub != nil {
+				m.sub.ts, want = at, 1
+			}
+			if num(field(v, "rowsUpdated")) != want {
+				t.Fatalf("step %d subscription: %s", step, raw)
+			}
+			updates++
 		default:
 			push(1)
 		}
@@ -269,7 +401,17 @@ func checkDLQAndLag(t *testing.T, e *env, m *consumeModel, step int) {
 	}
 	st, raw, _ := e.do("GET", "/api/v1/consumer-groups/g", "", "")
 	v := wantStatus(t, st, raw, 200)
-	if lag := num(field(v, "p", "partitions", 0, "offsetLag")); field(v, "p") != nil && lag != int64(len(m.log))-1-m.committed {
+	if (field(v, "p") != nil) != m.hasCursor {
+		t.Fatalf("step %d: cursor %v in the model: %s", step, m.hasCursor, raw)
+	}
+	if lag := num(field(v, "p", "partitions", 0, "offsetLag")); m.hasCursor && lag != int64(len(m.log))-1-m.committed {
 		t.Fatalf("step %d lag %d, model %d: %s", step, lag, int64(len(m.log))-1-m.committed, raw)
+	}
+	var mode, ts any
+	if m.sub != nil {
+		mode, ts = m.sub.mode, msTime(m.sub.ts)
+	}
+	if m.hasCursor && (field(v, "p", "subscriptionMode") != mode || field(v, "p", "subscriptionTimestamp") != ts) {
+		t.Fatalf("step %d subscription %v %v in the model: %s", step, mode, ts, raw)
 	}
 }

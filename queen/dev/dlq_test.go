@@ -151,14 +151,14 @@ func TestDeleteQueueDropsConsumeRows(t *testing.T) {
 	e.pop("/api/v1/pop/queue/q?consumerGroup=h&leaseSeconds=300")
 	count := func() map[byte]int {
 		n := map[byte]int{}
-		for _, kind := range []byte{kindCursor, kindLease, kindDLQ} {
+		for _, kind := range []byte{kindCursor, kindLease, kindDLQ, kindSub} {
 			if err := e.b.scan([]byte{kind}, func(k, v []byte) error { n[kind]++; return nil }); err != nil {
 				t.Fatal(err)
 			}
 		}
 		return n
 	}
-	if n := count(); n[kindCursor] != 2 || n[kindLease] != 1 || n[kindDLQ] != 1 {
+	if n := count(); n[kindCursor] != 2 || n[kindLease] != 1 || n[kindDLQ] != 1 || n[kindSub] != 2 {
 		t.Fatalf("before: %v", n)
 	}
 	if st, raw, _ := e.do("DELETE", "/api/v1/resources/queues/q", "", ""); st != 200 || !strings.Contains(string(raw), `"deleted":true`) {
@@ -199,8 +199,12 @@ func TestConsumeRoutesTenancy(t *testing.T) {
 	if st, raw, _ := e.do("POST", "/api/v1/dlq/"+id+"/replay", "Bearer tokB", ""); st != 404 {
 		t.Errorf("tenant B replays A's row: %d %s", st, raw)
 	}
+	if st, raw, _ := e.do("POST", "/api/v1/consumer-groups/g/subscription", "Bearer tokB", `{"subscriptionTimestamp":"2000-01-01T00:00:00Z"}`); st != 200 ||
+		!strings.Contains(string(raw), `"rowsUpdated":0`) {
+		t.Errorf("tenant B moves A's subscription: %d %s", st, raw)
+	}
 	for _, c := range [][2]string{{"POST", "/api/v1/dlq/" + id + "/replay"}, {"DELETE", "/api/v1/dlq?queue=q"}, {"DELETE", "/api/v1/consumer-groups/g"},
-		{"POST", "/api/v1/consumer-groups/g/queues/q/seek"}} {
+		{"POST", "/api/v1/consumer-groups/g/queues/q/seek"}, {"POST", "/api/v1/consumer-groups/g/subscription"}} {
 		if st, raw, _ := e.do(c[0], c[1], "Bearer tokR", `{"toEnd":true}`); st != 403 {
 			t.Errorf("read-only %s %s: %d %s", c[0], c[1], st, raw)
 		}

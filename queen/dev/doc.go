@@ -4,8 +4,8 @@
 // push, fetch, kv, transaction, auth/me), the native consume routes of
 // queen-api-consume.md (pop in its queue, partition and discovery forms,
 // ack, ack batch, lease extension, §2–§4; the dead-letter routes and
-// message retry, §5; the consumer-group list, per-group, lagging, delete
-// and seek routes, §6), plus its own GET /health and
+// message retry, §5; the consumer-group list, per-group, lagging, delete,
+// subscription and seek routes, §6), plus its own GET /health and
 // GET /status (Options.Status adds blocks to the latter: cmd/queen-dev's
 // embedded mode adds "kafka"), with the contract's status codes and
 // bodies, so that the facade and its tests run against a real process.
@@ -25,7 +25,8 @@
 // batch; KV
 // rows by (tenant, namespace, key) plus an expiry index, queue metadata,
 // partition metadata (log end, log start, retained bytes, last commit
-// time) and the store-wide KV version counter. Memory holds only the
+// time), the pop cursors, dead letters and group subscriptions, and the
+// store-wide KV version counter. Memory holds only the
 // metadata of queues and partitions (and parked fetches), loaded at boot
 // by a scan of the metadata keys: boot reads no record and no KV row, so
 // neither memory nor boot time grows with the data stored. Fetch reads
@@ -137,10 +138,38 @@
 //     just before the first record at or after a timestamp) releases the
 //     lease and resets the budget; deleting a group drops its cursors (the
 //     next pop seeds them again). Deleting a queue drops its cursors, their
-//     lease rows and its dead letters. Pop, ack and the views take the
-//     read level, the DLQ writes, delete and seek read-write (Queen's are
-//     unverified). Not served: POST /consumer-groups/{group}/subscription
-//     (queen-dev keeps no subscription metadata).
+//     lease rows, its dead letters and its subscriptions. Pop, ack and the
+//     views take the read level, the DLQ writes, delete, seek and the
+//     subscription update read-write (Queen's are unverified).
+//   - Subscriptions (§2, §6; kind s, one per (queue, group), as Queen's
+//     consumer_groups_metadata row read in the contract's sources P and
+//     C): a named group's first queue-form or discovery pop on a queue
+//     stores what it asked for — mode "all" (timestamp the epoch), "new"
+//     (subscriptionMode=new or subscriptionFrom=now: the pop's time) or
+//     "timestamp" (subscriptionFrom=ISO, which wins over mode new) — and
+//     seeds a cursor on every partition of the queue the group has none
+//     on by that intent; later first contacts (a partition created after,
+//     a cursor deleted with deleteMetadata=false) are seeded from the
+//     stored timestamp, before the first record stored at or after it.
+//     The partition form stores none (Queen's pinned pop registers none)
+//     but follows a stored one; without one it follows its own intent.
+//     Queue mode has none. A pop of a queue that does not exist stores
+//     nothing (Queen creates the queue; queen-dev does not). POST
+//     /consumer-groups/{group}/subscription {"subscriptionTimestamp":ISO}
+//     (absent or "" → 400 "subscriptionTimestamp is required", bad JSON →
+//     400 "bad body: …", unparsable → 500 "subscription failed: invalid
+//     timestamp …", as the seek's) sets the timestamp of every stored
+//     subscription of the group in the tenant, keeps the mode, moves no
+//     cursor and releases no lease (existing cursors are never re-seeded),
+//     and answers 200 {"success":true,"consumerGroup","newTimestamp" (the
+//     body's string),"rowsUpdated"}: Queen's SP JSON, so an unknown group
+//     is rowsUpdated 0, not 404. DELETE of a group (or of it on one
+//     queue) deletes its subscriptions with deleteMetadata (the default).
+//     The list view answers subscriptionMode, subscriptionTimestamp and
+//     subscriptionCreatedAt of a "queen" row from it (nulls without one,
+//     and on every "kafka" row); their string form, unverified, is the
+//     record-time format. The per-group view, whose shape is unverified,
+//     carries the same three fields on each queue's entry (additive).
 //   - Dead letters: a row's id is a name-based UUID of its key. GET
 //     /api/v1/dlq lists newest first (queue, consumerGroup, limit 100,
 //     offset 0; total is the page's length, as Queen answers); DELETE

@@ -209,4 +209,8 @@ func TestFaultConsumeRoutes(t *testing.T) {
 	if st, raw := e.post("/api/v1/lease/x/extend", ""); st != 502 {
 		t.Errorf("extend: %d %s", st, raw)
 	}
+	e.faults(`{"rules":[{"route":"groups","status":503,"count":1}]}`)
+	if st, raw := e.post("/api/v1/consumer-groups/g/subscription", `{"subscriptionTimestamp":"2000-01-01T00:00:00Z"}`); st != 503 {
+		t.Errorf("subscription: %d %s", st, raw)
+	}
 }

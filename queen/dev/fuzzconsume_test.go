@@ -10,11 +10,13 @@ import (
 )
 
 var fuzzConsumeRoutes = []string{"/api/v1/ack", "/api/v1/ack/batch", "/api/v1/consumer-groups/g/queues/q/seek",
-	"/api/v1/consumer-groups/g/queues/q/partitions/0/seek", "/api/v1/dlq/x/replay", "/api/v1/lease/x/extend", "/api/v1/transaction"}
+	"/api/v1/consumer-groups/g/queues/q/partitions/0/seek", "/api/v1/dlq/x/replay", "/api/v1/lease/x/extend", "/api/v1/transaction",
+	"/api/v1/consumer-groups/g/subscription"}
 
 // FuzzConsumeBodies throws arbitrary bodies at the consume routes that
-// take one (route picks one): nothing panics, every answer is JSON with a
-// status the contract names, and a refused body (400, or a rolled-back
+// take one (route picks one; the subscription update included): nothing
+// panics, every answer is JSON with a status the contract names, and a
+// refused body (400, or a rolled-back
 // transaction) applied nothing.
 func FuzzConsumeBodies(f *testing.F) {
 	for route, body := range []string{
@@ -29,6 +31,8 @@ func FuzzConsumeBodies(f *testing.F) {
 		f.Add(uint8(route), []byte(body))
 	}
 	f.Add(uint8(2), []byte(`{"timestamp":"2026-01-02T03:04:05Z"}`))
+	f.Add(uint8(7), []byte(`{"subscriptionTimestamp":"2026-01-02T03:04:05Z"}`))
+	f.Add(uint8(7), []byte(`{"subscriptionTimestamp":"soon"}`))
 	b, err := New(Options{SweepInterval: -1})
 	if err != nil {
 		f.Fatal(err)
@@ -67,6 +71,7 @@ func FuzzConsumeBodies(f *testing.F) {
 		case rec.Code == 200, rec.Code == 400, rec.Code == 413:
 		case rec.Code == 404 && strings.HasPrefix(path, "/api/v1/dlq/"):
 		case rec.Code == 500 && bytes.HasPrefix(out, []byte(`{"error":"seek failed: invalid timestamp`)): // as Queen's cast fails
+		case rec.Code == 500 && bytes.HasPrefix(out, []byte(`{"error":"subscription failed: invalid timestamp`)):
 		default:
 			t.Fatalf("%s answered %d %s", path, rec.Code, out)
 		}

@@ -24,7 +24,8 @@ func dropCursor(batch *pebble.Batch, qid, part, group string, cur *cursor) {
 
 // handleDeleteGroup serves DELETE /api/v1/consumer-groups/{group} and its
 // per-queue form: the group's cursors go, so its next pop seeds them again
-// (first contact).
+// (first contact), and with deleteMetadata (the default) its stored
+// subscriptions too; kept, they seed those cursors again.
 func (b *Broker) handleDeleteGroup(w http.ResponseWriter, r *http.Request, c *call) {
 	group, queueName := r.PathValue("group"), r.PathValue("queue")
 	meta := r.URL.Query().Get("deleteMetadata")
@@ -41,6 +42,9 @@ func (b *Broker) handleDeleteGroup(w http.ResponseWriter, r *http.Request, c *ca
 	for _, q := range b.st.tenant(c.tenant).queues {
 		if queueName != "" && q.name != queueName {
 			continue
+		}
+		if deleteMetadata {
+			batch.Delete(keySub(q.id, group), nil) // the subscription goes too: the next pop registers afresh
 		}
 		prefix := queuePrefix(kindCursor, q.id)
 		err = b.scan(prefix, func(k, v []byte) error {

@@ -148,7 +148,9 @@ func (b *Broker) kafkaGroupRows(tenantName string, now int64) ([]groupRow, error
 // queenGroupRows are the pop cursors (kind c) of the tenant's queues, one
 // row per (group, queue), kind "queen": a cursor's committed is the last
 // offset done, so its lag is the log end minus committed+1. A group whose
-// cursors never moved is "Dead". The caller holds b.mu.
+// cursors never moved is "Dead". The subscription fields are the group's
+// stored subscription on the queue (kind s), nulls when it has none (a
+// group only ever popped by partition). The caller holds b.mu.
 func (b *Broker) queenGroupRows(t *tenant, now int64) ([]groupRow, error) {
 	var rows []groupRow
 	for _, q := range t.queues {
@@ -191,6 +193,11 @@ func (b *Broker) queenGroupRows(t *tenant, now int64) ([]groupRow, error) {
 			return nil, err
 		}
 		for name, g := range byGroup {
+			sub, err := b.getSub(q.id, name)
+			if err != nil {
+				return nil, err
+			}
+			g.SubscriptionMode, g.SubscriptionTimestamp, g.SubscriptionCreatedAt = subFields(sub)
 			switch {
 			case consumed[name] == 0:
 				g.State = "Dead"

@@ -150,7 +150,8 @@ func (b *Broker) handleLagging(w http.ResponseWriter, r *http.Request, c *call) 
 }
 
 // handleGroupDetails answers GET /api/v1/consumer-groups/{group}: an
-// object keyed by queue name, each with the group's partitions there.
+// object keyed by queue name, each with the group's partitions there and
+// its subscription fields (as the list view's; nulls for a Kafka entry).
 // Where a Queen group and a Kafka group share the name on one queue the
 // native entry wins; kind says which store answered.
 func (b *Broker) handleGroupDetails(w http.ResponseWriter, r *http.Request, c *call) {
@@ -164,6 +165,7 @@ func (b *Broker) handleGroupDetails(w http.ResponseWriter, r *http.Request, c *c
 	type entry struct {
 		kind  string
 		parts []map[string]any
+		sub   *subscription // kind queen: the group's subscription on the queue
 	}
 	byQueue := map[string]*entry{}
 	b.mu.Lock()
@@ -171,6 +173,12 @@ func (b *Broker) handleGroupDetails(w http.ResponseWriter, r *http.Request, c *c
 		e := byQueue[g.q.name]
 		if e == nil || e.kind == "kafka" && g.kind == "queen" {
 			e = &entry{kind: g.kind}
+			if g.kind == "queen" {
+				var err error
+				if e.sub, err = b.getSub(g.q.id, group); err != nil {
+					return err
+				}
+			}
 			byQueue[g.q.name] = e
 		}
 		if e.kind != g.kind {
@@ -198,7 +206,9 @@ func (b *Broker) handleGroupDetails(w http.ResponseWriter, r *http.Request, c *c
 	out := map[string]any{}
 	for name, e := range byQueue {
 		sort.Slice(e.parts, func(i, j int) bool { return e.parts[i]["partition"].(string) < e.parts[j]["partition"].(string) })
-		out[name] = map[string]any{"conflation": false, "kind": e.kind, "partitions": e.parts}
+		mode, ts, created := subFields(e.sub)
+		out[name] = map[string]any{"conflation": false, "kind": e.kind, "partitions": e.parts,
+			"subscriptionMode": mode, "subscriptionTimestamp": ts, "subscriptionCreatedAt": created}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

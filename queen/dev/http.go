@@ -45,6 +45,7 @@ func (b *Broker) Handler() http.Handler {
 	mux.Handle("GET /api/v1/consumer-groups/{group}", b.route(routeGroups, RoleRead, noBody, b.handleGroupDetails))
 	mux.Handle("DELETE /api/v1/consumer-groups/{group}", b.route(routeGroups, RoleReadWrite, noBody, b.handleDeleteGroup))
 	mux.Handle("DELETE /api/v1/consumer-groups/{group}/queues/{queue}", b.route(routeGroups, RoleReadWrite, noBody, b.handleDeleteGroup))
+	mux.Handle("POST /api/v1/consumer-groups/{group}/subscription", b.route(routeGroups, RoleReadWrite, pooledBody, b.handleSubscription))
 	mux.Handle("POST /api/v1/consumer-groups/{group}/queues/{queue}/seek", b.route(routeGroups, RoleReadWrite, pooledBody, b.handleSeek))
 	mux.Handle("POST /api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", b.route(routeGroups, RoleReadWrite, pooledBody, b.handleSeek))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {

@@ -27,6 +27,7 @@ import (
 //	c lp(qid) lp(part) group                  → cursorValue (pop/ack: committed, lease, retries)
 //	l lp(leaseId) lp(qid) lp(part) group      → "" (cursors by the lease that holds them)
 //	z lp(qid) lp(part) lp(group) be64(offset) → dlqValue (dead letters)
+//	s lp(qid) group                           → subValue (a group's subscription on a queue: subscription.go)
 //
 // Records are stored a batch to a key: the records one request stored in
 // one partition (one commit time, contiguous offsets) are one value, filed
@@ -52,6 +53,7 @@ const (
 	kindCursor    = 'c'
 	kindLease     = 'l'
 	kindDLQ       = 'z'
+	kindSub       = 's'
 	metaKVSeqName = "kvseq"
 )
 

@@ -233,7 +233,32 @@ func (b *Broker) popOnce(tenantName string, p *popParams, wt *waiter) ([]byte, e
 	claimed, budget := 0, p.batch
 	var err error
 	var first popTarget
+	// A named group's subscription per queue: read, or registered by this
+	// pop (queue form and discovery; the partition form only reads it, as
+	// Queen's pinned pop writes no registration). seeded holds the cursors
+	// a registration wrote into the batch.
+	var subs map[*queue]*subscription
+	var seeded map[string]*cursor
+	if p.explicitGrp {
+		subs, seeded = map[*queue]*subscription{}, map[string]*cursor{}
+		for _, tg := range targets {
+			if _, ok := subs[tg.q]; ok {
+				continue
+			}
+			var sub *subscription
+			if sub, err = b.getSub(tg.q.id, p.group); err == nil && sub == nil && !p.hasOnePart {
+				sub, err = b.registerSub(batch, tg.q, p, nowUS, seeded)
+			}
+			if err != nil {
+				break
+			}
+			subs[tg.q] = sub
+		}
+	}
 	for _, tg := range targets {
+		if err != nil {
+			break
+		}
 		if claimed == p.partitions || budget == 0 {
 			break
 		}
@@ -246,18 +271,15 @@ func (b *Broker) popOnce(tenantName string, p *popParams, wt *waiter) ([]byte, e
 		if lease <= 0 {
 			lease = defaultLease
 		}
-		var cur *cursor
-		if cur, err = b.getCursor(q.id, n, p.group); err != nil {
-			break
+		cur := seeded[q.id+"\x00"+n]
+		if cur == nil {
+			if cur, err = b.getCursor(q.id, n, p.group); err != nil {
+				break
+			}
 		}
 		if cur == nil {
-			cur = &cursor{committed: -1}
-			if p.subNew {
-				cur.committed = part.hwm - 1
-			} else if p.subFrom != 0 {
-				if cur.committed, err = b.firstAtOrAfter(q.id, part, p.subFrom); err != nil {
-					break
-				}
+			if cur, err = b.seedCursor(q, part, p, subs[q]); err != nil {
+				break
 			}
 			batch.Set(keyCursor(q.id, n, p.group), encodeCursor(cur), nil) // first contact seeds it, delivered or not
 		}

@@ -305,17 +305,17 @@ func TestLeaseExtend(t *testing.T) {
 
 // §6: pop cursors are kind "queen" rows: lag = end − (committed+1), a
 // group that never consumed is "Dead"; one name in both stores is two
-// rows.
+// rows; a queen row carries the subscription its first pop registered.
 func TestConsumerGroupsQueenRows(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, Options{Now: newFakeClock().Now})
 	e.pushN("orders", "0", 10)
 	a := e.pop("/api/v1/pop/queue/orders?consumerGroup=twin&batch=5")
 	e.ack(ackBody("twin", a.Messages[4], "completed", a.LeaseID)) // committed 4
 	e.pop("/api/v1/pop/queue/orders?consumerGroup=idle&batch=1")  // leased, never acked
 	e.kv(commit("twin", "orders", 0, 8))
 	e.wantGroups("", `[
-	 {"name":"idle","topics":["orders"],"queueName":"orders","members":1,"partitionCursors":1,"partitionsWithLag":1,"totalLag":10,"maxTimeLag":0,"state":"Dead","storage":"segments","subscriptionMode":null,"subscriptionTimestamp":null,"subscriptionCreatedAt":null,"conflation":false,"kind":"queen"},
-	 {"name":"twin","topics":["orders"],"queueName":"orders","members":1,"partitionCursors":1,"partitionsWithLag":1,"totalLag":5,"maxTimeLag":0,"state":"Stable","storage":"segments","subscriptionMode":null,"subscriptionTimestamp":null,"subscriptionCreatedAt":null,"conflation":false,"kind":"queen"},
+	 {"name":"idle","topics":["orders"],"queueName":"orders","members":1,"partitionCursors":1,"partitionsWithLag":1,"totalLag":10,"maxTimeLag":0,"state":"Dead","storage":"segments","subscriptionMode":"all","subscriptionTimestamp":"1970-01-01T00:00:00.000Z","subscriptionCreatedAt":"2026-08-28T09:15:00.123Z","conflation":false,"kind":"queen"},
+	 {"name":"twin","topics":["orders"],"queueName":"orders","members":1,"partitionCursors":1,"partitionsWithLag":1,"totalLag":5,"maxTimeLag":0,"state":"Stable","storage":"segments","subscriptionMode":"all","subscriptionTimestamp":"1970-01-01T00:00:00.000Z","subscriptionCreatedAt":"2026-08-28T09:15:00.123Z","conflation":false,"kind":"queen"},
 	 {"name":"twin","topics":["orders"],"queueName":"orders","members":1,"partitionCursors":1,"partitionsWithLag":1,"totalLag":2,"maxTimeLag":0,`+kafkaRowTail+`]`)
 }
 

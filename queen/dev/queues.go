@@ -211,7 +211,7 @@ func (b *Broker) handleDelete(w http.ResponseWriter, r *http.Request, c *call) {
 			}
 			return err
 		})
-		for _, kind := range []byte{kindPart, kindBatch, kindDedup, kindDedupRun, kindBatchAge, kindCursor, kindDLQ} {
+		for _, kind := range []byte{kindPart, kindBatch, kindDedup, kindDedupRun, kindBatchAge, kindCursor, kindDLQ, kindSub} {
 			p := queuePrefix(kind, q.id)
 			batch.DeleteRange(p, prefixEnd(p), nil)
 		}
