@@ -143,7 +143,7 @@
 //     subscription update read-write (Queen's are unverified).
 //   - Subscriptions (§2, §6; kind s, one per (queue, group), as Queen's
 //     consumer_groups_metadata row read in the contract's sources P and
-//     C): a named group's first queue-form or discovery pop on a queue
+//     C): a group's first queue-form or discovery pop on a queue
 //     stores what it asked for — mode "all" (timestamp the epoch), "new"
 //     (subscriptionMode=new or subscriptionFrom=now: the pop's time) or
 //     "timestamp" (subscriptionFrom=ISO, which wins over mode new) — and
@@ -153,7 +153,9 @@
 //     stored timestamp, before the first record stored at or after it.
 //     The partition form stores none (Queen's pinned pop registers none)
 //     but follows a stored one; without one it follows its own intent.
-//     Queue mode has none. A pop of a queue that does not exist stores
+//     Queue mode (no consumerGroup, or __QUEUE_MODE__ named) ignores
+//     subscriptionMode and subscriptionFrom and stores "all", as Queen
+//     registers it. A pop of a queue that does not exist stores
 //     nothing (Queen creates the queue; queen-dev does not). POST
 //     /consumer-groups/{group}/subscription {"subscriptionTimestamp":ISO}
 //     (absent or "" → 400 "subscriptionTimestamp is required", bad JSON →

@@ -16,8 +16,7 @@ var fuzzConsumeRoutes = []string{"/api/v1/ack", "/api/v1/ack/batch", "/api/v1/co
 // FuzzConsumeBodies throws arbitrary bodies at the consume routes that
 // take one (route picks one; the subscription update included): nothing
 // panics, every answer is JSON with a status the contract names, and a
-// refused body (400, or a rolled-back
-// transaction) applied nothing.
+// refused body (400, or a rolled-back transaction) applied nothing.
 func FuzzConsumeBodies(f *testing.F) {
 	for route, body := range []string{
 		`{"transactionId":"t","partitionId":"p","status":"failed","consumerGroup":"g","leaseId":"l","error":"e"}`,

@@ -99,19 +99,18 @@ func (b *Broker) getCursor(qid, part, group string) (*cursor, error) {
 func partitionID(qid, part string) string { return nameUUID(qid + "\x00" + part) }
 
 type popParams struct {
-	group       string
-	batch       int
-	partitions  int
-	wait        bool
-	timeout     time.Duration
-	autoAck     bool
-	leaseSecs   int64
-	subNew      bool  // subscriptionMode new / subscriptionFrom now
-	subFrom     int64 // subscriptionFrom timestamp, unix µs; 0 = none
-	onePart     string
-	hasOnePart  bool
-	queue       string
-	explicitGrp bool
+	group      string
+	batch      int
+	partitions int
+	wait       bool
+	timeout    time.Duration
+	autoAck    bool
+	leaseSecs  int64
+	subNew     bool  // subscriptionMode new / subscriptionFrom now
+	subFrom    int64 // subscriptionFrom timestamp, unix µs; 0 = none
+	onePart    string
+	hasOnePart bool
+	queue      string
 	// The discovery route: queues matching namespace and task (either
 	// may be empty, not both).
 	discover        bool
@@ -122,7 +121,7 @@ func parsePopParams(r *http.Request) (*popParams, string) {
 	q := r.URL.Query()
 	p := &popParams{group: queueModeGroup, batch: popDefaultBatch, partitions: 1, timeout: popDefaultTimeout}
 	if g := q.Get("consumerGroup"); g != "" {
-		p.group, p.explicitGrp = g, true
+		p.group = g
 	}
 	intParam := func(name string, dst *int64) string {
 		if s := q.Get(name); s != "" {
@@ -146,7 +145,7 @@ func parsePopParams(r *http.Request) (*popParams, string) {
 	p.leaseSecs = max(lease, 0)
 	p.wait = q.Get("wait") == "true"
 	p.autoAck = q.Get("autoAck") == "true"
-	if p.explicitGrp {
+	if p.group != queueModeGroup { // queue mode ignores both (its name given or not)
 		p.subNew = q.Get("subscriptionMode") == "new"
 		if from := q.Get("subscriptionFrom"); from == "now" {
 			p.subNew = true
@@ -233,27 +232,24 @@ func (b *Broker) popOnce(tenantName string, p *popParams, wt *waiter) ([]byte, e
 	claimed, budget := 0, p.batch
 	var err error
 	var first popTarget
-	// A named group's subscription per queue: read, or registered by this
-	// pop (queue form and discovery; the partition form only reads it, as
-	// Queen's pinned pop writes no registration). seeded holds the cursors
-	// a registration wrote into the batch.
-	var subs map[*queue]*subscription
-	var seeded map[string]*cursor
-	if p.explicitGrp {
-		subs, seeded = map[*queue]*subscription{}, map[string]*cursor{}
-		for _, tg := range targets {
-			if _, ok := subs[tg.q]; ok {
-				continue
-			}
-			var sub *subscription
-			if sub, err = b.getSub(tg.q.id, p.group); err == nil && sub == nil && !p.hasOnePart {
-				sub, err = b.registerSub(batch, tg.q, p, nowUS, seeded)
-			}
-			if err != nil {
-				break
-			}
-			subs[tg.q] = sub
+	// The group's subscription per queue: read, or registered by this pop
+	// (queue form and discovery; the partition form only reads it, as
+	// Queen's pinned pop writes no registration; queue mode's is always
+	// "all", as Queen registers it). seeded holds the cursors a
+	// registration wrote into the batch.
+	subs, seeded := map[*queue]*subscription{}, map[string]*cursor{}
+	for _, tg := range targets {
+		if _, ok := subs[tg.q]; ok {
+			continue
 		}
+		var sub *subscription
+		if sub, err = b.getSub(tg.q.id, p.group); err == nil && sub == nil && !p.hasOnePart {
+			sub, err = b.registerSub(batch, tg.q, p, nowUS, seeded)
+		}
+		if err != nil {
+			break
+		}
+		subs[tg.q] = sub
 	}
 	for _, tg := range targets {
 		if err != nil {

@@ -95,7 +95,7 @@ func (b *Broker) seedCursor(q *queue, part *partition, p *popParams, sub *subscr
 	return cur, err
 }
 
-// registerSub is a named group's first queue-form or discovery pop on q:
+// registerSub is a group's first queue-form or discovery pop on q:
 // it stores the subscription the pop asks for and seeds a cursor on every
 // partition of q the group has none on, by the pop's mode (all: from the
 // log start, new: from the end, timestamp: before the first record at or

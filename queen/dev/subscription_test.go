@@ -234,3 +234,25 @@ func TestSubscriptionDurable(t *testing.T) {
 		t.Fatalf("after restart: %s", raw)
 	}
 }
+
+// Queue mode (no consumerGroup, or __QUEUE_MODE__ named) ignores
+// subscriptionMode and subscriptionFrom: it always reads the backlog, and
+// stores "all" as Queen's registration does for it.
+func TestSubscriptionQueueMode(t *testing.T) {
+	e := newEnv(t, Options{Now: newFakeClock().Now})
+	e.pushKeyed("q", "0", "a")
+	e.pushKeyed("r", "0", "b")
+	if a := e.pop("/api/v1/pop/queue/q?consumerGroup=" + queueModeGroup + "&subscriptionMode=new&autoAck=true"); a.txIDs() != "a" {
+		t.Fatalf("named queue mode: %s", a.txIDs())
+	}
+	if a := e.pop("/api/v1/pop/queue/r?subscriptionFrom=now&autoAck=true"); a.txIDs() != "b" {
+		t.Fatalf("queue mode: %s", a.txIDs())
+	}
+	st, raw, _ := e.do("GET", "/api/v1/consumer-groups", "", "")
+	v := wantStatus(t, st, raw, 200)
+	for i := 0; i < 2; i++ {
+		if field(v, i, "name") != queueModeGroup || field(v, i, "subscriptionMode") != subAll || field(v, i, "subscriptionTimestamp") != "1970-01-01T00:00:00.000Z" {
+			t.Fatalf("queue mode rows: %s", raw)
+		}
+	}
+}
