@@ -64,7 +64,8 @@ func (b *Broker) handleConsumerGroups(w http.ResponseWriter, r *http.Request, c 
 // sorted by group then queue. A row counts only if its value holds a
 // numeric offset and it names a partition of a queue of the tenant that
 // exists; the lag of a partition is its log end minus the committed offset
-// (the next offset to read), never below 0; the time lag is the age of the
+// (the next offset to read) or its log start, whichever is later, never
+// below 0 (retired records are not lag); the time lag is the age of the
 // first record still to read. The caller holds b.mu.
 func (b *Broker) kafkaGroupRows(tenantName string, now int64) ([]groupRow, error) {
 	t := b.st.tenant(tenantName)
@@ -102,7 +103,7 @@ func (b *Broker) kafkaGroupRows(tenantName string, now int64) ([]groupRow, error
 		}
 		g.Members++
 		g.PartitionCursors++
-		lag := max(p.hwm-off, 0)
+		lag := max(p.hwm-max(off, p.lso), 0)
 		if lag == 0 {
 			return nil
 		}
@@ -147,7 +148,8 @@ func (b *Broker) kafkaGroupRows(tenantName string, now int64) ([]groupRow, error
 
 // queenGroupRows are the pop cursors (kind c) of the tenant's queues, one
 // row per (group, queue), kind "queen": a cursor's committed is the last
-// offset done, so its lag is the log end minus committed+1. A group whose
+// offset done, so its lag is the log end minus committed+1 (or the log
+// start, if later). A group whose
 // cursors never moved is "Dead". The subscription fields are the group's
 // stored subscription on the queue (kind s), nulls when it has none (a
 // group only ever popped by partition). The caller holds b.mu.
@@ -179,7 +181,7 @@ func (b *Broker) queenGroupRows(t *tenant, now int64) ([]groupRow, error) {
 			g.Members++
 			g.PartitionCursors++
 			consumed[group] += cur.consumed
-			lag := max(p.hwm-(cur.committed+1), 0)
+			lag := max(p.hwm-max(cur.committed+1, p.lso), 0)
 			if lag == 0 {
 				return nil
 			}
