@@ -200,7 +200,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGrou
 		m.epoch, m.state = nx.epoch, nx.state
 		g.setOwned(m, nx.assigned, nx.revoking)
 	}
-	m.lastSeen = now
+	m.session.LastSeen = now
 	g.armSession(m)
 	changed := !prev.same(m)
 	if changed {
@@ -308,7 +308,7 @@ func (g *group) resolveMember(cl Client, req *kmsg.ConsumerGroupHeartbeatRequest
 		nm := *existing
 		nm.id = memberID
 		nm.epoch, nm.prevEpoch = 0, 0
-		nm.sessionTimer, nm.rebalanceTimer = nil, nil
+		nm.session, nm.rebalanceTimer = groupreg.Session{LastSeen: existing.session.LastSeen}, nil
 		nm.clientID, nm.clientHost = cl.ID, cl.Host
 		assigned, revoking, target := existing.assigned, existing.revoking, g.target[existing.id]
 		g.removeMember(existing)

@@ -173,7 +173,7 @@ func (m *Manager) load(ctx context.Context, cl Client, id string) (*group, int16
 	}
 	now := m.clock.Now()
 	for _, mb := range g.members {
-		mb.lastSeen = now
+		mb.session.LastSeen = now
 		g.armSession(mb)
 		if mb.state == stateUnrevoked {
 			g.armRebalance(mb)

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/queen-mq/queen-kafka/internal/clock"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 )
 
 // State names (Kafka's ShareGroup.ShareGroupState).
@@ -56,9 +56,7 @@ type member struct {
 	epoch, prevEpoch int32
 	names            []string
 	assigned         parts
-	lastSeen         time.Time
-	timer            clock.Timer
-	seq              uint64
+	session          groupreg.Session
 }
 
 // parts is an assignment: topic id to its partitions, ascending.
@@ -92,15 +90,7 @@ func (g *group) Kill() {
 func (g *group) kill() {
 	g.dead = true
 	for _, mb := range g.members {
-		mb.stop()
-	}
-}
-
-func (mb *member) stop() {
-	mb.seq++
-	if mb.timer != nil {
-		mb.timer.Stop()
-		mb.timer = nil
+		mb.session.Stop()
 	}
 }
 
@@ -175,7 +165,7 @@ func (g *group) refreshTopics(all []Topic) bool {
 }
 
 func (g *group) removeMember(mb *member) {
-	mb.stop()
+	mb.session.Stop()
 	delete(g.members, mb.id)
 	delete(g.dirty, mb.id)
 	g.gone[mb.id] = true

@@ -198,7 +198,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 		mb.prevEpoch, mb.epoch = mb.epoch, g.assignmentEpoch
 		mb.assigned = g.target(mb)
 	}
-	mb.lastSeen = now
+	mb.session.LastSeen = now
 	g.armSession(mb)
 	if isNew || mb.epoch != prev.epoch || !slices.Equal(mb.names, prev.names) || !mb.assigned.equal(prev.assigned) ||
 		mb.clientID != prev.clientID || mb.host != prev.host || !sameRack(mb.rack, prev.rack) {
@@ -318,26 +318,14 @@ func assignmentOf(p parts) *kmsg.ShareGroupHeartbeatResponseAssignment {
 
 // armSession (re)starts mb's session timer from its last heartbeat.
 func (g *group) armSession(mb *member) {
-	if mb.timer != nil {
-		return // the running timer re-reads lastSeen when it fires
-	}
-	mb.seq++
-	seq := mb.seq
-	d := mb.lastSeen.Add(g.session).Sub(g.m.clock.Now())
-	mb.timer = g.m.clock.AfterFunc(max(d, 0), func() { g.sessionFired(mb, seq) })
+	mb.session.Arm(g.m.clock, g.session, func(seq uint64) { g.sessionFired(mb, seq) })
 }
 
 // sessionFired fences mb when its session ran out; what it held is then
 // released through OnMemberGone.
 func (g *group) sessionFired(mb *member, seq uint64) {
 	g.mu.Lock()
-	if g.dead || seq != mb.seq || g.members[mb.id] != mb {
-		g.mu.Unlock()
-		return
-	}
-	mb.timer = nil
-	if left := mb.lastSeen.Add(g.session).Sub(g.m.clock.Now()); left > 0 {
-		g.armSession(mb)
+	if g.dead || g.members[mb.id] != mb || !mb.session.Expired(seq, g.m.clock, g.session) {
 		g.mu.Unlock()
 		return
 	}

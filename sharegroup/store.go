@@ -163,7 +163,7 @@ func (m *Manager) load(ctx context.Context, k groupKey, kv KV) (*group, int16) {
 	_, g.session = m.settings(ctx, kv, k.ID)
 	now := m.clock.Now()
 	for _, mb := range g.members {
-		mb.lastSeen = now
+		mb.session.LastSeen = now
 		g.armSession(mb)
 	}
 	g.metaDirty = true

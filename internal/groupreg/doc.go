@@ -10,4 +10,8 @@
 // group's row layout: the caller's load function reads and takes over a
 // group, the caller encodes its rows, and a group's Kill ends its life
 // (timers stopped) when the registry lets it go.
+//
+// A member's session timer (Session) is here too: both protocols fence a
+// member its session timeout after its last heartbeat, and what fencing
+// does is the caller's.
 package groupreg
