@@ -318,10 +318,7 @@ func (g *group) resolveMember(cl Client, req *kmsg.ConsumerGroupHeartbeatRequest
 		g.target[nm.id] = target
 		g.setOwned(&nm, assigned, revoking)
 		g.markDirty(nm.id)
-		if existing.id == nm.id {
-			delete(g.gone, nm.id)
-		}
-		g.metaDirty = true
+		g.rows.MetaDirty = true
 		return &nm, false, existing.id, nil
 	}
 	if !known || existing == nil {
@@ -401,7 +398,7 @@ func (g *group) applyRequest(m *member, cl Client, req *kmsg.ConsumerGroupHeartb
 func (g *group) rollbackNew(m *member, isNew bool) {
 	if isNew {
 		g.removeMember(m)
-		delete(g.gone, m.id)
+		g.rows.Forget(m.id)
 	}
 }
 

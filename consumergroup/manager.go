@@ -29,7 +29,6 @@ const (
 	topicRefresh = time.Second
 	// writeTimeout bounds a write a timer makes (no request carries it).
 	writeTimeout    = 10 * time.Second
-	maxOpsPerCall   = 256
 	maxGroupIDChars = 255
 )
 
@@ -90,6 +89,7 @@ type Manager struct {
 	// reg is the groups held: the classic path asks Holds at every
 	// commit, so ids with no rows are remembered there too.
 	reg   *groupreg.Registry[*group]
+	owner groupreg.Owner
 	stats stats
 }
 
@@ -120,7 +120,8 @@ func New(cfg Config) *Manager {
 		cfg.MaxGroupsPerIdentity = max(cfg.MaxGroups/4, 1)
 	}
 	cfg.MaxGroupsPerIdentity = min(cfg.MaxGroupsPerIdentity, cfg.MaxGroups)
-	return &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, reg: groupreg.New[*group](cfg.Ownership)}
+	return &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, reg: groupreg.New[*group](cfg.Ownership),
+		owner: groupreg.Owner{Fenced: cfg.Fenced, NodeID: cfg.NodeID, Incarnation: cfg.Incarnation}}
 }
 
 func (m *Manager) kvFor(cl Client) KV {
@@ -178,7 +179,7 @@ func (m *Manager) create(cl Client, id string) *group {
 			return nil
 		}
 		g := newGroup(m, k, m.kvFor(cl))
-		g.metaVer = -1 // unknown until the takeover write reads it
+		g.rows.Ver = -1 // unknown until the takeover write reads it
 		g.view.Store(&epochView{})
 		return g
 	})

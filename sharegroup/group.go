@@ -33,18 +33,14 @@ type group struct {
 	// assignor's target is a function of a member's subscription and
 	// topics, so it is computed when asked, never stored.
 	epoch, assignmentEpoch int32
-	// metaVer is the meta row's version; -1 for a group created here whose
-	// rows must still be absent.
-	metaVer int64
+	// rows is what the next write writes, and the meta row's version.
+	rows groupreg.Rows
 	// topics is the subscription metadata: every topic some member
 	// subscribes to that exists, with its id and width.
 	topics map[string]Topic
 	// refreshed is when the catalogue was last listed (unix nanoseconds).
 	refreshed atomic.Int64
 	members   map[string]*member
-	dirty     map[string]bool
-	gone      map[string]bool
-	metaDirty bool
 	// session is the session timeout the last heartbeat resolved.
 	session time.Duration
 }
@@ -75,7 +71,7 @@ func (p parts) equal(o parts) bool {
 }
 
 func newGroup(m *Manager, k groupKey, kv KV) *group {
-	return &group{m: m, key: k, kv: kv, members: map[string]*member{}, dirty: map[string]bool{}, gone: map[string]bool{}, session: m.cfg.SessionTimeout}
+	return &group{m: m, key: k, kv: kv, members: map[string]*member{}, session: m.cfg.SessionTimeout}
 }
 
 // Kill ends g's life under its lock (the registry let it go).
@@ -167,15 +163,14 @@ func (g *group) refreshTopics(all []Topic) bool {
 func (g *group) removeMember(mb *member) {
 	mb.session.Stop()
 	delete(g.members, mb.id)
-	delete(g.dirty, mb.id)
-	g.gone[mb.id] = true
+	g.rows.Delete(mb.id)
 }
 
 // bump moves the group epoch (the target assignment follows at the next
 // heartbeat).
 func (g *group) bump() {
 	g.epoch++
-	g.metaDirty = true
+	g.rows.MetaDirty = true
 }
 
 func (g *group) memberIDs() []string {

@@ -173,7 +173,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 			if g.topics == nil {
 				if isNew {
 					g.removeMember(mb)
-					delete(g.gone, mb.id)
+					g.rows.Forget(mb.id)
 				}
 				g.forgetIfUnwritten()
 				return &hbError{Code: codeOf(pre.err)}
@@ -190,7 +190,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 	}
 	if g.epoch > g.assignmentEpoch {
 		g.assignmentEpoch = g.epoch
-		g.metaDirty = true
+		g.rows.MetaDirty = true
 	}
 	if mb.epoch != g.assignmentEpoch {
 		// Share members never revoke: the member moves straight to the
@@ -202,7 +202,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 	g.armSession(mb)
 	if isNew || mb.epoch != prev.epoch || !slices.Equal(mb.names, prev.names) || !mb.assigned.equal(prev.assigned) ||
 		mb.clientID != prev.clientID || mb.host != prev.host || !sameRack(mb.rack, prev.rack) {
-		g.dirty[mb.id] = true
+		g.rows.Put(mb.id)
 	}
 	if isNew {
 		g.m.log.Info("member joined the share group", "group", g.key.ID, "member", mb.id, "epoch", g.epoch)
@@ -297,7 +297,7 @@ func (g *group) fenceLocked(mb *member) {
 
 // forgetIfUnwritten drops a group created here that no write made real.
 func (g *group) forgetIfUnwritten() {
-	if g.metaVer < 0 && len(g.members) == 0 {
+	if g.rows.Ver < 0 && len(g.members) == 0 {
 		g.kill()
 		g.m.reg.Forget(g.key, g)
 	}
