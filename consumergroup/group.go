@@ -1,7 +1,6 @@
 package consumergroup
 
 import (
-	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"hash/fnv"
 	"maps"
 	"regexp"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/assignor"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 )
 
 // Group states as ListGroups and ConsumerGroupDescribe spell them

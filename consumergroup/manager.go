@@ -139,16 +139,14 @@ func (m *Manager) ownerCode(identity, id string) int16 { return m.reg.OwnerCode(
 // forget removes g from the registry if it is still the entry for its key.
 func (m *Manager) forget(g *group) { m.reg.Forget(g.key, g) }
 
-// Kill ends g's life under its lock (the registry let it go).
-func (g *group) Kill() {
-	g.mu.Lock()
-	g.kill()
-	g.mu.Unlock()
-}
+// Lock, Unlock and Dead are the registry's view of g's lock and life.
+func (g *group) Lock()      { g.mu.Lock() }
+func (g *group) Unlock()    { g.mu.Unlock() }
+func (g *group) Dead() bool { return g.dead }
 
-// kill ends this object's life: timers stop, and whoever holds it sees it
+// Kill ends this object's life: timers stop, and whoever holds it sees it
 // dead and asks the registry again. The caller holds g.mu.
-func (g *group) kill() {
+func (g *group) Kill() {
 	g.dead = true
 	g.view.Store(&epochView{dead: true})
 	for _, mb := range g.members {
@@ -185,6 +183,12 @@ func (m *Manager) create(cl Client, id string) *group {
 	})
 }
 
+// acquire is lookup's group locked and alive (groupreg.Acquire): nil and
+// 0 when the store has none, nil and the code when it cannot be had.
+func (m *Manager) acquire(ctx context.Context, cl Client, id string) (*group, int16) {
+	return groupreg.Acquire(ctx, m.reg, groupKey{Identity: cl.Identity, ID: id}, func(ctx context.Context) (*group, int16) { return m.load(ctx, cl, id) })
+}
+
 // Holds reports whether id is a consumer-protocol group of identity at
 // this node, loading it from the store if needed, and whether it has
 // members; code is the refusal when that cannot be known. For the
@@ -193,15 +197,11 @@ func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) 
 	if !m.reg.Owned(id) {
 		return false, false, 0 // the caller answers ownership itself
 	}
-	g, code := m.lookup(ctx, Client{Identity: identity, KV: kv}, id)
-	if code != 0 || g == nil {
+	g, code := m.acquire(ctx, Client{Identity: identity, KV: kv}, id)
+	if g == nil {
 		return false, false, code
 	}
-	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.dead {
-		return false, false, kerr.CoordinatorNotAvailable.Code
-	}
 	return true, len(g.members) > 0, 0
 }
 
@@ -211,22 +211,18 @@ func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) 
 // when the group has members (NON_EMPTY_GROUP) or the delete failed; code
 // is then what to answer.
 func (m *Manager) DeleteEmpty(ctx context.Context, identity string, kv KV, id string) (deleted bool, code int16) {
-	g, code := m.lookup(ctx, Client{Identity: identity, KV: kv}, id)
-	if code != 0 || g == nil {
+	g, code := m.acquire(ctx, Client{Identity: identity, KV: kv}, id)
+	if g == nil {
 		return false, code
 	}
-	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.dead {
-		return false, kerr.CoordinatorNotAvailable.Code
-	}
 	if len(g.members) > 0 {
 		return false, kerr.NonEmptyGroup.Code
 	}
 	if code := g.deleteRows(ctx, kv); code != 0 {
 		return false, code
 	}
-	g.kill()
+	g.Kill()
 	m.forget(g)
 	m.log.Info("empty consumer group deleted", "group", id)
 	return true, 0

@@ -68,7 +68,7 @@ func (g *group) persist(ctx context.Context) int16 {
 	if err := g.write(ctx, ops, false); err != nil {
 		code := codeOf(err)
 		g.m.log.Warn("consumer group state write failed; the group is reloaded from the store at its next request", "group", g.key.ID, "err", err)
-		g.kill()
+		g.Kill()
 		g.m.forget(g)
 		return code
 	}
@@ -78,7 +78,7 @@ func (g *group) persist(ctx context.Context) int16 {
 		// An empty group holds nothing its rows do not: it leaves memory
 		// (so memory holds only groups with members) and is loaded again
 		// from the store when it is next named.
-		g.kill()
+		g.Kill()
 		g.m.forget(g)
 	}
 	return 0
@@ -142,7 +142,7 @@ func (m *Manager) load(ctx context.Context, cl Client, id string) (*group, int16
 	g.rows.MetaDirty = true
 	if err := g.write(ctx, nil, true); err != nil {
 		m.log.Warn("taking over consumer group failed", "group", id, "err", err)
-		g.kill()
+		g.Kill()
 		return nil, codeOf(err)
 	}
 	g.rows.MetaDirty = false

@@ -3,7 +3,6 @@ package sharegroup
 import (
 	"context"
 	"encoding/json"
-	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"math"
 	"sort"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/faults"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/sharepartition"
 )
@@ -27,12 +27,7 @@ func (m *Manager) Describe(ctx context.Context, cl Client, req *kmsg.ShareGroupD
 		d.GroupID = id
 		d.AuthorizedOperations = math.MinInt32 // no ACL model to compute it from
 		if e := m.describe(ctx, cl, id, &d); e != nil {
-			d.ErrorCode = e.Code
-			if e.Msg != "" {
-				msg := e.Msg
-				d.ErrorMessage = &msg
-			}
-			d.GroupState = StateDead
+			d.ErrorCode, d.ErrorMessage, d.GroupState = e.Code, e.Message(), StateDead
 		}
 		resp.Groups = append(resp.Groups, d)
 	}
@@ -46,7 +41,7 @@ func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.Sh
 	if code := m.reg.OwnerCode(cl.Identity, id); code != 0 {
 		return &hbError{Code: code}
 	}
-	g, code := m.lookup(ctx, cl.Identity, cl.KV, id)
+	g, code := m.acquire(ctx, cl.Identity, cl.KV, id)
 	if code != 0 {
 		return &hbError{Code: code}
 	}
@@ -56,11 +51,7 @@ func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.Sh
 		}
 		return refuse(kerr.GroupIDNotFound.Code, "Group %s not found.", id)
 	}
-	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.dead {
-		return &hbError{Code: kerr.CoordinatorNotAvailable.Code}
-	}
 	d.GroupState = g.state()
 	d.GroupEpoch, d.AssignmentEpoch = g.epoch, g.assignmentEpoch
 	d.Assignor = AssignorName
@@ -89,15 +80,11 @@ func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) 
 	if !m.reg.Owned(id) {
 		return false, false, 0 // the caller answers ownership itself
 	}
-	g, code := m.lookup(ctx, identity, kv, id)
-	if code != 0 || g == nil {
+	g, code := m.acquire(ctx, identity, kv, id)
+	if g == nil {
 		return false, false, code
 	}
-	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.dead {
-		return false, false, kerr.CoordinatorNotAvailable.Code
-	}
 	return true, len(g.members) > 0, 0
 }
 
@@ -105,15 +92,11 @@ func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) 
 // ShareGroup.validateDeleteGroup): its share-partition states first, then
 // its own rows. NON_EMPTY_GROUP while it has members.
 func (m *Manager) DeleteEmpty(ctx context.Context, identity string, kv KV, id string) (deleted bool, code int16) {
-	g, code := m.lookup(ctx, identity, kv, id)
-	if code != 0 || g == nil {
+	g, code := m.acquire(ctx, identity, kv, id)
+	if g == nil {
 		return false, code
 	}
-	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.dead {
-		return false, kerr.CoordinatorNotAvailable.Code
-	}
 	if len(g.members) > 0 {
 		return false, kerr.NonEmptyGroup.Code
 	}
@@ -124,7 +107,7 @@ func (m *Manager) DeleteEmpty(ctx context.Context, identity string, kv KV, id st
 	if code := g.deleteRows(ctx, kv); code != 0 {
 		return false, code
 	}
-	g.kill()
+	g.Kill()
 	m.reg.Forget(g.key, g)
 	m.log.Info("empty share group deleted", "group", id)
 	return true, 0

@@ -74,16 +74,14 @@ func newGroup(m *Manager, k groupKey, kv KV) *group {
 	return &group{m: m, key: k, kv: kv, members: map[string]*member{}, session: m.cfg.SessionTimeout}
 }
 
-// Kill ends g's life under its lock (the registry let it go).
-func (g *group) Kill() {
-	g.mu.Lock()
-	g.kill()
-	g.mu.Unlock()
-}
+// Lock, Unlock and Dead are the registry's view of g's lock and life.
+func (g *group) Lock()      { g.mu.Lock() }
+func (g *group) Unlock()    { g.mu.Unlock() }
+func (g *group) Dead() bool { return g.dead }
 
-// kill ends this object's life: timers stop, and whoever holds it sees it
+// Kill ends this object's life: timers stop, and whoever holds it sees it
 // dead and asks the registry again. The caller holds g.mu.
-func (g *group) kill() {
+func (g *group) Kill() {
 	g.dead = true
 	for _, mb := range g.members {
 		mb.session.Stop()

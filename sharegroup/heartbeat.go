@@ -33,11 +33,7 @@ type listing struct {
 func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	fail := func(e *hbError) *kmsg.ShareGroupHeartbeatResponse {
-		resp.ErrorCode = e.Code
-		if e.Msg != "" {
-			msg := e.Msg
-			resp.ErrorMessage = &msg
-		}
+		resp.ErrorCode, resp.ErrorMessage = e.Code, e.Message()
 		return resp
 	}
 	if e := validate(req); e != nil {
@@ -47,49 +43,41 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroup
 		return fail(&hbError{Code: code})
 	}
 	hb, session := m.settings(ctx, cl.KV, req.GroupID)
-	for attempt := 0; ; attempt++ {
+	var pre *listing
+	g, e := groupreg.Retry(func() (*group, *hbError) {
 		g, code := m.lookup(ctx, cl.Identity, cl.KV, req.GroupID)
 		if code != 0 {
-			return fail(&hbError{Code: code})
+			return nil, &hbError{Code: code}
 		}
 		if g == nil {
 			if e := m.notShare(ctx, cl.Identity, cl.KV, req.GroupID); e != nil {
-				return fail(e)
+				return nil, e
 			}
 			if req.MemberEpoch != 0 {
-				return fail(refuse(kerr.GroupIDNotFound.Code, "Share group %s not found.", req.GroupID))
+				return nil, refuse(kerr.GroupIDNotFound.Code, "Share group %s not found.", req.GroupID)
 			}
 			g = m.create(cl.Identity, cl.KV, req.GroupID)
 		}
-		var pre *listing
+		pre = nil
 		if cl.Topics != nil && req.MemberEpoch >= 0 && (req.SubscribedTopicNames != nil || g.listingDue(m.clock.Now())) {
 			all, err := cl.Topics.All(ctx)
 			pre = &listing{all: all, err: err}
 		}
-		g.mu.Lock()
-		if g.dead {
-			// Dropped or reloaded meanwhile: look again, once.
-			g.mu.Unlock()
-			if attempt == 0 {
-				continue
-			}
-			return fail(&hbError{Code: kerr.CoordinatorNotAvailable.Code})
-		}
-		g.session = session
-		var gone []string
-		if req.MemberEpoch == leaveEpoch {
-			gone = []string{req.MemberID}
-		}
-		e := g.heartbeat(ctx, cl, req, resp, pre, hb)
-		g.mu.Unlock()
-		if e != nil {
-			return fail(e)
-		}
-		if gone != nil {
-			m.memberGone(ctx, g.kv, req.GroupID, gone)
-		}
-		return resp
+		return g, nil
+	})
+	if e != nil {
+		return fail(e)
 	}
+	g.session = session
+	e = g.heartbeat(ctx, cl, req, resp, pre, hb)
+	g.mu.Unlock()
+	if e != nil {
+		return fail(e)
+	}
+	if req.MemberEpoch == leaveEpoch {
+		m.memberGone(ctx, g.kv, req.GroupID, []string{req.MemberID})
+	}
+	return resp
 }
 
 // notShare is the refusal of a group id another group type holds.
@@ -298,7 +286,7 @@ func (g *group) fenceLocked(mb *member) {
 // forgetIfUnwritten drops a group created here that no write made real.
 func (g *group) forgetIfUnwritten() {
 	if g.rows.Ver < 0 && len(g.members) == 0 {
-		g.kill()
+		g.Kill()
 		g.m.reg.Forget(g.key, g)
 	}
 }

@@ -81,6 +81,13 @@ func (m *Manager) lookup(ctx context.Context, identity string, kv KV, id string)
 	return m.reg.Lookup(ctx, k, func(ctx context.Context) (*group, int16) { return m.load(ctx, k, kv) })
 }
 
+// acquire is lookup's group locked and alive (groupreg.Acquire): nil and
+// 0 when the store has none, nil and the code when it cannot be had.
+func (m *Manager) acquire(ctx context.Context, identity string, kv KV, id string) (*group, int16) {
+	k := groupKey{Identity: identity, ID: id}
+	return groupreg.Acquire(ctx, m.reg, k, func(ctx context.Context) (*group, int16) { return m.load(ctx, k, kv) })
+}
+
 // create makes an empty group in memory (its rows are written with its
 // first member).
 func (m *Manager) create(identity string, kv KV, id string) *group {

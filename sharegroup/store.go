@@ -86,13 +86,13 @@ func (g *group) persist(ctx context.Context) int16 {
 	})
 	if err := g.write(ctx, ops, false); err != nil {
 		g.m.log.Warn("share group state write failed; the group is reloaded from the store at its next request", "group", g.key.ID, "err", err)
-		g.kill()
+		g.Kill()
 		g.m.reg.Forget(g.key, g)
 		return codeOf(err)
 	}
 	g.rows.Written()
 	if len(g.members) == 0 {
-		g.kill()
+		g.Kill()
 		g.m.reg.Forget(g.key, g)
 	}
 	return 0
@@ -153,7 +153,7 @@ func (m *Manager) load(ctx context.Context, k groupKey, kv KV) (*group, int16) {
 	g.rows.MetaDirty = true
 	if err := g.write(ctx, nil, true); err != nil {
 		m.log.Warn("taking over share group failed", "group", k.ID, "err", err)
-		g.kill()
+		g.Kill()
 		return nil, codeOf(err)
 	}
 	g.rows.MetaDirty = false

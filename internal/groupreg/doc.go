@@ -2,7 +2,9 @@
 // coordinates (KIP-848 consumer groups, KIP-932 share groups), shared by
 // packages consumergroup and sharegroup: groups keyed by identity and id,
 // loaded from the store at most once at a time, the ids known to have no
-// rows, and the drops ownership moves cause.
+// rows, the drops ownership moves cause, and a request's way to its group,
+// locked and still alive (Acquire; Retry, which asks once more for a group
+// let go meanwhile).
 //
 // It also writes a group owner's rows (Write, and Owner.Write over the
 // account of what changed, Rows): every call led by the compare-and-set of

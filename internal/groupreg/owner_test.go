@@ -67,7 +67,7 @@ func snapshot(kv *memkv.KV) map[string]string {
 // since) never succeeds until it reads the group again; a fenced node's
 // first write and its takeovers move the fence to it, no other write does.
 func TestPropertyOwnerWrite(t *testing.T) {
-	runs := uint64(60)
+	runs := uint64(40)
 	if testing.Short() {
 		runs = 10
 	}
@@ -86,7 +86,7 @@ func ownerRun(t *testing.T, seed uint64) {
 	for n := range 3 {
 		ws = append(ws, &writer{owner: Owner{Fenced: n%2 == 0, NodeID: int32(n), Incarnation: fmt.Sprint("inc", n)}, rows: Rows{Ver: -1}, model: map[string]string{}})
 	}
-	for step := range 200 {
+	for step := range 150 {
 		i := rng.IntN(len(ws))
 		w := ws[i]
 		takeover := rng.IntN(4) == 0
@@ -110,7 +110,7 @@ func ownerRun(t *testing.T, seed uint64) {
 		marks := map[string]bool{} // member id -> put (else delete), the last mark winning
 		if !takeover {
 			n := 1 + rng.IntN(4)
-			if rng.IntN(20) == 0 {
+			if rng.IntN(40) == 0 {
 				n = 300 // more than one call carries
 			}
 			for range n {
