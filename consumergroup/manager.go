@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"github.com/queen-mq/queen-kafka/ownership"
@@ -163,7 +161,7 @@ func (m *Manager) DropUnowned() { m.reg.DropUnowned() }
 // new owner, or a group dropped after a failed write); nil and 0 when the
 // store has none either.
 func (m *Manager) lookup(ctx context.Context, cl Client, id string) (*group, int16) {
-	return m.reg.Lookup(ctx, groupKey{Identity: cl.Identity, ID: id}, func(ctx context.Context) (*group, int16) { return m.load(ctx, cl, id) })
+	return m.reg.Lookup(ctx, groupKey{Identity: cl.Identity, ID: id}, m.loader(cl, id))
 }
 
 // create makes an empty group in memory (its rows are written with its
@@ -186,23 +184,22 @@ func (m *Manager) create(cl Client, id string) *group {
 // acquire is lookup's group locked and alive (groupreg.Acquire): nil and
 // 0 when the store has none, nil and the code when it cannot be had.
 func (m *Manager) acquire(ctx context.Context, cl Client, id string) (*group, int16) {
-	return groupreg.Acquire(ctx, m.reg, groupKey{Identity: cl.Identity, ID: id}, func(ctx context.Context) (*group, int16) { return m.load(ctx, cl, id) })
+	return groupreg.Acquire(ctx, m.reg, groupKey{Identity: cl.Identity, ID: id}, m.loader(cl, id))
 }
+
+func (m *Manager) loader(cl Client, id string) func(context.Context) (*group, int16) {
+	return func(ctx context.Context) (*group, int16) { return m.load(ctx, cl, id) }
+}
+
+func members(g *group) int { return len(g.members) }
 
 // Holds reports whether id is a consumer-protocol group of identity at
 // this node, loading it from the store if needed, and whether it has
 // members; code is the refusal when that cannot be known. For the
 // coordinator's JoinGroup, ListGroups and offset checks.
 func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) (held, hasMembers bool, code int16) {
-	if !m.reg.Owned(id) {
-		return false, false, 0 // the caller answers ownership itself
-	}
-	g, code := m.acquire(ctx, Client{Identity: identity, KV: kv}, id)
-	if g == nil {
-		return false, false, code
-	}
-	defer g.mu.Unlock()
-	return true, len(g.members) > 0, 0
+	cl := Client{Identity: identity, KV: kv}
+	return groupreg.Holds(ctx, m.reg, groupKey{Identity: identity, ID: id}, m.loader(cl, id), members)
 }
 
 // DeleteEmpty deletes the rows of an empty consumer-protocol group so that
@@ -211,21 +208,13 @@ func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) 
 // when the group has members (NON_EMPTY_GROUP) or the delete failed; code
 // is then what to answer.
 func (m *Manager) DeleteEmpty(ctx context.Context, identity string, kv KV, id string) (deleted bool, code int16) {
-	g, code := m.acquire(ctx, Client{Identity: identity, KV: kv}, id)
-	if g == nil {
-		return false, code
+	cl := Client{Identity: identity, KV: kv}
+	deleted, code = groupreg.DeleteEmpty(ctx, m.reg, groupKey{Identity: identity, ID: id}, m.loader(cl, id), members,
+		func(g *group) int16 { return g.deleteRows(ctx, kv) })
+	if deleted {
+		m.log.Info("empty consumer group deleted", "group", id)
 	}
-	defer g.mu.Unlock()
-	if len(g.members) > 0 {
-		return false, kerr.NonEmptyGroup.Code
-	}
-	if code := g.deleteRows(ctx, kv); code != 0 {
-		return false, code
-	}
-	g.Kill()
-	m.forget(g)
-	m.log.Info("empty consumer group deleted", "group", id)
-	return true, 0
+	return deleted, code
 }
 
 // stats are the counters /metrics reads.

@@ -77,40 +77,26 @@ func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.Sh
 // members; code is the refusal when that cannot be known. For the other
 // group types' answers to a share group's id.
 func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) (held, hasMembers bool, code int16) {
-	if !m.reg.Owned(id) {
-		return false, false, 0 // the caller answers ownership itself
-	}
-	g, code := m.acquire(ctx, identity, kv, id)
-	if g == nil {
-		return false, false, code
-	}
-	defer g.mu.Unlock()
-	return true, len(g.members) > 0, 0
+	k := groupKey{Identity: identity, ID: id}
+	return groupreg.Holds(ctx, m.reg, k, m.loader(k, kv), members)
 }
 
 // DeleteEmpty deletes an empty share group (Kafka's
 // ShareGroup.validateDeleteGroup): its share-partition states first, then
 // its own rows. NON_EMPTY_GROUP while it has members.
 func (m *Manager) DeleteEmpty(ctx context.Context, identity string, kv KV, id string) (deleted bool, code int16) {
-	g, code := m.acquire(ctx, identity, kv, id)
-	if g == nil {
-		return false, code
+	k := groupKey{Identity: identity, ID: id}
+	deleted, code = groupreg.DeleteEmpty(ctx, m.reg, k, m.loader(k, kv), members, func(g *group) int16 {
+		if err := sharepartition.DeleteGroup(ctx, kv, id); err != nil {
+			m.log.Warn("deleting a share group's share-partition states failed", "group", id, "err", err)
+			return codeOf(err)
+		}
+		return g.deleteRows(ctx, kv)
+	})
+	if deleted {
+		m.log.Info("empty share group deleted", "group", id)
 	}
-	defer g.mu.Unlock()
-	if len(g.members) > 0 {
-		return false, kerr.NonEmptyGroup.Code
-	}
-	if err := sharepartition.DeleteGroup(ctx, kv, id); err != nil {
-		m.log.Warn("deleting a share group's share-partition states failed", "group", id, "err", err)
-		return false, codeOf(err)
-	}
-	if code := g.deleteRows(ctx, kv); code != 0 {
-		return false, code
-	}
-	g.Kill()
-	m.reg.Forget(g.key, g)
-	m.log.Info("empty share group deleted", "group", id)
-	return true, 0
+	return deleted, code
 }
 
 // List is the share groups this node coordinates as ListGroups rows

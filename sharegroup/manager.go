@@ -78,14 +78,20 @@ func New(cfg Config) *Manager {
 // store has none either.
 func (m *Manager) lookup(ctx context.Context, identity string, kv KV, id string) (*group, int16) {
 	k := groupKey{Identity: identity, ID: id}
-	return m.reg.Lookup(ctx, k, func(ctx context.Context) (*group, int16) { return m.load(ctx, k, kv) })
+	return m.reg.Lookup(ctx, k, m.loader(k, kv))
 }
+
+func (m *Manager) loader(k groupKey, kv KV) func(context.Context) (*group, int16) {
+	return func(ctx context.Context) (*group, int16) { return m.load(ctx, k, kv) }
+}
+
+func members(g *group) int { return len(g.members) }
 
 // acquire is lookup's group locked and alive (groupreg.Acquire): nil and
 // 0 when the store has none, nil and the code when it cannot be had.
 func (m *Manager) acquire(ctx context.Context, identity string, kv KV, id string) (*group, int16) {
 	k := groupKey{Identity: identity, ID: id}
-	return groupreg.Acquire(ctx, m.reg, k, func(ctx context.Context) (*group, int16) { return m.load(ctx, k, kv) })
+	return groupreg.Acquire(ctx, m.reg, k, m.loader(k, kv))
 }
 
 // create makes an empty group in memory (its rows are written with its

@@ -46,3 +46,42 @@ func Retry[G Group](get func() (G, *Refusal)) (G, *Refusal) {
 		}
 	}
 }
+
+// Holds reports whether k's group is coordinated here and held (loaded if
+// need be), and whether it has members (members, read under its lock);
+// code is the refusal when that cannot be known. An id another node
+// coordinates is not held, with no code: the caller answers ownership.
+func Holds[G Group](ctx context.Context, r *Registry[G], k Key, load func(context.Context) (G, int16), members func(G) int) (held, hasMembers bool, code int16) {
+	var zero G
+	if !r.Owned(k.ID) {
+		return false, false, 0
+	}
+	g, code := Acquire(ctx, r, k, load)
+	if g == zero {
+		return false, false, code
+	}
+	defer g.Unlock()
+	return true, members(g) > 0, 0
+}
+
+// DeleteEmpty deletes k's group when it has no members (NON_EMPTY_GROUP
+// otherwise): del removes what the group has in the store, under its lock,
+// then the group's life ends and the registry forgets it. False and 0
+// when there is no group.
+func DeleteEmpty[G Group](ctx context.Context, r *Registry[G], k Key, load func(context.Context) (G, int16), members func(G) int, del func(G) int16) (deleted bool, code int16) {
+	var zero G
+	g, code := Acquire(ctx, r, k, load)
+	if g == zero {
+		return false, code
+	}
+	defer g.Unlock()
+	if members(g) > 0 {
+		return false, kerr.NonEmptyGroup.Code
+	}
+	if code := del(g); code != 0 {
+		return false, code
+	}
+	g.Kill()
+	r.Forget(k, g)
+	return true, 0
+}

@@ -69,3 +69,38 @@ func TestAcquire(t *testing.T) {
 		t.Fatalf("let go: %v %d", g, code)
 	}
 }
+
+// TestHoldsAndDeleteEmpty: a held group reports its members; a group with
+// members is NON_EMPTY_GROUP to DeleteEmpty and stays; an empty one is
+// deleted through del, killed and forgotten; a failed del keeps it.
+func TestHoldsAndDeleteEmpty(t *testing.T) {
+	r := New[*liveGroup](ownership.Single{})
+	ctx := context.Background()
+	k := Key{ID: "g"}
+	none := func(context.Context) (*liveGroup, int16) { return nil, 0 }
+	n := 2
+	count := func(*liveGroup) int { return n }
+	if held, _, code := Holds(ctx, r, k, none, count); held || code != 0 {
+		t.Fatalf("no group held: %v %d", held, code)
+	}
+	g := r.Create(k, func(int, int) *liveGroup { return &liveGroup{} })
+	if held, has, code := Holds(ctx, r, k, none, count); !held || !has || code != 0 {
+		t.Fatalf("held: %v %v %d", held, has, code)
+	}
+	dels := 0
+	del := func(*liveGroup) int16 { dels++; return 0 }
+	if ok, code := DeleteEmpty(ctx, r, k, none, count, del); ok || code != kerr.NonEmptyGroup.Code || dels != 0 {
+		t.Fatalf("with members: %v %d", ok, code)
+	}
+	n = 0
+	failing := func(*liveGroup) int16 { return kerr.CoordinatorNotAvailable.Code }
+	if ok, code := DeleteEmpty(ctx, r, k, none, count, failing); ok || code != kerr.CoordinatorNotAvailable.Code || g.dead {
+		t.Fatalf("failed delete: %v %d dead %v", ok, code, g.dead)
+	}
+	if ok, code := DeleteEmpty(ctx, r, k, none, count, del); !ok || code != 0 || dels != 1 || !g.dead {
+		t.Fatalf("empty: %v %d, %d deletes, dead %v", ok, code, dels, g.dead)
+	}
+	if _, held := r.Held(k); held {
+		t.Fatal("a deleted group still held")
+	}
+}
