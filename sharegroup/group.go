@@ -1,6 +1,7 @@
 package sharegroup
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -58,17 +59,7 @@ type member struct {
 // parts is an assignment: topic id to its partitions, ascending.
 type parts map[[16]byte][]int32
 
-func (p parts) equal(o parts) bool {
-	if len(p) != len(o) {
-		return false
-	}
-	for t, ps := range p {
-		if !slices.Equal(ps, o[t]) {
-			return false
-		}
-	}
-	return true
-}
+func (p parts) equal(o parts) bool { return maps.EqualFunc(p, o, slices.Equal[[]int32]) }
 
 func newGroup(m *Manager, k groupKey, kv KV) *group {
 	return &group{m: m, key: k, kv: kv, members: map[string]*member{}, session: m.cfg.SessionTimeout}
