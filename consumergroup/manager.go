@@ -191,7 +191,8 @@ func (m *Manager) loader(cl Client, id string) func(context.Context) (*group, in
 	return func(ctx context.Context) (*group, int16) { return m.load(ctx, cl, id) }
 }
 
-func members(g *group) int { return len(g.members) }
+// memberCount is how many members g has; the caller holds g.mu.
+func memberCount(g *group) int { return len(g.members) }
 
 // Holds reports whether id is a consumer-protocol group of identity at
 // this node, loading it from the store if needed, and whether it has
@@ -199,7 +200,7 @@ func members(g *group) int { return len(g.members) }
 // coordinator's JoinGroup, ListGroups and offset checks.
 func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) (held, hasMembers bool, code int16) {
 	cl := Client{Identity: identity, KV: kv}
-	return groupreg.Holds(ctx, m.reg, groupKey{Identity: identity, ID: id}, m.loader(cl, id), members)
+	return groupreg.Holds(ctx, m.reg, groupKey{Identity: identity, ID: id}, m.loader(cl, id), memberCount)
 }
 
 // DeleteEmpty deletes the rows of an empty consumer-protocol group so that
@@ -209,7 +210,7 @@ func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) 
 // is then what to answer.
 func (m *Manager) DeleteEmpty(ctx context.Context, identity string, kv KV, id string) (deleted bool, code int16) {
 	cl := Client{Identity: identity, KV: kv}
-	deleted, code = groupreg.DeleteEmpty(ctx, m.reg, groupKey{Identity: identity, ID: id}, m.loader(cl, id), members,
+	deleted, code = groupreg.DeleteEmpty(ctx, m.reg, groupKey{Identity: identity, ID: id}, m.loader(cl, id), memberCount,
 		func(g *group) int16 { return g.deleteRows(ctx, kv) })
 	if deleted {
 		m.log.Info("empty consumer group deleted", "group", id)

@@ -78,7 +78,7 @@ func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.Sh
 // group types' answers to a share group's id.
 func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) (held, hasMembers bool, code int16) {
 	k := groupKey{Identity: identity, ID: id}
-	return groupreg.Holds(ctx, m.reg, k, m.loader(k, kv), members)
+	return groupreg.Holds(ctx, m.reg, k, m.loader(k, kv), memberCount)
 }
 
 // DeleteEmpty deletes an empty share group (Kafka's
@@ -86,7 +86,7 @@ func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) 
 // its own rows. NON_EMPTY_GROUP while it has members.
 func (m *Manager) DeleteEmpty(ctx context.Context, identity string, kv KV, id string) (deleted bool, code int16) {
 	k := groupKey{Identity: identity, ID: id}
-	deleted, code = groupreg.DeleteEmpty(ctx, m.reg, k, m.loader(k, kv), members, func(g *group) int16 {
+	deleted, code = groupreg.DeleteEmpty(ctx, m.reg, k, m.loader(k, kv), memberCount, func(g *group) int16 {
 		if err := sharepartition.DeleteGroup(ctx, kv, id); err != nil {
 			m.log.Warn("deleting a share group's share-partition states failed", "group", id, "err", err)
 			return codeOf(err)

@@ -85,7 +85,8 @@ func (m *Manager) loader(k groupKey, kv KV) func(context.Context) (*group, int16
 	return func(ctx context.Context) (*group, int16) { return m.load(ctx, k, kv) }
 }
 
-func members(g *group) int { return len(g.members) }
+// memberCount is how many members g has; the caller holds g.mu.
+func memberCount(g *group) int { return len(g.members) }
 
 // acquire is lookup's group locked and alive (groupreg.Acquire): nil and
 // 0 when the store has none, nil and the code when it cannot be had.
