@@ -2,7 +2,6 @@ package consumergroup
 
 import (
 	"context"
-	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"math"
 	"sort"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -37,22 +37,15 @@ func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.Co
 	if code := m.ownerCode(cl.Identity, id); code != 0 {
 		return code, nil
 	}
-	g, code := m.lookup(ctx, cl, id)
+	g, code := m.acquire(ctx, cl, id)
 	if code != 0 {
 		return code, nil
 	}
-	notFound := func() (int16, *string) {
+	if g == nil {
 		msg := "Group " + id + " not found."
 		return kerr.GroupIDNotFound.Code, &msg
 	}
-	if g == nil {
-		return notFound()
-	}
-	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.dead {
-		return kerr.CoordinatorNotAvailable.Code, nil
-	}
 	d.State = g.state()
 	d.Epoch = g.epoch
 	d.AssignmentEpoch = g.assignmentEpoch

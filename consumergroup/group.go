@@ -1,7 +1,6 @@
 package consumergroup
 
 import (
-	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"hash/fnv"
 	"maps"
 	"regexp"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/assignor"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 )
 
 // Group states as ListGroups and ConsumerGroupDescribe spell them
@@ -55,10 +55,7 @@ type group struct {
 	topicsHash      uint64                       // of topics
 	regexes         map[string][]string          // resolved subscribed_topic_regex -> topic names
 	refreshed       time.Time                    // when topics were last listed
-	metaVer         int64                        // version of the qk:cg:…:g row this node wrote last
-	dirty           map[string]bool              // member rows to write
-	gone            map[string]bool              // member rows to delete
-	metaDirty       bool
+	rows            groupreg.Rows                // what the next write writes, and the qk:cg:…:g row's version
 
 	// view is every member's epoch as last stored, published after each
 	// write, so that the member checks of commits and fetches read it
@@ -85,8 +82,7 @@ func (g *group) publish() {
 
 func newGroup(m *Manager, k groupKey, kv KV) *group {
 	return &group{m: m, key: k, kv: kv, members: map[string]*member{}, statics: map[string]string{},
-		target: map[string]parts{}, owners: map[topicID]map[int32]string{}, regexes: map[string][]string{},
-		dirty: map[string]bool{}, gone: map[string]bool{}}
+		target: map[string]parts{}, owners: map[topicID]map[int32]string{}, regexes: map[string][]string{}}
 }
 
 // state is Kafka's ConsumerGroup.maybeUpdateGroupState.
@@ -145,16 +141,14 @@ func (g *group) release(m *member) {
 	}
 }
 
-func (g *group) markDirty(id string) {
-	g.dirty[id] = true
-	delete(g.gone, id)
-}
+// markDirty marks member id's row to be written.
+func (g *group) markDirty(id string) { g.rows.Put(id) }
 
 // bump is a new group epoch: the target assignment is recomputed at the
 // next heartbeat that reaches the group.
 func (g *group) bump(reason string) {
 	g.epoch++
-	g.metaDirty = true
+	g.rows.MetaDirty = true
 	g.m.stats.rebalances.Add(1)
 	g.m.log.Info("consumer group epoch bumped", "group", g.key.ID, "epoch", g.epoch, "reason", reason)
 }
@@ -168,8 +162,7 @@ func (g *group) removeMember(m *member) {
 	if m.instanceID != nil && g.statics[*m.instanceID] == m.id {
 		delete(g.statics, *m.instanceID)
 	}
-	delete(g.dirty, m.id)
-	g.gone[m.id] = true
+	g.rows.Delete(m.id)
 }
 
 // subscribedNames is every topic name some member subscribes to, by name
@@ -361,7 +354,7 @@ func (g *group) computeTarget() {
 	}
 	g.target = target
 	g.assignmentEpoch = g.epoch
-	g.metaDirty = true
+	g.rows.MetaDirty = true
 }
 
 // topicName is the name of topic id among the subscribed topics, "" when

@@ -30,11 +30,7 @@ var refuse = groupreg.Refuse
 func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	fail := func(e *hbError) *kmsg.ConsumerGroupHeartbeatResponse {
-		resp.ErrorCode = e.Code
-		if e.Msg != "" {
-			msg := e.Msg
-			resp.ErrorMessage = &msg
-		}
+		resp.ErrorCode, resp.ErrorMessage = e.Code, e.Message()
 		return resp
 	}
 	if e := m.validate(req); e != nil {
@@ -43,40 +39,36 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGr
 	if code := m.ownerCode(cl.Identity, req.Group); code != 0 {
 		return fail(&hbError{Code: code})
 	}
-	for attempt := 0; ; attempt++ {
+	var pre *listing
+	g, e := groupreg.Retry(func() (*group, *hbError) {
 		g, code := m.lookup(ctx, cl, req.Group)
 		if code != 0 {
-			return fail(&hbError{Code: code})
+			return nil, &hbError{Code: code}
 		}
 		if g == nil {
 			if req.MemberEpoch != 0 {
-				return fail(refuse(kerr.GroupIDNotFound.Code, "Consumer group %s not found.", req.Group))
+				return nil, refuse(kerr.GroupIDNotFound.Code, "Consumer group %s not found.", req.Group)
 			}
 			if g = m.create(cl, req.Group); g == nil {
-				return fail(&hbError{Code: kerr.CoordinatorNotAvailable.Code})
+				return nil, &hbError{Code: kerr.CoordinatorNotAvailable.Code}
 			}
 		}
-		var pre *listing
+		pre = nil
 		if cl.Topics != nil && req.MemberEpoch >= 0 && g.listingDue(req) {
 			all, err := cl.Topics.All(ctx)
 			pre = &listing{all: all, err: err}
 		}
-		g.mu.Lock()
-		if g.dead {
-			// Dropped or reloaded meanwhile: look again, once.
-			g.mu.Unlock()
-			if attempt == 0 {
-				continue
-			}
-			return fail(&hbError{Code: kerr.CoordinatorNotAvailable.Code})
-		}
-		out, e := g.heartbeat(ctx, cl, req, pre)
-		g.mu.Unlock()
-		if e != nil {
-			return fail(e)
-		}
-		return out
+		return g, nil
+	})
+	if e != nil {
+		return fail(e)
 	}
+	out, e := g.heartbeat(ctx, cl, req, pre)
+	g.mu.Unlock()
+	if e != nil {
+		return fail(e)
+	}
+	return out
 }
 
 // validate is Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid.
@@ -200,7 +192,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGrou
 		m.epoch, m.state = nx.epoch, nx.state
 		g.setOwned(m, nx.assigned, nx.revoking)
 	}
-	m.lastSeen = now
+	m.session.LastSeen = now
 	g.armSession(m)
 	changed := !prev.same(m)
 	if changed {
@@ -308,7 +300,7 @@ func (g *group) resolveMember(cl Client, req *kmsg.ConsumerGroupHeartbeatRequest
 		nm := *existing
 		nm.id = memberID
 		nm.epoch, nm.prevEpoch = 0, 0
-		nm.sessionTimer, nm.rebalanceTimer = nil, nil
+		nm.session, nm.rebalanceTimer = groupreg.Session{LastSeen: existing.session.LastSeen}, nil
 		nm.clientID, nm.clientHost = cl.ID, cl.Host
 		assigned, revoking, target := existing.assigned, existing.revoking, g.target[existing.id]
 		g.removeMember(existing)
@@ -318,10 +310,7 @@ func (g *group) resolveMember(cl Client, req *kmsg.ConsumerGroupHeartbeatRequest
 		g.target[nm.id] = target
 		g.setOwned(&nm, assigned, revoking)
 		g.markDirty(nm.id)
-		if existing.id == nm.id {
-			delete(g.gone, nm.id)
-		}
-		g.metaDirty = true
+		g.rows.MetaDirty = true
 		return &nm, false, existing.id, nil
 	}
 	if !known || existing == nil {
@@ -401,7 +390,7 @@ func (g *group) applyRequest(m *member, cl Client, req *kmsg.ConsumerGroupHeartb
 func (g *group) rollbackNew(m *member, isNew bool) {
 	if isNew {
 		g.removeMember(m)
-		delete(g.gone, m.id)
+		g.rows.Forget(m.id)
 	}
 }
 

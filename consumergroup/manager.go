@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/queen-mq/queen-kafka/internal/clock"
 	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"github.com/queen-mq/queen-kafka/ownership"
@@ -29,7 +27,6 @@ const (
 	topicRefresh = time.Second
 	// writeTimeout bounds a write a timer makes (no request carries it).
 	writeTimeout    = 10 * time.Second
-	maxOpsPerCall   = 256
 	maxGroupIDChars = 255
 )
 
@@ -90,6 +87,7 @@ type Manager struct {
 	// reg is the groups held: the classic path asks Holds at every
 	// commit, so ids with no rows are remembered there too.
 	reg   *groupreg.Registry[*group]
+	owner groupreg.Owner
 	stats stats
 }
 
@@ -120,7 +118,8 @@ func New(cfg Config) *Manager {
 		cfg.MaxGroupsPerIdentity = max(cfg.MaxGroups/4, 1)
 	}
 	cfg.MaxGroupsPerIdentity = min(cfg.MaxGroupsPerIdentity, cfg.MaxGroups)
-	return &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, reg: groupreg.New[*group](cfg.Ownership)}
+	return &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, reg: groupreg.New[*group](cfg.Ownership),
+		owner: groupreg.Owner{Fenced: cfg.Fenced, NodeID: cfg.NodeID, Incarnation: cfg.Incarnation}}
 }
 
 func (m *Manager) kvFor(cl Client) KV {
@@ -138,16 +137,14 @@ func (m *Manager) ownerCode(identity, id string) int16 { return m.reg.OwnerCode(
 // forget removes g from the registry if it is still the entry for its key.
 func (m *Manager) forget(g *group) { m.reg.Forget(g.key, g) }
 
-// Kill ends g's life under its lock (the registry let it go).
-func (g *group) Kill() {
-	g.mu.Lock()
-	g.kill()
-	g.mu.Unlock()
-}
+// Lock, Unlock and Dead are the registry's view of g's lock and life.
+func (g *group) Lock()      { g.mu.Lock() }
+func (g *group) Unlock()    { g.mu.Unlock() }
+func (g *group) Dead() bool { return g.dead }
 
-// kill ends this object's life: timers stop, and whoever holds it sees it
+// Kill ends this object's life: timers stop, and whoever holds it sees it
 // dead and asks the registry again. The caller holds g.mu.
-func (g *group) kill() {
+func (g *group) Kill() {
 	g.dead = true
 	g.view.Store(&epochView{dead: true})
 	for _, mb := range g.members {
@@ -164,7 +161,7 @@ func (m *Manager) DropUnowned() { m.reg.DropUnowned() }
 // new owner, or a group dropped after a failed write); nil and 0 when the
 // store has none either.
 func (m *Manager) lookup(ctx context.Context, cl Client, id string) (*group, int16) {
-	return m.reg.Lookup(ctx, groupKey{Identity: cl.Identity, ID: id}, func(ctx context.Context) (*group, int16) { return m.load(ctx, cl, id) })
+	return m.reg.Lookup(ctx, groupKey{Identity: cl.Identity, ID: id}, m.loader(cl, id))
 }
 
 // create makes an empty group in memory (its rows are written with its
@@ -178,30 +175,32 @@ func (m *Manager) create(cl Client, id string) *group {
 			return nil
 		}
 		g := newGroup(m, k, m.kvFor(cl))
-		g.metaVer = -1 // unknown until the takeover write reads it
+		g.rows.Ver = -1 // unknown until the takeover write reads it
 		g.view.Store(&epochView{})
 		return g
 	})
 }
+
+// acquire is lookup's group locked and alive (groupreg.Acquire): nil and
+// 0 when the store has none, nil and the code when it cannot be had.
+func (m *Manager) acquire(ctx context.Context, cl Client, id string) (*group, int16) {
+	return groupreg.Acquire(ctx, m.reg, groupKey{Identity: cl.Identity, ID: id}, m.loader(cl, id))
+}
+
+func (m *Manager) loader(cl Client, id string) func(context.Context) (*group, int16) {
+	return func(ctx context.Context) (*group, int16) { return m.load(ctx, cl, id) }
+}
+
+// memberCount is how many members g has; the caller holds g.mu.
+func memberCount(g *group) int { return len(g.members) }
 
 // Holds reports whether id is a consumer-protocol group of identity at
 // this node, loading it from the store if needed, and whether it has
 // members; code is the refusal when that cannot be known. For the
 // coordinator's JoinGroup, ListGroups and offset checks.
 func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) (held, hasMembers bool, code int16) {
-	if !m.reg.Owned(id) {
-		return false, false, 0 // the caller answers ownership itself
-	}
-	g, code := m.lookup(ctx, Client{Identity: identity, KV: kv}, id)
-	if code != 0 || g == nil {
-		return false, false, code
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.dead {
-		return false, false, kerr.CoordinatorNotAvailable.Code
-	}
-	return true, len(g.members) > 0, 0
+	cl := Client{Identity: identity, KV: kv}
+	return groupreg.Holds(ctx, m.reg, groupKey{Identity: identity, ID: id}, m.loader(cl, id), memberCount)
 }
 
 // DeleteEmpty deletes the rows of an empty consumer-protocol group so that
@@ -210,25 +209,13 @@ func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) 
 // when the group has members (NON_EMPTY_GROUP) or the delete failed; code
 // is then what to answer.
 func (m *Manager) DeleteEmpty(ctx context.Context, identity string, kv KV, id string) (deleted bool, code int16) {
-	g, code := m.lookup(ctx, Client{Identity: identity, KV: kv}, id)
-	if code != 0 || g == nil {
-		return false, code
+	cl := Client{Identity: identity, KV: kv}
+	deleted, code = groupreg.DeleteEmpty(ctx, m.reg, groupKey{Identity: identity, ID: id}, m.loader(cl, id), memberCount,
+		func(g *group) int16 { return g.deleteRows(ctx, kv) })
+	if deleted {
+		m.log.Info("empty consumer group deleted", "group", id)
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.dead {
-		return false, kerr.CoordinatorNotAvailable.Code
-	}
-	if len(g.members) > 0 {
-		return false, kerr.NonEmptyGroup.Code
-	}
-	if code := g.deleteRows(ctx, kv); code != 0 {
-		return false, code
-	}
-	g.kill()
-	m.forget(g)
-	m.log.Info("empty consumer group deleted", "group", id)
-	return true, 0
+	return deleted, code
 }
 
 // stats are the counters /metrics reads.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/queen-kafka/internal/clock"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 )
 
 // memberState is Kafka's MemberState of a consumer-protocol member.
@@ -56,21 +57,15 @@ type member struct {
 	assigned parts // owned at its epoch (what the member is told)
 	revoking parts // still owned, to be given up
 
-	// Timers: lastSeen restarts the session; the rebalance timer is armed
-	// while the member is asked to revoke.
-	lastSeen       time.Time
-	sessionTimer   clock.Timer
-	sessionSeq     uint64
+	// Timers: the session restarts at every heartbeat; the rebalance
+	// timer is armed while the member is asked to revoke.
+	session        groupreg.Session
 	rebalanceTimer clock.Timer
 	rebalanceSeq   uint64
 }
 
 func (m *member) stopTimers() {
-	if m.sessionTimer != nil {
-		m.sessionTimer.Stop()
-		m.sessionTimer = nil
-	}
-	m.sessionSeq++
+	m.session.Stop()
 	m.cancelRebalance()
 }
 

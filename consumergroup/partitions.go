@@ -2,6 +2,7 @@ package consumergroup
 
 import (
 	"encoding/hex"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,17 +20,7 @@ func (p parts) has(t topicID, n int32) bool {
 	return ok
 }
 
-func (p parts) equal(o parts) bool {
-	if len(p) != len(o) {
-		return false
-	}
-	for t, ps := range p {
-		if !slices.Equal(ps, o[t]) {
-			return false
-		}
-	}
-	return true
-}
+func (p parts) equal(o parts) bool { return maps.EqualFunc(p, o, slices.Equal[[]int32]) }
 
 // add puts n into p's list for t, keeping it sorted.
 func (p parts) add(t topicID, n int32) {

@@ -3,7 +3,6 @@ package consumergroup
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/queen-mq/queen-kafka/internal/groupreg"
@@ -56,34 +55,30 @@ func (g *group) memberRow(m *member) memberRow {
 // failed write kills g (it is reloaded from the store at the next
 // request) and answers its code. The caller holds g.mu.
 func (g *group) persist(ctx context.Context) int16 {
-	if !g.metaDirty && len(g.dirty) == 0 && len(g.gone) == 0 {
+	if !g.rows.Pending() {
 		return 0
 	}
-	var ops []queen.KVOp
-	for id := range g.dirty {
-		if m := g.members[id]; m != nil {
-			ops = append(ops, groupreg.Put(queen.ConsumerGroupMemberKey(g.key.ID, id), g.memberRow(m)))
+	ops := g.rows.Ops(func(id string) string { return queen.ConsumerGroupMemberKey(g.key.ID, id) }, func(id string) (any, bool) {
+		m := g.members[id]
+		if m == nil {
+			return nil, false
 		}
-	}
-	for id := range g.gone {
-		ops = append(ops, queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: queen.ConsumerGroupMemberKey(g.key.ID, id)})
-	}
+		return g.memberRow(m), true
+	})
 	if err := g.write(ctx, ops, false); err != nil {
 		code := codeOf(err)
 		g.m.log.Warn("consumer group state write failed; the group is reloaded from the store at its next request", "group", g.key.ID, "err", err)
-		g.kill()
+		g.Kill()
 		g.m.forget(g)
 		return code
 	}
-	clear(g.dirty)
-	clear(g.gone)
-	g.metaDirty = false
+	g.rows.Written()
 	g.publish()
 	if len(g.members) == 0 {
 		// An empty group holds nothing its rows do not: it leaves memory
 		// (so memory holds only groups with members) and is loaded again
 		// from the store when it is next named.
-		g.kill()
+		g.Kill()
 		g.m.forget(g)
 	}
 	return 0
@@ -92,40 +87,13 @@ func (g *group) persist(ctx context.Context) int16 {
 // write applies ops, led by the compare-and-set of the meta row; a group
 // created here, or taken over, first takes the fence (cluster mode).
 func (g *group) write(ctx context.Context, ops []queen.KVOp, takeover bool) error {
-	var fence *queen.FenceValue
-	if g.m.cfg.Fenced && (takeover || g.metaVer < 0) {
-		fence = &queen.FenceValue{Node: g.m.cfg.NodeID, Incarnation: g.m.cfg.Incarnation, Generation: g.epoch, TS: g.m.clock.Now().UnixMilli()}
-	}
-	return groupreg.Write(ctx, g.kv, g.key.ID, groupreg.Put(queen.ConsumerGroupMetaKey(g.key.ID), g.metaRow()), &g.metaVer, fence, ops)
+	meta := groupreg.Put(queen.ConsumerGroupMetaKey(g.key.ID), g.metaRow())
+	return g.m.owner.Write(ctx, g.kv, g.key.ID, meta, &g.rows, takeover, g.epoch, g.m.clock.Now(), ops)
 }
 
 // deleteRows deletes every row of g (an empty group given up).
 func (g *group) deleteRows(ctx context.Context, kv KV) int16 {
-	rows, err := readPrefix(ctx, kv, queen.ConsumerGroupPrefix(g.key.ID))
-	if err != nil {
-		return codeOf(err)
-	}
-	var ops []queen.KVOp
-	for _, r := range rows {
-		if r.Key != queen.ConsumerGroupMetaKey(g.key.ID) {
-			ops = append(ops, queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: r.Key})
-		}
-	}
-	// The meta row goes last, so that a delete cut short leaves a group
-	// that still loads (and can be deleted again).
-	ops = append(ops, queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: queen.ConsumerGroupMetaKey(g.key.ID)})
-	for len(ops) > 0 {
-		n := min(len(ops), maxOpsPerCall)
-		if _, err := kv.KV(ctx, ops[:n]); err != nil {
-			return codeOf(err)
-		}
-		ops = ops[n:]
-	}
-	return 0
-}
-
-func readPrefix(ctx context.Context, kv KV, prefix string) ([]queen.KVRow, error) {
-	return queen.ReadPrefix(ctx, kv, prefix, 1000, false)
+	return codeOf(groupreg.Delete(ctx, kv, queen.ConsumerGroupPrefix(g.key.ID), queen.ConsumerGroupMetaKey(g.key.ID)))
 }
 
 // load reads a group's rows (nil when it has none) and takes it over: the
@@ -135,35 +103,27 @@ func readPrefix(ctx context.Context, kv KV, prefix string) ([]queen.KVRow, error
 // coordinator loads its groups.
 func (m *Manager) load(ctx context.Context, cl Client, id string) (*group, int16) {
 	kv := m.kvFor(cl)
-	rows, err := readPrefix(ctx, kv, queen.ConsumerGroupPrefix(id))
+	meta, members, err := groupreg.Read(ctx, kv, queen.ConsumerGroupPrefix(id), queen.ConsumerGroupMetaKey(id))
 	if err != nil {
 		m.log.Warn("loading consumer group failed", "group", id, "err", err)
 		return nil, codeOf(err)
 	}
-	metaKey := queen.ConsumerGroupMetaKey(id)
-	memberPrefix := queen.ConsumerGroupPrefix(id) + "m:"
-	g := newGroup(m, groupKey{Identity: cl.Identity, ID: id}, kv)
-	found := false
-	for _, r := range rows {
-		switch {
-		case r.Key == metaKey:
-			var mr metaRow
-			if err := json.Unmarshal(r.Value, &mr); err != nil {
-				m.log.Error("unreadable consumer group row; the group starts over", "key", r.Key, "err", err)
-			}
-			g.epoch, g.assignmentEpoch, g.topicsHash, g.metaVer = mr.Epoch, mr.AssignmentEpoch, mr.TopicsHash, r.Version
-			found = true
-		case strings.HasPrefix(r.Key, memberPrefix):
-			var mr memberRow
-			if err := json.Unmarshal(r.Value, &mr); err != nil || mr.ID == "" {
-				m.log.Error("unreadable consumer group member row, skipped", "key", r.Key, "err", err)
-				continue
-			}
-			g.loadMember(mr)
-		}
-	}
-	if !found {
+	if meta == nil {
 		return nil, 0
+	}
+	g := newGroup(m, groupKey{Identity: cl.Identity, ID: id}, kv)
+	var mr metaRow
+	if err := json.Unmarshal(meta.Value, &mr); err != nil {
+		m.log.Error("unreadable consumer group row; the group starts over", "key", meta.Key, "err", err)
+	}
+	g.epoch, g.assignmentEpoch, g.topicsHash, g.rows.Ver = mr.Epoch, mr.AssignmentEpoch, mr.TopicsHash, meta.Version
+	for _, r := range members {
+		var mr memberRow
+		if err := json.Unmarshal(r.Value, &mr); err != nil || mr.ID == "" {
+			m.log.Error("unreadable consumer group member row, skipped", "key", r.Key, "err", err)
+			continue
+		}
+		g.loadMember(mr)
 	}
 	if !g.targetsDisjoint() {
 		// A write cut between calls (a group of more members than one
@@ -173,19 +133,19 @@ func (m *Manager) load(ctx context.Context, cl Client, id string) (*group, int16
 	}
 	now := m.clock.Now()
 	for _, mb := range g.members {
-		mb.lastSeen = now
+		mb.session.LastSeen = now
 		g.armSession(mb)
 		if mb.state == stateUnrevoked {
 			g.armRebalance(mb)
 		}
 	}
-	g.metaDirty = true
+	g.rows.MetaDirty = true
 	if err := g.write(ctx, nil, true); err != nil {
 		m.log.Warn("taking over consumer group failed", "group", id, "err", err)
-		g.kill()
+		g.Kill()
 		return nil, codeOf(err)
 	}
-	g.metaDirty = false
+	g.rows.MetaDirty = false
 	g.publish()
 	m.log.Info("consumer group loaded from the store", "group", id, "epoch", g.epoch, "assignment_epoch", g.assignmentEpoch, "members", len(g.members))
 	return g, 0

@@ -7,13 +7,7 @@ import (
 
 // armSession (re)starts m's session timer from its last heartbeat.
 func (g *group) armSession(m *member) {
-	if m.sessionTimer != nil {
-		return // the running timer re-reads lastSeen when it fires
-	}
-	m.sessionSeq++
-	seq := m.sessionSeq
-	d := m.lastSeen.Add(g.m.cfg.SessionTimeout).Sub(g.m.clock.Now())
-	m.sessionTimer = g.m.clock.AfterFunc(max(d, 0), func() { g.sessionFired(m, seq) })
+	m.session.Arm(g.m.clock, g.m.cfg.SessionTimeout, func(seq uint64) { g.sessionFired(m, seq) })
 }
 
 // sessionFired removes m when its session ran out: Kafka's session
@@ -21,12 +15,7 @@ func (g *group) armSession(m *member) {
 func (g *group) sessionFired(m *member, seq uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.dead || seq != m.sessionSeq || g.members[m.id] != m {
-		return
-	}
-	m.sessionTimer = nil
-	if left := m.lastSeen.Add(g.m.cfg.SessionTimeout).Sub(g.m.clock.Now()); left > 0 {
-		g.armSession(m)
+	if g.dead || g.members[m.id] != m || !m.session.Expired(seq, g.m.clock, g.m.cfg.SessionTimeout) {
 		return
 	}
 	g.m.log.Info("consumer group member session expired", "group", g.key.ID, "member", m.id, "instance_id", strOr(m.instanceID), "session_timeout", g.m.cfg.SessionTimeout)

@@ -3,7 +3,6 @@ package sharegroup
 import (
 	"context"
 	"encoding/json"
-	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"math"
 	"sort"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen-kafka/faults"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/sharepartition"
 )
@@ -27,12 +27,7 @@ func (m *Manager) Describe(ctx context.Context, cl Client, req *kmsg.ShareGroupD
 		d.GroupID = id
 		d.AuthorizedOperations = math.MinInt32 // no ACL model to compute it from
 		if e := m.describe(ctx, cl, id, &d); e != nil {
-			d.ErrorCode = e.Code
-			if e.Msg != "" {
-				msg := e.Msg
-				d.ErrorMessage = &msg
-			}
-			d.GroupState = StateDead
+			d.ErrorCode, d.ErrorMessage, d.GroupState = e.Code, e.Message(), StateDead
 		}
 		resp.Groups = append(resp.Groups, d)
 	}
@@ -46,7 +41,7 @@ func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.Sh
 	if code := m.reg.OwnerCode(cl.Identity, id); code != 0 {
 		return &hbError{Code: code}
 	}
-	g, code := m.lookup(ctx, cl.Identity, cl.KV, id)
+	g, code := m.acquire(ctx, cl.Identity, cl.KV, id)
 	if code != 0 {
 		return &hbError{Code: code}
 	}
@@ -56,11 +51,7 @@ func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.Sh
 		}
 		return refuse(kerr.GroupIDNotFound.Code, "Group %s not found.", id)
 	}
-	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.dead {
-		return &hbError{Code: kerr.CoordinatorNotAvailable.Code}
-	}
 	d.GroupState = g.state()
 	d.GroupEpoch, d.AssignmentEpoch = g.epoch, g.assignmentEpoch
 	d.Assignor = AssignorName
@@ -86,48 +77,26 @@ func (m *Manager) describe(ctx context.Context, cl Client, id string, d *kmsg.Sh
 // members; code is the refusal when that cannot be known. For the other
 // group types' answers to a share group's id.
 func (m *Manager) Holds(ctx context.Context, identity string, kv KV, id string) (held, hasMembers bool, code int16) {
-	if !m.reg.Owned(id) {
-		return false, false, 0 // the caller answers ownership itself
-	}
-	g, code := m.lookup(ctx, identity, kv, id)
-	if code != 0 || g == nil {
-		return false, false, code
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.dead {
-		return false, false, kerr.CoordinatorNotAvailable.Code
-	}
-	return true, len(g.members) > 0, 0
+	k := groupKey{Identity: identity, ID: id}
+	return groupreg.Holds(ctx, m.reg, k, m.loader(k, kv), memberCount)
 }
 
 // DeleteEmpty deletes an empty share group (Kafka's
 // ShareGroup.validateDeleteGroup): its share-partition states first, then
 // its own rows. NON_EMPTY_GROUP while it has members.
 func (m *Manager) DeleteEmpty(ctx context.Context, identity string, kv KV, id string) (deleted bool, code int16) {
-	g, code := m.lookup(ctx, identity, kv, id)
-	if code != 0 || g == nil {
-		return false, code
+	k := groupKey{Identity: identity, ID: id}
+	deleted, code = groupreg.DeleteEmpty(ctx, m.reg, k, m.loader(k, kv), memberCount, func(g *group) int16 {
+		if err := sharepartition.DeleteGroup(ctx, kv, id); err != nil {
+			m.log.Warn("deleting a share group's share-partition states failed", "group", id, "err", err)
+			return codeOf(err)
+		}
+		return g.deleteRows(ctx, kv)
+	})
+	if deleted {
+		m.log.Info("empty share group deleted", "group", id)
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.dead {
-		return false, kerr.CoordinatorNotAvailable.Code
-	}
-	if len(g.members) > 0 {
-		return false, kerr.NonEmptyGroup.Code
-	}
-	if err := sharepartition.DeleteGroup(ctx, kv, id); err != nil {
-		m.log.Warn("deleting a share group's share-partition states failed", "group", id, "err", err)
-		return false, codeOf(err)
-	}
-	if code := g.deleteRows(ctx, kv); code != 0 {
-		return false, code
-	}
-	g.kill()
-	m.reg.Forget(g.key, g)
-	m.log.Info("empty share group deleted", "group", id)
-	return true, 0
+	return deleted, code
 }
 
 // List is the share groups this node coordinates as ListGroups rows

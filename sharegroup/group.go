@@ -1,13 +1,14 @@
 package sharegroup
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/queen-mq/queen-kafka/internal/clock"
+	"github.com/queen-mq/queen-kafka/internal/groupreg"
 )
 
 // State names (Kafka's ShareGroup.ShareGroupState).
@@ -33,18 +34,14 @@ type group struct {
 	// assignor's target is a function of a member's subscription and
 	// topics, so it is computed when asked, never stored.
 	epoch, assignmentEpoch int32
-	// metaVer is the meta row's version; -1 for a group created here whose
-	// rows must still be absent.
-	metaVer int64
+	// rows is what the next write writes, and the meta row's version.
+	rows groupreg.Rows
 	// topics is the subscription metadata: every topic some member
 	// subscribes to that exists, with its id and width.
 	topics map[string]Topic
 	// refreshed is when the catalogue was last listed (unix nanoseconds).
 	refreshed atomic.Int64
 	members   map[string]*member
-	dirty     map[string]bool
-	gone      map[string]bool
-	metaDirty bool
 	// session is the session timeout the last heartbeat resolved.
 	session time.Duration
 }
@@ -56,51 +53,29 @@ type member struct {
 	epoch, prevEpoch int32
 	names            []string
 	assigned         parts
-	lastSeen         time.Time
-	timer            clock.Timer
-	seq              uint64
+	session          groupreg.Session
 }
 
 // parts is an assignment: topic id to its partitions, ascending.
 type parts map[[16]byte][]int32
 
-func (p parts) equal(o parts) bool {
-	if len(p) != len(o) {
-		return false
-	}
-	for t, ps := range p {
-		if !slices.Equal(ps, o[t]) {
-			return false
-		}
-	}
-	return true
-}
+func (p parts) equal(o parts) bool { return maps.EqualFunc(p, o, slices.Equal[[]int32]) }
 
 func newGroup(m *Manager, k groupKey, kv KV) *group {
-	return &group{m: m, key: k, kv: kv, members: map[string]*member{}, dirty: map[string]bool{}, gone: map[string]bool{}, session: m.cfg.SessionTimeout}
+	return &group{m: m, key: k, kv: kv, members: map[string]*member{}, session: m.cfg.SessionTimeout}
 }
 
-// Kill ends g's life under its lock (the registry let it go).
-func (g *group) Kill() {
-	g.mu.Lock()
-	g.kill()
-	g.mu.Unlock()
-}
+// Lock, Unlock and Dead are the registry's view of g's lock and life.
+func (g *group) Lock()      { g.mu.Lock() }
+func (g *group) Unlock()    { g.mu.Unlock() }
+func (g *group) Dead() bool { return g.dead }
 
-// kill ends this object's life: timers stop, and whoever holds it sees it
+// Kill ends this object's life: timers stop, and whoever holds it sees it
 // dead and asks the registry again. The caller holds g.mu.
-func (g *group) kill() {
+func (g *group) Kill() {
 	g.dead = true
 	for _, mb := range g.members {
-		mb.stop()
-	}
-}
-
-func (mb *member) stop() {
-	mb.seq++
-	if mb.timer != nil {
-		mb.timer.Stop()
-		mb.timer = nil
+		mb.session.Stop()
 	}
 }
 
@@ -175,17 +150,16 @@ func (g *group) refreshTopics(all []Topic) bool {
 }
 
 func (g *group) removeMember(mb *member) {
-	mb.stop()
+	mb.session.Stop()
 	delete(g.members, mb.id)
-	delete(g.dirty, mb.id)
-	g.gone[mb.id] = true
+	g.rows.Delete(mb.id)
 }
 
 // bump moves the group epoch (the target assignment follows at the next
 // heartbeat).
 func (g *group) bump() {
 	g.epoch++
-	g.metaDirty = true
+	g.rows.MetaDirty = true
 }
 
 func (g *group) memberIDs() []string {

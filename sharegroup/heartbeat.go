@@ -33,11 +33,7 @@ type listing struct {
 func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	fail := func(e *hbError) *kmsg.ShareGroupHeartbeatResponse {
-		resp.ErrorCode = e.Code
-		if e.Msg != "" {
-			msg := e.Msg
-			resp.ErrorMessage = &msg
-		}
+		resp.ErrorCode, resp.ErrorMessage = e.Code, e.Message()
 		return resp
 	}
 	if e := validate(req); e != nil {
@@ -47,49 +43,41 @@ func (m *Manager) Heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroup
 		return fail(&hbError{Code: code})
 	}
 	hb, session := m.settings(ctx, cl.KV, req.GroupID)
-	for attempt := 0; ; attempt++ {
+	var pre *listing
+	g, e := groupreg.Retry(func() (*group, *hbError) {
 		g, code := m.lookup(ctx, cl.Identity, cl.KV, req.GroupID)
 		if code != 0 {
-			return fail(&hbError{Code: code})
+			return nil, &hbError{Code: code}
 		}
 		if g == nil {
 			if e := m.notShare(ctx, cl.Identity, cl.KV, req.GroupID); e != nil {
-				return fail(e)
+				return nil, e
 			}
 			if req.MemberEpoch != 0 {
-				return fail(refuse(kerr.GroupIDNotFound.Code, "Share group %s not found.", req.GroupID))
+				return nil, refuse(kerr.GroupIDNotFound.Code, "Share group %s not found.", req.GroupID)
 			}
 			g = m.create(cl.Identity, cl.KV, req.GroupID)
 		}
-		var pre *listing
+		pre = nil
 		if cl.Topics != nil && req.MemberEpoch >= 0 && (req.SubscribedTopicNames != nil || g.listingDue(m.clock.Now())) {
 			all, err := cl.Topics.All(ctx)
 			pre = &listing{all: all, err: err}
 		}
-		g.mu.Lock()
-		if g.dead {
-			// Dropped or reloaded meanwhile: look again, once.
-			g.mu.Unlock()
-			if attempt == 0 {
-				continue
-			}
-			return fail(&hbError{Code: kerr.CoordinatorNotAvailable.Code})
-		}
-		g.session = session
-		var gone []string
-		if req.MemberEpoch == leaveEpoch {
-			gone = []string{req.MemberID}
-		}
-		e := g.heartbeat(ctx, cl, req, resp, pre, hb)
-		g.mu.Unlock()
-		if e != nil {
-			return fail(e)
-		}
-		if gone != nil {
-			m.memberGone(ctx, g.kv, req.GroupID, gone)
-		}
-		return resp
+		return g, nil
+	})
+	if e != nil {
+		return fail(e)
 	}
+	g.session = session
+	e = g.heartbeat(ctx, cl, req, resp, pre, hb)
+	g.mu.Unlock()
+	if e != nil {
+		return fail(e)
+	}
+	if req.MemberEpoch == leaveEpoch {
+		m.memberGone(ctx, g.kv, req.GroupID, []string{req.MemberID})
+	}
+	return resp
 }
 
 // notShare is the refusal of a group id another group type holds.
@@ -173,7 +161,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 			if g.topics == nil {
 				if isNew {
 					g.removeMember(mb)
-					delete(g.gone, mb.id)
+					g.rows.Forget(mb.id)
 				}
 				g.forgetIfUnwritten()
 				return &hbError{Code: codeOf(pre.err)}
@@ -190,7 +178,7 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 	}
 	if g.epoch > g.assignmentEpoch {
 		g.assignmentEpoch = g.epoch
-		g.metaDirty = true
+		g.rows.MetaDirty = true
 	}
 	if mb.epoch != g.assignmentEpoch {
 		// Share members never revoke: the member moves straight to the
@@ -198,11 +186,11 @@ func (g *group) heartbeat(ctx context.Context, cl Client, req *kmsg.ShareGroupHe
 		mb.prevEpoch, mb.epoch = mb.epoch, g.assignmentEpoch
 		mb.assigned = g.target(mb)
 	}
-	mb.lastSeen = now
+	mb.session.LastSeen = now
 	g.armSession(mb)
 	if isNew || mb.epoch != prev.epoch || !slices.Equal(mb.names, prev.names) || !mb.assigned.equal(prev.assigned) ||
 		mb.clientID != prev.clientID || mb.host != prev.host || !sameRack(mb.rack, prev.rack) {
-		g.dirty[mb.id] = true
+		g.rows.Put(mb.id)
 	}
 	if isNew {
 		g.m.log.Info("member joined the share group", "group", g.key.ID, "member", mb.id, "epoch", g.epoch)
@@ -297,8 +285,8 @@ func (g *group) fenceLocked(mb *member) {
 
 // forgetIfUnwritten drops a group created here that no write made real.
 func (g *group) forgetIfUnwritten() {
-	if g.metaVer < 0 && len(g.members) == 0 {
-		g.kill()
+	if g.rows.Ver < 0 && len(g.members) == 0 {
+		g.Kill()
 		g.m.reg.Forget(g.key, g)
 	}
 }
@@ -318,26 +306,14 @@ func assignmentOf(p parts) *kmsg.ShareGroupHeartbeatResponseAssignment {
 
 // armSession (re)starts mb's session timer from its last heartbeat.
 func (g *group) armSession(mb *member) {
-	if mb.timer != nil {
-		return // the running timer re-reads lastSeen when it fires
-	}
-	mb.seq++
-	seq := mb.seq
-	d := mb.lastSeen.Add(g.session).Sub(g.m.clock.Now())
-	mb.timer = g.m.clock.AfterFunc(max(d, 0), func() { g.sessionFired(mb, seq) })
+	mb.session.Arm(g.m.clock, g.session, func(seq uint64) { g.sessionFired(mb, seq) })
 }
 
 // sessionFired fences mb when its session ran out; what it held is then
 // released through OnMemberGone.
 func (g *group) sessionFired(mb *member, seq uint64) {
 	g.mu.Lock()
-	if g.dead || seq != mb.seq || g.members[mb.id] != mb {
-		g.mu.Unlock()
-		return
-	}
-	mb.timer = nil
-	if left := mb.lastSeen.Add(g.session).Sub(g.m.clock.Now()); left > 0 {
-		g.armSession(mb)
+	if g.dead || g.members[mb.id] != mb || !mb.session.Expired(seq, g.m.clock, g.session) {
 		g.mu.Unlock()
 		return
 	}

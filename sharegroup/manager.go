@@ -18,7 +18,6 @@ const (
 	topicRefresh = time.Second
 	// writeTimeout bounds a write a timer makes (no request carries it).
 	writeTimeout    = 10 * time.Second
-	maxOpsPerCall   = 256
 	maxGroupIDChars = 255
 	// maxCached bounds the cache of Member's positive answers.
 	maxCached = 100_000
@@ -35,6 +34,7 @@ type Manager struct {
 	log   *slog.Logger
 	clock clock.Timers
 	reg   *groupreg.Registry[*group]
+	owner groupreg.Owner
 
 	cmu    sync.Mutex
 	cached map[memberKey]cachedMember
@@ -69,7 +69,8 @@ func New(cfg Config) *Manager {
 	if cfg.MaxSize <= 0 {
 		cfg.MaxSize = DefaultMaxSize
 	}
-	return &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, reg: groupreg.New[*group](cfg.Ownership), cached: map[memberKey]cachedMember{}}
+	return &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, reg: groupreg.New[*group](cfg.Ownership), cached: map[memberKey]cachedMember{},
+		owner: groupreg.Owner{Fenced: cfg.Fenced, NodeID: cfg.NodeID, Incarnation: cfg.Incarnation}}
 }
 
 // lookup returns the group held in memory, or loads it from the store (a
@@ -77,7 +78,21 @@ func New(cfg Config) *Manager {
 // store has none either.
 func (m *Manager) lookup(ctx context.Context, identity string, kv KV, id string) (*group, int16) {
 	k := groupKey{Identity: identity, ID: id}
-	return m.reg.Lookup(ctx, k, func(ctx context.Context) (*group, int16) { return m.load(ctx, k, kv) })
+	return m.reg.Lookup(ctx, k, m.loader(k, kv))
+}
+
+func (m *Manager) loader(k groupKey, kv KV) func(context.Context) (*group, int16) {
+	return func(ctx context.Context) (*group, int16) { return m.load(ctx, k, kv) }
+}
+
+// memberCount is how many members g has; the caller holds g.mu.
+func memberCount(g *group) int { return len(g.members) }
+
+// acquire is lookup's group locked and alive (groupreg.Acquire): nil and
+// 0 when the store has none, nil and the code when it cannot be had.
+func (m *Manager) acquire(ctx context.Context, identity string, kv KV, id string) (*group, int16) {
+	k := groupKey{Identity: identity, ID: id}
+	return groupreg.Acquire(ctx, m.reg, k, m.loader(k, kv))
 }
 
 // create makes an empty group in memory (its rows are written with its
@@ -86,7 +101,7 @@ func (m *Manager) create(identity string, kv KV, id string) *group {
 	k := groupKey{Identity: identity, ID: id}
 	return m.reg.Create(k, func(int, int) *group {
 		g := newGroup(m, k, kv)
-		g.metaVer = -1 // no rows yet: the first write expects none
+		g.rows.Ver = -1 // no rows yet: the first write expects none
 		return g
 	})
 }

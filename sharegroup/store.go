@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"sort"
-	"strings"
 
 	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"github.com/queen-mq/queen-kafka/queen"
@@ -75,29 +74,25 @@ func parseID(s string) ([16]byte, bool) {
 // from the store at the next request) and answers its code; a group left
 // empty leaves memory (its rows hold all it has). The caller holds g.mu.
 func (g *group) persist(ctx context.Context) int16 {
-	if !g.metaDirty && len(g.dirty) == 0 && len(g.gone) == 0 {
+	if !g.rows.Pending() {
 		return 0
 	}
-	var ops []queen.KVOp
-	for id := range g.dirty {
-		if mb := g.members[id]; mb != nil {
-			ops = append(ops, groupreg.Put(queen.ShareGroupMemberKey(g.key.ID, id), memberRowOf(mb)))
+	ops := g.rows.Ops(func(id string) string { return queen.ShareGroupMemberKey(g.key.ID, id) }, func(id string) (any, bool) {
+		mb := g.members[id]
+		if mb == nil {
+			return nil, false
 		}
-	}
-	for id := range g.gone {
-		ops = append(ops, queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: queen.ShareGroupMemberKey(g.key.ID, id)})
-	}
+		return memberRowOf(mb), true
+	})
 	if err := g.write(ctx, ops, false); err != nil {
 		g.m.log.Warn("share group state write failed; the group is reloaded from the store at its next request", "group", g.key.ID, "err", err)
-		g.kill()
+		g.Kill()
 		g.m.reg.Forget(g.key, g)
 		return codeOf(err)
 	}
-	clear(g.dirty)
-	clear(g.gone)
-	g.metaDirty = false
+	g.rows.Written()
 	if len(g.members) == 0 {
-		g.kill()
+		g.Kill()
 		g.m.reg.Forget(g.key, g)
 	}
 	return 0
@@ -106,11 +101,8 @@ func (g *group) persist(ctx context.Context) int16 {
 // write applies ops, led by the compare-and-set of the meta row; a group
 // created here, or taken over, first takes the fence (cluster mode).
 func (g *group) write(ctx context.Context, ops []queen.KVOp, takeover bool) error {
-	var fence *queen.FenceValue
-	if g.m.cfg.Fenced && (takeover || g.metaVer < 0) {
-		fence = &queen.FenceValue{Node: g.m.cfg.NodeID, Incarnation: g.m.cfg.Incarnation, Generation: g.epoch, TS: g.m.clock.Now().UnixMilli()}
-	}
-	return groupreg.Write(ctx, g.kv, g.key.ID, groupreg.Put(queen.ShareGroupMetaKey(g.key.ID), g.metaRow()), &g.metaVer, fence, ops)
+	meta := groupreg.Put(queen.ShareGroupMetaKey(g.key.ID), g.metaRow())
+	return g.m.owner.Write(ctx, g.kv, g.key.ID, meta, &g.rows, takeover, g.epoch, g.m.clock.Now(), ops)
 }
 
 // load reads a group's rows (nil when it has none) and takes it over: the
@@ -118,88 +110,60 @@ func (g *group) write(ctx context.Context, ops []queen.KVOp, takeover bool) erro
 // moves, so that the previous owner's next write fails. Member sessions
 // start afresh from now, as Kafka's do when a coordinator loads its groups.
 func (m *Manager) load(ctx context.Context, k groupKey, kv KV) (*group, int16) {
-	rows, err := queen.ReadPrefix(ctx, kv, queen.ShareGroupPrefix(k.ID), 1000, false)
+	meta, members, err := groupreg.Read(ctx, kv, queen.ShareGroupPrefix(k.ID), queen.ShareGroupMetaKey(k.ID))
 	if err != nil {
 		m.log.Warn("loading share group failed", "group", k.ID, "err", err)
 		return nil, codeOf(err)
 	}
-	metaKey := queen.ShareGroupMetaKey(k.ID)
-	memberPrefix := queen.ShareGroupPrefix(k.ID) + "m:"
+	if meta == nil {
+		return nil, 0
+	}
 	g := newGroup(m, k, kv)
-	found := false
-	for _, r := range rows {
-		switch {
-		case r.Key == metaKey:
-			var mr metaRow
-			if err := json.Unmarshal(r.Value, &mr); err != nil {
-				m.log.Error("unreadable share group row; the group starts over", "key", r.Key, "err", err)
-			}
-			g.epoch, g.assignmentEpoch, g.metaVer = mr.Epoch, mr.AssignmentEpoch, r.Version
-			g.topics = map[string]Topic{}
-			for _, t := range mr.Topics {
-				if id, ok := parseID(t.ID); ok {
-					g.topics[t.Name] = Topic{Name: t.Name, ID: id, Partitions: t.Partitions}
-				}
-			}
-			found = true
-		case strings.HasPrefix(r.Key, memberPrefix):
-			var mr memberRow
-			if err := json.Unmarshal(r.Value, &mr); err != nil || mr.ID == "" {
-				m.log.Error("unreadable share group member row, skipped", "key", r.Key, "err", err)
-				continue
-			}
-			mb := &member{id: mr.ID, rack: mr.Rack, clientID: mr.ClientID, host: mr.Host, epoch: mr.Epoch, prevEpoch: mr.PrevEpoch, names: mr.Names, assigned: parts{}}
-			for t, ps := range mr.Assigned {
-				if id, ok := parseID(t); ok {
-					mb.assigned[id] = ps
-				}
-			}
-			g.members[mb.id] = mb
+	var mr metaRow
+	if err := json.Unmarshal(meta.Value, &mr); err != nil {
+		m.log.Error("unreadable share group row; the group starts over", "key", meta.Key, "err", err)
+	}
+	g.epoch, g.assignmentEpoch, g.rows.Ver = mr.Epoch, mr.AssignmentEpoch, meta.Version
+	g.topics = map[string]Topic{}
+	for _, t := range mr.Topics {
+		if id, ok := parseID(t.ID); ok {
+			g.topics[t.Name] = Topic{Name: t.Name, ID: id, Partitions: t.Partitions}
 		}
 	}
-	if !found {
-		return nil, 0
+	for _, r := range members {
+		var mr memberRow
+		if err := json.Unmarshal(r.Value, &mr); err != nil || mr.ID == "" {
+			m.log.Error("unreadable share group member row, skipped", "key", r.Key, "err", err)
+			continue
+		}
+		mb := &member{id: mr.ID, rack: mr.Rack, clientID: mr.ClientID, host: mr.Host, epoch: mr.Epoch, prevEpoch: mr.PrevEpoch, names: mr.Names, assigned: parts{}}
+		for t, ps := range mr.Assigned {
+			if id, ok := parseID(t); ok {
+				mb.assigned[id] = ps
+			}
+		}
+		g.members[mb.id] = mb
 	}
 	_, g.session = m.settings(ctx, kv, k.ID)
 	now := m.clock.Now()
 	for _, mb := range g.members {
-		mb.lastSeen = now
+		mb.session.LastSeen = now
 		g.armSession(mb)
 	}
-	g.metaDirty = true
+	g.rows.MetaDirty = true
 	if err := g.write(ctx, nil, true); err != nil {
 		m.log.Warn("taking over share group failed", "group", k.ID, "err", err)
-		g.kill()
+		g.Kill()
 		return nil, codeOf(err)
 	}
-	g.metaDirty = false
+	g.rows.MetaDirty = false
 	m.log.Info("share group loaded from the store", "group", k.ID, "epoch", g.epoch, "assignment_epoch", g.assignmentEpoch, "members", len(g.members))
 	return g, 0
 }
 
-// deleteRows deletes every row of g, the meta row last, so that a delete
-// cut short leaves a group that still loads (and can be deleted again).
+// deleteRows deletes every row of g (an empty group given up).
 func (g *group) deleteRows(ctx context.Context, kv KV) int16 {
-	rows, err := queen.ReadPrefix(ctx, kv, queen.ShareGroupPrefix(g.key.ID), 1000, true)
-	if err != nil {
-		return codeOf(err)
-	}
-	meta := queen.ShareGroupMetaKey(g.key.ID)
-	var ops []queen.KVOp
-	for _, r := range rows {
-		if r.Key != meta {
-			ops = append(ops, queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: r.Key})
-		}
-	}
-	ops = append(ops, queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: meta})
-	for len(ops) > 0 {
-		n := min(len(ops), maxOpsPerCall)
-		if _, err := kv.KV(ctx, ops[:n]); err != nil {
-			return codeOf(err)
-		}
-		ops = ops[n:]
-	}
-	return 0
+	return codeOf(groupreg.Delete(ctx, kv, queen.ShareGroupPrefix(g.key.ID), queen.ShareGroupMetaKey(g.key.ID)))
 }
 
 func sortedNames(topics map[string]Topic) []string {

@@ -16,10 +16,13 @@ const maxAbsent = 100_000
 // two groups) and its id.
 type Key struct{ Identity, ID string }
 
-// Group is what the registry holds: Kill ends the group's life, taking its
-// own lock.
+// Group is what the registry holds: a group with its own lock; Dead, read
+// under it, reports whether the group's life has ended, and Kill, called
+// under it, ends it (the registry let it go, or a write failed).
 type Group interface {
 	comparable
+	sync.Locker
+	Dead() bool
 	Kill()
 }
 
@@ -72,7 +75,9 @@ func (r *Registry[G]) Drop(k Key) {
 	delete(r.groups, k)
 	r.mu.Unlock()
 	if ok {
+		g.Lock()
 		g.Kill()
+		g.Unlock()
 	}
 }
 

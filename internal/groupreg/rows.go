@@ -51,6 +51,16 @@ type Refusal struct {
 	Msg  string
 }
 
+// Message is the refusal's message as an answer carries it (null when
+// there is none).
+func (r *Refusal) Message() *string {
+	if r.Msg == "" {
+		return nil
+	}
+	msg := r.Msg
+	return &msg
+}
+
 // Refuse is a Refusal with a formatted message.
 func Refuse(code int16, format string, args ...any) *Refusal {
 	return &Refusal{Code: code, Msg: fmt.Sprintf(format, args...)}
