@@ -27,8 +27,36 @@ type queenCall struct {
 
 // fetchCalls records the fetch calls a dev broker receives.
 type fetchCalls struct {
-	mu    sync.Mutex
-	calls []queenCall
+	mu       sync.Mutex
+	calls    []queenCall
+	inflight int // parked calls the broker is holding now
+}
+
+// waitSettled waits until a parked call has arrived since call n and the
+// broker holds exactly the calls the node has parked, steadily: a watch
+// answered by a write parks again from its own goroutines (a regroup may
+// re-park several groups), so counting before they have all arrived would
+// take them for a later fetch's own.
+func (f *fetchCalls) waitSettled(t *testing.T, node *Node, n int) {
+	t.Helper()
+	steady, last := 0, -1
+	require.Eventually(t, func() bool {
+		f.mu.Lock()
+		count, inflight := len(f.calls), f.inflight
+		f.mu.Unlock()
+		parkedSince := 0
+		for _, c := range f.since(n) {
+			if c.maxWaitMs == int(fetchwatch.DefaultWait/time.Millisecond) {
+				parkedSince++
+			}
+		}
+		if parkedSince == 0 || inflight != node.parked.Parked() || count != last {
+			steady, last = 0, count
+			return false
+		}
+		steady++
+		return steady >= 5
+	}, 10*time.Second, 10*time.Millisecond, "the watch parked again")
 }
 
 func (f *fetchCalls) since(n int) []queenCall {
@@ -90,9 +118,20 @@ func watchEnv(t *testing.T, parts int) (*dataEnv, *fetchCalls) {
 				if len(req.Entries) > 0 {
 					c.first = req.Entries[0].Partition
 				}
+				parked := req.MaxWaitMs == int(fetchwatch.DefaultWait/time.Millisecond)
 				calls.mu.Lock()
 				calls.calls = append(calls.calls, c)
+				if parked {
+					calls.inflight++
+				}
 				calls.mu.Unlock()
+				if parked {
+					defer func() {
+						calls.mu.Lock()
+						calls.inflight--
+						calls.mu.Unlock()
+					}()
+				}
 			}
 			h.ServeHTTP(w, r)
 		})
@@ -197,7 +236,7 @@ func TestWatchedFetchTakesWhatArrivedBetweenFetches(t *testing.T) {
 
 	n := calls.count()
 	e.produce("wide", 7, oneRecord(t, "between"))
-	require.Eventually(t, func() bool { return calls.count() > n }, 5*time.Second, time.Millisecond, "the parked call answered and parked again")
+	calls.waitSettled(t, e.n, n)
 	n = calls.count()
 	inc := e.fetch(waitingReq(id, 2, 20_000))
 	require.Equal(t, map[string]int{"wide/7": 1}, answered(t, inc))
