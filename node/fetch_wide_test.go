@@ -28,16 +28,16 @@ type queenFetchCall struct {
 	answered int   // body bytes of the answer
 }
 
-// countingWriter counts the body bytes of an answer.
+// countingWriter counts the body bytes of an answer, before they leave:
+// the caller may have the whole answer as soon as the last Write is sent.
 type countingWriter struct {
 	http.ResponseWriter
-	n int
+	count func(int)
 }
 
 func (w *countingWriter) Write(b []byte) (int, error) {
-	n, err := w.ResponseWriter.Write(b)
-	w.n += n
-	return n, err
+	w.count(len(b))
+	return w.ResponseWriter.Write(b)
 }
 
 // TestFetchWideCarriesResponseBudget: a fetch of 2,500 partitions (three
@@ -50,7 +50,7 @@ func TestFetchWideCarriesResponseBudget(t *testing.T) {
 	const parts = 2500
 	var (
 		mu    sync.Mutex
-		calls []queenFetchCall
+		calls []*queenFetchCall
 	)
 	e := &dataEnv{t: t}
 	b := devbroker.Start(t, dev.Options{SweepInterval: -1}, func(h http.Handler) http.Handler {
@@ -67,15 +67,20 @@ func TestFetchWideCarriesResponseBudget(t *testing.T) {
 				} `json:"entries"`
 			}
 			require.NoError(t, json.Unmarshal(body, &req))
-			cw := &countingWriter{ResponseWriter: w}
-			h.ServeHTTP(cw, r)
-			c := queenFetchCall{entries: len(req.Entries), answered: cw.n}
+			// Filed before it is served: the node may answer its own
+			// fetch before this handler returns.
+			c := &queenFetchCall{entries: len(req.Entries)}
 			for _, en := range req.Entries {
 				c.maxBytes = append(c.maxBytes, en.MaxBytes)
 			}
 			mu.Lock()
 			calls = append(calls, c)
 			mu.Unlock()
+			h.ServeHTTP(&countingWriter{ResponseWriter: w, count: func(n int) {
+				mu.Lock()
+				c.answered += n
+				mu.Unlock()
+			}}, r)
 		})
 	})
 	e.url, e.q = b.URL, b.Client
