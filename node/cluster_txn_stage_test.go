@@ -99,3 +99,37 @@ func TestClusterTxnLateEndTxnKeepsNoStalePage(t *testing.T) {
 	require.Equal(t, int16(2), epoch)
 	require.Equal(t, []string{"a", "b", "c", "d"}, e.values(t, "out", 0))
 }
+
+// A Produce v12 at a leader whose cached row names the transaction its
+// owner decided since (KIP-890: the epoch moved) reads the row afresh and
+// then opens the next transaction in the very call that stages the
+// batch: two KV calls, where opening in calls of its own (a second read
+// and the compare-and-set) took four.
+func TestClusterTxnV2ImplicitOpenRidesTheStagingWrite(t *testing.T) {
+	e := newClusterTxnEnv(t)
+	e.fq.addQueue("out", 6)
+	id := groupOwnedBy(t, []int32{1, 2, 3}, 1, "tv2open")
+	owner, leader := e.k[0], e.k[1]
+	x := mustInitTxn(t, owner, id)
+	require.Equal(t, int16(0), x.produceV(leader, 12, 0, "out", 0, 0, "a"))
+	code, _, epoch := x.endV5(owner, x.pid, 0, true)
+	require.Equal(t, int16(0), code)
+	require.Equal(t, int16(1), epoch)
+	calls := func() (n int) { // this id's, but the commit's stage cleanup (asynchronous)
+		for _, b := range e.fq.rec.Bodies("POST /api/v1/kv") {
+			if s := fmt.Sprint(b); strings.Contains(s, id) && !strings.Contains(s, "delete") {
+				n++
+			}
+		}
+		return n
+	}
+	before := calls()
+	require.Equal(t, int16(0), x.produceV(leader, 12, 1, "out", 0, 0, "b"), "Produce v12 opens the next transaction")
+	require.Equal(t, 2, calls()-before, "KV calls of the leader's Produce that opens the transaction")
+	require.Equal(t, int16(0), x.produceV(e.k[2], 12, 1, "out", 1, 0, "c"), "another leader stages into the open transaction")
+	code, _, epoch = x.endV5(owner, x.pid, 1, true)
+	require.Equal(t, int16(0), code)
+	require.Equal(t, int16(2), epoch)
+	require.Equal(t, []string{"a", "b"}, e.values(t, "out", 0))
+	require.Equal(t, []string{"c"}, e.values(t, "out", 1))
+}
