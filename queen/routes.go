@@ -322,10 +322,11 @@ func (c *Client) KV(ctx context.Context, ops []KVOp) ([]KVResult, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	var wire kvResponseWire
-	if err := c.call(ctx, routeKV, "", c.timeout, maxKVAnswer, KVRequest{Operations: ops}, &wire); err != nil {
+	var d kvDecoder
+	if err := c.call(ctx, routeKV, "", c.timeout, maxKVAnswer, KVRequest{Operations: ops}, &d); err != nil {
 		return nil, err
 	}
+	wire := d.wire
 	out := wire.KVResponse
 	if out.OK != nil && !*out.OK {
 		pe := &PreconditionError{}
