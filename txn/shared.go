@@ -263,10 +263,7 @@ func (s *Shared) current(ctx context.Context, cl Client, k Key, pid int64, epoch
 // The partition's inclusion is not checked (the owner keeps that list).
 func (s *Shared) Admit(ctx context.Context, cl Client, b *Batch) (int16, string) {
 	k := Key{Identity: cl.Identity, ID: b.TransactionalID}
-	_, code, msg := s.current(ctx, cl, k, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
-	if code == kerr.InvalidTxnState.Code && b.Implicit && s.v2 {
-		_, _, code, msg = s.opening(ctx, cl, k, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
-	}
+	_, _, code, msg := s.admitted(ctx, cl, k, b.ProducerID, b.ProducerEpoch, b.Implicit)
 	return code, msg
 }
 
@@ -346,9 +343,12 @@ func (s *Shared) lost(ctx context.Context, cl Client, k Key, r queen.KVResult) {
 func (s *Shared) admitted(ctx context.Context, cl Client, k Key, pid int64, epoch int16, implicit bool) (marker, *queen.KVOp, int16, string) {
 	if c, ok := s.cached(k); ok && implicit && s.v2 {
 		if code, _ := verdict(c.mk, true, pid, epoch, kerr.ProducerFenced.Code); code == kerr.InvalidTxnState.Code {
-			// Admit has just read the row: open from it, with no read of
-			// its own (a stale row loses the put's compare-and-set, and the
-			// read-back says so).
+			// The row as last read names this producer at this epoch with
+			// no transaction open: open from it with no read of its own,
+			// as an open row is trusted from the cache (a stale row loses
+			// the put's compare-and-set, and the read-back says so). So
+			// the batches of every partition after a request's first, and
+			// the staging write, read nothing.
 			return s.opening(ctx, cl, k, pid, epoch, kerr.ProducerFenced.Code)
 		}
 	}
