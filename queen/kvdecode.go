@@ -77,50 +77,60 @@ func (s *scanner) kvResponse() (kvResponseWire, error) {
 	return out, err
 }
 
+// kvResultNames are the members of a KV result, "index" first.
+var kvResultNames = []string{"index", "opIndex", "type", "op", "applied", "key", "value", "version", "reason", "rows", "missing", "truncated", "nextAfter", "found"}
+
 func (s *scanner) kvResult(r *kvResultWire) error {
 	if isNull, err := s.null(); isNull || err != nil {
 		return err
 	}
 	var seen fields
 	return s.object(func(key []byte) error {
-		name, err := seen.known(key, "index", "opIndex", "type", "op", "applied", "key", "value", "version", "reason", "rows", "missing", "truncated", "nextAfter", "found")
+		name, err := seen.known(key, kvResultNames...)
 		if err != nil {
 			return err
 		}
-		switch name {
-		case "index":
-			r.Index, err = s.intPtr()
-		case "opIndex":
-			r.OpIndex, err = s.intPtr()
-		case "type":
-			r.Type, err = s.str()
-		case "op":
-			r.Op, err = s.str()
-		case "applied":
-			r.Applied, err = s.bool()
-		case "key":
-			r.Key, err = s.str()
-		case "value":
-			r.Value, err = s.raw()
-		case "version":
-			r.Version, err = s.int64()
-		case "reason":
-			r.Reason, err = s.str()
-		case "rows":
-			r.Rows, err = list(s, r.Rows, s.kvRow)
-		case "missing":
-			r.Missing, err = list(s, r.Missing, func(m *string) (err error) { *m, err = s.str(); return err })
-		case "truncated":
-			r.Truncated, err = s.bool()
-		case "nextAfter":
-			r.NextAfter, err = s.strPtr()
-		case "found":
-			r.Found, err = s.boolPtr()
-		default:
-			_, err = s.value()
-		}
-		return err
+		return s.kvResultMember(name, &r.KVResult, &r.Index)
 	})
+}
+
+// kvResultMember decodes member name ("" for one of no field) of a KV
+// result into r, its "index" into *index (the wire's own field, which
+// shadows r.Index).
+func (s *scanner) kvResultMember(name string, r *KVResult, index **int) (err error) {
+	switch name {
+	case "index":
+		*index, err = s.intPtr()
+	case "opIndex":
+		r.OpIndex, err = s.intPtr()
+	case "type":
+		r.Type, err = s.str()
+	case "op":
+		r.Op, err = s.str()
+	case "applied":
+		r.Applied, err = s.bool()
+	case "key":
+		r.Key, err = s.str()
+	case "value":
+		r.Value, err = s.raw()
+	case "version":
+		r.Version, err = s.int64()
+	case "reason":
+		r.Reason, err = s.str()
+	case "rows":
+		r.Rows, err = list(s, r.Rows, s.kvRow)
+	case "missing":
+		r.Missing, err = list(s, r.Missing, func(m *string) (err error) { *m, err = s.str(); return err })
+	case "truncated":
+		r.Truncated, err = s.bool()
+	case "nextAfter":
+		r.NextAfter, err = s.strPtr()
+	case "found":
+		r.Found, err = s.boolPtr()
+	default:
+		_, err = s.value()
+	}
+	return err
 }
 
 func (s *scanner) kvRow(r *KVRow) error {
