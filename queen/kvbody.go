@@ -126,7 +126,7 @@ func appendKVOp(dst []byte, op *KVOp) ([]byte, error) {
 
 // appendRawValue appends v, a JSON value, compacted.
 func appendRawValue(dst, v []byte) ([]byte, error) {
-	if compacted(v) {
+	if jsontext.Compacted(v) {
 		if end, ok := jsontext.SkipValue(v, 0, maxValueDepth); ok && end == len(v) {
 			return append(dst, v...), nil
 		}
@@ -136,27 +136,6 @@ func appendRawValue(dst, v []byte) ([]byte, error) {
 		return nil, fmt.Errorf("json: error calling MarshalJSON for type json.RawMessage: %w", err)
 	}
 	return buf.Bytes(), nil
-}
-
-// compacted reports text with no whitespace outside its strings, which
-// it passes 8 bytes at a time (jsontext.ScanString); a string that does
-// not end is not.
-func compacted(v []byte) bool {
-	for i := 0; i < len(v); {
-		switch v[i] {
-		case ' ', '\t', '\n', '\r':
-			return false
-		case '"':
-			end, _, bad := jsontext.ScanString(v, i)
-			if bad != "" {
-				return false
-			}
-			i = end
-		default:
-			i++
-		}
-	}
-	return true
 }
 
 // maxValueDepth is how deep a value the fast check follows; a deeper one
