@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -28,6 +29,8 @@ type clusterOpts struct {
 	proxies bool                           // a queenProxy between each facade and queen-dev
 	env     map[string]string              // extra facade variables, for every node
 	nodeEnv func(id int) map[string]string // and for node id alone (nil: none)
+	bin     string                         // the facade binary ("": this tree's build)
+	dev     *queenDev                      // the queen-dev to share (nil: one of its own)
 }
 
 // testCluster is one queen-dev and n facades with node ids 1..n, each with a
@@ -96,7 +99,11 @@ func nodeEnv(id int, token string, extra map[string]string) map[string]string {
 func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 	t.Helper()
 	requireBin(t, queenKafkBin)
-	c := &testCluster{dev: startQueenDev(t, devOptions{faults: true}), tb: t}
+	c := &testCluster{dev: o.dev, tb: t}
+	if c.dev == nil {
+		c.dev = startQueenDev(t, devOptions{faults: true})
+	}
+	bin := cmp.Or(o.bin, queenKafkBin)
 	run := uniq("qk")
 	for id := 1; id <= o.nodes; id++ {
 		token := fmt.Sprintf("node-%d-%s", id, run)
@@ -110,7 +117,7 @@ func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 		if o.nodeEnv != nil {
 			maps.Copy(env, o.nodeEnv(id))
 		}
-		f := newFacade(upstream, freePort(t), env)
+		f := newFacadeOf(bin, upstream, freePort(t), env)
 		f.Name = fmt.Sprintf("node-%d@%s", id, f.addr)
 		t.Cleanup(f.kill)
 		if err := f.start(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -237,6 +238,9 @@ func loadAvg() string {
 // transaction of the same records (POST /api/v1/transaction straight to
 // queen-dev, the fence included). Every figure is min/median/max over
 // benchRounds rounds; the load average is logged at the start and the end.
+// QK_BENCH_BASELINE_BIN (a facade binary of another commit) adds that
+// build's three-node cluster on the same queen-dev as a fourth side,
+// "cluster-base", so a change is measured before and after in one run.
 // QK_TXN_ROUNDS overrides the rounds; run it with -v, or the summary lines
 // past the tenth are cut (the metrics carry the ratios).
 func BenchmarkTxnVsKfake(b *testing.B) {
@@ -259,6 +263,16 @@ func BenchmarkTxnVsKfake(b *testing.B) {
 			b.Fatal(err)
 		}
 		sides := []*txnSideK{{name: "single", seeds: []string{single.addr}}, {name: "cluster", seeds: c.addrs()}, {name: "kfake", seeds: kf.ListenAddrs()}}
+		nodes := append([]*facade{single}, c.nodes...)
+		if bin := os.Getenv("QK_BENCH_BASELINE_BIN"); bin != "" {
+			// Another build's cluster on the same queen-dev, in the same
+			// rotation: before and after side by side.
+			baseEnv := maps.Clone(env)
+			baseEnv["QUEEN_KAFKA_CLUSTER"] = "queen-base" // node ids of its own
+			base := newTestCluster(b, clusterOpts{nodes: 3, env: baseEnv, bin: bin, dev: c.dev})
+			sides = append(sides, &txnSideK{name: "cluster-base", seeds: base.addrs()})
+			nodes = append(nodes, base.nodes...)
+		}
 		var bare100, bareInt []float64
 		for r := range rounds {
 			for i := range sides {
@@ -279,6 +293,9 @@ func BenchmarkTxnVsKfake(b *testing.B) {
 			}
 		}
 		kfk := sides[2]
+		if len(sides) > 3 {
+			b.Logf("cluster-base is %s", os.Getenv("QK_BENCH_BASELINE_BIN"))
+		}
 		k100, kInt := ratios(kfk.per100, kfk.idem), ratios(kfk.interval, kfk.idemW)
 		b.Logf("1 KiB acks=all lz4, %d partitions, %d rounds; min/median/max", benchPartitions, rounds)
 		b.Logf("  bare Queen transaction p50 ms: 100 records %s; interval-sized (%s records) %s", f2(bare100), f2(sides[0].sizeAtInt), f2(bareInt))
@@ -301,7 +318,7 @@ func BenchmarkTxnVsKfake(b *testing.B) {
 		reportSpread(b, "bare_p50_ms_100", bare100)
 		reportSpread(b, "kfake_txn_over_idem_100", k100)
 		reportSpread(b, "kfake_txn_over_idem_interval", kInt)
-		noPanics(b, append([]*facade{single}, c.nodes...)...)
+		noPanics(b, nodes...)
 		b.Logf("load average at end: %s", loadAvg())
 	}
 }

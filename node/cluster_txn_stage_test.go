@@ -99,3 +99,56 @@ func TestClusterTxnLateEndTxnKeepsNoStalePage(t *testing.T) {
 	require.Equal(t, int16(2), epoch)
 	require.Equal(t, []string{"a", "b", "c", "d"}, e.values(t, "out", 0))
 }
+
+// A Produce v12 at a leader whose cached row names the transaction its
+// owner decided since (KIP-890: the epoch moved) reads the row afresh once
+// and then opens the next transaction in the very call that stages the
+// request's batches: two KV calls for a request of three partitions,
+// where a read per partition and opening in calls of its own (a second
+// read and the compare-and-set) took six.
+func TestClusterTxnV2ImplicitOpenRidesTheStagingWrite(t *testing.T) {
+	e := newClusterTxnEnv(t)
+	e.fq.addQueue("out", 6)
+	id := groupOwnedBy(t, []int32{1, 2, 3}, 1, "tv2open")
+	owner, leader := e.k[0], e.k[1]
+	x := mustInitTxn(t, owner, id)
+	require.Equal(t, int16(0), x.produceV(leader, 12, 0, "out", 0, 0, "a"))
+	code, _, epoch := x.endV5(owner, x.pid, 0, true)
+	require.Equal(t, int16(0), code)
+	require.Equal(t, int16(1), epoch)
+	calls := func() (n int) { // this id's, but the commit's stage cleanup (asynchronous)
+		for _, b := range e.fq.rec.Bodies("POST /api/v1/kv") {
+			if s := fmt.Sprint(b); strings.Contains(s, id) && !strings.Contains(s, "delete") {
+				n++
+			}
+		}
+		return n
+	}
+
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis, req.TransactionID = 12, -1, 30000, &id
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "out"
+	for p, v := range []string{"b", "c", "d"} {
+		raw := batchtest.Batch{Attrs: recordbatch.AttrTransactional, Idem: true, PID: x.pid, Epoch: 1, FirstSeq: 0, FirstTS: 1, Records: []kmsg.Record{{Value: []byte(v)}}}.Encode(t)
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = int32(p), raw
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	before := calls()
+	resp := leader.roundTrip(req).(*kmsg.ProduceResponse)
+	for _, rp := range resp.Topics[0].Partitions {
+		require.Equal(t, int16(0), rp.ErrorCode, "partition %d: Produce v12 opens the next transaction", rp.Partition)
+	}
+	require.Equal(t, 2, calls()-before, "KV calls of the leader's Produce that opens the transaction")
+
+	require.Equal(t, int16(0), x.produceV(e.k[2], 12, 1, "out", 3, 0, "e"), "another leader stages into the open transaction")
+	code, _, epoch = x.endV5(owner, x.pid, 1, true)
+	require.Equal(t, int16(0), code)
+	require.Equal(t, int16(2), epoch)
+	require.Equal(t, []string{"a", "b"}, e.values(t, "out", 0))
+	require.Equal(t, []string{"c"}, e.values(t, "out", 1))
+	require.Equal(t, []string{"d"}, e.values(t, "out", 2))
+	require.Equal(t, []string{"e"}, e.values(t, "out", 3))
+}

@@ -441,8 +441,11 @@ func (n *Node) stageGroup(ctx context.Context, c *transport.Conn, id string, r *
 			start = ends[i]
 		}
 		parts = append(parts, p)
+		// Cluster mode: a v12+ batch's staging write opens the transaction
+		// Admit let it into (Shared.opening); single mode's re-admission
+		// at staging adds nothing implicitly that Admit did not.
 		batches = append(batches, &txn.Batch{TransactionalID: id, ProducerID: p.rb.ProducerID, ProducerEpoch: p.rb.ProducerEpoch, FirstSeq: p.rb.FirstSequence,
-			Topic: p.topic, Partition: p.resp.Partition, Payloads: payloads, Keys: p.keys, Bytes: p.recordBytes})
+			Topic: p.topic, Partition: p.resp.Partition, Payloads: payloads, Keys: p.keys, Bytes: p.recordBytes, Implicit: n.txnShared != nil && r.req.Version >= 12})
 	}
 	for i, o := range n.txnStageAll(ctx, c, batches) {
 		parts[i].batch.Outcome = producer.Outcome{Base: -1, Code: o.Code, Msg: o.Msg}

@@ -322,10 +322,11 @@ func (c *Client) KV(ctx context.Context, ops []KVOp) ([]KVResult, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	var wire kvResponseWire
-	if err := c.call(ctx, routeKV, "", c.timeout, maxKVAnswer, KVRequest{Operations: ops}, &wire); err != nil {
+	var d kvDecoder
+	if err := c.call(ctx, routeKV, "", c.timeout, maxKVAnswer, KVRequest{Operations: ops}, &d); err != nil {
 		return nil, err
 	}
+	wire := d.wire
 	out := wire.KVResponse
 	if out.OK != nil && !*out.OK {
 		pe := &PreconditionError{}
@@ -412,10 +413,11 @@ func (c *Client) Transaction(ctx context.Context, req TxnRequest) ([]KVResult, e
 			items += len(op.Items)
 		}
 	}
-	var wire txnResponseWire
-	if err := c.call(ctx, routeTxn, "", c.timeout, txnAnswerLimit(req), req, &wire); err != nil {
+	var d txnDecoder
+	if err := c.call(ctx, routeTxn, "", c.timeout, txnAnswerLimit(req), req, &d); err != nil {
 		return nil, err
 	}
+	wire := d.wire
 	out := wire.TxnResponse
 	if !out.Success {
 		te := &TxnError{Reason: out.Reason, Message: Sanitize(out.Error)}

@@ -265,7 +265,7 @@ func (s *scanner) value() ([]byte, error) {
 }
 
 // fields tracks which known member names an object has shown.
-type fields uint8
+type fields uint32 // up to 32 names
 
 // known reports which of names key is ("" for none). A repeated name (whose
 // merge rules encoding/json defines), an unknown key that matches a name

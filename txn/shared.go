@@ -54,7 +54,7 @@ type Shared struct {
 	v2     bool
 
 	mu       sync.Mutex
-	rows     map[Key]marker
+	rows     map[Key]cachedRow
 	portions map[Key]map[Ref]*portion // by id, so a row read touches only its own
 	staged   int64                    // record bytes of every portion
 }
@@ -71,6 +71,13 @@ type SharedConfig struct {
 	// TransactionV2: a Produce v12+ or TxnOffsetCommit v5+ opens its
 	// producer's next transaction itself (KIP-890's implicit add).
 	TransactionV2 bool
+}
+
+// cachedRow is a qk:txn: row as this node last read it, with its version:
+// what an implicit open's compare-and-set expects.
+type cachedRow struct {
+	mk      marker
+	version int64
 }
 
 // portionKey is one transaction as one node staged it.
@@ -97,7 +104,7 @@ func NewShared(cfg SharedConfig) *Shared {
 	}
 	return &Shared{q: cfg.Queen, groups: cfg.Groups, lim: cfg.Limits.withDefaults(), clock: cfg.Clock, log: cfg.Log,
 		fault: func(err error) int16 { return faultCode(cfg.Fault, err) }, node: cfg.NodeID, v2: cfg.TransactionV2,
-		rows: make(map[Key]marker), portions: make(map[Key]map[Ref]*portion)}
+		rows: make(map[Key]cachedRow), portions: make(map[Key]map[Ref]*portion)}
 }
 
 func (s *Shared) kv(cl Client) Queen {
@@ -115,9 +122,10 @@ func rowOp(id string) queen.KVOp {
 // remember caches what a read of k's row found (r, a getMany result); a
 // missing row is no row.
 func (s *Shared) remember(k Key, r queen.KVResult) (marker, bool) {
-	mk, ok := marker{}, false
+	mk, ok, version := marker{}, false, int64(0)
 	if len(r.Rows) > 0 {
 		mk, ok = readMarker(r.Rows[0].Value)
+		version = r.Rows[0].Version
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -125,7 +133,9 @@ func (s *Shared) remember(k Key, r queen.KVResult) (marker, bool) {
 	// (decided, of a fenced epoch, or of a row gone) no longer counts
 	// against its caps.
 	for ref, p := range s.portions[k] {
-		if !ok || ref.PID != mk.PID || ref.Epoch != mk.Epoch || ref.Txn != mk.Seq+1 || mk.State != rowOngoing {
+		// (A portion of the transaction after a decided row's is one a
+		// Produce v12+ is opening with its staging write: it stays.)
+		if !ok || ref.PID != mk.PID || ref.Epoch != mk.Epoch || ref.Txn != mk.Seq+1 {
 			s.dropPortion(k, ref, p)
 		}
 	}
@@ -136,8 +146,16 @@ func (s *Shared) remember(k Key, r queen.KVResult) (marker, bool) {
 	if len(s.rows) >= maxBindings {
 		clear(s.rows) // a cache: everything is read again
 	}
-	s.rows[k] = mk
+	s.rows[k] = cachedRow{mk, version}
 	return mk, true
+}
+
+// cached is k's row as last read, with its version.
+func (s *Shared) cached(k Key) (cachedRow, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.rows[k]
+	return c, ok
 }
 
 // capStagedBytes is the node-wide cap reserve can refuse a batch for.
@@ -188,11 +206,8 @@ func (s *Shared) dropPortion(k Key, ref Ref, p *portion) {
 // row is k's row, from the cache unless fresh.
 func (s *Shared) row(ctx context.Context, cl Client, k Key, fresh bool) (marker, bool, int16) {
 	if !fresh {
-		s.mu.Lock()
-		mk, ok := s.rows[k]
-		s.mu.Unlock()
-		if ok {
-			return mk, true, 0
+		if c, ok := s.cached(k); ok {
+			return c.mk, true, 0
 		}
 	}
 	res, err := s.kv(cl).KV(ctx, []queen.KVOp{rowOp(k.ID)})
@@ -243,47 +258,61 @@ func (s *Shared) current(ctx context.Context, cl Client, k Key, pid int64, epoch
 }
 
 // Admit is Manager.Admit in cluster mode: the producer must hold the
-// transactional id at this epoch and a transaction must be open. The
-// partition's inclusion is not checked (the owner keeps that list).
+// transactional id at this epoch and a transaction must be open, or (a
+// Produce v12+ under KIP-890) be one the batch's staging write can open.
+// The partition's inclusion is not checked (the owner keeps that list).
 func (s *Shared) Admit(ctx context.Context, cl Client, b *Batch) (int16, string) {
 	k := Key{Identity: cl.Identity, ID: b.TransactionalID}
-	_, code, msg := s.current(ctx, cl, k, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
-	if code == kerr.InvalidTxnState.Code && b.Implicit && s.v2 {
-		_, code, msg = s.open(ctx, cl, k, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
-	}
+	_, _, code, msg := s.admitted(ctx, cl, k, b.ProducerID, b.ProducerEpoch, b.Implicit)
 	return code, msg
 }
 
-// open opens the next transaction of k's producer pid at epoch, for a
-// Produce v12+ or TxnOffsetCommit v5+ (KIP-890's implicit add, which a
-// Kafka partition leader asks of the coordinator): the qk:txn: row is put
-// "ongoing" by compare-and-set on the version read, as the owner's own
-// announce writes it, and the owner adopts it at the producer's next
-// request. The row must name this producer at this epoch; a row another
-// writer moved meanwhile is read again once.
+// opening is how the next transaction of k's producer pid at epoch opens,
+// for a Produce v12+ or TxnOffsetCommit v5+ (KIP-890's implicit add, which
+// a Kafka partition leader asks of the coordinator): the qk:txn: row put
+// "ongoing" by compare-and-set on the version last read (current has just
+// read it afresh), as the owner's own announce writes it; the owner adopts
+// it at the producer's next request. It returns the transaction's marker
+// and that put, which the caller sends in the same call as what it stages
+// (nil when the transaction is open already), or the refusal of a row that
+// is not this producer's at this epoch.
+func (s *Shared) opening(ctx context.Context, cl Client, k Key, pid int64, epoch int16, fenced int16) (marker, *queen.KVOp, int16, string) {
+	c, ok := s.cached(k)
+	if !ok {
+		// The cache was cleared since the row was read: read it again.
+		if _, _, code := s.row(ctx, cl, k, true); code != 0 {
+			return marker{}, nil, code, "the transactional id's row could not be read"
+		}
+		c, ok = s.cached(k)
+	}
+	code, msg := verdict(c.mk, ok, pid, epoch, fenced)
+	switch {
+	case code == 0:
+		return c.mk, nil, 0, "" // open already
+	case code != kerr.InvalidTxnState.Code || !ok:
+		return c.mk, nil, code, msg
+	}
+	now := s.clock.Now().UnixMilli()
+	next := marker{PID: c.mk.PID, Epoch: c.mk.Epoch, State: rowOngoing, Seq: c.mk.Seq, Node: s.node, TS: now, TimeoutMs: c.mk.TimeoutMs, Begin: now}
+	if next.TimeoutMs <= 0 {
+		next.TimeoutMs = s.lim.MaxTimeout.Milliseconds()
+	}
+	expect := c.version
+	op := queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: queen.TxnKey(k.ID), Forever: true, Expect: &expect, Value: next.json()}
+	return next, &op, 0, ""
+}
+
+// open opens the next transaction of k's producer pid at epoch in a call
+// of its own (opening's put); a row another writer moved meanwhile is
+// taken from the put's answer, which carries it (§7.2), and tried once
+// more.
 func (s *Shared) open(ctx context.Context, cl Client, k Key, pid int64, epoch int16, fenced int16) (marker, int16, string) {
 	for attempt := 0; attempt < 2; attempt++ {
-		res, err := s.kv(cl).KV(ctx, []queen.KVOp{rowOp(k.ID)})
-		if err != nil {
-			s.log.Warn("reading a transactional id's row failed", "transactional_id", k.ID, "err", err)
-			return marker{}, s.fault(err), "the transactional id's row could not be read"
+		next, op, code, msg := s.opening(ctx, cl, k, pid, epoch, fenced)
+		if code != 0 || op == nil {
+			return next, code, msg
 		}
-		if res[0].Truncated {
-			return marker{}, kerr.CoordinatorNotAvailable.Code, "the transactional id's row could not be read"
-		}
-		mk, ok := s.remember(k, res[0])
-		code, msg := verdict(mk, ok, pid, epoch, fenced)
-		if code != kerr.InvalidTxnState.Code || !ok {
-			return mk, code, msg // open already, or not this producer's
-		}
-		now := s.clock.Now().UnixMilli()
-		next := marker{PID: mk.PID, Epoch: mk.Epoch, State: rowOngoing, Seq: mk.Seq, Node: s.node, TS: now, TimeoutMs: mk.TimeoutMs, Begin: now}
-		if next.TimeoutMs <= 0 {
-			next.TimeoutMs = s.lim.MaxTimeout.Milliseconds()
-		}
-		expect := res[0].Rows[0].Version
-		op := queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: queen.TxnKey(k.ID), Forever: true, Expect: &expect, Value: next.json()}
-		put, err := s.kv(cl).KV(ctx, []queen.KVOp{op})
+		put, err := s.kv(cl).KV(ctx, []queen.KVOp{*op})
 		if err != nil {
 			s.log.Warn("opening a transaction implicitly failed", "transactional_id", k.ID, "err", err)
 			return marker{}, s.fault(err), "the transaction could not be opened; retry"
@@ -292,8 +321,42 @@ func (s *Shared) open(ctx context.Context, cl Client, k Key, pid int64, epoch in
 			s.remember(k, queen.KVResult{Rows: []queen.KVRow{{Key: op.Key, Value: op.Value, Version: put[0].Version}}})
 			return next, 0, ""
 		}
+		s.lost(ctx, cl, k, put[0])
 	}
 	return marker{}, kerr.ConcurrentTransactions.Code, "the transactional id's row moved while the transaction was opened; retry"
+}
+
+// lost caches what a compare-and-set of k's row that did not apply met:
+// the row its answer carries (§7.2), or, when the answer does not say (an
+// absent row, or a broker that could not report it), the row read afresh.
+func (s *Shared) lost(ctx context.Context, cl Client, k Key, r queen.KVResult) {
+	if r.Version > 0 && len(r.Value) > 0 && string(r.Value) != "null" {
+		s.remember(k, queen.KVResult{Rows: []queen.KVRow{{Key: queen.TxnKey(k.ID), Value: r.Value, Version: r.Version}}})
+		return
+	}
+	s.row(ctx, cl, k, true)
+}
+
+// admitted is the transaction a batch of pid at epoch stages into: the
+// open one, or for a Produce v12+ (implicit) the one opening's put, sent
+// with the batch's rows, opens.
+func (s *Shared) admitted(ctx context.Context, cl Client, k Key, pid int64, epoch int16, implicit bool) (marker, *queen.KVOp, int16, string) {
+	if c, ok := s.cached(k); ok && implicit && s.v2 {
+		if code, _ := verdict(c.mk, true, pid, epoch, kerr.ProducerFenced.Code); code == kerr.InvalidTxnState.Code {
+			// The row as last read names this producer at this epoch with
+			// no transaction open: open from it with no read of its own,
+			// as an open row is trusted from the cache (a stale row loses
+			// the put's compare-and-set, and the read-back says so). So
+			// the batches of every partition after a request's first, and
+			// the staging write, read nothing.
+			return s.opening(ctx, cl, k, pid, epoch, kerr.ProducerFenced.Code)
+		}
+	}
+	mk, code, msg := s.current(ctx, cl, k, pid, epoch, kerr.ProducerFenced.Code)
+	if code == kerr.InvalidTxnState.Code && implicit && s.v2 {
+		return s.opening(ctx, cl, k, pid, epoch, kerr.ProducerFenced.Code)
+	}
+	return mk, nil, code, msg
 }
 
 // Produce stages one partition's batch in Queen, under the open
@@ -302,7 +365,7 @@ func (s *Shared) open(ctx context.Context, cl Client, k Key, pid int64, epoch in
 func (s *Shared) Produce(ctx context.Context, cl Client, b *Batch) (int16, string) {
 	k := Key{Identity: cl.Identity, ID: b.TransactionalID}
 	for attempt := 0; ; attempt++ {
-		mk, code, msg := s.current(ctx, cl, k, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
+		mk, open, code, msg := s.admitted(ctx, cl, k, b.ProducerID, b.ProducerEpoch, b.Implicit)
 		if code != 0 {
 			return code, msg
 		}
@@ -331,7 +394,7 @@ func (s *Shared) Produce(ctx context.Context, cl Client, b *Batch) (int16, strin
 			s.poison(ctx, cl, pk, mk, why)
 			return kerr.MessageTooLarge.Code, "the transaction is past " + why + "; abort it"
 		}
-		again, code, msg := s.write(ctx, cl, k, mk, ops, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
+		again, code, msg := s.write(ctx, cl, k, mk, open, ops, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
 		if code == 0 {
 			return 0, ""
 		}
@@ -363,7 +426,7 @@ func (s *Shared) ProduceAll(ctx context.Context, cl Client, bs []*Batch) []Outco
 	}
 	first := bs[0]
 	k := Key{Identity: cl.Identity, ID: first.TransactionalID}
-	mk, code, msg := s.current(ctx, cl, k, first.ProducerID, first.ProducerEpoch, kerr.ProducerFenced.Code)
+	mk, open, code, msg := s.admitted(ctx, cl, k, first.ProducerID, first.ProducerEpoch, first.Implicit)
 	if code != 0 {
 		for i := range out {
 			out[i] = Outcome{code, msg}
@@ -377,7 +440,7 @@ func (s *Shared) ProduceAll(ctx context.Context, cl Client, bs []*Batch) []Outco
 	var ops []queen.KVOp
 	var held []int
 	for i, b := range bs {
-		if b.TransactionalID != first.TransactionalID || b.ProducerID != first.ProducerID || b.ProducerEpoch != first.ProducerEpoch {
+		if b.TransactionalID != first.TransactionalID || b.ProducerID != first.ProducerID || b.ProducerEpoch != first.ProducerEpoch || b.Implicit != first.Implicit {
 			one(i)
 			continue
 		}
@@ -396,7 +459,7 @@ func (s *Shared) ProduceAll(ctx context.Context, cl Client, bs []*Batch) []Outco
 	if len(held) == 0 {
 		return out
 	}
-	again, code, msg := s.write(ctx, cl, k, mk, ops, first.ProducerID, first.ProducerEpoch, kerr.ProducerFenced.Code)
+	again, code, msg := s.write(ctx, cl, k, mk, open, ops, first.ProducerID, first.ProducerEpoch, kerr.ProducerFenced.Code)
 	if code == 0 {
 		return out
 	}
@@ -413,27 +476,35 @@ func (s *Shared) ProduceAll(ctx context.Context, cl Client, bs []*Batch) []Outco
 	return out
 }
 
-// write puts ops (stage rows of mk's open transaction) in calls within
-// §7.3's limits, each reading the row back after its writes; again is a
-// refusal by a row that moved on to another open transaction, which the
-// caller may stage into instead.
-func (s *Shared) write(ctx context.Context, cl Client, k Key, mk marker, ops []queen.KVOp, pid int64, epoch int16, fenced int16) (again bool, code int16, msg string) {
+// write puts ops (stage rows of mk's transaction) in calls within §7.3's
+// limits, each reading the row back after its writes; open, when not nil,
+// is the put that opens that transaction (opening), sent first in the
+// first call: the read-back says whether it is open, by this put or
+// another node's. again is a refusal by a row that moved on to another
+// open transaction, or that this put could not open, which the caller may
+// stage into (or open) afresh instead.
+func (s *Shared) write(ctx context.Context, cl Client, k Key, mk marker, open *queen.KVOp, ops []queen.KVOp, pid int64, epoch int16, fenced int16) (again bool, code int16, msg string) {
 	const perCall = 64 // 64 values of ≤64 KiB: a 4 MiB body
 	for len(ops) > 0 {
 		n := min(len(ops), perCall)
-		call := append(ops[:n:n], rowOp(k.ID))
+		call := make([]queen.KVOp, 0, n+2)
+		if open != nil {
+			call = append(call, *open)
+		}
+		call = append(append(call, ops[:n]...), rowOp(k.ID))
 		res, err := s.kv(cl).KV(ctx, call)
 		if err != nil {
 			s.log.Warn("staging transactional rows failed", "transactional_id", k.ID, "err", err)
 			return false, s.fault(err), "the records could not be staged; retry"
 		}
-		now, ok := s.remember(k, res[n])
+		now, ok := s.remember(k, res[len(call)-1])
 		if c, m := verdict(now, ok, pid, epoch, fenced); c != 0 {
-			return false, c, m
+			return open != nil && c == kerr.InvalidTxnState.Code, c, m
 		}
 		if now.Seq != mk.Seq {
 			return true, kerr.InvalidTxnState.Code, "the transaction moved on while its records were staged"
 		}
+		open = nil
 		ops = ops[n:]
 	}
 	return false, 0, ""

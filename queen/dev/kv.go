@@ -9,7 +9,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/queen-mq/queen-kafka/internal/jsontext"
 	"github.com/queen-mq/queen-kafka/queen"
 )
 
@@ -99,6 +101,134 @@ type kvLimits struct {
 
 // decodeKVBody accepts {"operations":[…]} or a bare array.
 func decodeKVBody(body []byte) ([]json.RawMessage, *kvError) {
+	if ops, ok := splitKVBody(body); ok {
+		return ops, nil
+	}
+	return decodeKVBodyStd(body)
+}
+
+// splitKVBody is decodeKVBody in one pass over the facade's own form,
+// {"operations":[op,…]} and nothing else: each op is validated by
+// jsontext.SkipValue (json.Valid's rules) and aliases body. A cluster-mode
+// staging write carries up to 4 MiB of values, which the two
+// encoding/json passes below each validated and copied. Any other shape
+// is not taken (ok false) and goes to them, refusals included.
+func splitKVBody(body []byte) (ops []json.RawMessage, ok bool) {
+	const head = `{"operations":`
+	i := jsontext.SkipSpace(body, 0)
+	if !bytes.HasPrefix(body[i:], []byte(head)) {
+		return nil, false
+	}
+	i = jsontext.SkipSpace(body, i+len(head))
+	if i >= len(body) || body[i] != '[' {
+		return nil, false
+	}
+	ops = []json.RawMessage{}
+	if i = jsontext.SkipSpace(body, i+1); i < len(body) && body[i] == ']' {
+		i++
+	} else {
+		for {
+			end, ok := jsontext.SkipValue(body, i, maxOpDepth)
+			if !ok {
+				return nil, false
+			}
+			ops = append(ops, body[i:end:end])
+			if i = jsontext.SkipSpace(body, end); i >= len(body) {
+				return nil, false
+			}
+			if body[i] == ']' {
+				i++
+				break
+			}
+			if body[i] != ',' {
+				return nil, false
+			}
+			i = jsontext.SkipSpace(body, i+1)
+		}
+	}
+	if i = jsontext.SkipSpace(body, i); i >= len(body) || body[i] != '}' {
+		return nil, false
+	}
+	return ops, jsontext.SkipSpace(body, i+1) == len(body)
+}
+
+// maxOpDepth is how deep an op the one-pass split follows; a deeper one
+// (encoding/json allows 10,000) is left to encoding/json.
+const maxOpDepth = 64
+
+// opMembers is an op's members as json.Unmarshal into a map gives them
+// (ok false for anything but an object): in one pass, each value aliasing
+// raw, when no key holds an escape or invalid UTF-8; else through
+// encoding/json. raw is valid JSON (decodeKVBody checked it).
+func opMembers(raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	if m, ok := splitMembers(raw); ok {
+		return m, true
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, false
+	}
+	return m, true
+}
+
+// splitMembers is opMembers' one pass; ok false hands raw to encoding/json.
+func splitMembers(raw []byte) (map[string]json.RawMessage, bool) {
+	i := jsontext.SkipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	m := make(map[string]json.RawMessage, 8)
+	if i = jsontext.SkipSpace(raw, i+1); i < len(raw) && raw[i] == '}' {
+		return m, jsontext.SkipSpace(raw, i+1) == len(raw)
+	}
+	for {
+		if i >= len(raw) || raw[i] != '"' {
+			return nil, false
+		}
+		end, escaped, bad := jsontext.ScanString(raw, i)
+		if escaped || bad != "" || !utf8.Valid(raw[i+1:end-1]) {
+			return nil, false
+		}
+		key := string(raw[i+1 : end-1])
+		if i = jsontext.SkipSpace(raw, end); i >= len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		i = jsontext.SkipSpace(raw, i+1)
+		vend, ok := jsontext.SkipValue(raw, i, maxOpDepth)
+		if !ok {
+			return nil, false
+		}
+		m[key] = raw[i:vend:vend] // a repeated key: the last, as encoding/json's map
+		if i = jsontext.SkipSpace(raw, vend); i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case '}':
+			return m, jsontext.SkipSpace(raw, i+1) == len(raw)
+		case ',':
+			i = jsontext.SkipSpace(raw, i+1)
+		default:
+			return nil, false
+		}
+	}
+}
+
+// compactValue is json.Compact of v, a valid value: v itself (copied,
+// since it aliases the request body) when there is nothing to drop.
+func compactValue(v json.RawMessage) ([]byte, error) {
+	if jsontext.Compacted(v) {
+		return bytes.Clone(v), nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeKVBodyStd is decodeKVBody through encoding/json: every shape the
+// one-pass split does not take.
+func decodeKVBodyStd(body []byte) ([]json.RawMessage, *kvError) {
 	trimmed := bytes.TrimSpace(body)
 	var ops []json.RawMessage
 	if len(trimmed) > 0 && trimmed[0] == '[' {
@@ -163,8 +293,8 @@ func checkKVOps(raws []json.RawMessage, lim kvLimits) ([]*kvOp, *kvError) {
 }
 
 func checkKVOp(i int, raw json.RawMessage, lim kvLimits) (*kvOp, *kvError) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+	m, ok := opMembers(raw)
+	if !ok {
 		return nil, badKV("kv_bad_body", "op %d is not an object", i)
 	}
 	for _, f := range []string{"tenant", "tenantId", "_tenant"} {
@@ -207,14 +337,14 @@ func checkKVOp(i int, raw json.RawMessage, lim kvLimits) (*kvOp, *kvError) {
 		if !ok {
 			return nil, badKV("kv_bad_body", "op %d: value is required (null is a value)", i)
 		}
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
+		v, err := compactValue(raw)
+		if err != nil {
 			return nil, badKV("kv_bad_body", "op %d: value: %v", i, err)
 		}
-		if buf.Len() > kvMaxValue {
-			return nil, tooLargeKV("kv_value_too_large", "op %d: value is %d bytes, at most %d", i, buf.Len(), kvMaxValue)
+		if len(v) > kvMaxValue {
+			return nil, tooLargeKV("kv_value_too_large", "op %d: value is %d bytes, at most %d", i, len(v), kvMaxValue)
 		}
-		o.value = buf.Bytes()
+		o.value = v
 		if err := o.checkExpiry(m); err != nil {
 			return nil, err
 		}

@@ -436,6 +436,23 @@ func appendKVResult(dst []byte, o *kvOp, r *kvResult, flat, opIndex int) []byte 
 	return append(dst, '}')
 }
 
+// kvResultSize is about what appendKVResult renders of r, rounded up, so
+// that an answer of a stage page (4 MiB of values) is rendered into one
+// buffer rather than grown and copied a dozen times.
+func kvResultSize(r *kvResult) int {
+	n := 256 + len(r.key) + len(r.value) + len(r.nextAfter)
+	if r.row != nil {
+		n += len(r.row.value) + 128
+	}
+	for _, row := range r.rows {
+		n += len(row.key) + len(row.row.value) + 128
+	}
+	for _, k := range r.missing {
+		n += len(k) + 8
+	}
+	return n
+}
+
 func appendRowTimes(dst []byte, row *kvRow) []byte {
 	dst = append(dst, `,"expiresAt":`...)
 	if row.expires == 0 {
@@ -513,7 +530,11 @@ func (b *Broker) handleKV(w http.ResponseWriter, r *http.Request, c *call) {
 		writeBody(w, http.StatusOK, append(out, '}'))
 		return
 	}
-	out := make([]byte, 0, 256*len(ops))
+	size := 16
+	for i := range res {
+		size += kvResultSize(&res[i])
+	}
+	out := make([]byte, 0, size)
 	out = append(out, `{"results":[`...)
 	for i, o := range ops {
 		if i > 0 {

@@ -1,0 +1,65 @@
+package queen
+
+import (
+	"strings"
+	"testing"
+)
+
+var txnSamples = append([]string{
+	`{"transactionId":"t1","success":true,"results":[{"index":0,"type":"push","success":true,"transactionId":"k0","messageId":"m0","queueName":"out"},{"index":1,"type":"push","success":true,"transactionId":"k1","messageId":"m1","queueName":"out","duplicate":true},{"index":2,"type":"kv","opIndex":0,"op":"put","applied":true,"key":"qk:txn:a","value":{"pid":7,"state":"committed"},"version":12}]}`,
+	`{"transactionId":"t2","success":false,"reason":"kv_precondition","error":"lost","results":null,"ok":false,"failedIndex":3,"kvReason":"version","version":7,"value":{"pid":8}}`,
+	`{"transactionId":"t3","success":false,"reason":"duplicate","failedIndex":null,"kvReason":null,"version":null,"value":null}`,
+	` { "success" : true , "results" : [ { "index" : 0 , "type" : "kv" , "opIndex" : 0 , "op" : "getMany" , "rows" : [ { "key" : "a" , "value" : [ 1 , 2 ] , "version" : 1 } ] , "missing" : [ "b" ] , "truncated" : false , "extra" : null } ] , "dashboard" : { } } `,
+	`{}`, `null`, `{"results":[]}`, `{"results":[null,{"success":null,"duplicate":null,"applied":null}]}`,
+	`{"transactionId":"esc\"aped\u0041","results":[{"queueName":"\ud83d\ude00"}]}`, // escapes
+	`{"Success":true}`,                                    // case-insensitive key
+	`{"results":[{"index":0,"index":1}]}`,                 // repeated key
+	`{"results":[{"queueName":"inv` + "\xff" + `alid"}]}`, // invalid UTF-8
+	`{"succ\u0065ss":true}`,                               // escaped key
+}, txnAnswerSeeds...)
+
+var txnInvalid = []string{
+	``, `[]`, `"x"`, `{"success":"true"}`, `{"success":1}`, `{"results":{}}`, `{"results":[5]}`,
+	`{"results":[{"index":1.0}]}`, `{"results":[{"success":"y"}]}`, `{"results":[{"duplicate":0}]}`,
+	`{"results":[{"messageId":5}]}`, `{"results":[{"opIndex":"0"}]}`, `{"failedIndex":1e2}`, `{"version":"7"}`,
+	`{"value":tru}`, `{"results":[{"rows":[{"value":}]}]}`, `{"success":true} x`, `{"success":true`, `{,}`, `{"a":1,}`,
+}
+
+func normTxn(w txnResponseWire) txnResponseWire {
+	if len(w.Results) == 0 {
+		w.Results = nil
+	}
+	for i := range w.Results {
+		r := &w.Results[i]
+		if len(r.Rows) == 0 {
+			r.Rows = nil
+		}
+		if len(r.Missing) == 0 {
+			r.Missing = nil
+		}
+	}
+	return w
+}
+
+func TestTxnDecodeMatchesEncodingJSON(t *testing.T) {
+	checkDecoderSamples(t, txnSamples, txnInvalid, decodeTxnResponse, normTxn)
+}
+
+// Every proper prefix of a valid answer is refused.
+func TestTxnDecodeRefusesEveryTruncation(t *testing.T) {
+	for _, in := range txnSamples {
+		if strings.TrimSpace(in) == "null" {
+			continue
+		}
+		trimmed := strings.TrimRight(in, " ")
+		for n := 0; n < len(trimmed); n++ {
+			if _, err := decodeTxnResponse([]byte(trimmed[:n])); err == nil {
+				t.Fatalf("accepted %q, a truncation of %q", trimmed[:n], in)
+			}
+		}
+	}
+}
+
+func FuzzTxnDecode(f *testing.F) {
+	fuzzDecoder(f, txnSamples, txnInvalid, decodeTxnResponse, normTxn)
+}
