@@ -62,9 +62,11 @@ func produceInterval(b *testing.B, seeds []string, topic string, transactional b
 	defer cl.Close()
 	ctx := ctxT(b, 2*time.Minute)
 	var failed atomic.Int64
+	var firstErr atomic.Value
 	cb := func(_ *kgo.Record, err error) {
 		if err != nil {
 			failed.Add(1)
+			firstErr.CompareAndSwap(nil, err.Error())
 		}
 	}
 	// Warm the metadata, the producer id and the transaction path.
@@ -118,6 +120,7 @@ func produceInterval(b *testing.B, seeds []string, topic string, transactional b
 			continue
 		}
 		res.refused++
+		b.Logf("%s: a commit of %d records refused (flush: %v, commit: %v, %d records failed so far, the first: %v)", topic, n-from, flushErr, err, failed.Load(), firstErr.Load())
 		res.failed = failed.Load()
 		if err != nil && how == kgo.TryCommit {
 			if aerr := cl.EndTransaction(ctx, kgo.TryAbort); aerr != nil {
@@ -177,27 +180,101 @@ func bareTxn(b *testing.B, q *queen.Client, topic string, size, calls int) []flo
 // txnSideK is one target of BenchmarkTxnVsKfake, per round: idempotent and
 // transactional records/s at 100 records per transaction and at a 100 ms
 // commit interval, the commit p50s, the records per interval commit and
-// the commits refused.
+// the commits refused. A single-mode side (q set) also has its own bare
+// Queen transactions: 100 records, and the median an interval commit of it
+// carried.
 type txnSideK struct {
 	name                                 string
 	seeds                                []string
+	q                                    *queen.Client // its queen-dev, for the bare transactions; nil: none
+	addr                                 string        // a facade of it, to create the bare transactions' topic
+	ops                                  string        // its facade's operator address, for a profile (QK_BENCH_PROFILE_DIR)
 	idem, per100, p50at100               []float64
 	idemW, interval, p50atInt, sizeAtInt []float64
+	bare100, bareInt                     []float64
 	refused                              int
 	failed                               int64
 }
 
-func (s *txnSideK) round(b *testing.B) {
+func (s *txnSideK) round(b *testing.B, w txnWorkloads) {
 	const records, perTxn = 10000, 100
-	s.idem = append(s.idem, produceViaFacade(b, s.seeds, uniq("bk-idem-"+s.name), records))
-	r, commits := produceTxnViaFacade(b, s.seeds, uniq("bk-txn-"+s.name), records, perTxn)
-	s.per100, s.p50at100 = append(s.per100, r), append(s.p50at100, percentile(commits, .5))
-	s.idemW = append(s.idemW, produceInterval(b, s.seeds, uniq("bk-idemw-"+s.name), false).rate)
-	iv := produceInterval(b, s.seeds, uniq("bk-int-"+s.name), true)
-	s.interval = append(s.interval, iv.rate)
-	s.p50atInt, s.sizeAtInt = append(s.p50atInt, percentile(iv.commits, .5)), append(s.sizeAtInt, percentile(iv.sizes, .5))
-	s.refused += iv.refused
-	s.failed += iv.failed
+	if w.per100 {
+		s.idem = append(s.idem, produceViaFacade(b, s.seeds, uniq("bk-idem-"+s.name), records))
+		r, commits := produceTxnViaFacade(b, s.seeds, uniq("bk-txn-"+s.name), records, perTxn)
+		s.per100, s.p50at100 = append(s.per100, r), append(s.p50at100, percentile(commits, .5))
+	}
+	if w.interval {
+		s.idemW = append(s.idemW, produceInterval(b, s.seeds, uniq("bk-idemw-"+s.name), false).rate)
+		var profiled func()
+		if dir := os.Getenv("QK_BENCH_PROFILE_DIR"); dir != "" && s.ops != "" {
+			profiled = profileFacade(b, s.ops, dir, fmt.Sprintf("txn-interval-%s-%d", s.name, len(s.interval)+1), txnWindow)
+		}
+		iv := produceInterval(b, s.seeds, uniq("bk-int-"+s.name), true)
+		if profiled != nil {
+			profiled()
+		}
+		s.interval = append(s.interval, iv.rate)
+		s.p50atInt, s.sizeAtInt = append(s.p50atInt, percentile(iv.commits, .5)), append(s.sizeAtInt, percentile(iv.sizes, .5))
+		s.refused += iv.refused
+		s.failed += iv.failed
+	}
+}
+
+// bare measures the side's bare Queen transactions of this round.
+func (s *txnSideK) bare(b *testing.B, w txnWorkloads) {
+	if s.q == nil {
+		return
+	}
+	topic := uniq("bk-bare-" + s.name)
+	if err := produceViaFacadeSync(s.addr, topic); err != nil {
+		b.Fatal(err)
+	}
+	if w.per100 {
+		s.bare100 = append(s.bare100, percentile(bareTxn(b, s.q, topic, 100, 50), .5))
+	}
+	if n := len(s.sizeAtInt); w.interval && n > 0 && s.sizeAtInt[n-1] > 0 {
+		s.bareInt = append(s.bareInt, percentile(bareTxn(b, s.q, topic, int(s.sizeAtInt[n-1]), 5), .5))
+	}
+}
+
+// txnWorkloads are the workloads a run measures (QK_TXN_WORKLOADS).
+type txnWorkloads struct{ per100, interval bool }
+
+// txnRunSides reads QK_TXN_SIDES (a comma list of single, cluster, kfake
+// and baseline; default the first three) and QK_TXN_WORKLOADS (a comma
+// list of 100 and interval; default both), so that a run can measure what
+// a change is about alone, e.g. QK_TXN_SIDES=single,baseline,kfake
+// QK_TXN_WORKLOADS=interval.
+func txnRunSides(b *testing.B) (map[string]bool, txnWorkloads) {
+	sides := map[string]bool{}
+	list := os.Getenv("QK_TXN_SIDES")
+	if list == "" {
+		list = "single,cluster,kfake"
+	}
+	for _, n := range strings.Split(list, ",") {
+		switch n = strings.TrimSpace(n); n {
+		case "single", "cluster", "kfake", "baseline", "cluster-base":
+			sides[n] = true
+		default:
+			b.Fatalf("QK_TXN_SIDES: unknown side %q (single, cluster, kfake, baseline, cluster-base)", n)
+		}
+	}
+	var w txnWorkloads
+	list = os.Getenv("QK_TXN_WORKLOADS")
+	if list == "" {
+		list = "100,interval"
+	}
+	for _, n := range strings.Split(list, ",") {
+		switch strings.TrimSpace(n) {
+		case "100":
+			w.per100 = true
+		case "interval":
+			w.interval = true
+		default:
+			b.Fatalf("QK_TXN_WORKLOADS: unknown workload %q (100, interval)", n)
+		}
+	}
+	return sides, w
 }
 
 func ratios(a, b []float64) []float64 {
@@ -214,6 +291,14 @@ func f2(xs []float64) string {
 	}
 	s := spreadOf(xs)
 	return fmt.Sprintf("%.2f/%.2f/%.2f", s.min, s.med, s.max)
+}
+
+// med is xs's median, 0 when empty.
+func med(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return spreadOf(xs).med
 }
 
 // loadAvg is /proc/loadavg's three load averages, "?" where unreadable.
@@ -238,89 +323,176 @@ func loadAvg() string {
 // transaction of the same records (POST /api/v1/transaction straight to
 // queen-dev, the fence included). Every figure is min/median/max over
 // benchRounds rounds; the load average is logged at the start and the end.
-// QK_BENCH_BASELINE_BIN (a facade binary of another commit) adds that
-// build's three-node cluster on the same queen-dev as a fourth side,
-// "cluster-base", so a change is measured before and after in one run.
-// QK_TXN_ROUNDS overrides the rounds; run it with -v, or the summary lines
-// past the tenth are cut (the metrics carry the ratios).
+// QK_TXN_ROUNDS overrides the rounds; QK_TXN_SIDES and QK_TXN_WORKLOADS
+// choose what runs (txnRunSides); the side "baseline" is a single-mode
+// facade of QK_BENCH_BASELINE_BIN (default this build) in front of its own
+// queen-dev of QK_BENCH_BASELINE_DEV_BIN (default this build), for a
+// before/after in one run; the side "cluster-base" is a three-node
+// cluster of QK_BENCH_BASELINE_BIN on the cluster side's queen-dev. Run it with -v, or the summary lines past the
+// tenth are cut (the metrics carry the ratios).
 func BenchmarkTxnVsKfake(b *testing.B) {
 	rounds := benchRounds
 	if v, err := strconv.Atoi(os.Getenv("QK_TXN_ROUNDS")); err == nil && v > 0 {
 		rounds = v
 	}
+	want, w := txnRunSides(b)
 	for range b.N {
 		b.Logf("load average at start: %s", loadAvg())
 		env := map[string]string{"QUEEN_KAFKA_DEFAULT_PARTITIONS": strconv.Itoa(benchPartitions), "LOG_LEVEL": "warn"}
-		c := newTestCluster(b, clusterOpts{nodes: 3, env: env})
-		single := startFacade(b, c.dev, env)
-		kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(benchPartitions))
-		if err != nil {
-			b.Fatal(err)
+		var sides []*txnSideK
+		var kfk *txnSideK
+		var facades []*facade
+		var c *testCluster
+		var dev *queenDev
+		if want["cluster"] {
+			c = newTestCluster(b, clusterOpts{nodes: 3, env: env})
+			dev, facades = c.dev, append(facades, c.nodes...)
 		}
-		defer kf.Close()
-		q, err := queen.New(queen.Config{URL: c.dev.url})
-		if err != nil {
-			b.Fatal(err)
+		if want["single"] {
+			if dev == nil {
+				dev = startQueenDev(b, devOptions{faults: true})
+			}
+			senv, ops := maps.Clone(env), ""
+			if os.Getenv("QK_BENCH_PROFILE_DIR") != "" {
+				ops = "127.0.0.1:" + strconv.Itoa(freePort(b))
+				senv["QUEEN_KAFKA_HTTP_ADDR"] = ops
+			}
+			single := startFacade(b, dev, senv)
+			facades = append(facades, single)
+			sides = append(sides, &txnSideK{name: "single", seeds: []string{single.addr}, q: queenClient(b, dev.url), addr: single.addr, ops: ops})
 		}
-		sides := []*txnSideK{{name: "single", seeds: []string{single.addr}}, {name: "cluster", seeds: c.addrs()}, {name: "kfake", seeds: kf.ListenAddrs()}}
-		nodes := append([]*facade{single}, c.nodes...)
-		if bin := os.Getenv("QK_BENCH_BASELINE_BIN"); bin != "" {
+		if c != nil {
+			sides = append(sides, &txnSideK{name: "cluster", seeds: c.addrs()})
+		}
+		if want["cluster-base"] {
+			bin := os.Getenv("QK_BENCH_BASELINE_BIN")
+			if c == nil || bin == "" {
+				b.Fatal("the cluster-base side needs the cluster side and QK_BENCH_BASELINE_BIN")
+			}
 			// Another build's cluster on the same queen-dev, in the same
 			// rotation: before and after side by side.
 			baseEnv := maps.Clone(env)
 			baseEnv["QUEEN_KAFKA_CLUSTER"] = "queen-base" // node ids of its own
 			base := newTestCluster(b, clusterOpts{nodes: 3, env: baseEnv, bin: bin, dev: c.dev})
 			sides = append(sides, &txnSideK{name: "cluster-base", seeds: base.addrs()})
-			nodes = append(nodes, base.nodes...)
+			facades = append(facades, base.nodes...)
+			b.Logf("cluster-base: facade %s", bin)
 		}
-		var bare100, bareInt []float64
+		if want["baseline"] {
+			old := newQueenDev(b.TempDir(), freePort(b), devOptions{faults: true})
+			if bin := os.Getenv("QK_BENCH_BASELINE_DEV_BIN"); bin != "" {
+				old.Bin = bin
+			}
+			b.Cleanup(old.kill)
+			if err := old.start(); err != nil {
+				b.Fatalf("%v\n%s", err, old.Out.From(0))
+			}
+			bin := os.Getenv("QK_BENCH_BASELINE_BIN")
+			if bin == "" {
+				bin = queenKafkBin
+			}
+			base := launchFacade(b, newFacadeOf(bin, old.url, freePort(b), env))
+			facades = append(facades, base)
+			sides = append(sides, &txnSideK{name: "baseline", seeds: []string{base.addr}, q: queenClient(b, old.url), addr: base.addr})
+			b.Logf("baseline: facade %s, queen-dev %s", bin, old.Bin)
+		}
+		if want["kfake"] {
+			kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(benchPartitions))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer kf.Close()
+			kfk = &txnSideK{name: "kfake", seeds: kf.ListenAddrs()}
+			sides = append(sides, kfk)
+		}
 		for r := range rounds {
 			for i := range sides {
 				s := sides[(r+i)%len(sides)]
-				s.round(b)
+				s.round(b, w)
 				b.Logf("round %d %s: idem %.0f, 100/txn %.0f (p50 %.2f ms), idem 2 s %.0f, 100 ms %.0f (p50 %.2f ms, %.0f records), refused %d so far; load %s",
-					r+1, s.name, s.idem[r], s.per100[r], s.p50at100[r], s.idemW[r], s.interval[r], s.p50atInt[r], s.sizeAtInt[r], s.refused, loadAvg())
+					r+1, s.name, last(s.idem), last(s.per100), last(s.p50at100), last(s.idemW), last(s.interval), last(s.p50atInt), last(s.sizeAtInt), s.refused, loadAvg())
 			}
 			// The bare transaction of the same records: 100, and the
-			// median an interval commit of the single facade carried.
-			topic := uniq("bk-bare")
-			if err := produceViaFacadeSync(single.addr, topic); err != nil {
-				b.Fatal(err)
-			}
-			bare100 = append(bare100, percentile(bareTxn(b, q, topic, 100, 50), .5))
-			if size := int(sides[0].sizeAtInt[r]); size > 0 {
-				bareInt = append(bareInt, percentile(bareTxn(b, q, topic, size, 5), .5))
+			// median an interval commit of the side carried.
+			for _, s := range sides {
+				s.bare(b, w)
 			}
 		}
-		kfk := sides[2]
-		if len(sides) > 3 {
-			b.Logf("cluster-base is %s", os.Getenv("QK_BENCH_BASELINE_BIN"))
+		var k100, kInt []float64
+		if kfk != nil {
+			k100, kInt = ratios(kfk.per100, kfk.idem), ratios(kfk.interval, kfk.idemW)
 		}
-		k100, kInt := ratios(kfk.per100, kfk.idem), ratios(kfk.interval, kfk.idemW)
 		b.Logf("1 KiB acks=all lz4, %d partitions, %d rounds; min/median/max", benchPartitions, rounds)
-		b.Logf("  bare Queen transaction p50 ms: 100 records %s; interval-sized (%s records) %s", f2(bare100), f2(sides[0].sizeAtInt), f2(bareInt))
+		var single *txnSideK
 		for _, s := range sides {
+			if s.name == "single" {
+				single = s
+			}
+			if s.q != nil {
+				b.Logf("  %s: bare Queen transaction p50 ms: 100 records %s; interval-sized (%s records) %s", s.name, f2(s.bare100), f2(s.sizeAtInt), f2(s.bareInt))
+			}
+		}
+		for _, s := range sides {
+			// The cluster's bare transactions are the single side's (one
+			// queen-dev).
+			bare100, bareInt := s.bare100, s.bareInt
+			if s.q == nil && single != nil {
+				bare100, bareInt = single.bare100, single.bareInt
+			}
 			r100, rInt := ratios(s.per100, s.idem), ratios(s.interval, s.idemW)
-			b.Logf("  %s: 100/txn: idem rec/s %s, txn rec/s %s, txn/idem %s (vs kfake's %.2f: %.2f), commit p50 ms %s",
-				s.name, spreadOf(s.idem), spreadOf(s.per100), f2(r100), spreadOf(k100).med, spreadOf(r100).med/spreadOf(k100).med, f2(s.p50at100))
-			b.Logf("  %s: 100 ms: idem rec/s %s, txn rec/s %s, txn/idem %s (vs kfake's %.2f: %.2f), commit p50 ms %s, records/commit %s, commits refused %d, records failed %d",
-				s.name, spreadOf(s.idemW), spreadOf(s.interval), f2(rInt), spreadOf(kInt).med, spreadOf(rInt).med/spreadOf(kInt).med, f2(s.p50atInt), spreadOf(s.sizeAtInt), s.refused, s.failed)
+			if w.per100 {
+				b.Logf("  %s: 100/txn: idem rec/s %s, txn rec/s %s, txn/idem %s (vs kfake's %.2f: %.2f), commit p50 ms %s",
+					s.name, spreadOf(s.idem), spreadOf(s.per100), f2(r100), med(k100), med(r100)/med(k100), f2(s.p50at100))
+			}
+			if w.interval {
+				b.Logf("  %s: 100 ms: idem rec/s %s, txn rec/s %s, txn/idem %s (vs kfake's %.2f: %.2f), commit p50 ms %s, records/commit %s, commits refused %d, records failed %d",
+					s.name, spreadOf(s.idemW), spreadOf(s.interval), f2(rInt), med(kInt), med(rInt)/med(kInt), f2(s.p50atInt), spreadOf(s.sizeAtInt), s.refused, s.failed)
+			}
 			if s.name != "kfake" {
-				b.Logf("  %s: commit p50 / bare Queen transaction p50: 100/txn %.2f, 100 ms %s",
-					s.name, spreadOf(s.p50at100).med/spreadOf(bare100).med, bareRatio(nonzero(s.p50atInt), bareInt))
-				reportSpread(b, s.name+"_commit_p50_ms_100", s.p50at100)
-				b.ReportMetric(spreadOf(s.p50at100).med/spreadOf(bare100).med, s.name+"_commit_over_bare_100")
-				reportSpread(b, s.name+"_txn_over_idem_100", r100)
-				reportSpread(b, s.name+"_txn_over_idem_interval", rInt)
+				b.Logf("  %s: commit p50 / bare Queen transaction p50: 100/txn %s, 100 ms %s",
+					s.name, bareRatio(s.p50at100, bare100), bareRatio(nonzero(s.p50atInt), bareInt))
+				if w.per100 {
+					reportSpread(b, s.name+"_commit_p50_ms_100", s.p50at100)
+					if len(bare100) > 0 {
+						b.ReportMetric(med(s.p50at100)/med(bare100), s.name+"_commit_over_bare_100")
+					}
+					reportSpread(b, s.name+"_txn_over_idem_100", r100)
+				}
+				if w.interval {
+					reportSpread(b, s.name+"_txn_over_idem_interval", rInt)
+				}
 				b.ReportMetric(float64(s.refused), s.name+"_refused")
 			}
+			if s.q != nil && w.per100 {
+				reportSpread(b, s.name+"_bare_p50_ms_100", s.bare100)
+			}
 		}
-		reportSpread(b, "bare_p50_ms_100", bare100)
-		reportSpread(b, "kfake_txn_over_idem_100", k100)
-		reportSpread(b, "kfake_txn_over_idem_interval", kInt)
-		noPanics(b, nodes...)
+		if w.per100 && len(k100) > 0 {
+			reportSpread(b, "kfake_txn_over_idem_100", k100)
+		}
+		if w.interval && len(kInt) > 0 {
+			reportSpread(b, "kfake_txn_over_idem_interval", kInt)
+		}
+		noPanics(b, facades...)
 		b.Logf("load average at end: %s", loadAvg())
 	}
+}
+
+// last is xs's last element, 0 when empty.
+func last(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return xs[len(xs)-1]
+}
+
+// queenClient is a Queen client on url.
+func queenClient(b *testing.B, url string) *queen.Client {
+	q, err := queen.New(queen.Config{URL: url})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return q
 }
 
 // nonzero is xs without its zeros (a round whose every commit was

@@ -101,11 +101,7 @@ func (n *Node) txnStageAll(ctx context.Context, c *transport.Conn, bs []*txn.Bat
 	if n.txnShared != nil {
 		return n.txnShared.ProduceAll(ctx, txnClient(c), bs)
 	}
-	out := make([]txn.Outcome, len(bs))
-	for i, b := range bs {
-		out[i].Code, out[i].Msg = n.txns.Produce(ctx, txnClient(c), b)
-	}
-	return out
+	return n.txns.ProduceAll(ctx, txnClient(c), bs)
 }
 
 // txnIDs is the node's producer id allocator as package txn asks for it.

@@ -394,7 +394,9 @@ func sameOp(sent, echoed string) bool {
 
 // Transaction commits records and KV ops as one unit (§8). It returns the
 // kv rider's results in rider order. A rollback is a *TxnError. The push
-// echoes are checked: one success per item.
+// echoes are checked: one success per item. The items' payloads are
+// written to the socket from their own memory (TxnRequest.pooledBody), so
+// they must stay unchanged until Transaction has returned.
 func (c *Client) Transaction(ctx context.Context, req TxnRequest) ([]KVResult, error) {
 	if len(req.Operations) == 0 && len(req.KV) == 0 {
 		return nil, nil // §8: a transaction with nothing in it makes no call
@@ -413,8 +415,12 @@ func (c *Client) Transaction(ctx context.Context, req TxnRequest) ([]KVResult, e
 			items += len(op.Items)
 		}
 	}
+	body, err := req.pooledBody()
+	if err != nil {
+		return nil, &Error{Kind: KindProtocol, Route: routeTxn, Message: Sanitize("encode: " + err.Error()), Err: err}
+	}
 	var d txnDecoder
-	if err := c.call(ctx, routeTxn, "", c.timeout, txnAnswerLimit(req), req, &d); err != nil {
+	if err := c.call(ctx, routeTxn, "", c.timeout, txnAnswerLimit(req), body, &d); err != nil {
 		return nil, err
 	}
 	wire := d.wire

@@ -6,13 +6,15 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 )
 
 // The transaction body rendered without reflection means what
 // encoding/json renders for the same request (no HTML escaping): random
 // requests, push items with and without partitions, null payloads and
-// dedup keys, names with characters JSON escapes, and kv riders.
+// dedup keys, names with characters JSON escapes, and kv riders; and the
+// body Transaction sends (TxnRequest.pooledBody) is those bytes.
 func TestTxnRequestBodyMatchesEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 23))
 	name := func() string {
@@ -33,7 +35,10 @@ func TestTxnRequestBodyMatchesEncodingJSON(t *testing.T) {
 					it.Partition = strconv.Itoa(rng.IntN(100))
 				}
 				if rng.IntN(4) > 0 {
-					it.Payload = json.RawMessage(`{"k":null,"v":"` + strconv.Itoa(rng.Int()) + `","h":[{"k":"<a&b>","v":null}],"t":` + strconv.Itoa(rng.IntN(1e9)) + `}`)
+					// Some past minRefPayload: the call's body sends those
+					// from their own memory.
+					pad := strings.Repeat("x", []int{0, 200, 300}[rng.IntN(3)])
+					it.Payload = json.RawMessage(`{"k":null,"v":"` + strconv.Itoa(rng.Int()) + pad + `","h":[{"k":"<a&b>","v":null}],"t":` + strconv.Itoa(rng.IntN(1e9)) + `}`)
 				}
 				if rng.IntN(2) == 0 {
 					it.TransactionID = name()
@@ -76,5 +81,15 @@ func TestTxnRequestBodyMatchesEncodingJSON(t *testing.T) {
 		if bytes.Contains(got, []byte(`\u003c`)) {
 			t.Fatalf("request %d: HTML-escaped: %s", i, got)
 		}
+		// The call's body (framing pooled, long payloads in place) is the
+		// same bytes, of the size it declares.
+		pb, err := req.pooledBody()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sent := bytes.Join(pb.segments(), nil); !bytes.Equal(sent, got) || pb.size() != int64(len(got)) {
+			t.Fatalf("request %d: the call's body (%d bytes declared)\n%s\nis not\n%s", i, pb.size(), sent, got)
+		}
+		pb.release()
 	}
 }

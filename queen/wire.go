@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/queen-mq/queen-kafka/internal/bufpool"
 	"github.com/queen-mq/queen-kafka/internal/jsontext"
 )
 
@@ -306,15 +307,42 @@ type TxnResponse struct {
 // fifth of a large commit's CPU). The kv rider, a few small ops, goes
 // through encoding/json, without HTML escaping as encodeBody's.
 func (r TxnRequest) appendJSONErr(dst []byte) ([]byte, error) {
-	n := 64
+	body, err := r.render(dst, false)
+	return body.buf, err
+}
+
+// pooledBody is the body for the call: its framing in a pooled buffer and
+// every payload of minRefPayload bytes or more written from the caller's
+// memory (as PushBatch's): a commit of tens of megabytes is neither copied
+// into a body of its size nor held twice.
+func (r TxnRequest) pooledBody() (*pooledBody, error) {
+	n := 256
 	for _, op := range r.Operations {
 		for _, it := range op.Items {
-			n += len(it.Queue) + len(it.Partition) + len(it.Payload) + len(it.TransactionID) + 64
+			n += ItemBodyBytes(it.Queue, it.Partition, len(it.Payload), it.TransactionID)
 		}
 	}
+	p, err := r.render(bufpool.Get(n), true)
+	if err != nil {
+		bufpool.Put(p.buf)
+		return nil, err
+	}
+	return p, nil
+}
+
+// render appends the body to dst; with refs, payloads of minRefPayload
+// bytes or more are referenced in place rather than copied.
+func (r TxnRequest) render(dst []byte, refs bool) (*pooledBody, error) {
 	if dst == nil {
+		n := 64
+		for _, op := range r.Operations {
+			for _, it := range op.Items {
+				n += len(it.Queue) + len(it.Partition) + len(it.Payload) + len(it.TransactionID) + 64
+			}
+		}
 		dst = make([]byte, 0, n)
 	}
+	p := &pooledBody{}
 	dst = append(dst, `{"operations":[`...)
 	for i, op := range r.Operations {
 		if i > 0 {
@@ -335,9 +363,12 @@ func (r TxnRequest) appendJSONErr(dst []byte) ([]byte, error) {
 					dst = jsontext.AppendString(dst, it.Partition)
 				}
 				dst = append(dst, `,"payload":`...)
-				if len(it.Payload) == 0 {
+				switch {
+				case len(it.Payload) == 0:
 					dst = append(dst, "null"...)
-				} else {
+				case refs && len(it.Payload) >= minRefPayload:
+					p.refs = append(p.refs, bodyRef{at: len(dst), p: it.Payload})
+				default:
 					dst = append(dst, it.Payload...)
 				}
 				if it.TransactionID != "" {
@@ -359,8 +390,10 @@ func (r TxnRequest) appendJSONErr(dst []byte) ([]byte, error) {
 		kv = []KVOp{}
 	}
 	if err := enc.Encode(kv); err != nil {
-		return nil, err
+		p.buf = dst
+		return p, err
 	}
 	dst = append(dst, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})...)
-	return append(dst, '}'), nil
+	p.buf = append(dst, '}')
+	return p, nil
 }

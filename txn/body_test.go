@@ -3,9 +3,11 @@ package txn
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -91,4 +93,68 @@ func TestCapCommitBody(t *testing.T) {
 		t.Fatalf("past the commit body's ceiling: %v", kerr.ErrorForCode(code))
 	}
 	h.capped("tx", pid, epoch)
+}
+
+// stageHold: no hold below half the commit body's room, then 10 ms
+// doubling each further eighth, never past 80 ms (even past the room).
+func TestStageHold(t *testing.T) {
+	const room = 800
+	for _, c := range []struct {
+		body int64
+		want time.Duration
+	}{{0, 0}, {399, 0}, {400, 10 * time.Millisecond}, {499, 10 * time.Millisecond}, {500, 20 * time.Millisecond},
+		{600, 40 * time.Millisecond}, {700, 80 * time.Millisecond}, {799, 80 * time.Millisecond}, {800, 80 * time.Millisecond}, {5000, 80 * time.Millisecond}} {
+		if got := stageHold(c.body, room); got != c.want {
+			t.Errorf("stageHold(%d, %d) = %v, want %v", c.body, room, got, c.want)
+		}
+	}
+	if got := stageHold(10, 0); got != 0 {
+		t.Errorf("no room: %v", got)
+	}
+}
+
+// A transactional Produce that takes its transaction's commit body past
+// half the room is answered after a hold (stageHold), once per request
+// (ProduceAll: the longest of its batches'), and the transaction still
+// commits; below half nothing is held. Before the hold, a producer fast
+// enough to pass the room within one transaction had every such commit
+// refused (MESSAGE_TOO_LARGE).
+func TestProduceHeldPastHalfTheCommitBody(t *testing.T) {
+	const ceiling = 4 << 20
+	h := newHarnessOn(t, Limits{MaxCommitBody: ceiling}, dev.Options{MaxBodyBytes: ceiling})
+	var holds []time.Duration
+	m := New(Config{Queen: h.wire, IDs: h.ids, Groups: h.groups, Clock: h.clock, Limits: Limits{MaxCommitBody: ceiling},
+		Log: slog.New(slog.DiscardHandler), Fault: testFault, hold: func(d time.Duration) { holds = append(holds, d) }})
+	pid, epoch := h.init(m, h.cl, "tx")
+	h.add(m, h.cl, "tx", pid, epoch, "out", 0, 1)
+	value := bytes.Repeat([]byte("v"), 8<<10)
+	batch := func(part, seq int32, n int) *Batch {
+		b := &Batch{TransactionalID: "tx", ProducerID: pid, ProducerEpoch: epoch, Topic: "out", Partition: part, FirstSeq: seq}
+		b.Keys = producer.DedupKeys(pid, epoch, seq, n)
+		for range n {
+			rec := envelope.Record{Value: value, Timestamp: -1}
+			b.Payloads = append(b.Payloads, envelope.Append(nil, &rec))
+			b.Bytes += int64(len(value))
+		}
+		return b
+	}
+	room := int64(ceiling - riderReserve)
+	per := batchBody(batch(0, 0, 1))
+	half := int(room / 2 / per) // records that stay under half the room
+	if out := m.ProduceAll(bg, h.cl, []*Batch{batch(0, 0, half/2), batch(1, 0, half-half/2)}); out[0].Code != 0 || out[1].Code != 0 {
+		t.Fatalf("below half: %+v", out)
+	}
+	if len(holds) != 0 {
+		t.Fatalf("held below half the room: %v", holds)
+	}
+	out := m.ProduceAll(bg, h.cl, []*Batch{batch(0, int32(half/2), 2), batch(1, int32(half-half/2), half/2)})
+	if out[0].Code != 0 || out[1].Code != 0 {
+		t.Fatalf("past half: %+v", out)
+	}
+	if want := stageHold(int64(half+2+half/2)*per, room); len(holds) != 1 || holds[0] != want || want < 2*holdUnit {
+		t.Fatalf("past half: holds %v, want one of %v", holds, want)
+	}
+	if c := h.end(m, h.cl, "tx", pid, epoch, true); c != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(c))
+	}
 }

@@ -81,6 +81,9 @@ type Config struct {
 	Groups Groups      // membership of TxnOffsetCommit
 	Stages Stages      // nil is Memory
 	Clock  clock.Clock // nil is the wall clock; the sweep waits on its After
+	// hold replaces the wait of a held Produce answer (stageHold) in
+	// tests, which see the hold asked instead of waiting it.
+	hold   func(time.Duration)
 	Log    *slog.Logger
 	Limits Limits // a zero field takes DefaultLimits'
 	// Fault maps a failed call to Queen (the claim's put, the commit) to

@@ -1,6 +1,8 @@
 package txn
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 
@@ -102,11 +104,74 @@ func (m *Manager) addImplicitly(ctx context.Context, cl Client, t *binding, tp t
 // answered base_offset -1. It admits the batch again (the transaction may
 // have moved since Admit). Past QUEEN_KAFKA_TXN_MAX_RECORDS, _MAX_BYTES or
 // the process's _MAX_STAGED_BYTES the batch is MESSAGE_TOO_LARGE and the
-// transaction abortable: waiting does not make it fit.
+// transaction abortable: waiting does not make it fit. Past half the
+// commit body's room the answer is held (stageHold), so that a fast
+// producer slows before its transaction stops fitting.
 func (m *Manager) Produce(ctx context.Context, cl Client, b *Batch) (code int16, msg string) {
+	code, msg, hold := m.produce(ctx, cl, b)
+	m.hold(ctx, hold)
+	return code, msg
+}
+
+// ProduceAll stages the batches of one transactional Produce request in
+// order (Produce each), and holds the answer once, for the longest hold
+// any of them asked (stageHold).
+func (m *Manager) ProduceAll(ctx context.Context, cl Client, bs []*Batch) []Outcome {
+	out := make([]Outcome, len(bs))
+	var hold time.Duration
+	for i, b := range bs {
+		var h time.Duration
+		out[i].Code, out[i].Msg, h = m.produce(ctx, cl, b)
+		hold = max(hold, h)
+	}
+	m.hold(ctx, hold)
+	return out
+}
+
+// holdUnit is the shortest hold of a Produce answer (stageHold).
+const holdUnit = 10 * time.Millisecond
+
+// stageHold is how long the answer to a Produce that took a transaction's
+// commit body to body (of room) is held; likewise for its bytes and
+// records against their caps, which follow from the body's. A transaction commits as one
+// Queen transaction, so its body can never pass room; a producer fast
+// enough to stage past it within one transaction (Kafka Streams commits
+// every 100 ms, and a 2-core facade stages 500,000 records/s, 70 MB in
+// that time) would have its commit refused. Past half the room each
+// answer is held, 10 ms and doubling at each further eighth up to 80 ms,
+// so the producer's own backpressure (its records in flight) slows it
+// while the transaction is still committable; a held answer is a slow
+// broker to the client, as a quota's throttle is.
+func stageHold(body, room int64) time.Duration {
+	if room <= 0 || 2*body < room {
+		return 0
+	}
+	band := min(int((float64(body)/float64(room)-0.5)*8), 3)
+	return holdUnit << band
+}
+
+// hold waits d, or until ctx ends; m.cfg.hold replaces it in tests.
+func (m *Manager) hold(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if m.cfg.hold != nil {
+		m.cfg.hold(d)
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// produce is Produce without the hold, which it returns.
+func (m *Manager) produce(ctx context.Context, cl Client, b *Batch) (code int16, msg string, hold time.Duration) {
 	t, code, msg := m.admit(ctx, cl, b)
 	if t == nil {
-		return code, msg
+		return code, msg, 0
 	}
 	defer t.mu.Unlock()
 	n := len(b.Payloads)
@@ -114,28 +179,29 @@ func (m *Manager) Produce(ctx context.Context, cl Client, b *Batch) (code int16,
 	switch {
 	case t.records+n > m.lim.MaxRecords:
 		m.poison(t, "QUEEN_KAFKA_TXN_MAX_RECORDS")
-		return kerr.MessageTooLarge.Code, "the transaction is past QUEEN_KAFKA_TXN_MAX_RECORDS; abort it"
+		return kerr.MessageTooLarge.Code, "the transaction is past QUEEN_KAFKA_TXN_MAX_RECORDS; abort it", 0
 	case t.bytes+b.Bytes > m.lim.MaxBytes:
 		m.poison(t, "QUEEN_KAFKA_TXN_MAX_BYTES")
-		return kerr.MessageTooLarge.Code, "the transaction is past QUEEN_KAFKA_TXN_MAX_BYTES; abort it"
+		return kerr.MessageTooLarge.Code, "the transaction is past QUEEN_KAFKA_TXN_MAX_BYTES; abort it", 0
 	case t.body+body > m.lim.bodyRoom():
 		m.poison(t, "QUEEN_KAFKA_QUEEN_MAX_BODY_BYTES")
-		return kerr.MessageTooLarge.Code, "the transaction's commit would pass Queen's body ceiling (QUEEN_KAFKA_QUEEN_MAX_BODY_BYTES); abort it"
+		return kerr.MessageTooLarge.Code, "the transaction's commit would pass Queen's body ceiling (QUEEN_KAFKA_QUEEN_MAX_BODY_BYTES); abort it", 0
 	}
 	if m.staged.Add(b.Bytes) > m.lim.MaxStagedBytes {
 		m.staged.Add(-b.Bytes)
 		m.poison(t, "QUEEN_KAFKA_TXN_MAX_STAGED_BYTES")
-		return kerr.MessageTooLarge.Code, "this process holds as many staged transactional records as QUEEN_KAFKA_TXN_MAX_STAGED_BYTES allows; abort the transaction"
+		return kerr.MessageTooLarge.Code, "this process holds as many staged transactional records as QUEEN_KAFKA_TXN_MAX_STAGED_BYTES allows; abort the transaction", 0
 	}
 	if err := t.stage.AddRecords(ctx, b.Topic, b.Partition, b.Payloads, b.Keys); err != nil {
 		m.staged.Add(-b.Bytes)
 		m.log.Warn("staging transactional records failed", "transactional_id", t.key.ID, "err", err)
-		return kerr.RequestTimedOut.Code, "the records could not be staged; retry"
+		return kerr.RequestTimedOut.Code, "the records could not be staged; retry", 0
 	}
 	t.records += n
 	t.bytes += b.Bytes
 	t.body += body
-	return 0, ""
+	// Whichever cap the transaction is nearest to.
+	return 0, "", max(stageHold(t.body, m.lim.bodyRoom()), stageHold(t.bytes, m.lim.MaxBytes), stageHold(int64(t.records), int64(m.lim.MaxRecords)))
 }
 
 // batchBody is what b's records add to the commit body.

@@ -62,8 +62,20 @@ type kvExec struct {
 }
 
 func (b *Broker) newKVExec(tenantName string, now time.Time) *kvExec {
+	return b.newKVExecSized(tenantName, now, 0)
+}
+
+// newKVExecSized is newKVExec with a batch of size bytes allocated up
+// front (0: the engine's default, grown as written): a transaction's
+// records are written into the same batch, and growing a batch of tens of
+// megabytes by doubling copied it several times over, into fresh memory.
+func (b *Broker) newKVExecSized(tenantName string, now time.Time, size int) *kvExec {
+	batch := b.db.NewIndexedBatch()
+	if size > 0 {
+		batch = b.db.NewIndexedBatchWithSize(size)
+	}
 	return &kvExec{
-		st: b.st, batch: b.db.NewIndexedBatch(), tenant: tenantName, now: now.UnixMicro(),
+		st: b.st, batch: batch, tenant: tenantName, now: now.UnixMicro(),
 		seqBefore: b.st.kvSeq,
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -364,5 +365,94 @@ func TestLargePushSplitsValues(t *testing.T) {
 		if err := ri.close(); err != nil || next != n {
 			t.Fatalf("from %d: ended at %d: %v", from, next, err)
 		}
+	}
+}
+
+// seekRunEntry is dedupReader.get of a numbered id as one SeekLT of its
+// own: the run with the greatest first number not above the id's governs.
+func seekRunEntry(r pebble.Reader, qid, part, txID string) (dedupEntry, bool, error) {
+	stem, num, _ := splitSeq(txID)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{kindDedupRun}, UpperBound: []byte{kindDedupRun + 1}})
+	if err != nil {
+		return dedupEntry{}, false, err
+	}
+	defer it.Close()
+	key := appendKeyRun(nil, qid, part, stem, num+1)
+	if !it.SeekLT(key) {
+		return dedupEntry{}, false, it.Error()
+	}
+	k := it.Key()
+	if len(k) != len(key) || !bytes.Equal(k[:len(key)-8], key[:len(key)-8]) {
+		return dedupEntry{}, false, nil
+	}
+	return runEntry(it.Value(), num-offsetOf(k))
+}
+
+// dedupReader's span (one seek per stem and stretch of numbers) answers
+// every lookup as a seek of its own (seekRunEntry) does: random stored runs (gaps,
+// repeats, runs stored again over older ones after the window), looked up
+// ascending, descending and at random, against a fresh reader per lookup.
+func TestDedupSpanMatchesSeek(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+			clk := newFakeClock()
+			e := newEnv(t, Options{Now: clk.Now})
+			if _, err := e.qc.Configure(ctx(t), "q", map[string]any{"dedupWindowSeconds": 1}); err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(77, seed))
+			for range 60 {
+				start, n := rng.IntN(200), 1+rng.IntN(30)
+				stem := []string{"kafka:1:0:", "kafka:2:0:"}[rng.IntN(2)]
+				ids := make([]string, n)
+				for i := range ids {
+					ids[i] = stem + strconv.Itoa(start+i)
+				}
+				e.pushKeyed("q", strconv.Itoa(rng.IntN(2)), ids...)
+				clk.Advance(time.Duration(rng.IntN(1500)) * time.Millisecond)
+			}
+			e.b.mu.Lock()
+			defer e.b.mu.Unlock()
+			qid := e.b.st.tenant(DefaultTenant).queues["q"].id
+			type lookup struct {
+				part, id string
+			}
+			var grouped, interleaved []lookup
+			for _, part := range []string{"0", "1"} {
+				for _, stem := range []string{"kafka:1:0:", "kafka:2:0:"} {
+					for n := range 240 {
+						grouped = append(grouped, lookup{part, stem + strconv.Itoa(n)})
+					}
+				}
+			}
+			for n := range 240 {
+				for _, part := range []string{"0", "1"} {
+					for _, stem := range []string{"kafka:1:0:", "kafka:2:0:"} {
+						interleaved = append(interleaved, lookup{part, stem + strconv.Itoa(n)})
+					}
+				}
+			}
+			backward, shuffled := slices.Clone(grouped), slices.Clone(grouped)
+			slices.Reverse(backward)
+			rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+			found := 0
+			for _, order := range [][]lookup{grouped, interleaved, backward, shuffled} {
+				span := dedupReader{r: e.b.db}
+				for _, l := range order {
+					got, gotOK, err := span.get(qid, l.part, l.id)
+					want, wantOK, werr := seekRunEntry(e.b.db, qid, l.part, l.id)
+					if err != nil || werr != nil || got != want || gotOK != wantOK {
+						t.Fatalf("%s/%s: span %+v %v %v, seek %+v %v %v", l.part, l.id, got, gotOK, err, want, wantOK, werr)
+					}
+					if gotOK {
+						found++
+					}
+				}
+				span.close()
+			}
+			if found == 0 {
+				t.Fatal("no lookup found a stored entry")
+			}
+		})
 	}
 }

@@ -36,6 +36,24 @@ type txnRequest struct {
 	kv    []*kvOp
 }
 
+// batchBytes is about what req's records take in the engine's batch, a
+// little over rather than under (the records' batch values, their dedup
+// runs and keys: see pushPlan.write); 0 for a transaction without records.
+func (req *txnRequest) batchBytes() int {
+	if len(req.items) == 0 {
+		return 0
+	}
+	n := 64 << 10
+	for i := range req.items {
+		it := &req.items[i]
+		// The value's entry (the message id and three lengths), and the
+		// dedup entry: the id again in a run, or a key of its own holding
+		// the transactionId with a value holding the id.
+		n += len(it.payload) + 2*len(it.txID) + 2*(uuidLen+2) + 64
+	}
+	return n
+}
+
 type txnSlot struct {
 	ack bool
 	i   int
@@ -271,7 +289,7 @@ func (b *Broker) handleTxn(w http.ResponseWriter, r *http.Request, c *call) {
 	defer b.leave()
 	b.mu.Lock()
 	now := b.now()
-	x := b.newKVExec(c.tenant, now)
+	x := b.newKVExecSized(c.tenant, now, req.batchBytes())
 	res, fail := x.run(req.kv)
 	var plan *pushPlan
 	var pd *pending

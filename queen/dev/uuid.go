@@ -6,6 +6,9 @@ import (
 	"time"
 )
 
+// uuidLen is a formatted UUID's length.
+const uuidLen = 36
+
 // newUUIDv7 is a time-ordered message id (RFC 9562 version 7). The random
 // bits come from math/rand/v2's ChaCha8-backed global source: ids must be
 // unique, not secret.
