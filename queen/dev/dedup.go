@@ -3,6 +3,7 @@ package dev
 import (
 	"bytes"
 	"errors"
+	"math"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -109,6 +110,18 @@ func runEntry(v []byte, k int64) (e dedupEntry, found bool, err error) {
 	return e, d.err == nil, d.err
 }
 
+// runCount is the number of entries of a run value.
+func runCount(v []byte) (int64, error) {
+	d := &decoder{b: v}
+	d.varint()
+	d.varint()
+	n := d.uvarint()
+	if d.err == nil && n > math.MaxInt32 {
+		d.err = errors.New("dedup run: count out of range")
+	}
+	return int64(n), d.err
+}
+
 // runFirstOffset is the offset of a run value's first entry.
 func runFirstOffset(v []byte) (int64, error) {
 	d := &decoder{b: v}
@@ -120,11 +133,21 @@ func runFirstOffset(v []byte) (int64, error) {
 // iterator per kind: a batch's keys are mostly ascending (a producer's
 // sequences), so each seek continues from the last instead of descending
 // every level of the store again, as a point read per record would.
+//
+// A batch of a producer's records is consecutive numbers of one stem, and
+// each was almost always never stored: one seek for the whole run (get's
+// ahead) shows that none of its numbers is, and the lookups of the rest of
+// the run answer from that without a seek of their own (absent).
 type dedupReader struct {
 	r    pebble.Reader
 	it   *pebble.Iterator // kind d
 	runs *pebble.Iterator // kind n
 	key  []byte           // the key sought, in one buffer (a seek copies it)
+	// absent: the numbers [from, to) of (qid, part, stem) have no entry.
+	absent struct {
+		qid, part, stem string
+		from, to        int64
+	}
 }
 
 func (d *dedupReader) iter(p **pebble.Iterator, kind byte) (*pebble.Iterator, error) {
@@ -138,11 +161,53 @@ func (d *dedupReader) iter(p **pebble.Iterator, kind byte) (*pebble.Iterator, er
 	return *p, nil
 }
 
-func (d *dedupReader) get(qid, part, txID string) (dedupEntry, bool, error) {
+// get looks txID up. ahead (nil: none) says how many ids after it the
+// caller will look up next that continue its number (stem, number+1, …, in
+// the same queue and partition); it is called only when absent does not
+// answer.
+func (d *dedupReader) get(qid, part, txID string, aheadOf func() int) (dedupEntry, bool, error) {
 	if stem, num, ok := splitSeq(txID); ok {
+		a := &d.absent
+		if num >= a.from && num < a.to && a.stem == stem && a.part == part && a.qid == qid {
+			return dedupEntry{}, false, nil
+		}
 		it, err := d.iter(&d.runs, kindDedupRun)
 		if err != nil {
 			return dedupEntry{}, false, err
+		}
+		ahead := 0
+		if aheadOf != nil {
+			ahead = aheadOf()
+		}
+		if ahead > 0 {
+			// The run stored last below the end of the span [num,
+			// num+ahead]: if it ends before num, so does every run that
+			// could hold a number of the span (a later run hides an
+			// earlier one's entries from its start on).
+			d.key = appendKeyRun(d.key[:0], qid, part, stem, num+int64(ahead)+1)
+			prefix := d.key[:len(d.key)-8]
+			below := it.SeekLT(d.key)
+			if !below && it.Error() != nil {
+				return dedupEntry{}, false, it.Error()
+			}
+			clear := !below
+			if k := it.Key(); below && (len(k) != len(d.key) || !bytes.Equal(k[:len(prefix)], prefix)) {
+				clear = true
+			} else if below {
+				first := offsetOf(k)
+				n, err := runCount(it.Value())
+				if err != nil {
+					return dedupEntry{}, false, err
+				}
+				clear = first+n <= num
+			}
+			if clear {
+				*a = struct {
+					qid, part, stem string
+					from, to        int64
+				}{qid, part, stem, num, num + int64(ahead) + 1}
+				return dedupEntry{}, false, nil
+			}
 		}
 		d.key = appendKeyRun(d.key[:0], qid, part, stem, num+1)
 		prefix := d.key[:len(d.key)-8]

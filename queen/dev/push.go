@@ -159,7 +159,7 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 				continue
 			}
 			if window := q.opts.dedupWindow(); p != nil && window > 0 {
-				e, found, err := dedup.get(q.id, it.part, it.txID)
+				e, found, err := dedup.get(q.id, it.part, it.txID, func() int { return seqAhead(items, i) })
 				if err != nil {
 					return nil, err
 				}
@@ -196,6 +196,28 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 		}
 	}
 	return plan, nil
+}
+
+// seqAhead is how many items after items[i] continue its transactionId's
+// number (same queue, partition and stem, the number counting up by one):
+// a producer's batch, whose dedup lookups one seek can answer.
+func seqAhead(items []pushItem, i int) int {
+	stem, num, ok := splitSeq(items[i].txID)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for j := i + 1; j < len(items); j++ {
+		it := &items[j]
+		if it.queue != items[i].queue || it.part != items[i].part || len(it.txID) < len(stem) || it.txID[:len(stem)] != stem {
+			break
+		}
+		if s2, n2, ok := splitSeq(it.txID); !ok || len(s2) != len(stem) || n2 != num+int64(j-i) {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 // write adds the plan's queues, records, dedup entries and partition
