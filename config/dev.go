@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/sethvargo/go-envconfig"
 
@@ -21,6 +22,11 @@ type Dev struct {
 	Faults       bool   // QUEEN_DEV_FAULTS
 	MaxBodyBytes int64  // QUEEN_MAX_BODY_BYTES
 	CacheBytes   int64  // QUEEN_DEV_CACHE_SIZE
+	// QUEEN_DEV_FSYNC: always (FsyncAlways), or the period of the
+	// background fsync (FsyncInterval).
+	FsyncAlways   bool
+	FsyncInterval time.Duration
+	PprofAddr     string // QUEEN_DEV_PPROF_ADDR; "" is off
 }
 
 // LoadDev reads queen-dev's own variables through l; the error names the
@@ -30,7 +36,7 @@ func LoadDev(ctx context.Context, l envconfig.Lookuper) (Dev, error) {
 	if err != nil {
 		return Dev{}, err
 	}
-	c := Dev{Addr: raw.DevAddr, Data: raw.DevData, Tokens: raw.DevTokens}
+	c := Dev{Addr: raw.DevAddr, Data: raw.DevData, Tokens: raw.DevTokens, PprofAddr: raw.DevPprof}
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil {
 		return Dev{}, fmt.Errorf("QUEEN_DEV_ADDR: %w", err)
 	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
@@ -49,6 +55,17 @@ func LoadDev(ctx context.Context, l envconfig.Lookuper) (Dev, error) {
 	}
 	if c.CacheBytes, err = memlimit.ParseSize(raw.DevCache); err != nil {
 		return Dev{}, devRefusal("DevCache", raw.DevCache)
+	}
+	if raw.DevFsync == "always" {
+		c.FsyncAlways = true
+	} else if c.FsyncInterval, err = time.ParseDuration(raw.DevFsync); err != nil ||
+		c.FsyncInterval < 10*time.Millisecond || c.FsyncInterval > time.Minute {
+		return Dev{}, devRefusal("DevFsync", raw.DevFsync)
+	}
+	if c.PprofAddr != "" {
+		if _, _, err := net.SplitHostPort(c.PprofAddr); err != nil {
+			return Dev{}, fmt.Errorf("QUEEN_DEV_PPROF_ADDR: %w", err)
+		}
 	}
 	return c, nil
 }

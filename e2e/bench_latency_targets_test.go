@@ -20,12 +20,13 @@ import (
 // clock in its key to its arrival in PollFetches, and the producer each
 // record's acknowledgement.
 //
-// A third side runs the same facade build in front of a queen-dev whose
-// data directory is on tmpfs (/dev/shm), where an fsync costs next to
-// nothing: queen-dev acknowledges a write, and answers a read, only after
-// its fsync (group commit), so the difference between the two facade sides
-// is what the disk's fsync adds to each record, and tmpfs ÷ kfake is what
-// the two processes and their hops add.
+// queen-dev acknowledges a write, and answers a read, once its log record
+// is written (its default QUEEN_DEV_FSYNC). A third side runs the same
+// facade build in front of a queen-dev with QUEEN_DEV_FSYNC=always, which
+// waits for the record's fsync (group commit): the difference is what the
+// disk's fsync adds to each record. A fourth runs one whose data directory
+// is on tmpfs (/dev/shm), where a write to the log is a memory copy:
+// tmpfs ÷ kfake is what the two processes and their hops add.
 const (
 	latencyTargetRate   = 2000
 	latencyTargetWindow = 4 * time.Second
@@ -67,7 +68,9 @@ func BenchmarkLatencyTargets(b *testing.B) {
 		fside := &latencySide{name: "facade", seeds: func() []string { return []string{fac.addr} }}
 		kfk := &latencySide{name: "kfake", seeds: kf.ListenAddrs}
 		sides := []*latencySide{fside, kfk}
-		fs := []*facade{fac}
+		af := startFacade(b, startQueenDev(b, devOptions{fsync: "always"}), env)
+		sides = append(sides, &latencySide{name: "facade, queen-dev QUEEN_DEV_FSYNC=always", seeds: func() []string { return []string{af.addr} }})
+		fs := []*facade{fac, af}
 		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 			dir, err := os.MkdirTemp("/dev/shm", "qk-bench-lat-")
 			if err != nil {
@@ -95,9 +98,10 @@ func BenchmarkLatencyTargets(b *testing.B) {
 			name string
 			xs   []float64
 		}{{"facade_p50_ms", fside.p50}, {"kfake_p50_ms", kfk.p50}, {"p50_facade_over_kfake", r50}, {"facade_p99_ms", fside.p99}, {"kfake_p99_ms", kfk.p99}, {"p99_facade_over_kfake", r99}}
-		if len(sides) > 2 {
-			t50 := ratios(sides[2].p50, kfk.p50)
-			b.Logf("  facade on tmpfs ÷ kfake, same round: p50 %s; facade ÷ facade on tmpfs: p50 %s", f2(t50), f2(ratios(fside.p50, sides[2].p50)))
+		b.Logf("  facade with fsync always ÷ kfake, same round: p50 %s; ÷ facade: p50 %s", f2(ratios(sides[2].p50, kfk.p50)), f2(ratios(sides[2].p50, fside.p50)))
+		if len(sides) > 3 {
+			t50 := ratios(sides[3].p50, kfk.p50)
+			b.Logf("  facade on tmpfs ÷ kfake, same round: p50 %s; facade ÷ facade on tmpfs: p50 %s", f2(t50), f2(ratios(fside.p50, sides[3].p50)))
 			metrics = append(metrics, struct {
 				name string
 				xs   []float64

@@ -162,6 +162,7 @@ type devOptions struct {
 	faults bool
 	tokens string // QUEEN_DEV_TOKENS, empty for the single default tenant
 	data   string // the data directory, "" for a fresh t.TempDir()
+	fsync  string // QUEEN_DEV_FSYNC, "" for its default
 }
 
 // startQueenDev starts a broker on a free port and a fresh data directory,
@@ -190,6 +191,9 @@ func newQueenDev(data string, port int, o devOptions) *queenDev {
 	}
 	if o.tokens != "" {
 		extra["QUEEN_DEV_TOKENS"] = o.tokens
+	}
+	if o.fsync != "" {
+		extra["QUEEN_DEV_FSYNC"] = o.fsync
 	}
 	return &queenDev{
 		proc: &proc{testsupport.QueenDev(queenDevBin, addr, data, extra)},

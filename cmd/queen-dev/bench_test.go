@@ -12,7 +12,8 @@ import (
 // that process's CPU time (from /proc/<pid>/stat) to the records it served:
 // the "cpu-s/Mrec" figure is the broker's own cost, not the load generator's.
 
-// benchTarget is a durable queen-dev process (every 201 fsynced).
+// benchTarget is a durable queen-dev process in its default fsync mode
+// (every 201's log record written; QUEEN_DEV_FSYNC).
 func benchTarget(b *testing.B) testsupport.BenchTarget {
 	p := start(b, "QUEEN_DEV_DATA="+b.TempDir())
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * testsupport.BenchInFlight}}
@@ -23,7 +24,7 @@ func benchTarget(b *testing.B) testsupport.BenchTarget {
 }
 
 // BenchmarkProcessPush: 1 KiB records, batches of 1, 100 and 500, 16
-// requests in flight, durable (every 201 fsynced), against the binary.
+// requests in flight, durable (every 201 written), against the binary.
 func BenchmarkProcessPush(b *testing.B) { testsupport.BenchPush(b, benchTarget) }
 
 // BenchmarkProcessFetch: 1 MiB fetches of 1 KiB records, 16 in flight.

@@ -13,6 +13,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -105,7 +107,8 @@ func run(log *slog.Logger) error {
 		defer sup.Stop()
 		status = func() map[string]any { return map[string]any{"kafka": sup.Status()} }
 	}
-	b, err := dev.New(dev.Options{Dir: cfg.Data, CacheBytes: cfg.CacheBytes, Tokens: cfg.tokens, Faults: cfg.Faults, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, Status: status})
+	b, err := dev.New(dev.Options{Dir: cfg.Data, CacheBytes: cfg.CacheBytes, FsyncAlways: cfg.FsyncAlways, FsyncInterval: cfg.FsyncInterval,
+		Tokens: cfg.tokens, Faults: cfg.Faults, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, Status: status})
 	if err != nil {
 		return fmt.Errorf("QUEEN_DEV_DATA=%s: %w", cfg.Data, err)
 	}
@@ -114,12 +117,25 @@ func run(log *slog.Logger) error {
 		b.Close()
 		return fmt.Errorf("QUEEN_DEV_ADDR=%s: %w", cfg.Addr, err)
 	}
+	if cfg.PprofAddr != "" {
+		pln, err := net.Listen("tcp", cfg.PprofAddr)
+		if err != nil {
+			ln.Close()
+			b.Close()
+			return fmt.Errorf("QUEEN_DEV_PPROF_ADDR=%s: %w", cfg.PprofAddr, err)
+		}
+		go servePprof(pln, log)
+	}
 	srv := b.Server(slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	auth := "off"
 	if len(cfg.tokens) > 0 {
 		auth = "on"
 	}
-	log.Info("queen-dev listening (development broker, not Queen)", "addr", ln.Addr().String(), "data", cfg.Data,
+	fsync := cfg.FsyncInterval.String()
+	if cfg.FsyncAlways {
+		fsync = "always"
+	}
+	log.Info("queen-dev listening (development broker, not Queen)", "addr", ln.Addr().String(), "data", cfg.Data, "fsync", fsync,
 		"auth", auth, "tenants", b.Tenants(), "faults", cfg.Faults, "embedded", emb != nil, "queues", b.Boot.Queues,
 		"partitions", b.Boot.Partitions, "boot_ms", b.Boot.Took.Milliseconds())
 
@@ -156,4 +172,20 @@ func run(log *slog.Logger) error {
 	}
 	log.Info("queen-dev: stopped")
 	return nil
+}
+
+// servePprof serves Go's profiles on ln (QUEEN_DEV_PPROF_ADDR), apart from
+// the broker's listener, until the process exits.
+func servePprof(ln net.Listener, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	log.Info("queen-dev: profiles served", "addr", ln.Addr().String())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if err := srv.Serve(ln); err != nil {
+		log.Warn("queen-dev: profile listener stopped", "err", err)
+	}
 }

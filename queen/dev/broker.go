@@ -28,6 +28,15 @@ type Options struct {
 	Dir string
 	// CacheBytes is the store's block cache; 0 means DefaultCacheBytes.
 	CacheBytes int64
+	// FsyncAlways makes every acknowledgement wait for the fsync of its
+	// write-ahead log record (concurrent requests share one). Off (the
+	// default), a request is acknowledged once its log record is written
+	// to the log file (it survives a kill -9 of the process, not an OS
+	// crash) and the log is fsynced every FsyncInterval in the background.
+	FsyncAlways bool
+	// FsyncInterval is that background fsync's period without
+	// FsyncAlways; 0 means DefaultFsyncInterval, negative none (tests).
+	FsyncInterval time.Duration
 	// Now is the clock for record ts, KV expiry and retention (tests inject
 	// a fake one). nil means time.Now.
 	Now func() time.Time
@@ -85,6 +94,8 @@ type Broker struct {
 	closeErr  error
 	sweepStop chan struct{}
 	sweepDone chan struct{}
+	walStop   chan struct{}
+	walDone   chan struct{}
 
 	panics atomic.Int64 // recovered handler panics (tests assert zero)
 
@@ -113,6 +124,8 @@ func New(opts Options) (*Broker, error) {
 		closing:   make(chan struct{}),
 		sweepStop: make(chan struct{}),
 		sweepDone: make(chan struct{}),
+		walStop:   make(chan struct{}),
+		walDone:   make(chan struct{}),
 	}
 	if b.log == nil {
 		b.log = slog.Default()
@@ -121,7 +134,7 @@ func New(opts Options) (*Broker, error) {
 		b.maxBody = DefaultMaxBodyBytes
 	}
 	start := time.Now()
-	db, err := openEngine(opts.Dir, opts.CacheBytes, opts.fs, engineLogger{log: b.log, fail: b.dur.fail})
+	db, wal, err := openEngine(opts.Dir, opts.CacheBytes, opts.fs, opts.FsyncAlways, engineLogger{log: b.log, fail: b.dur.fail})
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +152,15 @@ func New(opts Options) (*Broker, error) {
 		go b.sweepLoop(interval)
 	} else {
 		close(b.sweepDone)
+	}
+	every := opts.FsyncInterval
+	if every == 0 {
+		every = DefaultFsyncInterval
+	}
+	if wal != nil && every > 0 {
+		go b.walSyncLoop(wal, every, b.walStop, b.walDone)
+	} else {
+		close(b.walDone)
 	}
 	return b, nil
 }
@@ -265,6 +287,8 @@ func (b *Broker) Close() error {
 		b.Drain()
 		close(b.sweepStop)
 		<-b.sweepDone
+		close(b.walStop) // the store's Close fsyncs the log itself
+		<-b.walDone
 		b.life.Lock()
 		b.mu.Lock()
 		b.closed = true

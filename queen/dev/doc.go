@@ -39,13 +39,36 @@
 // Each request that changes anything is ONE pebble batch (a transaction's
 // KV rider and records included), so it applies entirely or not at all.
 // It is decided and applied under Broker.mu, which makes it visible at
-// once (pebble's ApplyNoSyncWait with Sync), and its fsync is waited for
-// outside the lock, where pebble coalesces the fsyncs of concurrent
-// batches (group commit); a request is acknowledged only after its fsync.
+// once (pebble's ApplyNoSyncWait with Sync), and its log record is waited
+// for outside the lock, where pebble's log writer writes the records of
+// concurrent batches with one write and one sync (group commit). What the
+// wait covers is Options.FsyncAlways (QUEEN_DEV_FSYNC):
+//
+//   - By default, the write: a request is acknowledged once the write(2)
+//     of its log record has returned, so it survives a kill -9 of
+//     queen-dev (the record is in the kernel's page cache), not an OS
+//     crash or power loss. The log is fsynced in the background every
+//     Options.FsyncInterval (1 s by default, like PostgreSQL's
+//     wal_writer_delay with synchronous_commit off), so an OS crash loses
+//     about that much at most; sstables, blob files and the manifest are
+//     fsynced as pebble asks, and a log file is fsynced when pebble closes
+//     it for the next one. This is Apache Kafka's own default: a produce is
+//     acknowledged without an fsync (log.flush.interval.messages is
+//     Long.MAX_VALUE), its durability coming from the page cache and
+//     replication. It is pebble's machinery, not a log of queen-dev's: the
+//     store's file system (walsync.go) makes the log files' Sync return at
+//     once, and pebble's log writer releases a synced batch's waiters
+//     after its write and that Sync (record.LogWriter.flushPending).
+//   - With FsyncAlways (QUEEN_DEV_FSYNC=always), the fsync: a request is
+//     acknowledged only after its record is on disk, which survives a power
+//     loss too, at an fsync's latency per acknowledgement (concurrent
+//     requests share one).
+//
 // Readers wait likewise until every batch applied before their read is
-// synced, so no answer ever shows state a crash could take back. If a
-// commit or an fsync fails the broker stops acknowledging anything (500),
-// since what it showed may not be on disk. Pebble's own LOCK file keeps two
+// written (or synced), so no answer ever shows state a crash of
+// queen-dev could take back. If a commit, a write or an fsync (the
+// background one included) fails the broker stops acknowledging anything
+// (500), since what it showed may not be on disk. Pebble's own LOCK file keeps two
 // processes (and two brokers in one process) off one directory. On boot
 // pebble replays its log: a torn tail (a record cut short, zeros, garbage
 // after the last intact record: what a crash during the last write

@@ -25,7 +25,7 @@ func (b *Broker) Handler() http.Handler {
 	mux.Handle("GET /api/v1/resources/queues", b.route(routeQueues, RoleRead, noBody, b.handleQueues))
 	mux.Handle("POST /api/v1/configure", b.route(routeConfigure, RoleReadWrite, pooledBody, b.handleConfigure))
 	mux.Handle("DELETE /api/v1/resources/queues/{queue}", b.route(routeDelete, RoleAdmin, noBody, b.handleDelete))
-	mux.Handle("POST /api/v1/push", b.route(routePush, RoleWrite, ownedBody, b.handlePush))
+	mux.Handle("POST /api/v1/push", b.route(routePush, RoleWrite, pooledBody, b.handlePush))
 	mux.Handle("POST /api/v1/fetch", b.route(routeFetch, RoleRead, pooledBody, b.handleFetch))
 	mux.Handle("POST /api/v1/kv", b.route(routeKV, RoleReadWrite, pooledBody, b.handleKV))
 	mux.Handle("POST /api/v1/transaction", b.route(routeTxn, RoleReadWrite, pooledBody, b.handleTxn))
@@ -148,12 +148,9 @@ type bodyUse int
 const (
 	noBody bodyUse = iota
 	// pooledBody: read into a pooled buffer, reused once the handler
-	// returns; the handler copies what it keeps.
+	// returns; the handler copies what it keeps (a push's payloads go
+	// into its engine batch, which owns its memory).
 	pooledBody
-	// ownedBody: read into a buffer of its own, which the handler may
-	// keep (the push route's stored payloads alias it, sparing a copy of
-	// every push body).
-	ownedBody
 )
 
 // route authenticates, reads the body under the size cap, and calls h.

@@ -198,6 +198,18 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 	return plan, nil
 }
 
+// batchSizeHint is about the bytes a push of items takes in its engine
+// batch (payloads, and per record its ids in the batch value and the dedup
+// run, keys and varints), so that the batch is allocated once rather than
+// doubled and copied as it fills.
+func batchSizeHint(items []pushItem) int {
+	n := 1 << 10
+	for i := range items {
+		n += len(items[i].payload) + len(items[i].txID) + 96
+	}
+	return n
+}
+
 // write adds the plan's queues, records, dedup entries and partition
 // metadata to batch, and returns what to change in memory once the batch
 // is applied.
@@ -275,9 +287,9 @@ func (plan *pushPlan) write(batch *pebble.Batch, st *state) func() {
 	}
 }
 
-// decodePushBody returns the items of a push body, which the caller gives
-// away: the payloads returned alias it (the push route reads its body into
-// a buffer of its own, ownedBody).
+// decodePushBody returns the items of a push body: the payloads returned
+// alias it, and are copied into the engine batch before the handler
+// returns (the push route's body buffer is pooled).
 func decodePushBody(body []byte) ([]rawItem, error) {
 	if raws, ok := scanPushBody(body); ok {
 		return raws, nil
@@ -324,7 +336,7 @@ func (b *Broker) handlePush(w http.ResponseWriter, r *http.Request, c *call) {
 	plan, err := b.planPush(c.tenant, items, b.now(), b.db)
 	var pd *pending
 	if err == nil {
-		batch := b.db.NewBatch()
+		batch := b.db.NewBatchWithSize(batchSizeHint(items))
 		pd = b.apply(batch, plan.write(batch, b.st))
 	}
 	b.mu.Unlock()

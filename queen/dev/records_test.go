@@ -176,7 +176,7 @@ func TestRecordsFromAnyOffset(t *testing.T) {
 func TestOldRecordLayoutRefused(t *testing.T) {
 	for _, kind := range []byte{kindOldRecord, kindOldAge} {
 		dir := t.TempDir()
-		db, err := openEngine(dir, 0, nil, nil)
+		db, _, err := openEngine(dir, 0, nil, true, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,7 +39,9 @@ const legacyLog = "wal.log"
 
 // openEngine opens (or creates) the store in dir, or in memory when dir is
 // "". fs, when not nil, replaces the file system (tests inject failures).
-func openEngine(dir string, cacheBytes int64, fs vfs.FS, logger pebble.Logger) (*pebble.DB, error) {
+// Unless fsyncAlways, the log's syncs go through the returned writtenWAL
+// (see there); with fsyncAlways it is nil and every sync is real.
+func openEngine(dir string, cacheBytes int64, fs vfs.FS, fsyncAlways bool, logger pebble.Logger) (*pebble.DB, *writtenWAL, error) {
 	if fs == nil {
 		if dir == "" {
 			fs = vfs.NewMem()
@@ -49,12 +51,17 @@ func openEngine(dir string, cacheBytes int64, fs vfs.FS, logger pebble.Logger) (
 	}
 	if dir != "" && fs == vfs.Default {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("data dir %s: %w", dir, err)
+			return nil, nil, fmt.Errorf("data dir %s: %w", dir, err)
 		}
 		if _, err := os.Stat(filepath.Join(dir, legacyLog)); err == nil {
-			return nil, fmt.Errorf("data dir %s holds %s, the log of an older queen-dev, which this one no longer reads: move it aside (or delete the directory) to start empty",
+			return nil, nil, fmt.Errorf("data dir %s holds %s, the log of an older queen-dev, which this one no longer reads: move it aside (or delete the directory) to start empty",
 				dir, filepath.Join(dir, legacyLog))
 		}
+	}
+	var wal *writtenWAL
+	if !fsyncAlways {
+		wal = newWrittenWAL(fs)
+		fs = wal
 	}
 	if cacheBytes <= 0 {
 		cacheBytes = DefaultCacheBytes
@@ -108,9 +115,9 @@ func openEngine(dir string, cacheBytes int64, fs vfs.FS, logger pebble.Logger) (
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	return db, nil
+	return db, wal, nil
 }
 
 // engineLogger sends pebble's log lines to the broker's logger. A fatal one
@@ -139,13 +146,15 @@ func (l engineLogger) Fatalf(format string, args ...any) {
 	panic("pebble: " + msg)
 }
 
-// durability tracks which applied batches are known to be on disk. Batches
-// are applied to the engine under Broker.mu (so they are numbered in the
-// order of the engine's write-ahead log) and become visible to reads at
-// once; their fsync is waited for outside the lock, where pebble coalesces
-// the fsyncs of concurrent commits (group commit). A reader that may have
-// seen batch n waits until n is synced, so no answer shows state a crash
-// could take back; a syncing batch covers every batch before it in the log.
+// durability tracks which applied batches are known to be in the log
+// (written, or fsynced with Options.FsyncAlways: "synced" below means
+// whichever the mode's acknowledgement waits for). Batches are applied to
+// the engine under Broker.mu (so they are numbered in the order of the
+// engine's write-ahead log) and become visible to reads at once; their sync
+// is waited for outside the lock, where pebble coalesces the writes and
+// fsyncs of concurrent commits (group commit). A reader that may have seen
+// batch n waits until n is synced, so no answer shows state a crash could
+// take back; a syncing batch covers every batch before it in the log.
 type durability struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -192,7 +201,7 @@ func (d *durability) wait(n uint64) error {
 	return d.failed
 }
 
-// pending is an applied batch whose fsync its request has not yet waited for.
+// pending is an applied batch whose sync its request has not yet waited for.
 type pending struct {
 	d     *durability
 	batch *pebble.Batch // nil: nothing written, wait for n only
