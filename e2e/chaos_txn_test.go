@@ -432,26 +432,35 @@ func (w *txnWorker) keepRdkLog(inc int, logs <-chan kafka.LogEvent) {
 var rdkResetLine = regexp.MustCompile(`(?i)offset reset|out of range|truncat|seek`)
 
 // rdkLogExcerpt is the lines of a worker's librdkafka log that name why a
-// position moved (rdkResetLine), at most max, and how many matched.
+// position moved (rdkResetLine), at most max (the first and the last
+// halves), and how many matched.
 func rdkLogExcerpt(path string, max int) ([]string, int) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0
 	}
 	defer f.Close()
-	var out []string
+	var head, tail []string
 	n := 0
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		if rdkResetLine.MatchString(sc.Text()) {
-			n++
-			if len(out) < max {
-				out = append(out, sc.Text())
-			}
+		if !rdkResetLine.MatchString(sc.Text()) {
+			continue
+		}
+		n++
+		if len(head) < max/2 {
+			head = append(head, sc.Text())
+			continue
+		}
+		if tail = append(tail, sc.Text()); len(tail) > max-max/2 {
+			tail = tail[1:]
 		}
 	}
-	return out, n
+	if n > len(head)+len(tail) {
+		head = append(head, fmt.Sprintf("... %d more ...", n-len(head)-len(tail)))
+	}
+	return append(head, tail...), n
 }
 
 // endTxnDelayer holds the next EndTxn request frame on a proxied
