@@ -96,21 +96,33 @@ func groupAnswer(group string, topics []kmsg.OffsetFetchResponseTopic, code int1
 // fetchGroup reads group's committed offsets of topics, or of every
 // partition when all, and returns them or the code refusing the group;
 // stable marks the partitions an open transaction holds an offset of.
+//
+// The open transactions are read before the committed offsets, never
+// after: a transaction's commit writes its offsets in the same step that
+// ends it (and single mode forgets its stage only after), so a transaction
+// not open at the first read has its offsets in the store by the second.
+// Read the other way round, a commit landing between the two reads is
+// answered neither unstable nor committed but the offset before it (none,
+// -1, for a group's first commit, on which a consumer applies
+// auto.offset.reset), and the member copies the committed inputs again.
 func (c *Coordinator) fetchGroup(ctx context.Context, cl Client, kv KV, group string, topics []kmsg.OffsetFetchRequestTopic, all, stable bool) ([]kmsg.OffsetFetchResponseTopic, int16) {
 	if code := c.notConsumer(ctx, cl, group); code != 0 {
 		return nil, code
 	}
-	got, code := c.fetchCommitted(ctx, kv, group, topics, all)
-	if code != 0 || !stable || c.cfg.Unstable == nil {
-		return got, code
+	if !stable || c.cfg.Unstable == nil {
+		return c.fetchCommitted(ctx, kv, group, topics, all)
+	}
+	if !validGroupID(group, true) {
+		return nil, kerr.InvalidGroupID.Code
 	}
 	pending, err := c.cfg.Unstable.PendingOffsets(ctx, cl.Identity, kv, group)
 	if err != nil {
 		c.log.Warn("offset fetch: reading the open transactions' offsets failed", "group", group, "err", err)
 		return nil, kvCode(err)
 	}
-	if len(pending) == 0 {
-		return got, 0
+	got, code := c.fetchCommitted(ctx, kv, group, topics, all)
+	if code != 0 || len(pending) == 0 {
+		return got, code
 	}
 	for i := range got {
 		for j := range got[i].Partitions {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -51,6 +52,7 @@ type txnPoll struct {
 	seq       int
 	partition int32
 	offset    int64
+	at        time.Time // when the worker was given it (zero in the checker's own test)
 }
 
 // txnOutValue is the value a worker writes for input value in in the
@@ -186,13 +188,14 @@ func checkTxns(input, output []*kgo.Record, committed map[int32]int64, txns []tx
 		seq       int
 		partition int32
 	}
-	last := map[stream]int64{}
+	last := map[stream]txnPoll{}
 	for _, p := range polls {
 		s := stream{p.worker, p.seq, p.partition}
-		if prev, ok := last[s]; ok && p.offset <= prev {
-			note(&r.nonmonotonic, "worker %s poll sequence %d: partition %d went from offset %d to %d", p.worker, p.seq, p.partition, prev, p.offset)
+		if prev, ok := last[s]; ok && p.offset <= prev.offset {
+			note(&r.nonmonotonic, "worker %s poll sequence %d: partition %d went from offset %d (at %s) to %d (at %s)",
+				p.worker, p.seq, p.partition, prev.offset, prev.at.Format("15:04:05.000"), p.offset, p.at.Format("15:04:05.000"))
 		}
-		last[s] = p.offset
+		last[s] = p
 	}
 	sort.Strings(r.details)
 	return r
@@ -223,7 +226,7 @@ func TestTxnChecker(t *testing.T) {
 		{"w.1.1", []string{"c"}, txnUnknown},
 		{"w.1.2", []string{"d"}, txnCommitted},
 	}
-	polls := []txnPoll{{"w", 1, 0, 0}, {"w", 1, 0, 1}, {"w", 2, 0, 0}, {"w", 2, 0, 1}}
+	polls := []txnPoll{{"w", 1, 0, 0, time.Time{}}, {"w", 1, 0, 1, time.Time{}}, {"w", 2, 0, 0, time.Time{}}, {"w", 2, 0, 1, time.Time{}}}
 	clean := checkTxns(input, out("a", "w.0.2", "b", "w.0.2", "c", "w.1.1", "d", "w.1.2"), map[int32]int64{0: 4}, history, polls)
 	if clean.failures() != 0 || clean.txns != 5 || clean.committed != 2 || clean.unknown != 1 {
 		t.Errorf("clean history: %v %v", clean, clean.details)
@@ -249,7 +252,7 @@ func TestTxnChecker(t *testing.T) {
 		{"torn", out("a", "w.0.2", "c", "w.1.1", "d", "w.1.2"), map[int32]int64{0: 4}, polls, func(r txnReport) int { return r.torn }},
 		{"duplicate", out("a", "w.0.2", "b", "w.0.2", "c", "w.1.1", "d", "w.1.2", "d", "w.1.2"), map[int32]int64{0: 4}, polls, func(r txnReport) int { return r.duplicate }},
 		{"copied past the committed offset", out("a", "w.0.2", "b", "w.0.2", "c", "w.1.1", "d", "w.1.2"), map[int32]int64{0: 3}, polls, func(r txnReport) int { return r.offsets }},
-		{"nonmonotonic", out("a", "w.0.2", "b", "w.0.2", "c", "w.1.1", "d", "w.1.2"), map[int32]int64{0: 4}, append(polls, txnPoll{"w", 2, 0, 1}), func(r txnReport) int { return r.nonmonotonic }},
+		{"nonmonotonic", out("a", "w.0.2", "b", "w.0.2", "c", "w.1.1", "d", "w.1.2"), map[int32]int64{0: 4}, append(polls, txnPoll{"w", 2, 0, 1, time.Time{}}), func(r txnReport) int { return r.nonmonotonic }},
 		{"phantom", out("a", "w.0.2", "b", "w.0.2", "c", "w.1.1", "d", "w.1.2", "x", "w.9.9"), map[int32]int64{0: 4}, polls, func(r txnReport) int { return r.phantom }},
 	}
 	for _, c := range cases {

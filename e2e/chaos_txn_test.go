@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,6 +125,10 @@ type txnWorker struct {
 	// half of records (produced and acknowledged) and its second: where a
 	// late EndTxn meets the transaction (endTxnDelayer.meet).
 	midTxn func()
+	// rdkLog, when set, is the file a librdkafka worker's consumer logs to
+	// at debug level (cgrp, topic, fetch), every incarnation appended: what
+	// names the cause of a reset position (rdkLogExcerpt).
+	rdkLog string
 }
 
 func (w *txnWorker) tag(inc int, n int64) string { return fmt.Sprintf("%s.%d.%d", w.name, inc, n) }
@@ -178,7 +185,7 @@ func (w *txnWorker) kgoIncarnation(inc int, stop <-chan struct{}) {
 			continue
 		}
 		s := int(seq.Load())
-		fs.EachRecord(func(r *kgo.Record) { w.h.poll(txnPoll{w.name, s, r.Partition, r.Offset}) })
+		fs.EachRecord(func(r *kgo.Record) { w.h.poll(txnPoll{w.name, s, r.Partition, r.Offset, time.Now()}) })
 		if err := sess.Begin(); err != nil {
 			w.h.err(w.name + " begin")
 			return
@@ -246,18 +253,27 @@ func (w *txnWorker) runRdk(t *testing.T, stop <-chan struct{}, wg *sync.WaitGrou
 func (w *txnWorker) rdkIncarnation(t *testing.T, inc int, stop <-chan struct{}) {
 	var seq atomic.Int64
 	seq.Store(w.seqs.Add(1))
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{
+	cfg := &kafka.ConfigMap{
 		"bootstrap.servers": strings.Join(w.seeds, ","), "group.id": w.group, "auto.offset.reset": "earliest",
 		"enable.auto.commit": false, "isolation.level": "read_committed", "client.id": w.name,
 		"session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
 		"reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 500, "log_level": 2,
-	})
+	}
+	if w.rdkLog != "" {
+		_ = cfg.SetKey("debug", "cgrp,topic,fetch")
+		_ = cfg.SetKey("log_level", 7)
+		_ = cfg.SetKey("go.logs.channel.enable", true)
+	}
+	c, err := kafka.NewConsumer(cfg)
 	if err != nil {
 		w.h.err(w.name + " consumer")
 		time.Sleep(time.Second)
 		return
 	}
 	defer c.Close()
+	if w.rdkLog != "" {
+		go w.keepRdkLog(inc, c.Logs())
+	}
 	if err := c.SubscribeTopics([]string{w.in}, func(*kafka.Consumer, kafka.Event) error {
 		seq.Store(w.seqs.Add(1))
 		return nil
@@ -318,7 +334,7 @@ func (w *txnWorker) rdkIncarnation(t *testing.T, inc int, stop <-chan struct{}) 
 				}
 				continue
 			}
-			w.h.poll(txnPoll{w.name, int(s), m.TopicPartition.Partition, int64(m.TopicPartition.Offset)})
+			w.h.poll(txnPoll{w.name, int(s), m.TopicPartition.Partition, int64(m.TopicPartition.Offset), time.Now()})
 			batch = append(batch, m)
 		}
 		if len(batch) == 0 {
@@ -392,6 +408,60 @@ func (w *txnWorker) rdkIncarnation(t *testing.T, inc int, stop <-chan struct{}) 
 }
 
 var errRestart = errors.New("restart")
+
+// keepRdkLog appends what librdkafka logs to w.rdkLog until logs closes
+// (the consumer's Close).
+func (w *txnWorker) keepRdkLog(inc int, logs <-chan kafka.LogEvent) {
+	f, err := os.OpenFile(w.rdkLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		for range logs {
+		}
+		return
+	}
+	defer f.Close()
+	bw := bufio.NewWriter(f)
+	defer bw.Flush()
+	for e := range logs {
+		fmt.Fprintf(bw, "%s inc%d %d %s %s\n", e.Timestamp.Format("15:04:05.000"), inc, e.Level, e.Tag, e.Message)
+	}
+}
+
+// rdkResetLine matches what librdkafka logs when a position moves other
+// than forward: an offset reset (a fetch answered OFFSET_OUT_OF_RANGE, a
+// committed offset answered absent, log truncation) and a seek.
+var rdkResetLine = regexp.MustCompile(`(?i)offset reset|out of range|truncat|seek`)
+
+// rdkLogExcerpt is the lines of a worker's librdkafka log that name why a
+// position moved (rdkResetLine), at most max (the first and the last
+// halves), and how many matched.
+func rdkLogExcerpt(path string, max int) ([]string, int) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0
+	}
+	defer f.Close()
+	var head, tail []string
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if !rdkResetLine.MatchString(sc.Text()) {
+			continue
+		}
+		n++
+		if len(head) < max/2 {
+			head = append(head, sc.Text())
+			continue
+		}
+		if tail = append(tail, sc.Text()); len(tail) > max-max/2 {
+			tail = tail[1:]
+		}
+	}
+	if n > len(head)+len(tail) {
+		head = append(head, fmt.Sprintf("... %d more ...", n-len(head)-len(tail)))
+	}
+	return append(head, tail...), n
+}
 
 // endTxnDelayer holds the next EndTxn request frame on a proxied
 // connection once armed: at least txnClientTimeout plus a margin, so the
@@ -564,14 +634,28 @@ func TestChaosTxn(t *testing.T) {
 	for _, p := range pipes {
 		c.createTopic(t, p.out, txnParts)
 	}
+	// librdkafka's own log of each r worker, kept when the test fails.
+	logDir, err := os.MkdirTemp("", "chaos-txn-rdk-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("chaos-txn: librdkafka's logs of the r workers are kept in %s", logDir)
+			return
+		}
+		os.RemoveAll(logDir)
+	})
 	var workers []*txnWorker
 	for _, name := range []string{"k1", "k2", "r1", "r2"} {
 		p := pipes[0]
+		w := &txnWorker{name: name, seeds: seeds, in: in, group: p.group, txID: uniq("tx-" + name), h: h, restart: make(chan struct{}, 1)}
 		if name[0] == 'r' {
 			p = pipes[1]
+			w.group, w.rdkLog = p.group, filepath.Join(logDir, name+".log")
 		}
-		workers = append(workers, &txnWorker{name: name, seeds: seeds, in: in, out: p.out, group: p.group,
-			txID: uniq("tx-" + name), h: h, restart: make(chan struct{}, 1)})
+		w.out = p.out
+		workers = append(workers, w)
 	}
 	d := &endTxnDelayer{t: t, w: workers[0], maxHold: 6 * time.Second}
 	workers[0].dial, workers[0].midTxn = proxiedDialer(t, seeds, d), d.meet
@@ -701,6 +785,15 @@ func TestChaosTxn(t *testing.T) {
 		t.Logf("chaos-txn: pipeline %s (%d input, %d output records, committed %v): %v", p.prefix, len(input), len(output), committed, r)
 		for _, dt := range r.details {
 			t.Errorf("pipeline %s: %s", p.prefix, dt)
+		}
+		if r.failures() > 0 {
+			for _, w := range workers {
+				if w.rdkLog == "" || !strings.HasPrefix(w.name, p.prefix) {
+					continue
+				}
+				lines, n := rdkLogExcerpt(w.rdkLog, 40)
+				t.Logf("chaos-txn: worker %s, librdkafka's lines on positions (%d of %d; all in %s):\n%s", w.name, len(lines), n, w.rdkLog, strings.Join(lines, "\n"))
+			}
 		}
 		total.txns += r.txns
 		total.committed += r.committed

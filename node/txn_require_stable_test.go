@@ -1,11 +1,19 @@
 package node
 
 import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // OffsetFetch with require_stable (v7+, KIP-447) answers a partition with
@@ -148,4 +156,79 @@ func TestClusterTxnRequireStableSeesOffsetsStagedElsewhere(t *testing.T) {
 	group := groupOwnedBy(t, live, 3, "txsg")
 	x := mustInitTxn(t, e.k[1], id)
 	checkRequireStable(t, e.k[1], e.k[2], e.k, x, group)
+}
+
+// A transaction's commit landing between the reads of the store an
+// OffsetFetch with require_stable makes (cluster mode: the open
+// transactions' index and rows, the committed offsets) is answered the
+// committed offset or UNSTABLE_OFFSET_COMMIT, never the offset before the
+// commit. The test holds the fetch's second read of those keys at Queen
+// until the real EndTxn has committed through the transaction's owner.
+// With the committed offsets read first, the fetch answered -1 with no
+// error (the group's first commit): a librdkafka consumer then applies
+// auto.offset.reset and copies again what it committed.
+func TestClusterTxnRequireStableAcrossACommitLanding(t *testing.T) {
+	e := newClusterTxnEnv(t)
+	e.fq.addQueue("in", 1)
+	live := []int32{1, 2, 3}
+	id := groupOwnedBy(t, live, 2, "txs")
+	group := groupOwnedBy(t, live, 3, "txsg")
+	x := mustInitTxn(t, e.k[1], id)
+	require.Equal(t, int16(0), x.addOffsets(e.k[1], group))
+	require.Equal(t, map[int32]int16{0: 0}, x.commitOffsets(e.k[2], group, "", -1, "in", map[int32]int64{0: 40}))
+
+	// The fetch's reads: any KV call naming the group's offsets, its open
+	// transactions' index, or the transaction's row.
+	keys := []string{queen.GroupOffsetPrefix(group), queen.TxnPendingGroupPrefix(group), queen.TxnKey(id) + `"`}
+	var armed atomic.Bool
+	var reads atomic.Int32
+	land, landed := make(chan struct{}), make(chan struct{})
+	e.fq.setFault(func(r *http.Request) (int, string, string) {
+		if !armed.Load() || r.URL.Path != "/api/v1/kv" {
+			return 0, "", ""
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		named := false
+		for _, k := range keys {
+			named = named || strings.Contains(string(body), k)
+		}
+		if named && reads.Add(1) == 2 && armed.CompareAndSwap(true, false) {
+			close(land)
+			select {
+			case <-landed:
+			case <-time.After(20 * time.Second):
+			}
+		}
+		return 0, "", ""
+	})
+	t.Cleanup(func() { e.fq.setFault(nil) })
+
+	k := e.k[0]
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version, req.RequireStable = 8, true
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = group
+	gt := kmsg.NewOffsetFetchRequestGroupTopic()
+	gt.Topic, gt.Partitions = "in", []int32{0}
+	g.Topics = append(g.Topics, gt)
+	req.Groups = append(req.Groups, g)
+	armed.Store(true)
+	want := k.send(req)
+	select {
+	case <-land:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the fetch made %d reads of the group's keys, not 2", reads.Load())
+	}
+	require.Equal(t, int16(0), x.end(e.k[1], true), "EndTxn(commit) between the fetch's reads")
+	close(landed)
+	got, resp := k.recv(req)
+	require.Equal(t, want, got)
+	r := resp.(*kmsg.OffsetFetchResponse)
+	require.Len(t, r.Groups, 1)
+	require.Len(t, r.Groups[0].Topics, 1)
+	p := r.Groups[0].Topics[0].Partitions[0]
+	ok := p.ErrorCode == 0 && p.Offset == 40 || p.ErrorCode == kerr.UnstableOffsetCommit.Code && p.Offset == -1
+	require.True(t, ok, "answered offset %d, code %d; want 40, or UNSTABLE_OFFSET_COMMIT", p.Offset, p.ErrorCode)
+	require.Equal(t, int64(40), e.offset(t, group, "in", 0), "the commit landed")
 }

@@ -39,7 +39,10 @@ import (
 // INVALID_TXN_STATE and writes nothing.
 //
 // Abort drops the stage, writes no record, and then puts the row's state
-// aborted, best effort: the abort is true whether or not that lands.
+// aborted, best effort in single mode: the abort is true whether or not
+// that lands. In cluster mode the row is what every node loads the
+// transaction from, so an abort it did not reach is answered as not done
+// (abortMoved; a failed write is retried by the client).
 func (m *Manager) EndTxn(ctx context.Context, cl Client, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse {
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
@@ -322,12 +325,58 @@ func (m *Manager) abort(ctx context.Context, cl Client, t *binding) int16 {
 	t.seq++
 	res, err := m.kv(cl).KV(ctx, []queen.KVOp{op})
 	switch {
+	case err != nil && m.cfg.Cluster:
+		// The row still says the transaction is open, and its stage is in
+		// Queen: a node loading the row would carry the aborted records
+		// into the producer's next transaction. The client retries the
+		// abort at the owner, which loads the row afresh.
+		m.log.Warn("the abort's qk:txn: row could not be written; the client retries it", "transactional_id", t.key.ID, "err", err)
+		m.forget(t)
+		return m.fault(err)
 	case err != nil:
 		m.log.Info("the abort's qk:txn: row could not be written; the transaction is aborted regardless", "transactional_id", t.key.ID, "err", err)
 	case res[0].Applied:
 		t.version = res[0].Version
 	default:
+		if code, moved := m.abortMoved(ctx, cl, t, res[0].Value); moved {
+			return code
+		}
 		m.log.Info("the abort's qk:txn: row lost its compare-and-set: another producer holds the transactional id", "transactional_id", t.key.ID, "version", res[0].Version)
 	}
 	return 0
+}
+
+// abortMoved answers an abort whose compare-and-set met row, written by
+// another node for the same producer (cluster mode: the id moved and moved
+// back, and both owners served it), and reports whether it did. The abort
+// did not land: answered 0, the row would still hold the transaction open
+// with its stage, and the next node to load it would commit the aborted
+// records with the producer's next transaction. So: this very transaction
+// committed there is INVALID_TXN_STATE (Kafka's answer to an abort after a
+// commit); otherwise the binding is forgotten and the abort NOT_COORDINATOR,
+// which the client retries at the owner, where the row is loaded afresh.
+func (m *Manager) abortMoved(ctx context.Context, cl Client, t *binding, row []byte) (int16, bool) {
+	if !m.cfg.Cluster {
+		return 0, false
+	}
+	mk, ok := readMarker(row)
+	if !ok {
+		// The verdict did not carry the row (§7.4 lets it be null).
+		if v, _, found, err := m.readRow(ctx, cl, t); err == nil && found {
+			mk, ok = readMarker(v)
+		}
+	}
+	if !ok || mk.PID != t.pid || mk.Epoch != t.epoch {
+		return 0, false
+	}
+	m.forget(t)
+	if mk.State == rowAborted && mk.Seq == t.seq {
+		return 0, true // aborted through another node: the abort stands
+	}
+	if mk.State == rowCommitted && mk.Seq == t.seq {
+		m.log.Warn("an abort met its transaction committed through another node", "transactional_id", t.key.ID, "producer_id", t.pid, "epoch", t.epoch)
+		return kerr.InvalidTxnState.Code, true
+	}
+	m.log.Info("the abort's qk:txn: row moved under this node for the same producer; the client retries the abort at the owner", "transactional_id", t.key.ID, "state", mk.State)
+	return kerr.NotCoordinator.Code, true
 }
