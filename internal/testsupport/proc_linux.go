@@ -3,8 +3,10 @@ package testsupport
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -63,4 +65,45 @@ func prlimit(pid int, set, old *[2]uint64) error {
 		return fmt.Errorf("prlimit(%d, RLIMIT_NOFILE): %w", pid, errno)
 	}
 	return nil
+}
+
+// Listens reports whether process pid holds the listening TCP socket of
+// addr (an IPv4 "host:port"): a port found free can be taken by another
+// test's process before pid binds it, and that process's answers are not
+// pid's. Unknown (no /proc entry to read) counts as listening.
+func Listens(pid int, addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	ip := net.ParseIP(host).To4()
+	pn, perr := strconv.Atoi(port)
+	if err != nil || ip == nil || perr != nil {
+		return true
+	}
+	// /proc/net/tcp: "sl local_address rem_address st … inode", the
+	// address as little-endian hex of the IPv4 address, ':', hex port.
+	local := fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], pn)
+	table, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return true
+	}
+	inode := ""
+	for _, line := range strings.Split(string(table), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 10 && f[1] == local && f[3] == "0A" { // 0A: LISTEN
+			inode = f[9]
+		}
+	}
+	if inode == "" {
+		return false
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	want := "socket:[" + inode + "]"
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && l == want {
+			return true
+		}
+	}
+	return false
 }

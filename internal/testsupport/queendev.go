@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -18,7 +19,8 @@ func QueenDev(bin, addr, data string, extra map[string]string) *Proc {
 }
 
 // WaitHealth is a Ready that waits up to limit until GET url/health answers
-// 200, failing at once if the process exits first.
+// 200 from the process itself (Listens: another test's process may hold a
+// port this one was given), failing at once if the process exits first.
 func WaitHealth(url string, limit time.Duration) func(*Proc) error {
 	return func(p *Proc) error {
 		deadline := time.Now().Add(limit)
@@ -32,7 +34,7 @@ func WaitHealth(url string, limit time.Duration) func(*Proc) error {
 			resp, err := hc.Get(url + "/health")
 			if err == nil {
 				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
+				if resp.StatusCode == http.StatusOK && Listens(p.Pid(), strings.TrimPrefix(url, "http://")) {
 					return nil
 				}
 			}

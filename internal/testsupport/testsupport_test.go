@@ -289,3 +289,33 @@ func TestFakeClock(t *testing.T) {
 		t.Fatalf("waiters %d now %v", c.Waiters(), c.Now())
 	}
 }
+
+// WaitHealth takes an answer only from the process itself: a port another
+// process holds answers /health, but the child, which cannot bind it,
+// exits, and the wait fails with that rather than succeeding on the other
+// process's answer.
+func TestWaitHealthIgnoresAnotherProcess(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { _ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})) }()
+	addr := ln.Addr().String()
+	if !Listens(os.Getpid(), addr) {
+		t.Fatal("this process holds the listener but Listens says no")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proc{Name: "child", Bin: exe, Env: EnvList(map[string]string{"TESTSUPPORT_CHILD_ADDR": addr}), Out: &LogBuffer{}}
+	p.Ready = WaitHealth("http://"+addr, 5*time.Second)
+	if err := p.Start(); err == nil {
+		p.Kill()
+		t.Fatal("ready on another process's /health")
+	}
+	if Listens(p.Pid(), addr) {
+		t.Fatal("the child never held the listener but Listens says yes")
+	}
+}
