@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -54,6 +55,10 @@ func (a *admin) CreateTopic(ctx context.Context, parts int32, rf int16, topic st
 	}
 	for _, t := range resp.Topics {
 		if t.Topic == topic {
+			if err := kerr.ErrorForCode(t.ErrorCode); err != nil && t.ErrorMessage != nil {
+				// The message names the cause (Queen's reason, for a fault).
+				return fmt.Errorf("%w: %s", err, *t.ErrorMessage)
+			}
 			return kerr.ErrorForCode(t.ErrorCode)
 		}
 	}
