@@ -113,6 +113,55 @@ func TestStageHold(t *testing.T) {
 	}
 }
 
+// holdCase is the workload of the hold tests: a transaction of 8 KiB
+// records, against a commit body ceiling of 4 MiB.
+type holdCase struct {
+	pid      int64
+	epoch    int16
+	implicit bool // KIP-890: each batch opens the transaction (cluster mode's test)
+	holds    []time.Duration
+}
+
+const holdCeiling = 4 << 20
+
+func (c *holdCase) seam(d time.Duration) { c.holds = append(c.holds, d) }
+
+// batch is n records of the transaction "tx" at partition part of "out".
+func (c *holdCase) batch(part, seq int32, n int) *Batch {
+	value := bytes.Repeat([]byte("v"), 8<<10)
+	b := &Batch{TransactionalID: "tx", ProducerID: c.pid, ProducerEpoch: c.epoch, Topic: "out", Partition: part, FirstSeq: seq, Implicit: c.implicit}
+	b.Keys = producer.DedupKeys(c.pid, c.epoch, seq, n)
+	for range n {
+		rec := envelope.Record{Value: value, Timestamp: -1}
+		b.Payloads = append(b.Payloads, envelope.Append(nil, &rec))
+		b.Bytes += int64(len(value))
+	}
+	return b
+}
+
+// run stages two requests through produceAll: one that stays under half
+// the room (no hold asked), then one past it (one hold, stageHold's for
+// the body it took, at least its second band).
+func (c *holdCase) run(t *testing.T, produceAll func([]*Batch) []Outcome) {
+	t.Helper()
+	room := int64(holdCeiling - riderReserve)
+	per := batchBody(c.batch(0, 0, 1))
+	half := int(room / 2 / per) // records that stay under half the room
+	if out := produceAll([]*Batch{c.batch(0, 0, half/2), c.batch(1, 0, half-half/2)}); out[0].Code != 0 || out[1].Code != 0 {
+		t.Fatalf("below half: %+v", out)
+	}
+	if len(c.holds) != 0 {
+		t.Fatalf("held below half the room: %v", c.holds)
+	}
+	out := produceAll([]*Batch{c.batch(0, int32(half/2), 2), c.batch(1, int32(half-half/2), half/2)})
+	if out[0].Code != 0 || out[1].Code != 0 {
+		t.Fatalf("past half: %+v", out)
+	}
+	if want := stageHold(int64(half+2+half/2)*per, room); len(c.holds) != 1 || c.holds[0] != want || want < 2*holdUnit {
+		t.Fatalf("past half: holds %v, want one of %v", c.holds, want)
+	}
+}
+
 // A transactional Produce that takes its transaction's commit body past
 // half the room is answered after a hold (stageHold), once per request
 // (ProduceAll: the longest of its batches'), and the transaction still
@@ -120,41 +169,42 @@ func TestStageHold(t *testing.T) {
 // enough to pass the room within one transaction had every such commit
 // refused (MESSAGE_TOO_LARGE).
 func TestProduceHeldPastHalfTheCommitBody(t *testing.T) {
-	const ceiling = 4 << 20
-	h := newHarnessOn(t, Limits{MaxCommitBody: ceiling}, dev.Options{MaxBodyBytes: ceiling})
-	var holds []time.Duration
-	m := New(Config{Queen: h.wire, IDs: h.ids, Groups: h.groups, Clock: h.clock, Limits: Limits{MaxCommitBody: ceiling},
-		Log: slog.New(slog.DiscardHandler), Fault: testFault, hold: func(d time.Duration) { holds = append(holds, d) }})
-	pid, epoch := h.init(m, h.cl, "tx")
-	h.add(m, h.cl, "tx", pid, epoch, "out", 0, 1)
-	value := bytes.Repeat([]byte("v"), 8<<10)
-	batch := func(part, seq int32, n int) *Batch {
-		b := &Batch{TransactionalID: "tx", ProducerID: pid, ProducerEpoch: epoch, Topic: "out", Partition: part, FirstSeq: seq}
-		b.Keys = producer.DedupKeys(pid, epoch, seq, n)
-		for range n {
-			rec := envelope.Record{Value: value, Timestamp: -1}
-			b.Payloads = append(b.Payloads, envelope.Append(nil, &rec))
-			b.Bytes += int64(len(value))
-		}
-		return b
+	h := newHarnessOn(t, Limits{MaxCommitBody: holdCeiling}, dev.Options{MaxBodyBytes: holdCeiling})
+	var c holdCase
+	m := New(Config{Queen: h.wire, IDs: h.ids, Groups: h.groups, Clock: h.clock, Limits: Limits{MaxCommitBody: holdCeiling},
+		Log: slog.New(slog.DiscardHandler), Fault: testFault, hold: c.seam})
+	c.pid, c.epoch = h.init(m, h.cl, "tx")
+	h.add(m, h.cl, "tx", c.pid, c.epoch, "out", 0, 1)
+	c.run(t, func(bs []*Batch) []Outcome { return m.ProduceAll(bg, h.cl, bs) })
+	if code := h.end(m, h.cl, "tx", c.pid, c.epoch, true); code != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
 	}
-	room := int64(ceiling - riderReserve)
-	per := batchBody(batch(0, 0, 1))
-	half := int(room / 2 / per) // records that stay under half the room
-	if out := m.ProduceAll(bg, h.cl, []*Batch{batch(0, 0, half/2), batch(1, 0, half-half/2)}); out[0].Code != 0 || out[1].Code != 0 {
-		t.Fatalf("below half: %+v", out)
+}
+
+// Cluster mode's staging half holds as single mode's does (stageHold over
+// what the node staged of the transaction, once per request), and the
+// owner's commit still takes the transaction. Before, Shared held nothing:
+// a cluster producer fast enough to pass the room within one transaction
+// had its commit refused (MESSAGE_TOO_LARGE).
+func TestSharedProduceHeldPastHalfTheCommitBody(t *testing.T) {
+	h := newHarnessOn(t, Limits{}, dev.Options{MaxBodyBytes: holdCeiling})
+	quiet := slog.New(slog.DiscardHandler)
+	lim := Limits{MaxCommitBody: holdCeiling}
+	m := New(Config{Queen: h.wire, IDs: h.ids, Groups: h.groups, Clock: h.clock, Limits: lim, Log: quiet, Fault: testFault, NodeID: 1,
+		Cluster: true, TransactionV2: true, Stages: QueenStages{Clock: func() int64 { return h.clock.Now().UnixMilli() }, Log: quiet}})
+	c := holdCase{implicit: true}
+	s := NewShared(SharedConfig{Queen: h.wire, Groups: h.groups, Limits: lim, Clock: h.clock, Log: quiet, Fault: testFault, NodeID: 2,
+		TransactionV2: true, hold: c.seam})
+	c.pid, c.epoch = h.init(m, h.cl, "tx")
+	c.run(t, func(bs []*Batch) []Outcome { return s.ProduceAll(bg, h.cl, bs) })
+	// One batch alone (Produce) past half is held too.
+	if code, msg := s.Produce(bg, h.cl, c.batch(2, 0, 1)); code != 0 {
+		t.Fatalf("one batch: %v %s", kerr.ErrorForCode(code), msg)
 	}
-	if len(holds) != 0 {
-		t.Fatalf("held below half the room: %v", holds)
+	if len(c.holds) != 2 || c.holds[1] < 2*holdUnit {
+		t.Fatalf("one batch: holds %v", c.holds)
 	}
-	out := m.ProduceAll(bg, h.cl, []*Batch{batch(0, int32(half/2), 2), batch(1, int32(half-half/2), half/2)})
-	if out[0].Code != 0 || out[1].Code != 0 {
-		t.Fatalf("past half: %+v", out)
-	}
-	if want := stageHold(int64(half+2+half/2)*per, room); len(holds) != 1 || holds[0] != want || want < 2*holdUnit {
-		t.Fatalf("past half: holds %v, want one of %v", holds, want)
-	}
-	if c := h.end(m, h.cl, "tx", pid, epoch, true); c != 0 {
-		t.Fatalf("commit: %v", kerr.ErrorForCode(c))
+	if r := endV5(m, h.cl, "tx", c.pid, c.epoch, true); r.ErrorCode != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 }

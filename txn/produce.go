@@ -150,13 +150,24 @@ func stageHold(body, room int64) time.Duration {
 	return holdUnit << band
 }
 
+// capsHold is the hold of a Produce answer for a transaction (or, in
+// cluster mode, one node's part of it) at body, bytes and records:
+// stageHold against whichever cap it is nearest to.
+func (lim Limits) capsHold(body, bytes int64, records int) time.Duration {
+	return max(stageHold(body, lim.bodyRoom()), stageHold(bytes, lim.MaxBytes), stageHold(int64(records), int64(lim.MaxRecords)))
+}
+
 // hold waits d, or until ctx ends; m.cfg.hold replaces it in tests.
-func (m *Manager) hold(ctx context.Context, d time.Duration) {
+func (m *Manager) hold(ctx context.Context, d time.Duration) { holdAnswer(ctx, d, m.cfg.hold) }
+
+// holdAnswer waits d, or until ctx ends; seam, when not nil, is called
+// instead (tests see the hold asked instead of waiting it).
+func holdAnswer(ctx context.Context, d time.Duration, seam func(time.Duration)) {
 	if d <= 0 {
 		return
 	}
-	if m.cfg.hold != nil {
-		m.cfg.hold(d)
+	if seam != nil {
+		seam(d)
 		return
 	}
 	t := time.NewTimer(d)
@@ -200,8 +211,7 @@ func (m *Manager) produce(ctx context.Context, cl Client, b *Batch) (code int16,
 	t.records += n
 	t.bytes += b.Bytes
 	t.body += body
-	// Whichever cap the transaction is nearest to.
-	return 0, "", max(stageHold(t.body, m.lim.bodyRoom()), stageHold(t.bytes, m.lim.MaxBytes), stageHold(int64(t.records), int64(m.lim.MaxRecords)))
+	return 0, "", m.lim.capsHold(t.body, t.bytes, t.records)
 }
 
 // batchBody is what b's records add to the commit body.

@@ -52,6 +52,7 @@ type Shared struct {
 	fault  func(error) int16
 	node   int32
 	v2     bool
+	hold   func(time.Duration) // SharedConfig.hold
 
 	mu       sync.Mutex
 	rows     map[Key]cachedRow
@@ -71,6 +72,8 @@ type SharedConfig struct {
 	// TransactionV2: a Produce v12+ or TxnOffsetCommit v5+ opens its
 	// producer's next transaction itself (KIP-890's implicit add).
 	TransactionV2 bool
+	// hold replaces the wait of a held Produce answer (Config.hold).
+	hold func(time.Duration)
 }
 
 // cachedRow is a qk:txn: row as this node last read it, with its version:
@@ -91,6 +94,7 @@ type portionKey struct {
 type portion struct {
 	records int
 	bytes   int64
+	body    int64 // what its records add to the commit body (batchBody)
 	until   time.Time
 }
 
@@ -103,7 +107,7 @@ func NewShared(cfg SharedConfig) *Shared {
 		cfg.Log = slog.Default()
 	}
 	return &Shared{q: cfg.Queen, groups: cfg.Groups, lim: cfg.Limits.withDefaults(), clock: cfg.Clock, log: cfg.Log,
-		fault: func(err error) int16 { return faultCode(cfg.Fault, err) }, node: cfg.NodeID, v2: cfg.TransactionV2,
+		fault: func(err error) int16 { return faultCode(cfg.Fault, err) }, node: cfg.NodeID, v2: cfg.TransactionV2, hold: cfg.hold,
 		rows: make(map[Key]cachedRow), portions: make(map[Key]map[Ref]*portion)}
 }
 
@@ -361,22 +365,32 @@ func (s *Shared) admitted(ctx context.Context, cl Client, k Key, pid int64, epoc
 
 // Produce stages one partition's batch in Queen, under the open
 // transaction's number, in rows named by the batch's base sequence, so
-// that a retry through any node rewrites the same rows.
+// that a retry through any node rewrites the same rows. Past half of a
+// cap, over what this node staged of the transaction, the answer is held
+// as Manager.Produce's is (stageHold).
 func (s *Shared) Produce(ctx context.Context, cl Client, b *Batch) (int16, string) {
+	code, msg, hold := s.produce(ctx, cl, b)
+	holdAnswer(ctx, hold, s.hold)
+	return code, msg
+}
+
+// produce is Produce without the hold, which it returns.
+func (s *Shared) produce(ctx context.Context, cl Client, b *Batch) (code int16, msg string, hold time.Duration) {
 	k := Key{Identity: cl.Identity, ID: b.TransactionalID}
+	sh := shareOf(b)
 	for attempt := 0; ; attempt++ {
 		mk, open, code, msg := s.admitted(ctx, cl, k, b.ProducerID, b.ProducerEpoch, b.Implicit)
 		if code != 0 {
-			return code, msg
+			return code, msg, 0
 		}
 		ref := Ref{PID: b.ProducerID, Epoch: b.ProducerEpoch, Txn: mk.Seq + 1}
 		prefix := queen.TxnStagePrefix(b.TransactionalID, ref.PID, ref.Epoch, ref.Txn)
 		ops, err := recordRows(prefix, b, StageTTL(time.Duration(mk.TimeoutMs)*time.Millisecond))
 		if err != nil {
-			return kerr.InvalidRequest.Code, err.Error()
+			return kerr.InvalidRequest.Code, err.Error(), 0
 		}
 		pk := portionKey{k, ref}
-		why := s.reserve(pk, mk, len(b.Payloads), b.Bytes)
+		why, hold := s.reserve(pk, mk, sh)
 		if why != "" && attempt == 0 {
 			// The cached row may name a transaction its owner has decided
 			// since: read it afresh before refusing the batch.
@@ -387,20 +401,20 @@ func (s *Shared) Produce(ctx context.Context, cl Client, b *Batch) (int16, strin
 			// too: collect what their owners decided, then try once more.
 			if why == capStagedBytes {
 				s.collect(ctx, cl)
-				why = s.reserve(pk, mk, len(b.Payloads), b.Bytes)
+				why, hold = s.reserve(pk, mk, sh)
 			}
 		}
 		if why != "" {
 			s.poison(ctx, cl, pk, mk, why)
-			return kerr.MessageTooLarge.Code, "the transaction is past " + why + "; abort it"
+			return kerr.MessageTooLarge.Code, "the transaction is past " + why + "; abort it", 0
 		}
 		again, code, msg := s.write(ctx, cl, k, mk, open, ops, b.ProducerID, b.ProducerEpoch, kerr.ProducerFenced.Code)
 		if code == 0 {
-			return 0, ""
+			return 0, "", hold
 		}
-		s.unreserve(pk, len(b.Payloads), b.Bytes)
+		s.unreserve(pk, sh)
 		if !again || attempt > 0 {
-			return code, msg
+			return code, msg, 0
 		}
 	}
 }
@@ -417,10 +431,23 @@ type Outcome struct {
 // a request across partitions costs the staging node one round trip to
 // Queen, not one per partition. A batch past a cap, or a request the
 // cached row cannot take whole, is staged batch by batch through Produce,
-// which answers each as before.
+// which answers each as before. The answer is held once, for the longest
+// hold any batch asked (Produce).
 func (s *Shared) ProduceAll(ctx context.Context, cl Client, bs []*Batch) []Outcome {
+	var hold time.Duration
+	defer func() { holdAnswer(ctx, hold, s.hold) }()
+	return s.produceAll(ctx, cl, bs, &hold)
+}
+
+// produceAll is ProduceAll without the hold, which it raises to the
+// longest asked.
+func (s *Shared) produceAll(ctx context.Context, cl Client, bs []*Batch, hold *time.Duration) []Outcome {
 	out := make([]Outcome, len(bs))
-	one := func(i int) { out[i].Code, out[i].Msg = s.Produce(ctx, cl, bs[i]) }
+	one := func(i int) {
+		var h time.Duration
+		out[i].Code, out[i].Msg, h = s.produce(ctx, cl, bs[i])
+		*hold = max(*hold, h)
+	}
 	if len(bs) == 0 {
 		return out
 	}
@@ -439,6 +466,7 @@ func (s *Shared) ProduceAll(ctx context.Context, cl Client, bs []*Batch) []Outco
 	pk := portionKey{k, ref}
 	var ops []queen.KVOp
 	var held []int
+	var written time.Duration // the hold of the batches written together
 	for i, b := range bs {
 		if b.TransactionalID != first.TransactionalID || b.ProducerID != first.ProducerID || b.ProducerEpoch != first.ProducerEpoch || b.Implicit != first.Implicit {
 			one(i)
@@ -449,10 +477,12 @@ func (s *Shared) ProduceAll(ctx context.Context, cl Client, bs []*Batch) []Outco
 			out[i] = Outcome{kerr.InvalidRequest.Code, err.Error()}
 			continue
 		}
-		if s.reserve(pk, mk, len(b.Payloads), b.Bytes) != "" {
+		why, h := s.reserve(pk, mk, shareOf(b))
+		if why != "" {
 			one(i) // Produce reads afresh, collects, or refuses and marks
 			continue
 		}
+		written = max(written, h)
 		ops = append(ops, rows...)
 		held = append(held, i)
 	}
@@ -461,10 +491,11 @@ func (s *Shared) ProduceAll(ctx context.Context, cl Client, bs []*Batch) []Outco
 	}
 	again, code, msg := s.write(ctx, cl, k, mk, open, ops, first.ProducerID, first.ProducerEpoch, kerr.ProducerFenced.Code)
 	if code == 0 {
+		*hold = max(*hold, written)
 		return out
 	}
 	for _, i := range held {
-		s.unreserve(pk, len(bs[i].Payloads), bs[i].Bytes)
+		s.unreserve(pk, shareOf(bs[i]))
 	}
 	for _, i := range held {
 		if again {
@@ -510,9 +541,21 @@ func (s *Shared) write(ctx context.Context, cl Client, k Key, mk marker, open *q
 	return false, 0, ""
 }
 
-// reserve counts a batch against this node's caps and returns "", or the
-// cap it is over (counting nothing).
-func (s *Shared) reserve(pk portionKey, mk marker, records int, bytes int64) string {
+// share is what one batch counts against a portion.
+type share struct {
+	records     int
+	bytes, body int64
+}
+
+func shareOf(b *Batch) share {
+	return share{records: len(b.Payloads), bytes: b.Bytes, body: batchBody(b)}
+}
+
+// reserve counts a batch against this node's caps and returns "" and the
+// hold its answer asks (stageHold over the portion with it), or the cap it
+// is over (counting nothing).
+func (s *Shared) reserve(pk portionKey, mk marker, sh share) (string, time.Duration) {
+	records, bytes := sh.records, sh.bytes
 	now := s.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -534,25 +577,27 @@ func (s *Shared) reserve(pk portionKey, mk marker, records int, bytes int64) str
 	}
 	switch {
 	case p.records+records > s.lim.MaxRecords:
-		return "QUEEN_KAFKA_TXN_MAX_RECORDS"
+		return "QUEEN_KAFKA_TXN_MAX_RECORDS", 0
 	case p.bytes+bytes > s.lim.MaxBytes:
-		return "QUEEN_KAFKA_TXN_MAX_BYTES"
+		return "QUEEN_KAFKA_TXN_MAX_BYTES", 0
 	case s.staged+bytes > s.lim.MaxStagedBytes:
-		return capStagedBytes
+		return capStagedBytes, 0
 	}
 	p.records += records
 	p.bytes += bytes
+	p.body += sh.body
 	s.staged += bytes
-	return ""
+	return "", s.lim.capsHold(p.body, p.bytes, p.records)
 }
 
-func (s *Shared) unreserve(pk portionKey, records int, bytes int64) {
+func (s *Shared) unreserve(pk portionKey, sh share) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p := s.portions[pk.key][pk.ref]; p != nil {
-		p.records -= records
-		p.bytes -= bytes
-		s.staged -= bytes
+		p.records -= sh.records
+		p.bytes -= sh.bytes
+		p.body -= sh.body
+		s.staged -= sh.bytes
 	}
 }
 

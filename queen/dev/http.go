@@ -107,8 +107,50 @@ func (b *Broker) guard(name string, h http.HandlerFunc) http.Handler {
 	})
 }
 
-// bodyPool holds the pooled routes' body buffers.
+// bodyPool holds the pooled routes' body buffers up to smallBody.
 var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// smallBody is the largest buffer bodyPool keeps.
+const smallBody = 8 << 20
+
+// bigBodies keeps the last buffers past smallBody, up to the body ceiling,
+// for the requests that declare more than smallBody: a transaction's commit
+// body is 10-55 MB at a 100 ms commit interval, and dropped after each
+// commit it was read anew into a buffer grown by doubling (zeroed and
+// copied at each step). Not a sync.Pool: such a commit allocates several
+// times its body (its batch), so a GC or two runs between two commits and
+// would empty the pool. One: queen-dev's memory budget is 256 MB, and a
+// commit at the ceiling holds its body and a batch of its size anyway, so
+// the one kept adds to the peak only while no big commit runs.
+var bigBodies = make(chan *[]byte, 1)
+
+// takeBody is a buffer for a body of declared bytes (-1 unknown).
+func takeBody(declared int64) *[]byte {
+	if declared > smallBody {
+		select {
+		case p := <-bigBodies:
+			return p
+		default:
+		}
+	}
+	return bodyPool.Get().(*[]byte)
+}
+
+// keepBody returns p, holding body (whose requests are over), to where
+// its size belongs; past maxBody (a body of unknown length grown by
+// doubling) it is dropped.
+func keepBody(p *[]byte, body []byte, maxBody int64) {
+	*p = body[:0]
+	switch {
+	case cap(body) <= smallBody:
+		bodyPool.Put(p)
+	case int64(cap(body)) <= maxBody+bytes.MinRead:
+		select {
+		case bigBodies <- p:
+		default:
+		}
+	}
+}
 
 // bodyStart is the most a body's buffer grows to before any of the body
 // has arrived: Content-Length is only the client's word.
@@ -171,14 +213,11 @@ func (b *Broker) route(name string, need Role, use bodyUse, h routeFunc) http.Ha
 		}
 		var body []byte
 		if use == pooledBody {
-			p := bodyPool.Get().(*[]byte)
+			p := takeBody(r.ContentLength)
 			body = (*p)[:0]
-			defer func() {
-				if cap(body) <= 8<<20 {
-					*p = body[:0]
-					bodyPool.Put(p)
-				}
-			}()
+			// Once h has returned: it applied the request (or refused it)
+			// and wrote the answer, and nothing it started reads the body.
+			defer func() { keepBody(p, body, b.maxBody) }()
 		}
 		body, err := readBody(body, http.MaxBytesReader(w, r.Body, b.maxBody), r.ContentLength)
 		if err != nil {
