@@ -47,6 +47,14 @@ func newHarness(t *testing.T, mode string, env ...string) *harness {
 	return h
 }
 
+// armed waits until the supervisor's backoff timer of d is set: the phase
+// says backoff a moment before the timer is, and a fake clock advanced in
+// between would leave the timer waiting for good.
+func (h *harness) armed(t *testing.T, d time.Duration) {
+	t.Helper()
+	eventually(t, "the backoff timer armed", func() bool { return h.clk.WaitersFor(d) > 0 })
+}
+
 // await polls Status until cond holds and returns that Status.
 func (h *harness) await(t *testing.T, what string, cond func(Status) bool) Status {
 	t.Helper()
@@ -87,6 +95,7 @@ func TestRestartBackoff(t *testing.T) {
 		assert.False(t, testsupport.Alive(pid))
 
 		// Nothing starts before the backoff has passed.
+		h.armed(t, time.Duration(want)*time.Millisecond)
 		h.clk.Advance(time.Duration(want-1) * time.Millisecond)
 		assert.Equal(t, PhaseBackoff, h.Status().Phase)
 		h.clk.Advance(time.Millisecond)
@@ -102,6 +111,7 @@ func TestRestartBackoff(t *testing.T) {
 	require.NoError(t, syscall.Kill(*st.PID, syscall.SIGKILL))
 	st = h.await(t, "backoff after an hour", func(st Status) bool { return st.Phase == PhaseBackoff })
 	assert.EqualValues(t, 1000, st.BackoffMs)
+	h.armed(t, time.Second)
 	h.clk.Advance(time.Second)
 	st = h.running(t, 8)
 	assert.EqualValues(t, 2000, st.BackoffMs, "and doubles from there")
@@ -311,6 +321,7 @@ func TestConfigRefusalIsNotRestarted(t *testing.T) {
 	c := newHarness(t, "crash")
 	st = c.await(t, "backoff after a crash", func(st Status) bool { return st.Phase == PhaseBackoff })
 	assert.Equal(t, "exit status 2", *st.LastExit)
+	c.armed(t, time.Second)
 	c.clk.Advance(time.Second)
 	c.await(t, "restarted", func(st Status) bool { return st.Restarts == 1 })
 }
