@@ -1,10 +1,5 @@
 package queen
 
-import (
-	"encoding/json"
-	"errors"
-)
-
 // decodeFetchResponse parses the 200 body of POST /api/v1/fetch in one pass.
 // encoding/json validates the whole body, then decodes it, re-scanning and
 // copying every payload: most of the client's CPU on the consume path.
@@ -17,19 +12,7 @@ import (
 // a field name only in case, a string with escapes or invalid UTF-8 — are
 // handed to encoding/json rather than re-implemented.
 func decodeFetchResponse(body []byte) (FetchResponse, error) {
-	s := scanner{b: body}
-	out, err := s.response()
-	if err == nil {
-		s.ws()
-		if s.i != len(s.b) {
-			err = s.errf("data after the top-level value")
-		}
-	}
-	if errors.Is(err, errFallback) {
-		out = FetchResponse{}
-		err = json.Unmarshal(body, &out)
-	}
-	return out, err
+	return decodeWhole(body, (*scanner).response)
 }
 
 // fetchDecoder plugs decodeFetchResponse into Client.call.

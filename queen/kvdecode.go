@@ -2,7 +2,6 @@ package queen
 
 import (
 	"encoding/json"
-	"errors"
 	"math"
 )
 
@@ -20,19 +19,7 @@ import (
 // from a field name only in case, repeated keys, escaped keys) are handed
 // to encoding/json, as decodeFetchResponse does.
 func decodeKVResponse(body []byte) (kvResponseWire, error) {
-	s := scanner{b: body}
-	out, err := s.kvResponse()
-	if err == nil {
-		s.ws()
-		if s.i != len(s.b) {
-			err = s.errf("data after the top-level value")
-		}
-	}
-	if errors.Is(err, errFallback) {
-		out = kvResponseWire{}
-		err = json.Unmarshal(body, &out)
-	}
-	return out, err
+	return decodeWhole(body, (*scanner).kvResponse)
 }
 
 // kvDecoder plugs decodeKVResponse into Client.call.
@@ -185,41 +172,25 @@ func (s *scanner) bool() (bool, error) {
 	return false, s.errf("want a boolean")
 }
 
-func (s *scanner) boolPtr() (*bool, error) {
-	if isNull, err := s.null(); isNull || err != nil {
-		return nil, err
-	}
-	v, err := s.bool()
-	return &v, err
-}
+func (s *scanner) boolPtr() (*bool, error) { return nullable(s, s.bool) }
 
 func (s *scanner) strPtr() (*string, error) {
-	if isNull, err := s.null(); isNull || err != nil {
-		return nil, err
-	}
-	if s.peek() != '"' {
-		return nil, s.errf("want a string")
-	}
-	v, err := s.str()
-	return &v, err
+	return nullable(s, func() (string, error) {
+		if s.peek() != '"' {
+			return "", s.errf("want a string")
+		}
+		return s.str()
+	})
 }
 
-func (s *scanner) int64Ptr() (*int64, error) {
-	if isNull, err := s.null(); isNull || err != nil {
-		return nil, err
-	}
-	v, err := s.int64()
-	return &v, err
-}
+func (s *scanner) int64Ptr() (*int64, error) { return nullable(s, s.int64) }
 
 func (s *scanner) intPtr() (*int, error) {
-	if isNull, err := s.null(); isNull || err != nil {
-		return nil, err
-	}
-	v, err := s.int64()
-	if err == nil && (v < math.MinInt || v > math.MaxInt) {
-		err = s.errf("want an int, got %d", v)
-	}
-	n := int(v)
-	return &n, err
+	return nullable(s, func() (int, error) {
+		v, err := s.int64()
+		if err == nil && (v < math.MinInt || v > math.MaxInt) {
+			err = s.errf("want an int, got %d", v)
+		}
+		return int(v), err
+	})
 }

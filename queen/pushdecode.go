@@ -2,8 +2,6 @@ package queen
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 
 	"github.com/queen-mq/queen-kafka/internal/jsontext"
 )
@@ -24,19 +22,7 @@ func decodePushResponse(body []byte) ([]pushResultWire, error) {
 	if out, ok := decodeCanonicalPush(body, text); ok {
 		return out, nil
 	}
-	s := scanner{b: body}
-	out, err := s.pushResults(text)
-	if err == nil {
-		s.ws()
-		if s.i != len(s.b) {
-			err = s.errf("data after the top-level value")
-		}
-	}
-	if errors.Is(err, errFallback) {
-		out = nil
-		err = json.Unmarshal(body, &out)
-	}
-	return out, err
+	return decodeWhole(body, func(s *scanner) ([]pushResultWire, error) { return s.pushResults(text) })
 }
 
 // pushDecoder plugs decodePushResponse into Client.call.

@@ -125,6 +125,37 @@ func (s *scanner) array(elem func() error) error {
 	}
 }
 
+// decodeWhole decodes body as one top-level value with top and refuses
+// anything after it; a shape top hands over (errFallback) is decoded by
+// encoding/json into a zero T instead, so the answer is always what
+// json.Unmarshal gives. Every one-pass answer decoder is this shell.
+func decodeWhole[T any](body []byte, top func(*scanner) (T, error)) (T, error) {
+	s := scanner{b: body}
+	out, err := top(&s)
+	if err == nil {
+		s.ws()
+		if s.i != len(s.b) {
+			err = s.errf("data after the top-level value")
+		}
+	}
+	if errors.Is(err, errFallback) {
+		var zero T
+		out = zero
+		err = json.Unmarshal(body, &out)
+	}
+	return out, err
+}
+
+// nullable decodes null (into nil) or a value by read: what encoding/json
+// makes of a pointer field.
+func nullable[T any](s *scanner, read func() (T, error)) (*T, error) {
+	if isNull, err := s.null(); isNull || err != nil {
+		return nil, err
+	}
+	v, err := read()
+	return &v, err
+}
+
 // list decodes null (into nil) or an array, each element by elem into a
 // zero T appended to dst[:0]: what encoding/json makes of a slice field.
 // elem fills the element in place, so it is never copied or moved to the

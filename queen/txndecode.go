@@ -1,10 +1,5 @@
 package queen
 
-import (
-	"encoding/json"
-	"errors"
-)
-
 // decodeTxnResponse parses the 200 body of POST /api/v1/transaction in one
 // pass, as decodeKVResponse does the KV answer: a commit of 4,000 records
 // is answered with 4,000 push echoes (about 600 KB), which encoding/json
@@ -13,19 +8,7 @@ import (
 // what it refuses is refused (FuzzTxnDecode); the shapes it has rules of
 // its own for are handed to it.
 func decodeTxnResponse(body []byte) (txnResponseWire, error) {
-	s := scanner{b: body}
-	out, err := s.txnResponse()
-	if err == nil {
-		s.ws()
-		if s.i != len(s.b) {
-			err = s.errf("data after the top-level value")
-		}
-	}
-	if errors.Is(err, errFallback) {
-		out = txnResponseWire{}
-		err = json.Unmarshal(body, &out)
-	}
-	return out, err
+	return decodeWhole(body, (*scanner).txnResponse)
 }
 
 // txnDecoder plugs decodeTxnResponse into Client.call.
