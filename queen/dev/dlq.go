@@ -154,12 +154,7 @@ func (b *Broker) handleDLQ(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		rows = append(rows, got...)
 	}
-	tail := b.observed()
-	b.mu.Unlock()
-	if err == nil {
-		err = tail.wait()
-	}
-	if err != nil {
+	if err := b.applyUnlock(nil, err); err != nil {
 		writeError(w, http.StatusInternalServerError, "dlq failed: "+err.Error())
 		return
 	}

@@ -64,17 +64,7 @@ func (b *Broker) handleDeleteGroup(w http.ResponseWriter, r *http.Request, c *ca
 			break
 		}
 	}
-	var tail *pending
-	if err != nil {
-		batch.Close()
-	} else {
-		tail = b.apply(batch, nil)
-	}
-	b.mu.Unlock()
-	if err == nil {
-		err = tail.wait()
-	}
-	if err != nil {
+	if err := b.applyUnlock(batch, err); err != nil {
 		writeError(w, http.StatusInternalServerError, "delete failed: "+err.Error())
 		return
 	}
@@ -141,18 +131,7 @@ func (b *Broker) handleSeek(w http.ResponseWriter, r *http.Request, c *call) {
 			break
 		}
 	}
-	var tail *pending
-	if err != nil || len(parts) == 0 {
-		batch.Close()
-		tail = b.observed()
-	} else {
-		tail = b.apply(batch, nil)
-	}
-	b.mu.Unlock()
-	if err == nil {
-		err = tail.wait()
-	}
-	if err != nil {
+	if err := b.applyUnlock(batch, err); err != nil {
 		writeError(w, http.StatusInternalServerError, "seek failed: "+err.Error())
 		return
 	}

@@ -48,12 +48,7 @@ func (b *Broker) handleConsumerGroups(w http.ResponseWriter, r *http.Request, c 
 	b.mu.Lock()
 	// Under b.mu the KV rows and the partitions' ends are one moment's.
 	rows, err := b.kafkaGroupRows(c.tenant, now)
-	tail := b.observed()
-	b.mu.Unlock()
-	if err == nil {
-		err = tail.wait()
-	}
-	if err != nil {
+	if err := b.applyUnlock(nil, err); err != nil {
 		writeError(w, http.StatusInternalServerError, "consumer groups failed: "+err.Error())
 		return
 	}

@@ -132,12 +132,7 @@ func (b *Broker) handleLagging(w http.ResponseWriter, r *http.Request, c *call) 
 		}})
 		return nil
 	})
-	tail := b.observed()
-	b.mu.Unlock()
-	if err == nil {
-		err = tail.wait()
-	}
-	if err != nil {
+	if err := b.applyUnlock(nil, err); err != nil {
 		writeError(w, http.StatusInternalServerError, "lagging failed: "+err.Error())
 		return
 	}
@@ -194,12 +189,7 @@ func (b *Broker) handleGroupDetails(w http.ResponseWriter, r *http.Request, c *c
 		})
 		return nil
 	})
-	tail := b.observed()
-	b.mu.Unlock()
-	if err == nil {
-		err = tail.wait()
-	}
-	if err != nil {
+	if err := b.applyUnlock(nil, err); err != nil {
 		writeError(w, http.StatusInternalServerError, "details failed: "+err.Error())
 		return
 	}

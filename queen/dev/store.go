@@ -264,6 +264,24 @@ func (b *Broker) apply(batch *pebble.Batch, after func()) *pending {
 	return p
 }
 
+// applyUnlock ends a request that worked under b.mu: a request that
+// failed halfway (err) applies nothing; otherwise batch is applied (a nil
+// or empty one, a reader's, orders the caller after what was applied
+// before, as observed does). It releases b.mu, then waits for that sync,
+// and returns err or the wait's.
+func (b *Broker) applyUnlock(batch *pebble.Batch, err error) error {
+	if err != nil {
+		if batch != nil {
+			batch.Close()
+		}
+		b.mu.Unlock()
+		return err
+	}
+	tail := b.apply(batch, nil)
+	b.mu.Unlock()
+	return tail.wait()
+}
+
 // observed is what a reader waits for: everything applied so far. The
 // caller holds b.mu.
 func (b *Broker) observed() *pending { return b.apply(nil, nil) }

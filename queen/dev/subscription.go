@@ -181,18 +181,7 @@ func (b *Broker) handleSubscription(w http.ResponseWriter, r *http.Request, c *c
 		batch.Set(keySub(q.id, group), encodeSub(sub), nil)
 		updated++
 	}
-	var tail *pending
-	if err != nil || updated == 0 {
-		batch.Close()
-		tail = b.observed()
-	} else {
-		tail = b.apply(batch, nil)
-	}
-	b.mu.Unlock()
-	if err == nil {
-		err = tail.wait()
-	}
-	if err != nil {
+	if err := b.applyUnlock(batch, err); err != nil {
 		writeError(w, http.StatusInternalServerError, "subscription failed: "+err.Error())
 		return
 	}
