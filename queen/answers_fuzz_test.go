@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -70,7 +72,86 @@ func FuzzTxnAnswer(f *testing.F) {
 			t.Fatalf("rollback names kv index %d", te.KVIndex)
 		}
 		checkKVAnswer(t, body, got, err, fuzzTxn.KV)
+		checkTxnAnswerAsListed(t, body, got, err)
 	})
+}
+
+// listedTxnAnswer is what Transaction made of a 200 answer when it decoded
+// the whole list of results first (decodeTxnResponse) and then checked
+// them: the reference for its checks as each result is decoded.
+// decoded is false when the body did not decode.
+func listedTxnAnswer(body []byte, items int, ops []KVOp) (kv []KVResult, err error, decoded bool) {
+	wire, derr := decodeTxnResponse(body)
+	if derr != nil {
+		return nil, derr, false
+	}
+	out := wire.TxnResponse
+	if !out.Success {
+		te := &TxnError{Reason: out.Reason, Message: Sanitize(out.Error)}
+		if out.FailedIndex != nil {
+			te.KVIndex = max(*out.FailedIndex-items, 0)
+		}
+		te.KVReason, te.Version, te.Value = lostPrecondition(out.KVReason, out.Version, out.Value)
+		return nil, te, true
+	}
+	pushSeen := make([]bool, items)
+	for i, w := range wire.Results {
+		if w.Index == nil {
+			return nil, protocolError(routeTxn, "result %d carries no index", i), true
+		}
+		r := w.TxnResult
+		r.Index = *w.Index
+		switch r.Type {
+		case "push":
+			if r.Index < 0 || r.Index >= items || pushSeen[r.Index] {
+				return nil, protocolError(routeTxn, "push echo index %d repeated or out of range", r.Index), true
+			}
+			if r.Success == nil || !*r.Success {
+				return nil, protocolError(routeTxn, "push echo %d not successful", r.Index), true
+			}
+			pushSeen[r.Index] = true
+		case "kv":
+			if r.OpIndex == nil || r.Index != items+*r.OpIndex {
+				return nil, protocolError(routeTxn, "kv result at flat index %d does not match its opIndex", r.Index), true
+			}
+			kv = append(kv, r.KVResult)
+		default:
+			return nil, protocolError(routeTxn, "unexpected result type %q at index %d", r.Type, r.Index), true
+		}
+	}
+	for i, ok := range pushSeen {
+		if !ok {
+			return nil, protocolError(routeTxn, "no push echo for item %d", i), true
+		}
+	}
+	kv, err = alignKV(routeTxn, kv, ops, func(r KVResult) int { return *r.OpIndex })
+	return kv, err, true
+}
+
+// checkTxnAnswerAsListed holds Transaction's answer to body to
+// listedTxnAnswer's: the same results, or the same error (a body that does
+// not decode: a protocol error saying so).
+func checkTxnAnswerAsListed(t *testing.T, body []byte, got []KVResult, err error) {
+	t.Helper()
+	want, wantErr, decoded := listedTxnAnswer(body, 3, fuzzTxn.KV)
+	switch {
+	case !decoded:
+		if KindOf(err) != KindProtocol || !strings.Contains(err.Error(), "decode: ") {
+			t.Fatalf("answer %q: %v, want a decode error (%v)", body, err, wantErr)
+		}
+	case (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error():
+		t.Fatalf("answer %q: error %v, listed %v", body, err, wantErr)
+	case !reflect.DeepEqual(got, want):
+		t.Fatalf("answer %q: results %+v, listed %+v", body, got, want)
+	}
+}
+
+// Transaction answers every sample as it did when it listed the results.
+func TestTxnAnswerChecksAsListed(t *testing.T) {
+	for _, in := range append(append(append([]string{}, txnAnswerSeeds...), txnSamples...), txnInvalid...) {
+		got, err := answeringClient([]byte(in)).Transaction(context.Background(), fuzzTxn)
+		checkTxnAnswerAsListed(t, []byte(in), got, err)
+	}
 }
 
 func checkKVAnswer(t *testing.T, body []byte, got []KVResult, err error, ops []KVOp) {

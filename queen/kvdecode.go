@@ -91,9 +91,9 @@ func (s *scanner) kvResultMember(name string, r *KVResult, index **int) (err err
 	case "opIndex":
 		r.OpIndex, err = s.intPtr()
 	case "type":
-		r.Type, err = s.str()
+		r.Type, err = s.strOf("push", "kv")
 	case "op":
-		r.Op, err = s.str()
+		r.Op, err = s.strOf(OpPut, OpGet)
 	case "applied":
 		r.Applied, err = s.bool()
 	case "key":

@@ -419,12 +419,53 @@ func (c *Client) Transaction(ctx context.Context, req TxnRequest) ([]KVResult, e
 	if err != nil {
 		return nil, &Error{Kind: KindProtocol, Route: routeTxn, Message: Sanitize("encode: " + err.Error()), Err: err}
 	}
-	var d txnDecoder
+	// Flat index space (§8): push echoes take 0..items-1, the kv rider
+	// items+opIndex. The facade sends no acks or timers, so any other entry
+	// is a broken answer. Each result is checked as it is decoded; the
+	// first that breaks the answer is reported once the whole body decoded
+	// (a body that does not decode is that error instead).
+	pushSeen := make([]bool, items)
+	kv := make([]KVResult, 0, len(req.KV))
+	var broken error
+	seen := 0
+	check := func(i int, w *txnResultWire) error {
+		if w.Index == nil {
+			return protocolError(routeTxn, "result %d carries no index", i)
+		}
+		r := w.TxnResult
+		r.Index = *w.Index
+		switch r.Type {
+		case "push":
+			if r.Index < 0 || r.Index >= items || pushSeen[r.Index] {
+				return protocolError(routeTxn, "push echo index %d repeated or out of range", r.Index)
+			}
+			if r.Success == nil || !*r.Success {
+				return protocolError(routeTxn, "push echo %d not successful", r.Index)
+			}
+			pushSeen[r.Index] = true
+		case "kv":
+			if r.OpIndex == nil || r.Index != items+*r.OpIndex {
+				return protocolError(routeTxn, "kv result at flat index %d does not match its opIndex", r.Index)
+			}
+			kv = append(kv, r.KVResult)
+		default:
+			return protocolError(routeTxn, "unexpected result type %q at index %d", r.Type, r.Index)
+		}
+		return nil
+	}
+	d := txnAnswerDecoder{
+		restart: func() { clear(pushSeen); kv, broken, seen = kv[:0], nil, 0 },
+		each: func(w *txnResultWire) {
+			if broken == nil {
+				broken = check(seen, w)
+			}
+			seen++
+		},
+	}
 	if err := c.call(ctx, routeTxn, "", c.timeout, txnAnswerLimit(req), body, &d); err != nil {
 		return nil, err
 	}
-	wire := d.wire
-	out := wire.TxnResponse
+	out := d.resp
 	if !out.Success {
 		te := &TxnError{Reason: out.Reason, Message: Sanitize(out.Error)}
 		if out.FailedIndex != nil {
@@ -436,34 +477,8 @@ func (c *Client) Transaction(ctx context.Context, req TxnRequest) ([]KVResult, e
 		te.KVReason, te.Version, te.Value = lostPrecondition(out.KVReason, out.Version, out.Value)
 		return nil, te
 	}
-	// Flat index space (§8): push echoes take 0..items-1, the kv rider
-	// items+opIndex. The facade sends no acks or timers, so any other entry
-	// is a broken answer.
-	pushSeen := make([]bool, items)
-	kv := make([]KVResult, 0, len(req.KV))
-	for i, w := range wire.Results {
-		if w.Index == nil {
-			return nil, protocolError(routeTxn, "result %d carries no index", i)
-		}
-		r := w.TxnResult
-		r.Index = *w.Index
-		switch r.Type {
-		case "push":
-			if r.Index < 0 || r.Index >= items || pushSeen[r.Index] {
-				return nil, protocolError(routeTxn, "push echo index %d repeated or out of range", r.Index)
-			}
-			if r.Success == nil || !*r.Success {
-				return nil, protocolError(routeTxn, "push echo %d not successful", r.Index)
-			}
-			pushSeen[r.Index] = true
-		case "kv":
-			if r.OpIndex == nil || r.Index != items+*r.OpIndex {
-				return nil, protocolError(routeTxn, "kv result at flat index %d does not match its opIndex", r.Index)
-			}
-			kv = append(kv, r.KVResult)
-		default:
-			return nil, protocolError(routeTxn, "unexpected result type %q at index %d", r.Type, r.Index)
-		}
+	if broken != nil {
+		return nil, broken
 	}
 	for i, ok := range pushSeen {
 		if !ok {

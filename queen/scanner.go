@@ -187,7 +187,12 @@ func (s *scanner) stringSpan() (span []byte, odd bool, err error) {
 }
 
 // str decodes a string value (null leaves it empty, as encoding/json does).
-func (s *scanner) str() (string, error) {
+func (s *scanner) str() (string, error) { return s.strOf() }
+
+// strOf is str, answering a value that is one of known with that string
+// rather than a copy: a transaction's answer names its results' type
+// ("push", "kv") tens of thousands of times.
+func (s *scanner) strOf(known ...string) (string, error) {
 	if isNull, err := s.null(); isNull || err != nil {
 		return "", err
 	}
@@ -200,6 +205,11 @@ func (s *scanner) str() (string, error) {
 		return "", err
 	}
 	if !odd {
+		for _, k := range known {
+			if string(span) == k {
+				return k, nil
+			}
+		}
 		return string(span), nil
 	}
 	var v string // escapes and invalid UTF-8: encoding/json's exact rules
@@ -207,6 +217,24 @@ func (s *scanner) str() (string, error) {
 		return "", err
 	}
 	return v, nil
+}
+
+// checkedStr consumes a string value as str does, refusing what str
+// refuses, and returns "": the value is not kept.
+func (s *scanner) checkedStr() (string, error) {
+	if isNull, err := s.null(); isNull || err != nil {
+		return "", err
+	}
+	if s.peek() != '"' {
+		return "", s.errf("want a string")
+	}
+	start := s.i
+	_, odd, err := s.stringSpan()
+	if err != nil || !odd {
+		return "", err
+	}
+	var v string
+	return "", json.Unmarshal(s.b[start:s.i], &v)
 }
 
 // number consumes a JSON number and returns its text.
