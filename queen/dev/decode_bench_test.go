@@ -12,7 +12,8 @@ import (
 )
 
 // facadeItems are n items as the facade stages them: 1 KiB values in
-// payload envelopes over 8 partitions of one topic, each with its dedup key.
+// payload envelopes over 8 partitions of one topic, each with its dedup key
+// (a producer's sequence per partition, as producer.DedupKeys numbers them).
 func facadeItems(n int) []queen.PushItem {
 	value := bytes.Repeat([]byte("q"), 1024)
 	items := make([]queen.PushItem, n)
@@ -20,7 +21,7 @@ func facadeItems(n int) []queen.PushItem {
 		rec := envelope.Record{Key: []byte(strconv.Itoa(i)), Value: value, Timestamp: 1787824800123 + int64(i)}
 		items[i] = queen.PushItem{
 			Queue: "out", Partition: strconv.Itoa(i % 8), Payload: envelope.Append(nil, &rec),
-			TransactionID: "qk:7:0:" + strconv.Itoa(i),
+			TransactionID: "kafka:7:0:" + strconv.Itoa(i/8),
 		}
 	}
 	return items

@@ -70,9 +70,11 @@ func (b *Broker) newKVExec(tenantName string, now time.Time) *kvExec {
 // records are written into the same batch, and growing a batch of tens of
 // megabytes by doubling copied it several times over, into fresh memory.
 func (b *Broker) newKVExecSized(tenantName string, now time.Time, size int) *kvExec {
-	batch := b.db.NewIndexedBatch()
+	var batch *pebble.Batch
 	if size > 0 {
 		batch = b.db.NewIndexedBatchWithSize(size)
+	} else {
+		batch = b.db.NewIndexedBatch()
 	}
 	return &kvExec{
 		st: b.st, batch: batch, tenant: tenantName, now: now.UnixMicro(),

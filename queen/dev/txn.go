@@ -46,10 +46,30 @@ func (req *txnRequest) batchBytes() int {
 	n := 64 << 10
 	for i := range req.items {
 		it := &req.items[i]
-		// The value's entry (the message id and three lengths), and the
-		// dedup entry: the id again in a run, or a key of its own holding
-		// the transactionId with a value holding the id.
-		n += len(it.payload) + 2*len(it.txID) + 2*(uuidLen+2) + 64
+		// The value's entry (the message id, the transactionId and three
+		// lengths), and the dedup entry at its largest: a run of its own
+		// (a key naming the queue id, partition, stem and number, a value
+		// holding the offset, time and message id, and its line in the
+		// batch-age value), which is what numbered keys dealt round the
+		// partitions make of every record (TestTxnBatchSizedUpFront).
+		n += len(it.payload) + 3*len(it.txID) + len(it.part) + 2*(uuidLen+2) + 100
+	}
+	return n
+}
+
+// answerBytes is about what the committed answer to req takes, a little
+// over rather than under: a push echo echoes its transactionId and queue
+// (some 200 bytes for the facade's records, where a guess of 128 had the
+// answer of a 100 ms commit, 3-6 MB, doubled and copied as it was
+// written); an ack's and a kv result's are bounded as before.
+func (req *txnRequest) answerBytes() int {
+	n := 256 + 256*len(req.kv) + 128*len(req.acks)
+	for i := range req.items {
+		it := &req.items[i]
+		// {"index":N,"type":"push","success":true,"transactionId":"…",
+		// "messageId":"<uuid>","queueName":"…","duplicate":true}, with a
+		// generated id as the transactionId when none was sent.
+		n += 160 + max(len(it.txID), uuidLen) + len(it.queue)
 	}
 	return n
 }
@@ -350,7 +370,7 @@ func (b *Broker) handleTxn(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 
-	out := make([]byte, 0, 256+128*n+256*len(req.kv))
+	out := make([]byte, 0, req.answerBytes())
 	out = append(out, `{"transactionId":"`...)
 	out = append(out, txID...)
 	switch {
