@@ -163,6 +163,7 @@ type devOptions struct {
 	tokens string // QUEEN_DEV_TOKENS, empty for the single default tenant
 	data   string // the data directory, "" for a fresh t.TempDir()
 	fsync  string // QUEEN_DEV_FSYNC, "" for its default
+	pprof  string // QUEEN_DEV_PPROF_ADDR, "" for none
 }
 
 // startQueenDev starts a broker on a free port and a fresh data directory,
@@ -194,6 +195,9 @@ func newQueenDev(data string, port int, o devOptions) *queenDev {
 	}
 	if o.fsync != "" {
 		extra["QUEEN_DEV_FSYNC"] = o.fsync
+	}
+	if o.pprof != "" {
+		extra["QUEEN_DEV_PPROF_ADDR"] = o.pprof
 	}
 	return &queenDev{
 		proc: &proc{testsupport.QueenDev(queenDevBin, addr, data, extra)},

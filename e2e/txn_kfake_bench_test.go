@@ -37,8 +37,12 @@ type intervalResult struct {
 	rate    float64
 	commits []float64
 	sizes   []float64 // records of each transaction, committed or not
-	refused int
-	failed  int64
+	// Where each cycle's time went before its EndTxn: producing for the
+	// interval (longer when the client's buffer is full and it waits for
+	// answers) and the flush before EndTxn, ms.
+	producing, flushing []float64
+	refused             int
+	failed              int64
 }
 
 // produceInterval produces 1 KiB records (the options of produceViaFacade)
@@ -93,6 +97,7 @@ func produceInterval(b *testing.B, seeds []string, topic string, transactional b
 				b.Fatal(err)
 			}
 		}
+		tb := time.Now()
 		from, stop := n, time.Now().Add(txnInterval)
 		if !transactional {
 			stop = end
@@ -100,7 +105,9 @@ func produceInterval(b *testing.B, seeds []string, topic string, transactional b
 		for ; time.Now().Before(stop); n++ {
 			cl.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(n)), Value: benchValue}, cb)
 		}
+		tp := time.Now()
 		flushErr := cl.Flush(ctx)
+		tf := time.Now()
 		if !transactional {
 			if flushErr != nil {
 				b.Fatal(flushErr)
@@ -108,6 +115,8 @@ func produceInterval(b *testing.B, seeds []string, topic string, transactional b
 			break
 		}
 		res.sizes = append(res.sizes, float64(n-from))
+		res.producing = append(res.producing, float64(tp.Sub(tb))/float64(time.Millisecond))
+		res.flushing = append(res.flushing, float64(tf.Sub(tp))/float64(time.Millisecond))
 		t0 := time.Now()
 		how := kgo.TryCommit
 		if flushErr != nil || failed.Load() > res.failed {
@@ -189,9 +198,11 @@ type txnSideK struct {
 	q                                    *queen.Client // its queen-dev, for the bare transactions; nil: none
 	addr                                 string        // a facade of it, to create the bare transactions' topic
 	ops                                  string        // its facade's operator address, for a profile (QK_BENCH_PROFILE_DIR)
+	devOps                               string        // its queen-dev's pprof address, likewise ("": not profiled)
 	idem, per100, p50at100               []float64
 	idemW, interval, p50atInt, sizeAtInt []float64
 	bare100, bareInt                     []float64
+	producingAtInt, flushingAtInt        []float64 // each round's p50 ms
 	refused                              int
 	failed                               int64
 }
@@ -205,16 +216,23 @@ func (s *txnSideK) round(b *testing.B, w txnWorkloads) {
 	}
 	if w.interval {
 		s.idemW = append(s.idemW, produceInterval(b, s.seeds, uniq("bk-idemw-"+s.name), false).rate)
-		var profiled func()
-		if dir := os.Getenv("QK_BENCH_PROFILE_DIR"); dir != "" && s.ops != "" {
-			profiled = profileFacade(b, s.ops, dir, fmt.Sprintf("txn-interval-%s-%d", s.name, len(s.interval)+1), txnWindow)
+		var profiled []func()
+		if dir := os.Getenv("QK_BENCH_PROFILE_DIR"); dir != "" {
+			round := len(s.interval) + 1
+			if s.ops != "" {
+				profiled = append(profiled, profileFacade(b, s.ops, dir, fmt.Sprintf("txn-interval-%s-%d", s.name, round), txnWindow))
+			}
+			if s.devOps != "" {
+				profiled = append(profiled, profileFacade(b, s.devOps, dir, fmt.Sprintf("txn-interval-%s-dev-%d", s.name, round), txnWindow))
+			}
 		}
 		iv := produceInterval(b, s.seeds, uniq("bk-int-"+s.name), true)
-		if profiled != nil {
-			profiled()
+		for _, done := range profiled {
+			done()
 		}
 		s.interval = append(s.interval, iv.rate)
 		s.p50atInt, s.sizeAtInt = append(s.p50atInt, percentile(iv.commits, .5)), append(s.sizeAtInt, percentile(iv.sizes, .5))
+		s.producingAtInt, s.flushingAtInt = append(s.producingAtInt, percentile(iv.producing, .5)), append(s.flushingAtInt, percentile(iv.flushing, .5))
 		s.refused += iv.refused
 		s.failed += iv.failed
 	}
@@ -349,17 +367,22 @@ func BenchmarkTxnVsKfake(b *testing.B) {
 			dev, facades = c.dev, append(facades, c.nodes...)
 		}
 		if want["single"] {
+			profiling := os.Getenv("QK_BENCH_PROFILE_DIR") != ""
+			devPprof := ""
 			if dev == nil {
-				dev = startQueenDev(b, devOptions{faults: true})
+				if profiling {
+					devPprof = "127.0.0.1:" + strconv.Itoa(freePort(b))
+				}
+				dev = startQueenDev(b, devOptions{faults: true, pprof: devPprof})
 			}
 			senv, ops := maps.Clone(env), ""
-			if os.Getenv("QK_BENCH_PROFILE_DIR") != "" {
+			if profiling {
 				ops = "127.0.0.1:" + strconv.Itoa(freePort(b))
 				senv["QUEEN_KAFKA_HTTP_ADDR"] = ops
 			}
 			single := startFacade(b, dev, senv)
 			facades = append(facades, single)
-			sides = append(sides, &txnSideK{name: "single", seeds: []string{single.addr}, q: queenClient(b, dev.url), addr: single.addr, ops: ops})
+			sides = append(sides, &txnSideK{name: "single", seeds: []string{single.addr}, q: queenClient(b, dev.url), addr: single.addr, ops: ops, devOps: devPprof})
 		}
 		if c != nil {
 			sides = append(sides, &txnSideK{name: "cluster", seeds: c.addrs()})
@@ -447,6 +470,7 @@ func BenchmarkTxnVsKfake(b *testing.B) {
 			if w.interval {
 				b.Logf("  %s: 100 ms: idem rec/s %s, txn rec/s %s, txn/idem %s (vs kfake's %.2f: %.2f), commit p50 ms %s, records/commit %s, commits refused %d, records failed %d",
 					s.name, spreadOf(s.idemW), spreadOf(s.interval), f2(rInt), med(kInt), med(rInt)/med(kInt), f2(s.p50atInt), spreadOf(s.sizeAtInt), s.refused, s.failed)
+				b.Logf("  %s: 100 ms: a cycle's p50 ms: producing %s, flush %s, EndTxn %s", s.name, f2(s.producingAtInt), f2(s.flushingAtInt), f2(s.p50atInt))
 			}
 			if s.name != "kfake" {
 				b.Logf("  %s: commit p50 / bare Queen transaction p50: 100/txn %s, 100 ms %s",
