@@ -75,70 +75,67 @@ func recordRows(prefix string, b *Batch, ttl int64) ([]queen.KVOp, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := 0
-	for _, p := range b.Payloads {
-		n += len(p) + 40
-	}
-	pairs := make([]byte, 0, n) // every pair's text, one after another
-	ends := make([]int, len(b.Payloads))
-	for i, p := range b.Payloads {
+	// The keys' JSON text, one after another; the pairs are rendered
+	// once, into their rows.
+	keys := make([]byte, 0, 24*len(b.Payloads))
+	keyEnds := make([]int, len(b.Payloads))
+	for i := range b.Payloads {
 		key := ""
 		if b.Keys != nil {
 			key = b.Keys[i]
 		}
-		pairs = append(jsontext.AppendString(append(pairs, '['), key), ',')
-		pairs = append(append(pairs, p...), ']')
-		ends[i] = len(pairs)
+		keys = jsontext.AppendString(keys, key)
+		keyEnds[i] = len(keys)
+	}
+	keyText := func(i int) []byte {
+		if i == 0 {
+			return keys[:keyEnds[0]]
+		}
+		return keys[keyEnds[i-1]:keyEnds[i]]
 	}
 	// The room for pairs in a row: the longest head any row of the batch
 	// has, and the closing "]}".
 	room := stageValueMax - serializedBound(stageRowHead(nil, b.Topic, b.Partition, max(b.Bytes, 1), maxStageRows)) - 2
-	var cuts []int // the index of each row's first record
-	used, start := room, 0
-	for i, end := range ends {
-		cost := serializedBound(pairs[start:end]) + 2 // and its ",", printed ", "
-		start = end
+	type cut struct{ first, size int } // a row's first record and its pairs' bytes
+	var cuts []cut
+	used := room
+	for i, p := range b.Payloads {
+		k := keyText(i)
+		// [key,payload] is its bytes and 3, and a jsonb's space after its
+		// inner ','; then its ",", printed ", ".
+		cost := serializedBound(k) + serializedBound(p) + 4 + 2
 		switch {
 		case cost > room:
 			return base64RecordRows(prefix, b, ttl)
 		case used+cost > room:
-			cuts, used = append(cuts, i), 0
+			cuts, used = append(cuts, cut{first: i}), 0
 		}
 		used += cost
+		cuts[len(cuts)-1].size += len(k) + len(p) + 4
 	}
 	if len(cuts) == 0 {
-		cuts = []int{0} // an empty batch: one row, "d":[]
+		cuts = []cut{{}} // an empty batch: one row, "d":[]
 	}
 	if len(cuts) > maxStageRows {
-		return nil, fmt.Errorf("a batch of %d bytes is too large to stage", len(pairs))
+		return nil, fmt.Errorf("a batch of %d records is too large to stage", len(b.Payloads))
 	}
 	ops := make([]queen.KVOp, 0, len(cuts))
-	for c, first := range cuts {
-		last := len(ends)
+	for c, row := range cuts {
+		last := len(b.Payloads)
 		if c+1 < len(cuts) {
-			last = cuts[c+1]
-		}
-		from, to := 0, 0
-		if first > 0 {
-			from = ends[first-1]
-		}
-		if last > 0 {
-			to = ends[last-1]
+			last = cuts[c+1].first
 		}
 		bytes := int64(0)
 		if c == 0 {
 			bytes = b.Bytes
 		}
-		val := stageRowHead(make([]byte, 0, 64+len(b.Topic)+to-from+last-first), b.Topic, b.Partition, bytes, len(cuts))
-		for i := first; i < last; i++ {
-			if i > first {
+		val := stageRowHead(make([]byte, 0, 64+len(b.Topic)+row.size+2), b.Topic, b.Partition, bytes, len(cuts))
+		for i := row.first; i < last; i++ {
+			if i > row.first {
 				val = append(val, ',')
 			}
-			s := 0
-			if i > 0 {
-				s = ends[i-1]
-			}
-			val = append(val, pairs[s:ends[i]]...)
+			val = append(append(append(val, '['), keyText(i)...), ',')
+			val = append(append(val, b.Payloads[i]...), ']')
 		}
 		val = append(val, ']', '}')
 		ops = append(ops, queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: base + fmt.Sprintf("%04d", c), Value: val, TTLSeconds: ttl})
