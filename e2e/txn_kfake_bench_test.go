@@ -189,7 +189,7 @@ func bareTxn(b *testing.B, q *queen.Client, topic string, size, calls int) []flo
 // txnSideK is one target of BenchmarkTxnVsKfake, per round: idempotent and
 // transactional records/s at 100 records per transaction and at a 100 ms
 // commit interval, the commit p50s, the records per interval commit and
-// the commits refused. A single-mode side (q set) also has its own bare
+// the commits refused. A side with its queen-dev (q set: all but kfake) also has its own bare
 // Queen transactions: 100 records, and the median an interval commit of it
 // carried.
 type txnSideK struct {
@@ -385,7 +385,8 @@ func BenchmarkTxnVsKfake(b *testing.B) {
 			sides = append(sides, &txnSideK{name: "single", seeds: []string{single.addr}, q: queenClient(b, dev.url), addr: single.addr, ops: ops, devOps: devPprof})
 		}
 		if c != nil {
-			sides = append(sides, &txnSideK{name: "cluster", seeds: c.addrs()})
+			// Its own bare transactions, of its own interval commits' size.
+			sides = append(sides, &txnSideK{name: "cluster", seeds: c.addrs(), q: queenClient(b, c.dev.url), addr: c.nodes[0].addr})
 		}
 		if want["cluster-base"] {
 			bin := os.Getenv("QK_BENCH_BASELINE_BIN")
@@ -397,7 +398,7 @@ func BenchmarkTxnVsKfake(b *testing.B) {
 			baseEnv := maps.Clone(env)
 			baseEnv["QUEEN_KAFKA_CLUSTER"] = "queen-base" // node ids of its own
 			base := newTestCluster(b, clusterOpts{nodes: 3, env: baseEnv, bin: bin, dev: c.dev})
-			sides = append(sides, &txnSideK{name: "cluster-base", seeds: base.addrs()})
+			sides = append(sides, &txnSideK{name: "cluster-base", seeds: base.addrs(), q: queenClient(b, c.dev.url), addr: base.nodes[0].addr})
 			facades = append(facades, base.nodes...)
 			b.Logf("cluster-base: facade %s", bin)
 		}

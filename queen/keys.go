@@ -191,10 +191,13 @@ func TxnKey(txnID string) string { return PrefixTxn + Esc(txnID) }
 // staged for transaction number txn (the qk:txn: row's seq+1 while it is
 // "ongoing") of producer pid at epoch. Below it (cluster mode only):
 //
-//	r:<esc topic>:<partition>:<base sequence, 10 digits>:<chunk, 4 digits>
-//	    {"q":<topic>,"p":<partition>,"b":<record bytes>,"r":[<envelope>…]},
-//	    a batch's records in values of at most 64 KiB; a retried batch
-//	    rewrites the same keys, at any node;
+//	r:<esc topic>:<partition>:<base sequence, 10 digits>:<row, 4 digits>
+//	    {"q":<topic>,"p":<partition>,"b":<record bytes>,"n":<rows>,"d":[[<dedup key>,<envelope>]…]},
+//	    a batch's records, whole, in values of at most 64 KiB ("d" a base64
+//	    string of the same array's text cut anywhere: a batch with a record
+//	    past a value, or rows of an older build); a retried batch rewrites
+//	    the same keys, at any node; a committed stage's rows are put null
+//	    with a 1 s ttl (txn's cleanup);
 //	o:<esc group>:<esc topic>:<partition>
 //	    {"g":<group>,"q":<topic>,"p":<partition>,"offset":<n>,"metadata":"…","pt":"…"},
 //	    a TxnOffsetCommit's offset (a repeat replaces it);

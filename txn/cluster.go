@@ -265,16 +265,18 @@ type landedStage interface{ Landed() }
 // Landed marks the rows read as committed.
 func (s *queenStage) Landed() { s.landed = true }
 
-// stageRecords is the value of an r: row: chunk of n of one batch's
-// records, as the JSON array text [["<dedup key>",env],…] cut into pieces
-// that fit a value (one record may be larger than a value). Bytes, on chunk 0, is
-// what the batch weighs against the byte caps.
+// stageRecords is the value of an r: row (stagerows.go): row n of one
+// batch's records, as whole [dedup key, envelope] pairs (Pairs, the JSON
+// array's text) or, in the base64 form, a piece of the array's text cut
+// anywhere (Data). Bytes, on row 0, is what the batch weighs against the
+// byte caps.
 type stageRecords struct {
-	Topic     string `json:"q"`
-	Partition int32  `json:"p"`
-	Bytes     int64  `json:"b,omitempty"`
-	Chunks    int    `json:"n"`
-	Data      []byte `json:"d"`
+	Topic     string
+	Partition int32
+	Bytes     int64
+	Chunks    int
+	Data      []byte
+	Pairs     []byte
 }
 
 // stageChunkBytes is the array text one r: row carries: base64 makes it
@@ -446,7 +448,7 @@ func (s *queenStage) Drop() {
 			n := min(len(keys), 200)
 			ops := make([]queen.KVOp, 0, n)
 			for _, k := range keys[:n] {
-				ops = append(ops, queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: k})
+				ops = append(ops, cleanupOp(k))
 			}
 			if _, err := q.KV(ctx, ops); err != nil {
 				if log != nil {
@@ -459,40 +461,66 @@ func (s *queenStage) Drop() {
 	}()
 }
 
-// batchAssembly joins the chunks of one staged batch, which getPrefix
-// returns adjacent and in order (their keys differ only in the chunk
-// number).
+// cleanupOp removes one row of a committed stage. A stage row is put null
+// with a ttl of a second rather than deleted: a delete's answer echoes
+// the value it removed (§7.4), every staged byte once more, where a put's
+// echoes the null; the row is never read again either way (§7.2: an
+// expired row is no row), and Queen removes it when it expires. The
+// pending index's rows, read by getPrefix until they go, are deleted.
+func cleanupOp(key string) queen.KVOp {
+	if !strings.HasPrefix(key, queen.PrefixTxnStage) {
+		return queen.KVOp{Op: queen.OpDelete, NS: queen.Namespace, Key: key}
+	}
+	return queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: key, Value: json.RawMessage("null"), TTLSeconds: 1}
+}
+
+// batchAssembly joins the rows of one staged batch, which getPrefix
+// returns adjacent and in order (their keys differ only in the row
+// number), all in one form.
 type batchAssembly struct {
 	id    string
 	next  int
 	v     stageRecords
-	array []byte
+	array []byte   // the base64 form: the array's text so far
+	pairs [][]byte // the array form: each row's pairs
 }
 
-// add takes chunk of batch id; when it completes the batch, the batch's
-// records are appended to items.
+// add takes row chunk of batch id; when it completes the batch, the
+// batch's records are appended to items.
 func (a *batchAssembly) add(items []queen.PushItem, id string, chunk int, v stageRecords) ([]queen.PushItem, error) {
 	if chunk == 0 {
 		if a.id != "" {
 			return items, &poisonedError{"a batch staged in part"}
 		}
-		a.id, a.next, a.v, a.array = id, 0, v, nil
+		a.id, a.next, a.v, a.array, a.pairs = id, 0, v, nil, nil
 	}
-	if a.id != id || a.next != chunk || v.Chunks != a.v.Chunks {
+	// Rows of both forms in one batch: a retry written by a node of the
+	// other build over fewer rows than the first write took.
+	if a.id != id || a.next != chunk || v.Chunks != a.v.Chunks || (v.Pairs == nil) != (a.v.Pairs == nil) {
 		return items, &poisonedError{"a batch staged in part"}
 	}
-	a.array = append(a.array, v.Data...)
+	if v.Pairs != nil {
+		a.pairs = append(a.pairs, v.Pairs)
+	} else {
+		a.array = append(a.array, v.Data...)
+	}
 	a.next++
 	if a.next < a.v.Chunks {
 		return items, nil
 	}
-	keys, payloads, err := decodePairs(a.array)
-	if err != nil {
-		return items, err
+	arrays := a.pairs
+	if a.v.Pairs == nil {
+		arrays = [][]byte{a.array}
 	}
 	part := strconv.FormatInt(int64(a.v.Partition), 10)
-	for i, p := range payloads {
-		items = append(items, queen.PushItem{Queue: a.v.Topic, Partition: part, Payload: p, TransactionID: keys[i]})
+	for _, array := range arrays {
+		keys, payloads, err := decodePairs(array)
+		if err != nil {
+			return items, err
+		}
+		for i, p := range payloads {
+			items = append(items, queen.PushItem{Queue: a.v.Topic, Partition: part, Payload: p, TransactionID: keys[i]})
+		}
 	}
 	*a = batchAssembly{}
 	return items, nil

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"github.com/queen-mq/queen-kafka/internal/codegrid"
 	"log/slog"
 	"strconv"
@@ -620,55 +619,6 @@ func (s *Shared) poison(ctx context.Context, cl Client, pk portionKey, mk marker
 	if _, err := s.kv(cl).KV(ctx, []queen.KVOp{op}); err != nil {
 		s.log.Warn("the cap's mark could not be staged", "transactional_id", pk.key.ID, "err", err)
 	}
-}
-
-// recordRows is the r: rows of batch b under prefix: its records as one
-// JSON array of [dedup key, envelope] pairs (the key "" without one), cut
-// into chunks of stageChunkBytes.
-func recordRows(prefix string, b *Batch, ttl int64) ([]queen.KVOp, error) {
-	n := 2
-	for _, p := range b.Payloads {
-		n += len(p) + 8
-	}
-	array := make([]byte, 0, n)
-	array = append(array, '[')
-	for i, p := range b.Payloads {
-		if i > 0 {
-			array = append(array, ',')
-		}
-		key := ""
-		if b.Keys != nil {
-			key = b.Keys[i]
-		}
-		k, err := json.Marshal(key)
-		if err != nil {
-			return nil, err
-		}
-		array = append(append(append(append(array, '['), k...), ','), p...)
-		array = append(array, ']')
-	}
-	array = append(array, ']')
-	chunks := (len(array) + stageChunkBytes - 1) / stageChunkBytes
-	if chunks > 9999 {
-		return nil, fmt.Errorf("a batch of %d bytes is too large to stage", len(array))
-	}
-	base := prefix + "r:" + queen.Esc(b.Topic) + ":" + strconv.FormatInt(int64(b.Partition), 10) + ":" + fmt.Sprintf("%010d", uint32(b.FirstSeq)) + ":"
-	if len(base)+4 > queen.MaxKeyBytes {
-		return nil, fmt.Errorf("the transactional id and topic are too long for a stage key")
-	}
-	ops := make([]queen.KVOp, 0, chunks)
-	for c := 0; c < chunks; c++ {
-		v := stageRecords{Topic: b.Topic, Partition: b.Partition, Chunks: chunks, Data: array[c*stageChunkBytes : min(len(array), (c+1)*stageChunkBytes)]}
-		if c == 0 {
-			v.Bytes = b.Bytes
-		}
-		val, err := json.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
-		ops = append(ops, queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: base + fmt.Sprintf("%04d", c), Value: val, TTLSeconds: ttl})
-	}
-	return ops, nil
 }
 
 // TxnOffsetCommit is Manager.TxnOffsetCommit in cluster mode, served by the

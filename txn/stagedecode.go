@@ -19,18 +19,41 @@ import (
 // to encoding/json, the authority for every error, and they agree with it
 // on whatever they take (FuzzStageDecode).
 
-// decodeStageRecords decodes an r: row's value.
+// decodeStageRecords decodes an r: row's value, of either form.
 func decodeStageRecords(b []byte) (stageRecords, error) {
 	if v, ok := scanStageRecords(b); ok {
 		return v, nil
 	}
-	var v stageRecords
-	err := json.Unmarshal(b, &v)
-	return v, err
+	return unmarshalStageRecords(b)
 }
 
-// scanStageRecords takes {"q":…,"p":…[,"b":…],"n":…,"d":"<base64>"}, the
-// shape json.Marshal gives a stageRecords.
+// unmarshalStageRecords is decodeStageRecords by encoding/json: "d" a
+// string is the base64 form (null too, as a []byte field takes it), an
+// array the array form.
+func unmarshalStageRecords(b []byte) (stageRecords, error) {
+	var w struct {
+		Topic     string          `json:"q"`
+		Partition int32           `json:"p"`
+		Bytes     int64           `json:"b"`
+		Chunks    int             `json:"n"`
+		D         json.RawMessage `json:"d"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return stageRecords{}, err
+	}
+	v := stageRecords{Topic: w.Topic, Partition: w.Partition, Bytes: w.Bytes, Chunks: w.Chunks}
+	if len(w.D) > 0 && w.D[0] == '[' {
+		v.Pairs = w.D
+		return v, nil
+	}
+	if err := json.Unmarshal(w.D, &v.Data); len(w.D) > 0 && err != nil {
+		return stageRecords{}, err
+	}
+	return v, nil
+}
+
+// scanStageRecords takes {"q":…,"p":…[,"b":…],"n":…,"d":…}, "d" a base64
+// string or an array, the shapes this package writes.
 func scanStageRecords(b []byte) (v stageRecords, ok bool) {
 	i, ok := prefix(b, 0, `{"q":`)
 	if !ok || i >= len(b) || b[i] != '"' {
@@ -54,6 +77,14 @@ func scanStageRecords(b []byte) (v stageRecords, ok bool) {
 		return v, false
 	}
 	v.Chunks = int(n)
+	if j, ok := prefix(b, i, `,"d":[`); ok {
+		end, ok := jsontext.SkipValue(b, j-1, 1000)
+		if !ok || string(b[end:]) != "}" {
+			return v, false
+		}
+		v.Pairs = b[j-1 : end : end]
+		return v, true
+	}
 	if i, ok = prefix(b, i, `,"d":"`); !ok {
 		return v, false
 	}

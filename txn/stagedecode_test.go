@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/queen-mq/queen-kafka/envelope"
+	"github.com/queen-mq/queen-kafka/queen"
 )
 
 // checkStageDecode: whatever the fast stage decoders take, encoding/json
@@ -15,12 +16,13 @@ import (
 func checkStageDecode(t *testing.T, b []byte) {
 	t.Helper()
 	if fast, ok := scanStageRecords(b); ok {
-		var slow stageRecords
-		if err := json.Unmarshal(b, &slow); err != nil {
+		slow, err := unmarshalStageRecords(b)
+		if err != nil {
 			t.Fatalf("row %q: fast took it, encoding/json: %v", b, err)
 		}
 		if fast.Topic != slow.Topic || fast.Partition != slow.Partition || fast.Bytes != slow.Bytes || fast.Chunks != slow.Chunks ||
-			!bytes.Equal(fast.Data, slow.Data) || (fast.Data == nil) != (slow.Data == nil) {
+			!bytes.Equal(fast.Data, slow.Data) || (fast.Data == nil) != (slow.Data == nil) ||
+			!bytes.Equal(fast.Pairs, slow.Pairs) || (fast.Pairs == nil) != (slow.Pairs == nil) {
 			t.Fatalf("row %q: fast %+v, encoding/json %+v", b, fast, slow)
 		}
 	}
@@ -52,7 +54,11 @@ func TestStageDecodeRoundTrip(t *testing.T) {
 			b.Keys = make([]string, n)
 		}
 		for i := range n {
-			rec := envelope.Record{Key: []byte(strconv.Itoa(i)), Value: make([]byte, rng.IntN(3000)), Timestamp: rng.Int64N(1 << 45)}
+			size := rng.IntN(3000)
+			if rng.IntN(40) == 0 {
+				size = 45_000 + rng.IntN(10_000) // past a row of the array form
+			}
+			rec := envelope.Record{Key: []byte(strconv.Itoa(i)), Value: make([]byte, size), Timestamp: rng.Int64N(1 << 45)}
 			for j := range rec.Value {
 				rec.Value[j] = byte(rng.IntN(256))
 			}
@@ -64,31 +70,34 @@ func TestStageDecodeRoundTrip(t *testing.T) {
 				b.Keys[i] = "qk:7:" + strconv.Itoa(i)
 			}
 		}
-		ops, err := recordRows("qk:txnstage:x:", b, 60)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var array []byte
-		for c, op := range ops {
-			checkStageDecode(t, op.Value)
-			v, ok := scanStageRecords(op.Value)
-			if !ok || v.Topic != b.Topic || v.Partition != b.Partition || v.Chunks != len(ops) || (c == 0 && v.Bytes != b.Bytes) || (c > 0 && v.Bytes != 0) {
-				t.Fatalf("row %d of %d: fast decoder %v: %+v", c, len(ops), ok, v)
+		for _, write := range []func(string, *Batch, int64) ([]queen.KVOp, error){recordRows, base64RecordRows} {
+			ops, err := write("qk:txnstage:x:", b, 60)
+			if err != nil {
+				t.Fatal(err)
 			}
-			array = append(array, v.Data...)
-		}
-		checkStageDecode(t, array)
-		keys, payloads, ok := scanPairs(array)
-		if !ok || len(payloads) != n {
-			t.Fatalf("array of %d records: fast decoder %v, %d", n, ok, len(payloads))
-		}
-		for i := range payloads {
-			want := ""
-			if b.Keys != nil {
-				want = b.Keys[i]
+			var a batchAssembly
+			var items []queen.PushItem
+			for c, op := range ops {
+				checkStageDecode(t, op.Value)
+				v, ok := scanStageRecords(op.Value)
+				if !ok || v.Topic != b.Topic || v.Partition != b.Partition || v.Chunks != len(ops) || (c == 0 && v.Bytes != b.Bytes) || (c > 0 && v.Bytes != 0) {
+					t.Fatalf("row %d of %d: fast decoder %v: %+v", c, len(ops), ok, v)
+				}
+				if items, err = a.add(items, "b", c, v); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if keys[i] != want || !bytes.Equal(payloads[i], b.Payloads[i]) {
-				t.Fatalf("record %d: %q %q", i, keys[i], payloads[i])
+			if len(items) != n || a.id != "" {
+				t.Fatalf("%d records read back of %d (assembly left %q)", len(items), n, a.id)
+			}
+			for i, it := range items {
+				want := ""
+				if b.Keys != nil {
+					want = b.Keys[i]
+				}
+				if it.TransactionID != want || !bytes.Equal(it.Payload, b.Payloads[i]) || it.Queue != b.Topic || it.Partition != strconv.Itoa(int(b.Partition)) {
+					t.Fatalf("record %d: %+v", i, it)
+				}
 			}
 		}
 	}
@@ -105,7 +114,7 @@ func TestStageDecodeRoundTrip(t *testing.T) {
 		}
 		checkStageDecode(t, []byte(s))
 	}
-	for _, s := range []string{`{"q":"a","p":-3,"n":2,"d":""}`, `{"q":"a","p":0,"b":-0,"n":0,"d":"eHh4"}`, `[]`, ` [ [ "k" , {"a":[1]} ] , ["",null] ] `} {
+	for _, s := range []string{`{"q":"a","p":-3,"n":2,"d":""}`, `{"q":"a","p":1,"b":9,"n":1,"d":[["k",{"v":null}]]}`, `{"q":"a","p":1,"n":3,"d":[]}`, `{"q":"a","p":0,"b":-0,"n":0,"d":"eHh4"}`, `[]`, ` [ [ "k" , {"a":[1]} ] , ["",null] ] `} {
 		checkStageDecode(t, []byte(s))
 		_, ok1 := scanStageRecords([]byte(s))
 		_, _, ok2 := scanPairs([]byte(s))
@@ -118,5 +127,6 @@ func TestStageDecodeRoundTrip(t *testing.T) {
 func FuzzStageDecode(f *testing.F) {
 	f.Add([]byte(`{"q":"out","p":3,"b":1024,"n":1,"d":"W1sicWs6NzowOjEiLHsidiI6ImVBPT0ifV1d"}`))
 	f.Add([]byte(`[["qk:7:0:1",{"k":"MQ==","t":1,"v":"eA=="}],["",{"v":"eA=="}]]`))
+	f.Add([]byte(`{"q":"out","p":3,"b":1024,"n":1,"d":[["qk:7:0:1",{"v":"eA=="}]]}`))
 	f.Fuzz(checkStageDecode)
 }
