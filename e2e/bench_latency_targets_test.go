@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"os"
 	"strconv"
 	"testing"
@@ -26,7 +27,9 @@ import (
 // waits for the record's fsync (group commit): the difference is what the
 // disk's fsync adds to each record. A fourth runs one whose data directory
 // is on tmpfs (/dev/shm), where a write to the log is a memory copy:
-// tmpfs ÷ kfake is what the two processes and their hops add.
+// tmpfs ÷ kfake is what the two processes and their hops add. With
+// QK_BENCH_BASELINE_BIN (and QK_BENCH_BASELINE_DEV_BIN) another build's
+// pair runs beside them: the before of a change, in the same rounds.
 const (
 	latencyTargetRate   = 2000
 	latencyTargetWindow = 4 * time.Second
@@ -83,6 +86,26 @@ func BenchmarkLatencyTargets(b *testing.B) {
 		} else {
 			b.Logf("no /dev/shm: the tmpfs side is not run")
 		}
+		// QK_BENCH_BASELINE_BIN: another build's facade (e.g. main's)
+		// in front of its own queen-dev, of QK_BENCH_BASELINE_DEV_BIN when
+		// set (else this build's), as one more side: a before/after of
+		// the whole path in the same rounds.
+		var base *latencySide
+		if bin := os.Getenv("QK_BENCH_BASELINE_BIN"); bin != "" {
+			dev := startQueenDev(b, devOptions{})
+			if devBin := os.Getenv("QK_BENCH_BASELINE_DEV_BIN"); devBin != "" {
+				dev = newQueenDev(b.TempDir(), freePort(b), devOptions{})
+				dev.Bin = devBin
+				b.Cleanup(dev.kill)
+				if err := dev.start(); err != nil {
+					b.Fatalf("%v\n%s", err, dev.Out.From(0))
+				}
+			}
+			bf := launchFacade(b, newFacadeOf(bin, dev.url, freePort(b), env))
+			fs = append(fs, bf)
+			base = &latencySide{name: "baseline " + bin + " on " + cmp.Or(os.Getenv("QK_BENCH_BASELINE_DEV_BIN"), "this queen-dev"), seeds: func() []string { return []string{bf.addr} }}
+			sides = append(sides, base)
+		}
 		for r := range rounds {
 			for i := range sides {
 				sides[(r+i)%len(sides)].round(b)
@@ -99,7 +122,19 @@ func BenchmarkLatencyTargets(b *testing.B) {
 			xs   []float64
 		}{{"facade_p50_ms", fside.p50}, {"kfake_p50_ms", kfk.p50}, {"p50_facade_over_kfake", r50}, {"facade_p99_ms", fside.p99}, {"kfake_p99_ms", kfk.p99}, {"p99_facade_over_kfake", r99}}
 		b.Logf("  facade with fsync always ÷ kfake, same round: p50 %s; ÷ facade: p50 %s", f2(ratios(sides[2].p50, kfk.p50)), f2(ratios(sides[2].p50, fside.p50)))
-		if len(sides) > 3 {
+		if base != nil {
+			b50 := ratios(base.p50, kfk.p50)
+			b.Logf("  baseline ÷ kfake, same round: p50 %s, p99 %s; facade ÷ baseline: p50 %s, ack p50 %s", f2(b50), f2(ratios(base.p99, kfk.p99)),
+				f2(ratios(fside.p50, base.p50)), f2(ratios(fside.ackP50, base.ackP50)))
+			metrics = append(metrics, struct {
+				name string
+				xs   []float64
+			}{"p50_baseline_over_kfake", b50}, struct {
+				name string
+				xs   []float64
+			}{"p50_facade_over_baseline", ratios(fside.p50, base.p50)})
+		}
+		if len(sides) > 3 && sides[3] != base {
 			t50 := ratios(sides[3].p50, kfk.p50)
 			b.Logf("  facade on tmpfs ÷ kfake, same round: p50 %s; facade ÷ facade on tmpfs: p50 %s", f2(t50), f2(ratios(fside.p50, sides[3].p50)))
 			metrics = append(metrics, struct {
