@@ -336,8 +336,13 @@ func (b *Broker) handlePush(w http.ResponseWriter, r *http.Request, c *call) {
 	plan, err := b.planPush(c.tenant, items, b.now(), b.db)
 	var pd *pending
 	if err == nil {
-		batch := b.db.NewBatchWithSize(batchSizeHint(items))
-		pd = b.apply(batch, plan.write(batch, b.st))
+		batch := b.pushBatches.get(b.db, batchSizeHint(items))
+		after := plan.write(batch, b.st)
+		keep := reusable(batch)
+		pd = b.apply(batch, after)
+		if keep {
+			pd.reuse = &b.pushBatches
+		}
 	}
 	b.mu.Unlock()
 	if err == nil {
