@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -341,6 +342,8 @@ type produceSink struct {
 	items atomic.Int64
 	next  atomic.Int64
 	bufs  sync.Pool
+	logMu sync.Mutex
+	log   *os.File // nil: nothing stored
 }
 
 func startProduceSink(b *testing.B) *produceSink {
@@ -348,12 +351,70 @@ func startProduceSink(b *testing.B) *produceSink {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &produceSink{url: "http://" + ln.Addr().String()}
+	s, srv := serveProduceSink(ln, nil)
+	b.Cleanup(func() { _ = srv.Close() })
+	return s
+}
+
+// serveProduceSink serves a produceSink on ln; with log set, every push
+// body is appended to it.
+func serveProduceSink(ln net.Listener, log *os.File) (*produceSink, *http.Server) {
+	s := &produceSink{url: "http://" + ln.Addr().String(), log: log}
 	s.bufs.New = func() any { return new(sinkBufs) }
 	srv := &http.Server{Handler: http.HandlerFunc(s.push), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	b.Cleanup(func() { _ = srv.Close() })
-	return s
+	return s, srv
+}
+
+// fileSinkEnv runs this test binary as the file sink: a produceSink of its
+// own process that also appends every push body to a file in the directory
+// the variable names (one write(2) per body, under a lock, the file never
+// fsynced, as queen-dev acknowledges once its log record is written). It
+// is queen-dev's floor: reading the same HTTP bodies, answering them, and
+// putting their bytes in a file once, with no engine, index, checksum or
+// second copy, so that queen-dev's CPU per record can be read as a
+// multiple of what the bytes cost.
+const fileSinkEnv = "QK_E2E_FILE_SINK"
+
+func init() {
+	if dir := os.Getenv(fileSinkEnv); dir != "" {
+		os.Exit(runFileSink(dir))
+	}
+}
+
+func runFileSink(dir string) int {
+	f, err := os.OpenFile(filepath.Join(dir, "pushes.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		fmt.Println("FATAL open:", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println("FATAL listen:", err)
+		return 1
+	}
+	s, _ := serveProduceSink(ln, f)
+	fmt.Println("SINK LISTENING", s.url)
+	select {}
+}
+
+// startFileSink starts the file sink (fileSinkEnv) and returns it and its URL.
+func startFileSink(b *testing.B) (*testsupport.Proc, string) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &testsupport.Proc{Name: "file-sink", Bin: exe, Env: testsupport.EnvList(map[string]string{fileSinkEnv: b.TempDir()}), Out: &testsupport.LogBuffer{}}
+	p.AttachLogs(b)
+	b.Cleanup(p.Kill)
+	if err := p.Start(); err != nil {
+		b.Fatal(err)
+	}
+	line, err := p.WaitLine(func(l string) bool { return strings.HasPrefix(l, "SINK LISTENING ") }, 30*time.Second)
+	if err != nil {
+		b.Fatalf("file sink did not listen: %v", err)
+	}
+	return p, strings.TrimPrefix(line, "SINK LISTENING ")
 }
 
 var (
@@ -376,6 +437,15 @@ func (s *produceSink) push(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := sb.body.Bytes()
+	if s.log != nil {
+		s.logMu.Lock()
+		_, err := s.log.Write(body)
+		s.logMu.Unlock()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
 	heads := sb.heads[:0]
 	for at := 0; ; {
 		i := bytes.Index(body[at:], sinkItem)

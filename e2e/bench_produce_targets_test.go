@@ -169,7 +169,12 @@ func BenchmarkProduceTargets(b *testing.B) {
 		b.Cleanup(kf.Close)
 		sink := startProduceSink(b)
 		fl, floorAddr := startProduceFloor(b, sink.url)
+		// queen-dev's floor: a second floor pushing to the file sink, a
+		// process that reads the push bodies and appends them to a file.
+		fs, fsURL := startFileSink(b)
+		_, fileFloorAddr := startProduceFloor(b, fsURL)
 
+		var fileSinkCPU []float64
 		var floorCPU, overFloor, hwm, baseCPU, baseHWM, devCPU, oldDevCPU, oldFacCPU, clientCPU, kfakeCPU []float64
 		var cpu, facadeRate, directRate, kfakeRate, rateRatio, facadeP99, kfakeP99, p99Ratio, facadeP50, kfakeP50 []float64
 		var fw, kw windowResult
@@ -203,6 +208,11 @@ func BenchmarkProduceTargets(b *testing.B) {
 				if got := sink.items.Load() - i0; got < int64(w.records) {
 					b.Fatalf("floor acked %d records, its sink saw %d", w.records, got)
 				}
+			},
+			func() {
+				c0 := cpuSeconds(fs.Pid())
+				w := produceWindow(b, []string{fileFloorAddr}, uniq("bench-targets-filesink"))
+				fileSinkCPU = append(fileSinkCPU, (cpuSeconds(fs.Pid())-c0)/float64(w.records)*1e6)
 			},
 		}
 		// QK_BENCH_BASELINE_DEV_BIN: another queen-dev binary (e.g. one
@@ -252,6 +262,8 @@ func BenchmarkProduceTargets(b *testing.B) {
 		}
 		b.Logf("  floor CPU-s per 1M records: %s; facade ÷ floor %s (same round)", f(floorCPU), f(overFloor))
 		b.Logf("  queen-dev CPU-s per 1M records behind the facade (same windows): %s; queen-dev ÷ facade %s", f(devCPU), f(ratios(devCPU, cpu)))
+		b.Logf("  file sink CPU-s per 1M records (reads the same kind of push bodies, answers them and appends them to a file): %s; queen-dev ÷ its median %.2f",
+			f(fileSinkCPU), spreadOf(devCPU).med/spreadOf(fileSinkCPU).med)
 		kfakeNet := make([]float64, min(len(kfakeCPU), len(clientCPU)))
 		for i := range kfakeNet {
 			kfakeNet[i] = kfakeCPU[i] - clientCPU[i]
@@ -269,7 +281,7 @@ func BenchmarkProduceTargets(b *testing.B) {
 		for _, m := range []struct {
 			name string
 			xs   []float64
-		}{{"facade_cpu-s/Mrec", cpu}, {"queendev_cpu-s/Mrec", devCPU}, {"facade_VmHWM_MiB", hwm}, {"floor_cpu-s/Mrec", floorCPU}, {"facade_over_floor", overFloor}, {"facade_over_direct", rateRatio}, {"p99_facade_over_kfake", p99Ratio}} {
+		}{{"facade_cpu-s/Mrec", cpu}, {"queendev_cpu-s/Mrec", devCPU}, {"filesink_cpu-s/Mrec", fileSinkCPU}, {"facade_VmHWM_MiB", hwm}, {"floor_cpu-s/Mrec", floorCPU}, {"facade_over_floor", overFloor}, {"facade_over_direct", rateRatio}, {"p99_facade_over_kfake", p99Ratio}} {
 			s := spreadOf(m.xs)
 			b.ReportMetric(s.min, m.name+"_min")
 			b.ReportMetric(s.med, m.name+"_median")

@@ -79,6 +79,9 @@ type Broker struct {
 	st  *state
 	db  *pebble.DB
 	dur *durability
+	// pushBatches keeps the push route's engine batches for the next
+	// push (store.go).
+	pushBatches batchCache
 
 	// life is held (read) by every request while it uses the store outside
 	// mu, and taken by Close before it closes the store; closed turns away

@@ -31,10 +31,11 @@
 // by a scan of the metadata keys: boot reads no record and no KV row, so
 // neither memory nor boot time grows with the data stored. Fetch reads
 // ranges of batch keys through a bounded block cache (Options.CacheBytes,
-// QUEEN_DEV_CACHE_SIZE, 64 MiB by default) beside at most four 4 MiB
+// QUEEN_DEV_CACHE_SIZE, 64 MiB by default) beside at most two 8 MiB
 // memtables (small, so that a boot after a crash has little log to
 // replay). Values of 256 bytes and more (batches) are separated into blob
-// files written once, so compactions rewrite only keys (see store.go).
+// files written once, so compactions rewrite only keys (see store.go). The
+// push route reuses its engine batches (store.go's batchCache).
 //
 // Each request that changes anything is ONE pebble batch (a transaction's
 // KV rider and records included), so it applies entirely or not at all.

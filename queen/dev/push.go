@@ -113,6 +113,52 @@ type recordGroup struct {
 	// staleRuns are older dedup runs that start inside a run this group
 	// stores (dedup.go): deleted with it.
 	staleRuns [][]byte
+	// The transactionIds the group stores, to find an item repeating one
+	// of the same request. While they are one stem's numbers counting up
+	// (a producer's, as the facade pushes them), an id past the top one
+	// cannot repeat any and only the top is kept (seqStem, seqTop); the
+	// first that is not makes the set of them all (seen), as a map of
+	// every id was for every push before.
+	seqStem string
+	seqTop  int64
+	seqN    int
+	seen    map[string]int // nil while the ids count up
+}
+
+// repeats reports whether items[i]'s transactionId is one the group
+// already stores from this request, and the item that stores it.
+func (g *recordGroup) repeats(items []pushItem, out []pushOutcome, i int) (int, bool) {
+	if g.seen == nil {
+		stem, num, ok := splitSeq(items[i].txID)
+		if ok && (g.seqN == 0 || (stem == g.seqStem && num > g.seqTop)) {
+			return 0, false
+		}
+		// Out of the run: the set of the ids stored so far (each by the
+		// first item that stored it; a duplicate stores nothing).
+		g.seen = make(map[string]int, g.seqN+1)
+		for j := range i {
+			it := &items[j]
+			if it.txID == "" || out[j].duplicate || it.part != g.part || it.queue != g.q.name {
+				continue
+			}
+			if _, dup := g.seen[it.txID]; !dup {
+				g.seen[it.txID] = j
+			}
+		}
+	}
+	j, ok := g.seen[items[i].txID]
+	return j, ok
+}
+
+// stores notes that item i stores transactionId txID in the group.
+func (g *recordGroup) stores(txID string, i int) {
+	if g.seen != nil {
+		g.seen[txID] = i
+		return
+	}
+	// repeats has just checked that txID continues the run.
+	g.seqStem, g.seqTop, _ = splitSeq(txID)
+	g.seqN++
 }
 
 type partKey struct{ queue, part string }
@@ -127,33 +173,39 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 	plan := &pushPlan{tenant: tenantName, out: make([]pushOutcome, len(items)), windowDup: -1}
 	groups := map[partKey]*recordGroup{}
 	created := map[string]*queue{}
-	var seen map[partKey]map[string]int
+	// A push's items come a partition at a time (the facade's do): the
+	// previous item's group is looked up first.
+	var last *recordGroup
 	dedup := dedupReader{r: r}
 	defer dedup.close()
 	for i := range items {
 		it := &items[i]
-		q := t.queues[it.queue]
-		if q == nil {
-			if q = created[it.queue]; q == nil {
-				q = newQueue(it.queue, newUUID(), now.UnixMilli(), defaultOptions())
-				created[it.queue] = q
-				plan.created = append(plan.created, q)
+		g := last
+		if g == nil || g.part != it.part || g.q.name != it.queue {
+			q := t.queues[it.queue]
+			if q == nil {
+				if q = created[it.queue]; q == nil {
+					q = newQueue(it.queue, newUUID(), now.UnixMilli(), defaultOptions())
+					created[it.queue] = q
+					plan.created = append(plan.created, q)
+				}
 			}
-		}
-		p := q.parts[it.part]
-		k := partKey{it.queue, it.part}
-		g := groups[k]
-		if g == nil {
-			g = &recordGroup{q: q, part: it.part, p: p, ts: nowUs}
-			if p != nil {
-				g.base = p.hwm
-				g.ts = max(nowUs, p.lastTS)
+			k := partKey{it.queue, it.part}
+			if g = groups[k]; g == nil {
+				p := q.parts[it.part]
+				g = &recordGroup{q: q, part: it.part, p: p, ts: nowUs}
+				if p != nil {
+					g.base = p.hwm
+					g.ts = max(nowUs, p.lastTS)
+				}
+				groups[k] = g
+				plan.groups = append(plan.groups, g)
 			}
-			groups[k] = g
-			plan.groups = append(plan.groups, g)
+			last = g
 		}
+		q, p := g.q, g.p
 		if it.txID != "" {
-			if j, ok := seen[k][it.txID]; ok {
+			if j, ok := g.repeats(items, plan.out, i); ok {
 				plan.out[i] = plan.out[j]
 				plan.out[i].duplicate = true
 				continue
@@ -171,13 +223,7 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 					continue
 				}
 			}
-			if seen == nil {
-				seen = map[partKey]map[string]int{}
-			}
-			if seen[k] == nil {
-				seen[k] = map[string]int{}
-			}
-			seen[k][it.txID] = i
+			g.stores(it.txID, i)
 			g.hasTxn = true
 		}
 		msgID := newUUIDv7(now)
@@ -336,8 +382,13 @@ func (b *Broker) handlePush(w http.ResponseWriter, r *http.Request, c *call) {
 	plan, err := b.planPush(c.tenant, items, b.now(), b.db)
 	var pd *pending
 	if err == nil {
-		batch := b.db.NewBatchWithSize(batchSizeHint(items))
-		pd = b.apply(batch, plan.write(batch, b.st))
+		batch := b.pushBatches.get(b.db, batchSizeHint(items))
+		after := plan.write(batch, b.st)
+		keep := reusable(batch)
+		pd = b.apply(batch, after)
+		if keep {
+			pd.reuse = &b.pushBatches
+		}
 	}
 	b.mu.Unlock()
 	if err == nil {

@@ -18,20 +18,30 @@ import (
 const DefaultCacheBytes = 64 << 20
 
 // memTableBytes is the size of one memtable; at most memTableStop of them
-// (the one taking writes and those waiting to be flushed) are held, so
-// memtables cost at most 16 MiB however much is stored. Their size is also
-// what a boot after a crash (kill -9) replays from the write-ahead log and
-// flushes before it answers: with 16 MiB memtables (64 MiB in all) such a
-// boot took 2.7 s over a 10 GB store, against 2 s allowed. The cost of
-// small memtables is more, smaller flushes (each flushed table overlaps
-// every partition's end of the key space, so L0 fills faster and is
-// compacted more often); with a key per batch of records rather than per
-// record, that cost is small (see the produce benchmark's figures in
-// docs/queen-dev.md).
+// (the one taking writes and the one being flushed) are held, so memtables
+// cost at most 16 MiB however much is stored. Their sum is also what a
+// boot after a crash (kill -9) replays from the write-ahead log and flushes
+// before it answers: with 16 MiB memtables (64 MiB in all) such a boot took
+// 2.7 s over a 10 GB store, against 2 s allowed. Within those 16 MiB, two
+// of 8 MiB rather than four of 4: pebble applies a batch past half a
+// memtable as a flushable batch of its own, which rotates the memtable and
+// the log and flushes both (two more tables, a blob file, a log file closed
+// with an fsync), and a push behind the facade is 1.5–3 MB (a producer's
+// request); under 4 MB, none is. Half the flushes, too, each of twice the
+// data (see docs/performance.md, queen-dev's CPU).
 const (
-	memTableBytes = 4 << 20
-	memTableStop  = 4
+	memTableBytes = 8 << 20
+	memTableStop  = 2
 )
+
+// targetFileBytes is the target size of an L0 table (each level below
+// doubles it). pebble counts the values a table references in blob files
+// in its size, so at its default of 2 MiB a compaction's output was cut
+// every few MB of referenced records: tables of a few KB of keys, some
+// thousand files created, written and fsynced per GB produced, which was
+// most of what compactions cost. At 64 MiB a table holds about a hundred
+// KB of keys (and a flush is one table).
+const targetFileBytes = 64 << 20
 
 // legacyLog is the write-ahead log of queen-dev before the engine: a data
 // directory still holding one is refused rather than silently ignored.
@@ -87,6 +97,7 @@ func openEngine(dir string, cacheBytes int64, fs vfs.FS, fsyncAlways bool, logge
 	// partition's end of the key space) is rewritten fewer times on its way
 	// down; memory is unchanged (the block cache bounds reads), and fetches
 	// of recent records are served from the memtables and L0 anyway.
+	opts.TargetFileSizes[0] = targetFileBytes
 	opts.L0CompactionThreshold = 8
 	opts.L0StopWritesThreshold = 32
 	opts.LBaseMaxBytes = 256 << 20
@@ -207,6 +218,9 @@ type pending struct {
 	batch *pebble.Batch // nil: nothing written, wait for n only
 	n     uint64
 	err   error
+	// reuse, when set, takes the batch back once it is synced instead of
+	// closing it (batchCache).
+	reuse *batchCache
 }
 
 // wait makes the request's changes (and everything it saw) durable, or
@@ -219,7 +233,11 @@ func (p *pending) wait() error {
 		return p.d.wait(p.n)
 	}
 	err := p.batch.SyncWait()
-	p.batch.Close()
+	if p.reuse != nil && err == nil {
+		p.reuse.put(p.batch)
+	} else {
+		p.batch.Close()
+	}
 	p.batch = nil
 	if err != nil {
 		err = fmt.Errorf("store sync: %w", err)
@@ -287,3 +305,80 @@ func (b *Broker) applyUnlock(batch *pebble.Batch, err error) error {
 func (b *Broker) observed() *pending { return b.apply(nil, nil) }
 
 var errClosed = errors.New("store closed")
+
+// batchCache keeps a few of the push route's engine batches, with their
+// buffers, for the next pushes. A push behind the facade is 1.5–3 MB (a
+// producer's request of about a thousand 1 KiB records); pebble keeps a
+// closed batch's buffer for reuse only up to 1 MB, in a sync.Pool that
+// every GC empties, so each push allocated its batch's buffer afresh: 40%
+// of the bytes queen-dev allocated under the produce benchmark, each
+// buffer fresh pages to fault in while the payloads are copied into it,
+// more collections and more for the runtime's scavenger to return.
+type batchCache struct {
+	mu   sync.Mutex
+	free []*pebble.Batch
+}
+
+const (
+	// cachedBatches bounds the batches kept (about the pushes in flight
+	// behind a facade: 4 shards per produce group).
+	cachedBatches = 4
+	// reusableBatchBytes bounds the batches given back: pebble applies a
+	// batch past half a memtable as a flushable batch, which keeps the
+	// buffer (the margin covers its count of per-key overhead). So at most
+	// 4 buffers of about 4 MiB are kept.
+	reusableBatchBytes = memTableBytes/2 - 256<<10
+)
+
+// get returns an empty batch with room for size bytes: a kept one when one
+// is large enough (the others stay, for smaller pushes), else a new one.
+func (c *batchCache) get(db *pebble.DB, size int) *pebble.Batch {
+	c.mu.Lock()
+	for i := len(c.free) - 1; i >= 0; i-- {
+		if bt := c.free[i]; cap(bt.Repr()) >= size {
+			c.free = append(c.free[:i], c.free[i+1:]...)
+			c.mu.Unlock()
+			return bt
+		}
+	}
+	c.mu.Unlock()
+	// The retention bound is ours (put), not pebble's 1 MB.
+	return db.NewBatch(pebble.WithInitialSizeBytes(size), pebble.WithMaxRetainedSizeBytes(1<<30))
+}
+
+// reusable tells whether batch, about to be applied, may be given back
+// with put once synced: not one pebble will apply as a flushable batch.
+func reusable(batch *pebble.Batch) bool { return batch.Len() < reusableBatchBytes }
+
+// put keeps batch, applied, synced and done with, for a later get (the
+// batch with the smallest buffer is closed when more than cachedBatches
+// would be kept).
+func (c *batchCache) put(batch *pebble.Batch) {
+	if cap(batch.Repr()) > 2*reusableBatchBytes {
+		batch.Close()
+		return
+	}
+	batch.Reset()
+	c.mu.Lock()
+	if len(c.free) < cachedBatches {
+		c.free = append(c.free, batch)
+		batch = nil
+	} else if i := smallest(c.free); cap(c.free[i].Repr()) < cap(batch.Repr()) {
+		c.free[i], batch = batch, c.free[i]
+	}
+	c.mu.Unlock()
+	if batch != nil {
+		batch.Close()
+	}
+}
+
+// smallest is the index of the batch with the smallest buffer in bs.
+func smallest(bs []*pebble.Batch) int {
+	j := 0
+	for i := range bs {
+		if cap(bs[i].Repr()) < cap(bs[j].Repr()) {
+			j = i
+		}
+	}
+	return j
+}
