@@ -338,9 +338,12 @@ func (s *Supervisor) reap(c *child) {
 		c.output.Wait()
 		close(drained)
 	}()
+	// Wall time, not s.clock: this bound is not part of the restart
+	// schedule, and a timer of it left armed on a test's clock (it is never
+	// cancelled) fired in place of a backoff of the same length.
 	select {
 	case <-drained:
-	case <-s.clock.After(time.Second):
+	case <-time.After(time.Second):
 		// Something outside the group holds the pipe; its lines keep
 		// arriving through the budget for as long as it lives.
 	}

@@ -96,6 +96,9 @@ func TestRestartBackoff(t *testing.T) {
 
 		// Nothing starts before the backoff has passed.
 		h.armed(t, time.Duration(want)*time.Millisecond)
+		// The backoff's is the one timer due then, or the advances below
+		// could fire another in its place (reap's drain bound once did).
+		assert.Equal(t, 1, h.clk.WaitersFor(time.Duration(want)*time.Millisecond), "timers due with the backoff after kill %d", i)
 		h.clk.Advance(time.Duration(want-1) * time.Millisecond)
 		assert.Equal(t, PhaseBackoff, h.Status().Phase)
 		h.clk.Advance(time.Millisecond)
