@@ -17,7 +17,7 @@ MODULES  := . ./e2e
 ALL      := ./... ./e2e/...
 UNIT      = $$($(GO) list $(ALL) | grep -v '/e2e$$')
 
-.PHONY: all build run test unit e2e test-js chaos-short chaos chaos-txn-short chaos-txn soak fuzz fuzz-long vet fmt-check tidy-check lint bench clean
+.PHONY: all build run test unit e2e test-js peer-kafka-go chaos-short chaos chaos-txn-short chaos-txn soak fuzz fuzz-long vet fmt-check tidy-check lint bench clean
 
 all: build
 
@@ -72,6 +72,15 @@ e2e: build
 # which needs the npm registry, so it is not part of `make test`.
 test-js: build
 	$(GO) test -tags jsclients -count=1 -timeout 10m -run 'TestPlatformaticKafka' -v ./e2e/
+
+# segmentio/kafka-go's own test suite (every package of the module e2e
+# requires, about 10 minutes) against a facade this target starts on
+# localhost:9092 and a SASL/PLAIN one on :9093, the addresses kafka-go's
+# tests dial (so it is not part of `make test`, and needs those ports
+# free). Every test in scripts/peer-kafka-go.pass must pass and only the
+# ones scripts/peer-kafka-go.known names may fail (docs/testing.md).
+peer-kafka-go: build
+	@BIN=$(BIN) ./scripts/peer-kafka-go.sh
 
 # The chaos test (issue 11, e2e/chaos_test.go, build tag chaos). Its short
 # form, 4 facade SIGKILLs and 1 queen-dev SIGKILL+restart over 35 s (about

@@ -9,14 +9,16 @@ import (
 
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/faults"
+	"github.com/queen-mq/queen-kafka/topology"
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
 // handleCreatePartitions widens topics. A Queen queue declares no width,
 // so widening is raising the floor recorded under qk:topiccfg:, which the
 // next Metadata reports. A decrease and an equal count are refused with
-// Apache Kafka's own sentences; a manual assignment is refused because the
-// facade places no replicas.
+// Apache Kafka's own sentences; a manual assignment is checked as Kafka's
+// controller checks it and, when accepted, places nothing (every partition
+// is led by the broker Metadata names).
 func (n *Node) handleCreatePartitions(ctx context.Context, c *transport.Conn, req *kmsg.CreatePartitionsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	cat := n.cats.For(callerOf(c))
@@ -72,8 +74,14 @@ func (n *Node) widenTopic(ctx context.Context, c *transport.Conn, cat *catalogue
 	case t.Count > catalogue.MaxWidth:
 		return kerr.InvalidPartitions.Code, fmt.Sprintf("Number of partitions %d is above this facade's ceiling of %d per topic.", t.Count, catalogue.MaxWidth), 0
 	case len(t.Assignment) > 0:
-		return kerr.InvalidReplicaAssignment.Code, "Manual replica assignment is not supported: this facade places no replicas, and every partition is led by the broker Metadata names.", 0
-	case validateOnly:
+		// The factor of the partitions before is what Metadata lists as
+		// their replicas.
+		_, replicas := n.topo.LeaderFor(t.Topic, 0)
+		if code, msg := topology.ManualPartitions(t.Assignment, t.Count-cur, n.topo.Brokers(), len(replicas)); code != 0 {
+			return code, msg, 0
+		}
+	}
+	if validateOnly {
 		return 0, "", 0
 	}
 	rec, err := n.raiseFloor(ctx, c, info, t.Count)

@@ -104,7 +104,7 @@ func TestCreatePartitions(t *testing.T) {
 		{2, false, kerr.InvalidPartitions.Code, "The topic orders currently has 5 partition(s); 2 would not be an increase."},
 		{5, false, kerr.InvalidPartitions.Code, "Topic already has 5 partition(s)."},
 		{100_001, false, kerr.InvalidPartitions.Code, ""},
-		{6, true, kerr.InvalidReplicaAssignment.Code, ""},
+		{7, true, kerr.InvalidReplicaAssignment.Code, "Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified."},
 	} {
 		rt := createPartitions(t, n, c, "orders", tc.count, tc.assign)
 		if rt.ErrorCode != tc.code || rt.ErrorMessage == nil || (tc.msg != "" && *rt.ErrorMessage != tc.msg) {
@@ -113,6 +113,19 @@ func TestCreatePartitions(t *testing.T) {
 	}
 	if rt := createPartitions(t, n, c, "missing", 9, false); rt.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("missing: %d", rt.ErrorCode)
+	}
+	// A manual assignment Kafka's controller accepts (one list per added
+	// partition, naming node 0, the broker single mode lists) widens the
+	// topic as an unassigned increase does (kafka-go's
+	// TestClientCreatePartitions).
+	if rt := createPartitions(t, n, c, "orders", 6, true); rt.ErrorCode != 0 {
+		t.Fatalf("valid assignment: %d %v", rt.ErrorCode, rt.ErrorMessage)
+	}
+	if rec := dq.record("orders"); rec.Partitions != 6 {
+		t.Fatalf("record after an assigned widening: %+v", rec)
+	}
+	if got := len(metadata(t, n, c, 9, false, "orders").Topics[0].Partitions); got != 6 {
+		t.Fatalf("Metadata width %d after an assigned widening", got)
 	}
 }
 

@@ -78,7 +78,7 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.SASLAuthenticate.Int16(), Min: 0, Max: 1, Handler: transport.SASLAuthenticate, // 36
 			Why: "Ceiling: v2 is the flexible encoding and adds no field; v1's `session_lifetime_ms` is answered 0 (no re-authentication is asked)."},
 		{Key: kmsg.CreatePartitions.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleCreatePartitions), // 37
-			Why: "The whole schema. Widening raises the width recorded under qk:topiccfg: (a Queen queue declares none), which the next Metadata reports; a decrease or an equal count is INVALID_PARTITIONS with Kafka's sentences, as is a count past the facade's per-topic ceiling, and a manual assignment is INVALID_REPLICA_ASSIGNMENT (the facade places no replicas)."},
+			Why: "The whole schema. Widening raises the width recorded under qk:topiccfg: (a Queen queue declares none), which the next Metadata reports; a decrease or an equal count is INVALID_PARTITIONS with Kafka's sentences, as is a count past the facade's per-topic ceiling, and a manual assignment is checked as Kafka's controller checks it (one replica list per added partition, registered brokers, the replica count Metadata lists) and, accepted, places nothing."},
 		{Key: kmsg.DeleteGroups.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleDeleteGroups), // 42
 			Why: "The whole schema: v3 only adds a per-group `error_message`, answered with the error's description (null on success). A share group goes only when empty (NON_EMPTY_GROUP otherwise), with its share-partition states."},
 		{Key: kmsg.IncrementalAlterConfigs.Int16(), Min: 0, Max: 1, Handler: transport.Handle(n.handleIncrementalAlterConfigs), // 44

@@ -48,6 +48,29 @@ func ManualAssignment(t kmsg.CreateTopicsRequestTopic, brokers []kmsg.MetadataRe
 	return int32(len(seen)), int16(factor), 0, ""
 }
 
+// ManualPartitions checks a CreatePartitions manual assignment as Kafka's
+// controller does (ReplicationControlManager.createPartitions): one replica
+// list per partition added, then each list as validateManualPartitionAssignment
+// checks it, against the registered brokers (as for ManualAssignment) and the
+// replica count of the partitions before (factor: what Metadata lists as a
+// partition's replicas). It answers 0 and "" for an assignment Kafka accepts;
+// like ManualAssignment's, an accepted one places nothing.
+func ManualPartitions(assignments []kmsg.CreatePartitionsRequestTopicAssignment, added int32, brokers []kmsg.MetadataResponseBroker, factor int) (code int16, msg string) {
+	if int32(len(assignments)) != added {
+		return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", added, len(assignments))
+	}
+	var registered []int32
+	for _, b := range brokers {
+		registered = append(registered, b.NodeID)
+	}
+	for _, a := range assignments {
+		if msg := manualReplicasError(a.Replicas, registered, factor); msg != "" {
+			return kerr.InvalidReplicaAssignment.Code, msg
+		}
+	}
+	return 0, ""
+}
+
 // manualReplicasError is Kafka's validateManualPartitionAssignment on one
 // replica list ("" when it passes): not empty, every broker registered and
 // named once, checked in ascending id order so the sentence names the least

@@ -97,3 +97,53 @@ func TestManualAssignmentCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestManualPartitions: a CreatePartitions assignment is checked as Kafka's
+// controller checks it (ReplicationControlManager.createPartitions): one
+// replica list per added partition, each naming registered brokers once, as
+// many as the partitions before have; a valid one is accepted.
+func TestManualPartitions(t *testing.T) {
+	lists := func(replicas ...[]int32) []kmsg.CreatePartitionsRequestTopicAssignment {
+		var out []kmsg.CreatePartitionsRequestTopicAssignment
+		for _, r := range replicas {
+			out = append(out, kmsg.CreatePartitionsRequestTopicAssignment{Replicas: r})
+		}
+		return out
+	}
+	brokers := func(ids ...int32) []kmsg.MetadataResponseBroker {
+		var out []kmsg.MetadataResponseBroker
+		for _, id := range ids {
+			out = append(out, kmsg.MetadataResponseBroker{NodeID: id})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		lists   []kmsg.CreatePartitionsRequestTopicAssignment
+		added   int32
+		brokers []kmsg.MetadataResponseBroker
+		factor  int
+		code    int16
+		msg     string
+	}{
+		{"single", lists([]int32{0}), 1, brokers(0), 1, 0, ""},
+		{"cluster", lists([]int32{2, 1}, []int32{1, 2}), 2, brokers(1, 2), 2, 0, ""},
+		{"too-few", lists([]int32{0}), 2, brokers(0), 1, kerr.InvalidReplicaAssignment.Code,
+			"Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified."},
+		{"too-many", lists([]int32{0}, []int32{0}), 1, brokers(0), 1, kerr.InvalidReplicaAssignment.Code,
+			"Attempted to add 1 additional partition(s), but only 2 assignment(s) were specified."},
+		{"unknown-broker", lists([]int32{1}), 1, brokers(0), 1, kerr.InvalidReplicaAssignment.Code,
+			"The manual partition assignment includes broker 1, but no such broker is registered."},
+		{"empty", lists([]int32{}), 1, brokers(0), 1, kerr.InvalidReplicaAssignment.Code,
+			"The manual partition assignment includes an empty replica list."},
+		{"repeated", lists([]int32{1, 1}), 1, brokers(1, 2), 2, kerr.InvalidReplicaAssignment.Code,
+			"The manual partition assignment includes the broker 1 more than once."},
+		{"factor", lists([]int32{1}), 1, brokers(1, 2), 2, kerr.InvalidReplicaAssignment.Code,
+			"The manual partition assignment includes a partition with 1 replica(s), but this is not consistent with previous partitions, which have 2 replica(s)."},
+	} {
+		code, msg := ManualPartitions(tc.lists, tc.added, tc.brokers, tc.factor)
+		if code != tc.code || msg != tc.msg {
+			t.Errorf("%s: %d %q, want %d %q", tc.name, code, msg, tc.code, tc.msg)
+		}
+	}
+}
