@@ -189,19 +189,27 @@ func (s *scanner) stringSpan() (span []byte, odd bool, err error) {
 // str decodes a string value (null leaves it empty, as encoding/json does).
 func (s *scanner) str() (string, error) { return s.strOf() }
 
+// strToken consumes a string value or null: raw is the quoted token (nil
+// for null), span the text between its quotes, and odd tells that it has
+// escapes or invalid UTF-8, which only encoding/json's rules decode.
+func (s *scanner) strToken() (raw, span []byte, odd bool, err error) {
+	if isNull, err := s.null(); isNull || err != nil {
+		return nil, nil, false, err
+	}
+	if s.peek() != '"' {
+		return nil, nil, false, s.errf("want a string")
+	}
+	start := s.i
+	span, odd, err = s.stringSpan()
+	return s.b[start:s.i], span, odd, err
+}
+
 // strOf is str, answering a value that is one of known with that string
 // rather than a copy: a transaction's answer names its results' type
 // ("push", "kv") tens of thousands of times.
 func (s *scanner) strOf(known ...string) (string, error) {
-	if isNull, err := s.null(); isNull || err != nil {
-		return "", err
-	}
-	if s.peek() != '"' {
-		return "", s.errf("want a string")
-	}
-	start := s.i
-	span, odd, err := s.stringSpan()
-	if err != nil {
+	raw, span, odd, err := s.strToken()
+	if err != nil || raw == nil {
 		return "", err
 	}
 	if !odd {
@@ -213,7 +221,7 @@ func (s *scanner) strOf(known ...string) (string, error) {
 		return string(span), nil
 	}
 	var v string // escapes and invalid UTF-8: encoding/json's exact rules
-	if err := json.Unmarshal(s.b[start:s.i], &v); err != nil {
+	if err := json.Unmarshal(raw, &v); err != nil {
 		return "", err
 	}
 	return v, nil
@@ -222,19 +230,12 @@ func (s *scanner) strOf(known ...string) (string, error) {
 // checkedStr consumes a string value as str does, refusing what str
 // refuses, and returns "": the value is not kept.
 func (s *scanner) checkedStr() (string, error) {
-	if isNull, err := s.null(); isNull || err != nil {
-		return "", err
-	}
-	if s.peek() != '"' {
-		return "", s.errf("want a string")
-	}
-	start := s.i
-	_, odd, err := s.stringSpan()
+	raw, _, odd, err := s.strToken()
 	if err != nil || !odd {
 		return "", err
 	}
 	var v string
-	return "", json.Unmarshal(s.b[start:s.i], &v)
+	return "", json.Unmarshal(raw, &v)
 }
 
 // number consumes a JSON number and returns its text.

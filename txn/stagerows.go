@@ -65,6 +65,9 @@ func stageRowKeyBase(prefix string, b *Batch) (string, error) {
 	return base, nil
 }
 
+// stageRowKey is the key of row c of the batch whose rows are named base.
+func stageRowKey(base string, c int) string { return base + fmt.Sprintf("%04d", c) }
+
 // recordRows is the r: rows of batch b under prefix: its records as
 // [dedup key, envelope] pairs (the key "" without one), whole records to
 // a row, each row's serializedBound within stageValueMax. A batch with a
@@ -138,7 +141,7 @@ func recordRows(prefix string, b *Batch, ttl int64) ([]queen.KVOp, error) {
 			val = append(append(val, b.Payloads[i]...), ']')
 		}
 		val = append(val, ']', '}')
-		ops = append(ops, queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: base + fmt.Sprintf("%04d", c), Value: val, TTLSeconds: ttl})
+		ops = append(ops, queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: stageRowKey(base, c), Value: val, TTLSeconds: ttl})
 	}
 	return ops, nil
 }
@@ -154,7 +157,7 @@ func base64RecordRows(prefix string, b *Batch, ttl int64) ([]queen.KVOp, error) 
 	}
 	n := 2
 	for _, p := range b.Payloads {
-		n += len(p) + 8
+		n += len(p) + 32 // the pair's framing and a dedup key
 	}
 	array := make([]byte, 0, n)
 	array = append(array, '[')
@@ -166,11 +169,8 @@ func base64RecordRows(prefix string, b *Batch, ttl int64) ([]queen.KVOp, error) 
 		if b.Keys != nil {
 			key = b.Keys[i]
 		}
-		k, err := json.Marshal(key)
-		if err != nil {
-			return nil, err
-		}
-		array = append(append(append(append(array, '['), k...), ','), p...)
+		array = jsontext.AppendString(append(array, '['), key)
+		array = append(append(array, ','), p...)
 		array = append(array, ']')
 	}
 	array = append(array, ']')
@@ -188,7 +188,7 @@ func base64RecordRows(prefix string, b *Batch, ttl int64) ([]queen.KVOp, error) 
 		if err != nil {
 			return nil, err
 		}
-		ops = append(ops, queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: base + fmt.Sprintf("%04d", c), Value: val, TTLSeconds: ttl})
+		ops = append(ops, queen.KVOp{Op: queen.OpPut, NS: queen.Namespace, Key: stageRowKey(base, c), Value: val, TTLSeconds: ttl})
 	}
 	return ops, nil
 }
