@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"cmp"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -27,7 +28,10 @@ import (
 // waits for the record's fsync (group commit): the difference is what the
 // disk's fsync adds to each record. A fourth runs one whose data directory
 // is on tmpfs (/dev/shm), where a write to the log is a memory copy:
-// tmpfs ÷ kfake is what the two processes and their hops add. With
+// tmpfs ÷ kfake is what the two processes and their hops add. The floors
+// are the produce floor process (bench_produce_floor_test.go), which serves
+// no Fetch: only their acknowledgements are measured, and compared with
+// kfake's end-to-end and acknowledgement p50 of the same round. With
 // QK_BENCH_BASELINE_BIN (and QK_BENCH_BASELINE_DEV_BIN) another build's
 // pair runs beside them: the before of a change, in the same rounds.
 const (
@@ -36,17 +40,40 @@ const (
 )
 
 // latencySide is one side's figures over the rounds: each round's
-// end-to-end and acknowledgement p50 and p99, in ms.
+// end-to-end and acknowledgement p50 and p99, in ms. An ackOnly side (a
+// floor, which serves no Fetch) has acknowledgements only.
 type latencySide struct {
 	name                     string
+	metric                   string // its name in ReportMetric, where it has one
 	seeds                    func() []string
+	ackOnly                  bool
 	p50, p99, ackP50, ackP99 []float64
 }
 
 func (s *latencySide) round(b *testing.B) {
-	l, a := latencyViaFacade(b, s.seeds(), uniq("bench-lat-targets"), latencyTargetRate, latencyTargetWindow, targetValues, kgo.NoCompression())
+	topic := uniq("bench-lat-targets")
+	if s.ackOnly {
+		a := latencyOfAcks(b, s.seeds(), topic, latencyTargetRate, latencyTargetWindow, targetValues, kgo.NoCompression())
+		s.ackP50, s.ackP99 = append(s.ackP50, percentile(a, .5)), append(s.ackP99, percentile(a, .99))
+		return
+	}
+	l, a := latencyViaFacade(b, s.seeds(), topic, latencyTargetRate, latencyTargetWindow, targetValues, kgo.NoCompression())
 	s.p50, s.p99 = append(s.p50, percentile(l, .5)), append(s.p99, percentile(l, .99))
 	s.ackP50, s.ackP99 = append(s.ackP50, percentile(a, .5)), append(s.ackP99, percentile(a, .99))
+}
+
+// latencyMetric is one figure over the rounds, reported as its min,
+// median and max.
+type latencyMetric struct {
+	name string
+	xs   []float64
+}
+
+func (s *latencySide) String() string {
+	if s.ackOnly {
+		return fmt.Sprintf("%s: produce ack p50 %s p99 %s", s.name, f2(s.ackP50), f2(s.ackP99))
+	}
+	return fmt.Sprintf("%s: end-to-end p50 %s p99 %s; produce ack p50 %s p99 %s", s.name, f2(s.p50), f2(s.p99), f2(s.ackP50), f2(s.ackP99))
 }
 
 // BenchmarkLatencyTargets runs targetRounds rounds (QK_LATENCY_ROUNDS
@@ -72,8 +99,30 @@ func BenchmarkLatencyTargets(b *testing.B) {
 		kfk := &latencySide{name: "kfake", seeds: kf.ListenAddrs}
 		sides := []*latencySide{fside, kfk}
 		af := startFacade(b, startQueenDev(b, devOptions{fsync: "always"}), env)
-		sides = append(sides, &latencySide{name: "facade, queen-dev QUEEN_DEV_FSYNC=always", seeds: func() []string { return []string{af.addr} }})
+		fsyncSide := &latencySide{name: "facade, queen-dev QUEEN_DEV_FSYNC=always", seeds: func() []string { return []string{af.addr} }}
+		sides = append(sides, fsyncSide)
 		fs := []*facade{fac, af}
+		// The floors: the produce floor process (bench_produce_floor_test.go)
+		// pushing each Produce as one batch to produceSink, which answers
+		// every push 201 and stores nothing, and answering the Produce only
+		// then; one serves a connection's requests one at a time, as the
+		// facade and kfake do, the other pipelined. Any facade that
+		// acknowledges or delivers a record only after Queen's answer
+		// crosses at least what they cross, so their acknowledgement is a
+		// lower bound for the facade's end-to-end latency. A third floor
+		// pushes to a queen-dev of its own, at its default QUEEN_DEV_FSYNC,
+		// as the facade's side does.
+		sink := startProduceSink(b)
+		_, floorAddr := startProduceFloor(b, sink.url, false)
+		_, pipeAddr := startProduceFloor(b, sink.url, true)
+		_, devFloorAddr := startProduceFloor(b, startQueenDev(b, devOptions{}).url, false)
+		floors := []*latencySide{
+			{name: "floor, sink answering 201", metric: "floor", ackOnly: true, seeds: func() []string { return []string{floorAddr} }},
+			{name: "floor pipelined, sink answering 201", metric: "floor_pipelined", ackOnly: true, seeds: func() []string { return []string{pipeAddr} }},
+			{name: "floor pushing to queen-dev", metric: "floor_queendev", ackOnly: true, seeds: func() []string { return []string{devFloorAddr} }},
+		}
+		sides = append(sides, floors...)
+		var tmpfsSide *latencySide
 		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 			dir, err := os.MkdirTemp("/dev/shm", "qk-bench-lat-")
 			if err != nil {
@@ -82,7 +131,8 @@ func BenchmarkLatencyTargets(b *testing.B) {
 			b.Cleanup(func() { os.RemoveAll(dir) })
 			tf := startFacade(b, startQueenDev(b, devOptions{data: dir}), env)
 			fs = append(fs, tf)
-			sides = append(sides, &latencySide{name: "facade, queen-dev on tmpfs", seeds: func() []string { return []string{tf.addr} }})
+			tmpfsSide = &latencySide{name: "facade, queen-dev on tmpfs", seeds: func() []string { return []string{tf.addr} }}
+			sides = append(sides, tmpfsSide)
 		} else {
 			b.Logf("no /dev/shm: the tmpfs side is not run")
 		}
@@ -113,34 +163,29 @@ func BenchmarkLatencyTargets(b *testing.B) {
 		}
 		b.Logf("issue 24 latency at %d rec/s of 1 KiB, %d partitions, linger 0, %d rounds of %s (ms, min/median/max):", latencyTargetRate, targetPartitions, rounds, latencyTargetWindow)
 		for _, s := range sides {
-			b.Logf("  %s: end-to-end p50 %s p99 %s; produce ack p50 %s p99 %s", s.name, f2(s.p50), f2(s.p99), f2(s.ackP50), f2(s.ackP99))
+			b.Logf("  %s", s)
 		}
 		r50, r99 := ratios(fside.p50, kfk.p50), ratios(fside.p99, kfk.p99)
 		b.Logf("  facade ÷ kfake, same round: p50 %s (target <= 1.2), p99 %s", f2(r50), f2(r99))
-		metrics := []struct {
-			name string
-			xs   []float64
-		}{{"facade_p50_ms", fside.p50}, {"kfake_p50_ms", kfk.p50}, {"p50_facade_over_kfake", r50}, {"facade_p99_ms", fside.p99}, {"kfake_p99_ms", kfk.p99}, {"p99_facade_over_kfake", r99}}
-		b.Logf("  facade with fsync always ÷ kfake, same round: p50 %s; ÷ facade: p50 %s", f2(ratios(sides[2].p50, kfk.p50)), f2(ratios(sides[2].p50, fside.p50)))
+		metrics := []latencyMetric{{"facade_p50_ms", fside.p50}, {"kfake_p50_ms", kfk.p50}, {"p50_facade_over_kfake", r50}, {"facade_p99_ms", fside.p99}, {"kfake_p99_ms", kfk.p99}, {"p99_facade_over_kfake", r99}}
+		b.Logf("  facade with fsync always ÷ kfake, same round: p50 %s; ÷ facade: p50 %s", f2(ratios(fsyncSide.p50, kfk.p50)), f2(ratios(fsyncSide.p50, fside.p50)))
+		for _, fl := range floors {
+			fe, fa := ratios(fl.ackP50, kfk.p50), ratios(fl.ackP50, kfk.ackP50)
+			b.Logf("  %s, same round: ack p50 ÷ kfake end-to-end p50 %s; ÷ kfake ack p50 %s; facade end-to-end p50 ÷ its ack p50 %s",
+				fl.name, f2(fe), f2(fa), f2(ratios(fside.p50, fl.ackP50)))
+			m := fl.metric
+			metrics = append(metrics, latencyMetric{m + "_ack_p50_ms", fl.ackP50}, latencyMetric{"p50_" + m + "_ack_over_kfake", fe}, latencyMetric{"p50_" + m + "_ack_over_kfake_ack", fa})
+		}
 		if base != nil {
 			b50 := ratios(base.p50, kfk.p50)
 			b.Logf("  baseline ÷ kfake, same round: p50 %s, p99 %s; facade ÷ baseline: p50 %s, ack p50 %s", f2(b50), f2(ratios(base.p99, kfk.p99)),
 				f2(ratios(fside.p50, base.p50)), f2(ratios(fside.ackP50, base.ackP50)))
-			metrics = append(metrics, struct {
-				name string
-				xs   []float64
-			}{"p50_baseline_over_kfake", b50}, struct {
-				name string
-				xs   []float64
-			}{"p50_facade_over_baseline", ratios(fside.p50, base.p50)})
+			metrics = append(metrics, latencyMetric{"p50_baseline_over_kfake", b50}, latencyMetric{"p50_facade_over_baseline", ratios(fside.p50, base.p50)})
 		}
-		if len(sides) > 3 && sides[3] != base {
-			t50 := ratios(sides[3].p50, kfk.p50)
-			b.Logf("  facade on tmpfs ÷ kfake, same round: p50 %s; facade ÷ facade on tmpfs: p50 %s", f2(t50), f2(ratios(fside.p50, sides[3].p50)))
-			metrics = append(metrics, struct {
-				name string
-				xs   []float64
-			}{"p50_tmpfs_facade_over_kfake", t50})
+		if tmpfsSide != nil {
+			t50 := ratios(tmpfsSide.p50, kfk.p50)
+			b.Logf("  facade on tmpfs ÷ kfake, same round: p50 %s; facade ÷ facade on tmpfs: p50 %s", f2(t50), f2(ratios(fside.p50, tmpfsSide.p50)))
+			metrics = append(metrics, latencyMetric{"p50_tmpfs_facade_over_kfake", t50})
 		}
 		b.Logf("load average at end: %s", loadAvg())
 		noPanics(b, fs...)
