@@ -102,6 +102,12 @@ func runProduceFloor(sinkURL string) int {
 		serve = f.servePipelined
 	}
 	fmt.Println("FLOOR LISTENING", addr.String())
+	return acceptLoop(ln, serve)
+}
+
+// acceptLoop serves each connection ln accepts with serve, on its own
+// goroutine, printing any error but EOF, until Accept fails.
+func acceptLoop(ln net.Listener, serve func(net.Conn) error) int {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -110,7 +116,7 @@ func runProduceFloor(sinkURL string) int {
 		}
 		go func() {
 			if err := serve(c); err != nil && !errors.Is(err, io.EOF) {
-				fmt.Println("floor connection:", err)
+				fmt.Println("connection:", err)
 			}
 		}()
 	}
@@ -398,25 +404,32 @@ const dedupKeyLen = `kafka:1234567890:12:1234567890`
 // pipelined (produceFloorPipelinedEnv) or not, and returns it and its
 // Kafka address.
 func startProduceFloor(b *testing.B, sinkURL string, pipelined bool) (*testsupport.Proc, string) {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
 	env := map[string]string{produceFloorEnv: sinkURL}
 	if pipelined {
 		env[produceFloorPipelinedEnv] = "1"
 	}
-	p := &testsupport.Proc{Name: "produce-floor", Bin: exe, Env: testsupport.EnvList(env), Out: &testsupport.LogBuffer{}}
+	return startChild(b, "produce-floor", env, "FLOOR LISTENING ")
+}
+
+// startChild runs this test binary again with env (one of its init
+// hooks' variables), killed when b ends, and returns it and what follows
+// ready on the first line of its output that starts with ready.
+func startChild(b *testing.B, name string, env map[string]string, ready string) (*testsupport.Proc, string) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &testsupport.Proc{Name: name, Bin: exe, Env: testsupport.EnvList(env), Out: &testsupport.LogBuffer{}}
 	p.AttachLogs(b)
 	b.Cleanup(p.Kill)
 	if err := p.Start(); err != nil {
 		b.Fatal(err)
 	}
-	line, err := p.WaitLine(func(l string) bool { return strings.HasPrefix(l, "FLOOR LISTENING ") }, 30*time.Second)
+	line, err := p.WaitLine(func(l string) bool { return strings.HasPrefix(l, ready) }, 30*time.Second)
 	if err != nil {
-		b.Fatalf("produce floor did not listen: %v", err)
+		b.Fatalf("%s did not listen: %v", name, err)
 	}
-	return p, strings.TrimPrefix(line, "FLOOR LISTENING ")
+	return p, strings.TrimPrefix(line, ready)
 }
 
 // produceSink is the floor's Queen: POST /api/v1/push read whole, answered
@@ -486,21 +499,7 @@ func runFileSink(dir string) int {
 
 // startFileSink starts the file sink (fileSinkEnv) and returns it and its URL.
 func startFileSink(b *testing.B) (*testsupport.Proc, string) {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := &testsupport.Proc{Name: "file-sink", Bin: exe, Env: testsupport.EnvList(map[string]string{fileSinkEnv: b.TempDir()}), Out: &testsupport.LogBuffer{}}
-	p.AttachLogs(b)
-	b.Cleanup(p.Kill)
-	if err := p.Start(); err != nil {
-		b.Fatal(err)
-	}
-	line, err := p.WaitLine(func(l string) bool { return strings.HasPrefix(l, "SINK LISTENING ") }, 30*time.Second)
-	if err != nil {
-		b.Fatalf("file sink did not listen: %v", err)
-	}
-	return p, strings.TrimPrefix(line, "SINK LISTENING ")
+	return startChild(b, "file-sink", map[string]string{fileSinkEnv: b.TempDir()}, "SINK LISTENING ")
 }
 
 var (
