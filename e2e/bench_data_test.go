@@ -244,6 +244,19 @@ func BenchmarkProduceFacadeVsDirect(b *testing.B) {
 // producer stamped in the record's key (both in this process), and each
 // record's produce-to-acknowledgement latency (its promise) in ms.
 func latencyViaFacade(b *testing.B, seeds []string, topic string, rate int, d time.Duration, values [][]byte, codec kgo.CompressionCodec) (lat, acked []float64) {
+	return latencyRun(b, seeds, topic, rate, d, values, codec, true)
+}
+
+// latencyOfAcks is latencyViaFacade's producer alone, for a broker that
+// serves no Fetch: each record's produce-to-acknowledgement latency in ms.
+func latencyOfAcks(b *testing.B, seeds []string, topic string, rate int, d time.Duration, values [][]byte, codec kgo.CompressionCodec) []float64 {
+	_, acked := latencyRun(b, seeds, topic, rate, d, values, codec, false)
+	return acked
+}
+
+// latencyRun is latencyViaFacade, with the consumer (and lat) only when
+// consume is set.
+func latencyRun(b *testing.B, seeds []string, topic string, rate int, d time.Duration, values [][]byte, codec kgo.CompressionCodec, consume bool) (lat, acked []float64) {
 	ctx := ctxT(b, time.Minute)
 	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
 		kgo.ProducerLinger(0), kgo.ProducerBatchCompression(codec))
@@ -254,29 +267,33 @@ func latencyViaFacade(b *testing.B, seeds []string, topic string, rate int, d ti
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("warm")}).FirstErr(); err != nil {
 		b.Fatal(err)
 	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(5*time.Second))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cons.Close()
-	// Let the consumer reach the end before offering load.
-	cons.PollRecords(ctxT(b, 3*time.Second), 1)
 	total := int(float64(rate) * d.Seconds())
 	lat, acked = make([]float64, 0, total), make([]float64, 0, total)
 	var ackMu sync.Mutex
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for len(lat) < total && ctx.Err() == nil {
-			fs := cons.PollFetches(ctx)
-			fs.EachRecord(func(r *kgo.Record) {
-				if sent, err := strconv.ParseInt(string(r.Key), 10, 64); err == nil {
-					lat = append(lat, float64(time.Now().UnixNano()-sent)/1e6)
-				}
-			})
+	if consume {
+		cons, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(5*time.Second))
+		if err != nil {
+			b.Fatal(err)
 		}
-	}()
+		defer cons.Close()
+		// Let the consumer reach the end before offering load.
+		cons.PollRecords(ctxT(b, 3*time.Second), 1)
+		go func() {
+			defer close(done)
+			for len(lat) < total && ctx.Err() == nil {
+				fs := cons.PollFetches(ctx)
+				fs.EachRecord(func(r *kgo.Record) {
+					if sent, err := strconv.ParseInt(string(r.Key), 10, 64); err == nil {
+						lat = append(lat, float64(time.Now().UnixNano()-sent)/1e6)
+					}
+				})
+			}
+		}()
+	} else {
+		close(done)
+	}
 	n := 0
 	pace(rate, total, func() {
 		sent := time.Now()

@@ -60,6 +60,14 @@ import (
 // runs outside the facade's: its CPU is in neither figure.
 const produceFloorEnv = "QK_E2E_PRODUCE_FLOOR"
 
+// produceFloorPipelinedEnv, set to 1 beside produceFloorEnv, has the floor
+// serve each connection pipelined (servePipelined): a Produce is pushed as
+// soon as it is read, while those before it on its connection are still
+// on their way, and the answers are written in order. It is the fastest
+// any facade could acknowledge, ordering aside: BenchmarkLatencyTargets
+// runs it beside the one-at-a-time floor.
+const produceFloorPipelinedEnv = "QK_E2E_PRODUCE_FLOOR_PIPELINED"
+
 func init() {
 	if url := os.Getenv(produceFloorEnv); url != "" {
 		os.Exit(runProduceFloor(url))
@@ -89,7 +97,17 @@ func runProduceFloor(sinkURL string) int {
 	}
 	addr := ln.Addr().(*net.TCPAddr)
 	f := &floor{q: q, host: addr.IP.String(), port: int32(addr.Port)}
+	serve := f.serve
+	if os.Getenv(produceFloorPipelinedEnv) == "1" {
+		serve = f.servePipelined
+	}
 	fmt.Println("FLOOR LISTENING", addr.String())
+	return acceptLoop(ln, serve)
+}
+
+// acceptLoop serves each connection ln accepts with serve, on its own
+// goroutine, printing any error but EOF, until Accept fails.
+func acceptLoop(ln net.Listener, serve func(net.Conn) error) int {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -97,8 +115,8 @@ func runProduceFloor(sinkURL string) int {
 			return 1
 		}
 		go func() {
-			if err := f.serve(c); err != nil && !errors.Is(err, io.EOF) {
-				fmt.Println("floor connection:", err)
+			if err := serve(c); err != nil && !errors.Is(err, io.EOF) {
+				fmt.Println("connection:", err)
 			}
 		}()
 	}
@@ -111,68 +129,137 @@ type floor struct {
 	pids atomic.Int64
 }
 
-// serve answers one connection's requests in order.
+// serve answers one connection's requests in order, one at a time.
 func (f *floor) serve(c net.Conn) error {
 	defer c.Close()
-	var size [4]byte
 	var frame, out []byte
 	for {
-		if _, err := io.ReadFull(c, size[:]); err != nil {
+		req, corr, err := readFloorRequest(c, &frame)
+		if err != nil {
 			return err
-		}
-		n := int(binary.BigEndian.Uint32(size[:]))
-		if n < 10 || n > 100<<20 {
-			return fmt.Errorf("frame of %d bytes", n)
-		}
-		if cap(frame) < n {
-			frame = make([]byte, n)
-		}
-		frame = frame[:n]
-		if _, err := io.ReadFull(c, frame); err != nil {
-			return fmt.Errorf("frame body: %w", err)
-		}
-		key := int16(binary.BigEndian.Uint16(frame[0:]))
-		req := kmsg.RequestForKey(key)
-		if req == nil {
-			return fmt.Errorf("api key %d", key)
-		}
-		req.SetVersion(int16(binary.BigEndian.Uint16(frame[2:])))
-		corr := binary.BigEndian.Uint32(frame[4:])
-		body := frame[10:]
-		if cl := int(int16(binary.BigEndian.Uint16(frame[8:]))); cl > 0 {
-			if cl > len(body) {
-				return fmt.Errorf("client id of %d bytes", cl)
-			}
-			body = body[cl:]
-		}
-		if req.IsFlexible() {
-			// The request header's tagged fields: franz-go sends none.
-			if len(body) == 0 || body[0] != 0 {
-				return errors.New("request header tagged fields")
-			}
-			body = body[1:]
-		}
-		if err := req.ReadFrom(body); err != nil {
-			return fmt.Errorf("%s body: %w", kmsg.NameForKey(key), err)
 		}
 		resp, err := f.answer(req)
 		if err != nil {
 			return err
 		}
-		if resp == nil {
-			continue // acks=0
-		}
-		out = append(out[:0], 0, 0, 0, 0)
-		out = binary.BigEndian.AppendUint32(out, corr)
-		if req.IsFlexible() && key != kmsg.ApiVersions.Int16() {
-			out = append(out, 0)
-		}
-		out = resp.AppendTo(out)
-		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-		if _, err := c.Write(out); err != nil {
-			return fmt.Errorf("answer: %w", err)
+		if out, err = writeFloorAnswer(c, out, req, corr, resp); err != nil {
+			return err
 		}
 	}
+}
+
+// floorAnswer is one pipelined request's answer, once it is made.
+type floorAnswer struct {
+	req  kmsg.Request
+	corr uint32
+	resp chan kmsg.Response
+	err  chan error
+}
+
+// servePipelined answers one connection's requests in order, making each
+// answer (a Produce's push) as soon as its request is read, while those
+// before it are still being made: the pushes of one connection overlap,
+// and no request waits for the one before it to be pushed.
+func (f *floor) servePipelined(c net.Conn) error {
+	defer c.Close()
+	queue := make(chan floorAnswer, 16)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(queue)
+		for {
+			var frame []byte // each its own: a Produce's records alias it
+			req, corr, err := readFloorRequest(c, &frame)
+			if err != nil {
+				readErr <- err
+				return
+			}
+			a := floorAnswer{req: req, corr: corr, resp: make(chan kmsg.Response, 1), err: make(chan error, 1)}
+			go func() {
+				resp, err := f.answer(req)
+				a.resp <- resp
+				a.err <- err
+			}()
+			queue <- a
+		}
+	}()
+	var out []byte
+	for a := range queue {
+		resp, err := <-a.resp, <-a.err
+		if err == nil {
+			out, err = writeFloorAnswer(c, out, a.req, a.corr, resp)
+		}
+		if err != nil {
+			c.Close() // ends the reader
+			for range queue {
+			}
+			return err
+		}
+	}
+	return <-readErr
+}
+
+// readFloorRequest reads one frame into *frame (grown as needed) and
+// parses its request header and body with kmsg.
+func readFloorRequest(c net.Conn, frame *[]byte) (kmsg.Request, uint32, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(c, size[:]); err != nil {
+		return nil, 0, err
+	}
+	n := int(binary.BigEndian.Uint32(size[:]))
+	if n < 10 || n > 100<<20 {
+		return nil, 0, fmt.Errorf("frame of %d bytes", n)
+	}
+	if cap(*frame) < n {
+		*frame = make([]byte, n)
+	}
+	fr := (*frame)[:n]
+	if _, err := io.ReadFull(c, fr); err != nil {
+		return nil, 0, fmt.Errorf("frame body: %w", err)
+	}
+	key := int16(binary.BigEndian.Uint16(fr[0:]))
+	req := kmsg.RequestForKey(key)
+	if req == nil {
+		return nil, 0, fmt.Errorf("api key %d", key)
+	}
+	req.SetVersion(int16(binary.BigEndian.Uint16(fr[2:])))
+	corr := binary.BigEndian.Uint32(fr[4:])
+	body := fr[10:]
+	if cl := int(int16(binary.BigEndian.Uint16(fr[8:]))); cl > 0 {
+		if cl > len(body) {
+			return nil, 0, fmt.Errorf("client id of %d bytes", cl)
+		}
+		body = body[cl:]
+	}
+	if req.IsFlexible() {
+		// The request header's tagged fields: franz-go sends none.
+		if len(body) == 0 || body[0] != 0 {
+			return nil, 0, errors.New("request header tagged fields")
+		}
+		body = body[1:]
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return nil, 0, fmt.Errorf("%s body: %w", kmsg.NameForKey(key), err)
+	}
+	return req, corr, nil
+}
+
+// writeFloorAnswer writes resp (nil: acks=0, nothing) as req's answer in
+// one Write, framed in out, which it returns for reuse.
+func writeFloorAnswer(c net.Conn, out []byte, req kmsg.Request, corr uint32, resp kmsg.Response) ([]byte, error) {
+	if resp == nil {
+		return out, nil
+	}
+	out = append(out[:0], 0, 0, 0, 0)
+	out = binary.BigEndian.AppendUint32(out, corr)
+	if req.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
+		out = append(out, 0)
+	}
+	out = resp.AppendTo(out)
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	if _, err := c.Write(out); err != nil {
+		return out, fmt.Errorf("answer: %w", err)
+	}
+	return out, nil
 }
 
 func (f *floor) answer(req kmsg.Request) (kmsg.Response, error) {
@@ -313,24 +400,36 @@ func (f *floor) produce(r *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 // dedupKeyLen sizes a dedup key for the push body's estimate.
 const dedupKeyLen = `kafka:1234567890:12:1234567890`
 
-// startProduceFloor runs the floor as a child process pushing to sinkURL
-// and returns it and its Kafka address.
-func startProduceFloor(b *testing.B, sinkURL string) (*testsupport.Proc, string) {
+// startProduceFloor runs the floor as a child process pushing to sinkURL,
+// pipelined (produceFloorPipelinedEnv) or not, and returns it and its
+// Kafka address.
+func startProduceFloor(b *testing.B, sinkURL string, pipelined bool) (*testsupport.Proc, string) {
+	env := map[string]string{produceFloorEnv: sinkURL}
+	if pipelined {
+		env[produceFloorPipelinedEnv] = "1"
+	}
+	return startChild(b, "produce-floor", env, "FLOOR LISTENING ")
+}
+
+// startChild runs this test binary again with env (one of its init
+// hooks' variables), killed when b ends, and returns it and what follows
+// ready on the first line of its output that starts with ready.
+func startChild(b *testing.B, name string, env map[string]string, ready string) (*testsupport.Proc, string) {
 	exe, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := &testsupport.Proc{Name: "produce-floor", Bin: exe, Env: testsupport.EnvList(map[string]string{produceFloorEnv: sinkURL}), Out: &testsupport.LogBuffer{}}
+	p := &testsupport.Proc{Name: name, Bin: exe, Env: testsupport.EnvList(env), Out: &testsupport.LogBuffer{}}
 	p.AttachLogs(b)
 	b.Cleanup(p.Kill)
 	if err := p.Start(); err != nil {
 		b.Fatal(err)
 	}
-	line, err := p.WaitLine(func(l string) bool { return strings.HasPrefix(l, "FLOOR LISTENING ") }, 30*time.Second)
+	line, err := p.WaitLine(func(l string) bool { return strings.HasPrefix(l, ready) }, 30*time.Second)
 	if err != nil {
-		b.Fatalf("produce floor did not listen: %v", err)
+		b.Fatalf("%s did not listen: %v", name, err)
 	}
-	return p, strings.TrimPrefix(line, "FLOOR LISTENING ")
+	return p, strings.TrimPrefix(line, ready)
 }
 
 // produceSink is the floor's Queen: POST /api/v1/push read whole, answered
@@ -400,21 +499,7 @@ func runFileSink(dir string) int {
 
 // startFileSink starts the file sink (fileSinkEnv) and returns it and its URL.
 func startFileSink(b *testing.B) (*testsupport.Proc, string) {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := &testsupport.Proc{Name: "file-sink", Bin: exe, Env: testsupport.EnvList(map[string]string{fileSinkEnv: b.TempDir()}), Out: &testsupport.LogBuffer{}}
-	p.AttachLogs(b)
-	b.Cleanup(p.Kill)
-	if err := p.Start(); err != nil {
-		b.Fatal(err)
-	}
-	line, err := p.WaitLine(func(l string) bool { return strings.HasPrefix(l, "SINK LISTENING ") }, 30*time.Second)
-	if err != nil {
-		b.Fatalf("file sink did not listen: %v", err)
-	}
-	return p, strings.TrimPrefix(line, "SINK LISTENING ")
+	return startChild(b, "file-sink", map[string]string{fileSinkEnv: b.TempDir()}, "SINK LISTENING ")
 }
 
 var (

@@ -168,11 +168,11 @@ func BenchmarkProduceTargets(b *testing.B) {
 		}
 		b.Cleanup(kf.Close)
 		sink := startProduceSink(b)
-		fl, floorAddr := startProduceFloor(b, sink.url)
+		fl, floorAddr := startProduceFloor(b, sink.url, false)
 		// queen-dev's floor: a second floor pushing to the file sink, a
 		// process that reads the push bodies and appends them to a file.
 		fs, fsURL := startFileSink(b)
-		_, fileFloorAddr := startProduceFloor(b, fsURL)
+		_, fileFloorAddr := startProduceFloor(b, fsURL, false)
 
 		var fileSinkCPU []float64
 		var floorCPU, overFloor, hwm, baseCPU, baseHWM, devCPU, oldDevCPU, oldFacCPU, clientCPU, kfakeCPU []float64
