@@ -17,7 +17,7 @@ MODULES  := . ./e2e
 ALL      := ./... ./e2e/...
 UNIT      = $$($(GO) list $(ALL) | grep -v '/e2e$$')
 
-.PHONY: all build run test unit e2e test-js peer-kafka-go chaos-short chaos chaos-txn-short chaos-txn soak fuzz fuzz-long vet fmt-check tidy-check lint bench clean
+.PHONY: all build run test unit e2e test-js peer-kafka-go peer-sarama chaos-short chaos chaos-txn-short chaos-txn soak fuzz fuzz-long vet fmt-check tidy-check lint bench clean
 
 all: build
 
@@ -81,6 +81,17 @@ test-js: build
 # ones scripts/peer-kafka-go.known names may fail (docs/testing.md).
 peer-kafka-go: build
 	@BIN=$(BIN) ./scripts/peer-kafka-go.sh
+
+# IBM/sarama's own functional tests (its functional_*_test.go, build tag
+# functional, at the version e2e requires; about 5 minutes) against a cluster
+# of five facades (ids 1-5 on 19101-19105) behind toxiproxy (built from the
+# Go module proxy at run time, its API on 19199) on 127.0.0.1:29091-29095,
+# the addresses sarama's suite hard-codes (so it is not part of `make test`,
+# and needs those ports free). Every test in scripts/peer-sarama.pass must
+# pass and only the ones scripts/peer-sarama.known names may fail
+# (docs/testing.md).
+peer-sarama: build
+	@BIN=$(BIN) ./scripts/peer-sarama.sh
 
 # The chaos test (issue 11, e2e/chaos_test.go, build tag chaos). Its short
 # form, 4 facade SIGKILLs and 1 queen-dev SIGKILL+restart over 35 s (about

@@ -330,11 +330,12 @@ func TestHostileAuthMeTransientFailure(t *testing.T) {
 // Item 9: SIGTERM while a consumer's Fetch is parked in Queen's long poll
 // (max wait 30 s, nothing to read), in cluster mode. The stop cuts the
 // wait: the process exits 0 well before the fetch's 30 s, and in order the
-// fetch's connection closes, the registry row is deleted (fenced, within
-// its budget; read back absent from queen-dev), and the process says it
-// stopped. Before the fix the drain waited for the long poll, past the
-// 4 s shutdown grace and then for the poll itself, and the delete ran on
-// an expired budget.
+// registry row is deleted (fenced; read back absent from queen-dev: the
+// hand-off, first while the node still serves, so peers stop naming it
+// before it stops listening), the fetch's connection closes, and the
+// process says it stopped. Before the fix the drain waited for the long
+// poll, past the 4 s shutdown grace and then for the poll itself, and the
+// delete ran on an expired budget.
 func TestHostileSIGTERMParkedFetch(t *testing.T) {
 	t.Parallel()
 	c := newTestCluster(t, clusterOpts{nodes: 1, proxies: true})
@@ -373,8 +374,8 @@ func TestHostileSIGTERMParkedFetch(t *testing.T) {
 	cut := strings.Index(out, "closing connection: the node is stopping")
 	deleted := strings.Index(out, "registry row deleted")
 	stopped := strings.Index(out, `msg=stopped`)
-	if cut < 0 || deleted < cut || stopped < deleted {
-		t.Fatalf("want, in order, the fetch cut (%d), the registry row deleted (%d), stopped (%d):\n%s", cut, deleted, stopped, out)
+	if deleted < 0 || cut < deleted || stopped < cut {
+		t.Fatalf("want, in order, the registry row deleted (%d), the fetch cut (%d), stopped (%d):\n%s", deleted, cut, stopped, out)
 	}
 	if v := registryVersion(t, c.dev, key); v != 0 {
 		t.Errorf("registry row %s still live at version %d after the stop", key, v)

@@ -149,6 +149,27 @@ func (c *cluster) join(ctx context.Context, changed func()) error {
 	return nil
 }
 
+// handOff is a cluster node's controlled shutdown, its first step while
+// it still serves: the own row is deleted (from then on the node vouches
+// for nothing: FindCoordinator names a peer, group RPCs are answered
+// COORDINATOR_NOT_AVAILABLE, Metadata names peers as the leaders) and the
+// node keeps listening until every peer has read the live set without it
+// (registry.Session.Leave), within ctx. So a client that reaches this node
+// during its stop is sent to a peer, and one that asks a peer is never
+// named this node once it stops listening, as a Kafka broker's controlled
+// shutdown moves its leaderships and coordinators before it closes its
+// listener. In single mode, and before the join, it does nothing.
+func (n *Node) handOff(ctx context.Context) error {
+	if n.cluster == nil {
+		return nil
+	}
+	s := n.cluster.session()
+	if s == nil {
+		return nil
+	}
+	return s.Leave(ctx)
+}
+
 // leave closes the session, within ctx (Shutdown keeps a release budget
 // of its own for it, even after a drain that used up its share) and
 // registry.CloseBudget.

@@ -376,6 +376,31 @@ func TestClusterShutdownHandsIDBack(t *testing.T) {
 	}
 }
 
+// TestClusterShutdownHandsOffBeforeClosing: a stopping node keeps its
+// listener open until its peers have read the live set without it, as a
+// Kafka broker's controlled shutdown moves its coordinators before it stops
+// listening: when Shutdown returns, no peer names it. (sarama's
+// TestFuncAdminListConsumerGroupOffsets stops a group's coordinator and
+// asks again at once: a peer still naming the stopped node sent every
+// retry to a closed port.)
+func TestClusterShutdownHandsOffBeforeClosing(t *testing.T) {
+	_, url := newDevQueen(t)
+	n1 := joinedNode(t, url, 1)
+	n2 := newNodeOn(t, url, clusterEnv(2))
+	if err := n2.JoinCluster(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitView(t, []int32{1, 2}, n1, n2)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	if err := n2.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if got := liveIDs(n1); !slices.Equal(got, []int32{1}) {
+		t.Fatalf("when node 2's Shutdown returned, node 1 saw %v: it still names the stopped node", got)
+	}
+}
+
 // TestClusterLostIDIsReported: a row rewritten by another incarnation is
 // the id taken by another process; Lost delivers it so the binary stops.
 func TestClusterLostIDIsReported(t *testing.T) {

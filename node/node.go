@@ -207,7 +207,10 @@ func (n *Node) Serve(ctx context.Context) error {
 	return n.srv.Serve(ctx)
 }
 
-// Shutdown stops the node in three explicit steps: close the listener so no
+// Shutdown stops the node in three explicit steps, after a cluster node's
+// hand-off (handOff: its row deleted, it keeps serving until every peer has
+// read that, at most until handOffLeavesDrain before the drain's share
+// ends): close the listener so no
 // new connection is accepted; let the connections already served drain
 // (each finishes the requests it has read and closes); then run the release
 // steps, and close the operator listener. Waits with no answer to lose are
@@ -219,6 +222,12 @@ func (n *Node) Serve(ctx context.Context) error {
 // connection closed; the release steps still run, on what is left and at
 // least releaseBudget, since a late release is only slower.
 func (n *Node) Shutdown(ctx context.Context) error {
+	handOffCtx, cancelHandOff := ctx, context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); ok {
+		handOffCtx, cancelHandOff = context.WithDeadline(ctx, dl.Add(-drainAfterCancel-releaseBudget-handOffLeavesDrain))
+	}
+	handOffErr := n.handOff(handOffCtx)
+	cancelHandOff()
 	n.srv.Close()
 	n.stop()
 	n.coord.Close()
@@ -235,7 +244,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	cancelRelease()
 	// The operator listener goes last: /metrics and a failing /readyz
 	// stay up for the whole drain.
-	return errors.Join(drainErr, releaseErr, n.closeHTTP(ctx))
+	return errors.Join(handOffErr, drainErr, releaseErr, n.closeHTTP(ctx))
 }
 
 // untilStop is ctx, ended as well when the node begins to stop. It is for
@@ -260,6 +269,10 @@ func (n *Node) stopped() bool { return n.stopping.Err() != nil }
 const (
 	drainAfterCancel = 500 * time.Millisecond
 	releaseBudget    = time.Second
+	// handOffLeavesDrain is the least a cluster node's hand-off leaves the
+	// drain: the hand-off already did the release's one step (the row's
+	// delete), so the drain keeps this and the release's budget.
+	handOffLeavesDrain = 500 * time.Millisecond
 )
 
 // releaseContext is the release steps' context: ctx's deadline, but never

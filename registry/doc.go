@@ -3,8 +3,9 @@
 // written with the facade's own credential, expiring one TTL after its last
 // write. It is shaped like etcd's concurrency.Session: Start claims the node
 // id and keeps the row alive, View and Owner answer who is live and who owns
-// a key, Done is closed when the id is lost or the session closed, and
-// Close hands the id back.
+// a key, Done is closed when the id is lost or the session closed, Close
+// hands the id back, and Leave hands it back and waits until the peers have
+// read that (a controlled shutdown).
 //
 // Liveness is the store's expiry and nothing else. No node ever compares its
 // clock with another's: a row is live because Queen still returns it, and a
