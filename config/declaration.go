@@ -25,6 +25,7 @@ type declaration struct {
 	AdvertisedAddr    string `env:"QUEEN_KAFKA_ADVERTISED_ADDR" modes:"facade,embedded" accepts:"host:port clients can reach (required)" help:"What Metadata and FindCoordinator tell clients to connect to; not a wildcard, not QUEEN_KAFKA_ADDR."`
 	HTTPAddr          string `env:"QUEEN_KAFKA_HTTP_ADDR" modes:"facade" accepts:"host:port or [v6]:port" help:"The operator HTTP listener: /metrics, /healthz, /readyz, /debug/pprof/. Unset: off."`
 	DefaultPartitions string `env:"QUEEN_KAFKA_DEFAULT_PARTITIONS, default=1024" modes:"facade" range:"1..100000" help:"Partitions of an auto-created topic, and the floor of the width advertised for topics that declared none."`
+	AutoCreateTopics  string `env:"QUEEN_KAFKA_AUTO_CREATE_TOPICS_ENABLE, default=true" modes:"facade" accepts:"true or false" help:"auto.create.topics.enable: a Metadata request that allows it (every one below v4) creates the unknown topics it names. false: they are UNKNOWN_TOPIC_OR_PARTITION, as on a Kafka broker with the setting off."`
 	MaxConnections    string `env:"QUEEN_KAFKA_MAX_CONNECTIONS, default=4096" modes:"facade" range:"16..1000000" help:"Connections served at once; past it a new connection is closed at once."`
 	TLSCert           string `env:"QUEEN_KAFKA_TLS_CERT" modes:"facade" accepts:"a PEM certificate chain file" help:"TLS on the Kafka listener; with QUEEN_KAFKA_TLS_KEY, both or neither."`
 	TLSKey            string `env:"QUEEN_KAFKA_TLS_KEY" modes:"facade" accepts:"a PEM private key file" help:"The certificate's key, loaded at boot."`

@@ -34,6 +34,7 @@ type Facade struct {
 	AdvertisedPort int32  // its port
 
 	DefaultPartitions int32 // QUEEN_KAFKA_DEFAULT_PARTITIONS
+	AutoCreateTopics  bool  // QUEEN_KAFKA_AUTO_CREATE_TOPICS_ENABLE: auto.create.topics.enable
 	MaxConnections    int   // QUEEN_KAFKA_MAX_CONNECTIONS
 
 	TLSCertificate *tls.Certificate // QUEEN_KAFKA_TLS_CERT and _KEY loaded, nil without TLS
@@ -109,6 +110,7 @@ func (c Facade) LogValue() slog.Value {
 		slog.String("advertised", c.AdvertisedAddr),
 		slog.String("http", http),
 		slog.Int("default_partitions", int(c.DefaultPartitions)),
+		slog.Bool("auto_create_topics", c.AutoCreateTopics),
 		slog.Int64("group_join_delay_ms", c.GroupJoinDelay.Milliseconds()),
 		slog.Bool("tls", c.TLSEnabled()),
 		slog.String("sasl", sasl),
@@ -225,6 +227,9 @@ func LoadFacade(ctx context.Context, l envconfig.Lookuper) (Facade, error) {
 		return Facade{}, err
 	}
 	if c.DedupKeys, err = parseBool("QUEEN_KAFKA_DEDUP_KEYS", raw.DedupKeys); err != nil {
+		return Facade{}, err
+	}
+	if c.AutoCreateTopics, err = parseBool("QUEEN_KAFKA_AUTO_CREATE_TOPICS_ENABLE", raw.AutoCreateTopics); err != nil {
 		return Facade{}, err
 	}
 	if c.FetchCompression, err = parseFetchCompression(raw.FetchCompression); err != nil {

@@ -49,6 +49,7 @@ func TestConfigDefaults(t *testing.T) {
 		{"TxnMaxTimeout", c.TxnMaxTimeout, 900 * time.Second},
 		{"DedupWindowSeconds", c.DedupWindowSeconds, 900},
 		{"DedupKeys", c.DedupKeys, true},
+		{"AutoCreateTopics", c.AutoCreateTopics, true}, // Kafka's default
 		{"FetchCompression", c.FetchCompression, recordbatch.CodecNone},
 		{"LogLevel", c.LogLevel, slog.LevelInfo},
 		{"LogJSON", c.LogJSON, false},
@@ -69,21 +70,22 @@ func TestConfigDefaults(t *testing.T) {
 func TestConfigValues(t *testing.T) {
 	env := baseEnv()
 	for k, v := range map[string]string{
-		"QUEEN_URL":                      "https://queen.example.com/",
-		"QUEEN_TOKEN":                    "secret",
-		"QUEEN_KAFKA_ADDR":               "[::]:9093",
-		"QUEEN_KAFKA_ADVERTISED_ADDR":    "[2001:db8::1]:9093",
-		"QUEEN_KAFKA_DEFAULT_PARTITIONS": " 12 ",
-		"QUEEN_KAFKA_SASL":               "PLAIN",
-		"QUEEN_KAFKA_NODE_ID":            "3",
-		"QUEEN_KAFKA_CLUSTER":            "eu-1.prod",
-		"QUEEN_KAFKA_CLUSTER_TTL_MS":     "6000",
-		"QUEEN_LOG_JSON":                 "true",
-		"LOG_LEVEL":                      "error",
-		"RUST_LOG":                       "queen_kafka=trace,debug",
-		"QUEEN_KAFKA_MAX_CONNECTIONS":    "   ", // blank = unset
-		"QUEEN_KAFKA_FETCH_COMPRESSION":  "LZ4",
-		"QUEEN_KAFKA_HTTP_ADDR":          "[::1]:8080",
+		"QUEEN_URL":                             "https://queen.example.com/",
+		"QUEEN_TOKEN":                           "secret",
+		"QUEEN_KAFKA_ADDR":                      "[::]:9093",
+		"QUEEN_KAFKA_ADVERTISED_ADDR":           "[2001:db8::1]:9093",
+		"QUEEN_KAFKA_DEFAULT_PARTITIONS":        " 12 ",
+		"QUEEN_KAFKA_SASL":                      "PLAIN",
+		"QUEEN_KAFKA_NODE_ID":                   "3",
+		"QUEEN_KAFKA_CLUSTER":                   "eu-1.prod",
+		"QUEEN_KAFKA_CLUSTER_TTL_MS":            "6000",
+		"QUEEN_LOG_JSON":                        "true",
+		"LOG_LEVEL":                             "error",
+		"RUST_LOG":                              "queen_kafka=trace,debug",
+		"QUEEN_KAFKA_MAX_CONNECTIONS":           "   ", // blank = unset
+		"QUEEN_KAFKA_FETCH_COMPRESSION":         "LZ4",
+		"QUEEN_KAFKA_HTTP_ADDR":                 "[::1]:8080",
+		"QUEEN_KAFKA_AUTO_CREATE_TOPICS_ENABLE": " false ",
 	} {
 		env[k] = v
 	}
@@ -95,7 +97,7 @@ func TestConfigValues(t *testing.T) {
 		c.DefaultPartitions != 12 || c.SASL != "plain" || c.NodeID != 3 || c.Cluster != "eu-1.prod" ||
 		c.ClusterTTL != 6*time.Second || c.ClusterHeartbeat != 2*time.Second || !c.LogJSON ||
 		c.LogLevel != slog.LevelDebug || c.MaxConnections != 4096 || c.FetchCompression != recordbatch.CodecLz4 ||
-		c.HTTPAddr != "[::1]:8080" {
+		c.HTTPAddr != "[::1]:8080" || c.AutoCreateTopics {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -151,6 +153,8 @@ func TestConfigRefusals(t *testing.T) {
 		{"fetch compression uncompressed", map[string]string{"QUEEN_KAFKA_FETCH_COMPRESSION": "uncompressed"}, []string{"QUEEN_KAFKA_FETCH_COMPRESSION"}},
 		{"txn bytes above staged", map[string]string{"QUEEN_KAFKA_TXN_MAX_BYTES": "2000", "QUEEN_KAFKA_TXN_MAX_STAGED_BYTES": "1000"}, []string{"QUEEN_KAFKA_TXN_MAX_BYTES", "QUEEN_KAFKA_TXN_MAX_STAGED_BYTES"}},
 		{"sasl scram", map[string]string{"QUEEN_KAFKA_SASL": "scram-sha-256"}, []string{"QUEEN_KAFKA_SASL", "plain"}},
+		{"auto create bool", map[string]string{"QUEEN_KAFKA_AUTO_CREATE_TOPICS_ENABLE": "no"}, []string{"QUEEN_KAFKA_AUTO_CREATE_TOPICS_ENABLE", "true or false"}},
+		{"auto create case", map[string]string{"QUEEN_KAFKA_AUTO_CREATE_TOPICS_ENABLE": "False"}, []string{"QUEEN_KAFKA_AUTO_CREATE_TOPICS_ENABLE", "true or false"}},
 		{"sni bool", map[string]string{"QUEEN_KAFKA_FORWARD_SNI_HOST": "yes"}, []string{"QUEEN_KAFKA_FORWARD_SNI_HOST", "true or false"}},
 		{"sni without tls", map[string]string{"QUEEN_KAFKA_FORWARD_SNI_HOST": "true"}, []string{"QUEEN_KAFKA_FORWARD_SNI_HOST", "TLS"}},
 		{"cert without key", map[string]string{"QUEEN_KAFKA_TLS_CERT": "/x.pem"}, []string{"QUEEN_KAFKA_TLS_CERT", "QUEEN_KAFKA_TLS_KEY", "both"}},
@@ -237,7 +241,7 @@ func TestBootLine(t *testing.T) {
 	out := b.String()
 	for _, w := range []string{"queen-kafka starting", "queen_url=http://localhost:6632", "authenticated=true", "listen=0.0.0.0:9092",
 		"advertised=kafka.example.com:9092", "default_partitions=1024", "group_join_delay_ms=3000", "tls=false", "sasl=plain",
-		"forward_sni_host=false", "node_id=0", "cluster=queen", "plaintext listener", "version=" + version.String(), "http=off"} {
+		"forward_sni_host=false", "auto_create_topics=true", "node_id=0", "cluster=queen", "plaintext listener", "version=" + version.String(), "http=off"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("boot log lacks %q:\n%s", w, out)
 		}

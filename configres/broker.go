@@ -41,9 +41,13 @@ func brokerConfigs(self int32, cfg config.Facade) []brokerConfig {
 	if cfg.FetchCompression != recordbatch.CodecNone {
 		compression.value, compression.static = recordbatch.CodecName(cfg.FetchCompression), true
 	}
+	autoCreate := brokerConfig{name: "auto.create.topics.enable", value: "true", kafkaDefault: "true", typ: kmsg.ConfigTypeBoolean,
+		doc: "A Metadata request that allows it creates the topics it names that do not exist; false answers them UNKNOWN_TOPIC_OR_PARTITION (QUEEN_KAFKA_AUTO_CREATE_TOPICS_ENABLE)."}
+	if !cfg.AutoCreateTopics {
+		autoCreate.value, autoCreate.static = "false", true
+	}
 	return []brokerConfig{
-		{name: "auto.create.topics.enable", value: "true", kafkaDefault: "true", typ: kmsg.ConfigTypeBoolean,
-			doc: "A Metadata request that allows it creates the topics it names that do not exist."},
+		autoCreate,
 		{name: "broker.id", value: id, static: true, kafkaDefault: "-1", typ: kmsg.ConfigTypeInt,
 			doc: "This node's id: 0 in single mode, QUEEN_KAFKA_NODE_ID in cluster mode."},
 		compression,

@@ -75,6 +75,16 @@ func TestDescribeConfigsBroker(t *testing.T) {
 			t.Errorf("%s: the last synonym is not Kafka's default: %+v", e.Name, last)
 		}
 	}
+	// QUEEN_KAFKA_AUTO_CREATE_TOPICS_ENABLE=false is the broker's own
+	// setting over Kafka's default true, as server.properties would be.
+	off := describeConfigs(testFacade(t, map[string]string{"QUEEN_KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false"}), kmsg.ConfigResourceTypeBroker, "0", true, "auto.create.topics.enable")
+	if len(off.Configs) != 1 {
+		t.Fatalf("auto-create off: %+v", off)
+	}
+	if e := off.Configs[0]; *e.Value != "false" || e.Source != kmsg.ConfigSourceStaticBrokerConfig || e.IsDefault || !e.ReadOnly || len(e.ConfigSynonyms) != 2 ||
+		*e.ConfigSynonyms[0].Value != "false" || e.ConfigSynonyms[0].Source != kmsg.ConfigSourceStaticBrokerConfig || *e.ConfigSynonyms[1].Value != "true" {
+		t.Errorf("auto-create off: %+v", e)
+	}
 	if rr := describeConfigs(cfg, kmsg.ConfigResourceTypeBroker, "0", false, "num.partitions", "log.dirs"); fmt.Sprint(configValues(rr)) != "map[num.partitions:4]" || rr.Configs[0].ConfigSynonyms != nil {
 		t.Errorf("filtered: %+v", rr.Configs)
 	}

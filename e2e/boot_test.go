@@ -57,6 +57,7 @@ func TestBootValidation(t *testing.T) {
 		{"sasl bad value", base(map[string]string{"QUEEN_KAFKA_SASL": "scram-sha-256"}), []string{"QUEEN_KAFKA_SASL"}},
 		{"forward sni not a bool", base(map[string]string{"QUEEN_KAFKA_FORWARD_SNI_HOST": "maybe"}), []string{"QUEEN_KAFKA_FORWARD_SNI_HOST"}},
 		{"dedup keys not a bool", base(map[string]string{"QUEEN_KAFKA_DEDUP_KEYS": "off"}), []string{"QUEEN_KAFKA_DEDUP_KEYS"}},
+		{"auto create not a bool", base(map[string]string{"QUEEN_KAFKA_AUTO_CREATE_TOPICS_ENABLE": "yes"}), []string{"QUEEN_KAFKA_AUTO_CREATE_TOPICS_ENABLE", "true or false"}},
 		{"fetch compression unknown", base(map[string]string{"QUEEN_KAFKA_FETCH_COMPRESSION": "brotli"}), []string{"QUEEN_KAFKA_FETCH_COMPRESSION", "none, gzip, snappy, lz4 or zstd"}},
 		{"forward sni without tls", base(map[string]string{"QUEEN_KAFKA_FORWARD_SNI_HOST": "true"}), []string{"QUEEN_KAFKA_FORWARD_SNI_HOST"}},
 		{"session min above max", base(map[string]string{"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "20000", "QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS": "10000"}),

@@ -17,7 +17,7 @@ import (
 const maxAutoCreates = 100
 
 // handleMetadata answers brokers and topics from the topology and the
-// catalogue, auto-creating named topics the client allows it to.
+// catalogue, auto-creating named topics the client and the broker allow.
 func (n *Node) handleMetadata(ctx context.Context, c *transport.Conn, req *kmsg.MetadataRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Brokers = n.topo.Brokers()
@@ -57,7 +57,7 @@ func (n *Node) handleMetadata(ctx context.Context, c *transport.Conn, req *kmsg.
 		return resp, nil
 	}
 
-	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	allowCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && n.cfg.AutoCreateTopics // Kafka's auto.create.topics.enable
 	created, refreshed := 0, false
 	var autoCreated []int // their answers' indexes, to give them ids
 	for _, rt := range req.Topics {

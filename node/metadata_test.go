@@ -15,6 +15,7 @@ import (
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/queen/dev"
+	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
@@ -193,6 +194,37 @@ func TestMetadataAutoCreate(t *testing.T) {
 	metadata(t, n, c, 9, true, "fresh")
 	if fq.count("POST /api/v1/configure") != before {
 		t.Fatalf("an existing topic was configured again")
+	}
+}
+
+// TestMetadataAutoCreateDisabled: QUEEN_KAFKA_AUTO_CREATE_TOPICS_ENABLE=false
+// is Kafka's auto.create.topics.enable=false (KafkaApis.getTopicMetadata
+// creates only when allowAutoTopicCreation && autoCreateTopicsEnable): an
+// unknown topic is UNKNOWN_TOPIC_OR_PARTITION at every version, the
+// request's flag notwithstanding, and nothing is configured in Queen;
+// Produce never creates either. Known topics are answered as ever.
+func TestMetadataAutoCreateDisabled(t *testing.T) {
+	n, fq := newTestNode(t, map[string]string{"QUEEN_KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false"})
+	c := testConn(t, n)
+	fq.addQueue("known", 2)
+	before := fq.count("POST /api/v1/configure")
+	for _, v := range []int16{0, 3, 4, 9, 12} {
+		name := fmt.Sprintf("absent-v%d", v)
+		resp := metadata(t, n, c, v, true, name, "known")
+		if tp := topicOf(t, resp, name); tp.ErrorCode != kerr.UnknownTopicOrPartition.Code || len(tp.Partitions) != 0 || tp.TopicID != ([16]byte{}) || fq.queue(name) != nil {
+			t.Fatalf("v%d: an unknown topic was not refused: %+v", v, tp)
+		}
+		if tp := topicOf(t, resp, "known"); tp.ErrorCode != 0 || len(tp.Partitions) != 4 {
+			t.Fatalf("v%d: known topic: %+v", v, tp)
+		}
+	}
+	raw := batchtest.Batch{FirstTS: 1, Records: batchtest.SampleRecords()}.Encode(t)
+	pr, err := n.handleProduce(t.Context(), c, produceReq(9, -1, "absent-produce", 0, raw))
+	if p := pr.(*kmsg.ProduceResponse).Topics[0].Partitions[0]; err != nil || p.ErrorCode != kerr.UnknownTopicOrPartition.Code || fq.queue("absent-produce") != nil {
+		t.Fatalf("produce to an unknown topic: %v %+v", err, p)
+	}
+	if got := fq.count("POST /api/v1/configure") - before; got != 0 {
+		t.Fatalf("%d configure calls: nothing may be created", got)
 	}
 }
 
