@@ -264,6 +264,7 @@ func (c *Coordinator) deleteGroup(ctx context.Context, cl Client, id string) int
 		}
 		return code
 	}
+	consumerDeleted := false
 	if held, _, code := c.consumerHeld(ctx, cl, id); code != 0 {
 		return code
 	} else if held {
@@ -272,7 +273,20 @@ func (c *Coordinator) deleteGroup(ctx context.Context, cl Client, id string) int
 		if _, code := c.cfg.Consumer.DeleteEmpty(ctx, cl.Identity, cl.KV, id); code != 0 {
 			return code
 		}
+		consumerDeleted = true
 	}
+	code := c.deleteClassic(ctx, cl, id)
+	if consumerDeleted && code == kerr.GroupIDNotFound.Code {
+		// No offsets and no classic group: the group deleted was the
+		// consumer-protocol one, which existed.
+		return 0
+	}
+	return code
+}
+
+// deleteClassic deletes a classic group (or the offsets of a group the
+// consumer side just deleted): the rows go, the group's index last.
+func (c *Coordinator) deleteClassic(ctx context.Context, cl Client, id string) int16 {
 	// The group is held Dead while its rows go, so a JoinGroup meanwhile is
 	// answered COORDINATOR_NOT_AVAILABLE and retried after.
 	k := groupKey{cl.Identity, id}
