@@ -132,8 +132,8 @@ func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListG
 // group_instance_id; v5 flexible). Member metadata and
 // assignment bytes are reported only while the group is Stable, as Kafka
 // does; a group known only from the index is Empty, an unknown one Dead.
-// authorized_operations is Kafka's own "omitted" sentinel: the facade has
-// no ACL model to compute a bitfield from.
+// authorized_operations is Kafka's "omitted" sentinel here; the node sets
+// it when a client asks, as KafkaApis does after the coordinator answers.
 func (c *Coordinator) DescribeGroups(ctx context.Context, cl Client, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
