@@ -17,7 +17,7 @@ MODULES  := . ./e2e
 ALL      := ./... ./e2e/...
 UNIT      = $$($(GO) list $(ALL) | grep -v '/e2e$$')
 
-.PHONY: all build run test unit e2e test-js peer-kafka-go peer-sarama chaos-short chaos chaos-txn-short chaos-txn soak fuzz fuzz-long vet fmt-check tidy-check lint bench clean
+.PHONY: all build run test unit e2e test-js peer-kafka-go peer-sarama peer-confluent-kafka-go chaos-short chaos chaos-txn-short chaos-txn soak fuzz fuzz-long vet fmt-check tidy-check lint bench clean
 
 all: build
 
@@ -92,6 +92,15 @@ peer-kafka-go: build
 # (docs/testing.md).
 peer-sarama: build
 	@BIN=$(BIN) ./scripts/peer-sarama.sh
+
+# confluent-kafka-go's own test suite (its kafka/ package at the version e2e
+# requires, librdkafka bundled, cgo) against a facade this target starts on
+# 127.0.0.1:19092 and a SASL/PLAIN one on :19093, through the testconf.json
+# the suite reads (so it is not part of `make test`). Every test in
+# scripts/peer-confluent-kafka-go.pass must pass and only the ones
+# scripts/peer-confluent-kafka-go.known names may fail (docs/testing.md).
+peer-confluent-kafka-go: build
+	@BIN=$(BIN) ./scripts/peer-confluent-kafka-go.sh
 
 # The chaos test (issue 11, e2e/chaos_test.go, build tag chaos). Its short
 # form, 4 facade SIGKILLs and 1 queen-dev SIGKILL+restart over 35 s (about

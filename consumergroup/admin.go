@@ -23,7 +23,7 @@ func (m *Manager) Describe(ctx context.Context, cl Client, req *kmsg.ConsumerGro
 	for _, id := range req.Groups {
 		d := kmsg.NewConsumerGroupDescribeResponseGroup()
 		d.Group = id
-		d.AuthorizedOperations = math.MinInt32
+		d.AuthorizedOperations = math.MinInt32 // "omitted": the node sets it when asked
 		d.ErrorCode, d.ErrorMessage = m.describe(ctx, cl, id, &d, req.Version)
 		resp.Groups = append(resp.Groups, d)
 	}

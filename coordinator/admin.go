@@ -132,8 +132,8 @@ func (c *Coordinator) ListGroups(ctx context.Context, cl Client, req *kmsg.ListG
 // group_instance_id; v5 flexible). Member metadata and
 // assignment bytes are reported only while the group is Stable, as Kafka
 // does; a group known only from the index is Empty, an unknown one Dead.
-// authorized_operations is Kafka's own "omitted" sentinel: the facade has
-// no ACL model to compute a bitfield from.
+// authorized_operations is Kafka's "omitted" sentinel here; the node sets
+// it when a client asks, as KafkaApis does after the coordinator answers.
 func (c *Coordinator) DescribeGroups(ctx context.Context, cl Client, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
@@ -264,6 +264,7 @@ func (c *Coordinator) deleteGroup(ctx context.Context, cl Client, id string) int
 		}
 		return code
 	}
+	consumerDeleted := false
 	if held, _, code := c.consumerHeld(ctx, cl, id); code != 0 {
 		return code
 	} else if held {
@@ -272,7 +273,20 @@ func (c *Coordinator) deleteGroup(ctx context.Context, cl Client, id string) int
 		if _, code := c.cfg.Consumer.DeleteEmpty(ctx, cl.Identity, cl.KV, id); code != 0 {
 			return code
 		}
+		consumerDeleted = true
 	}
+	code := c.deleteClassic(ctx, cl, id)
+	if consumerDeleted && code == kerr.GroupIDNotFound.Code {
+		// No offsets and no classic group: the group deleted was the
+		// consumer-protocol one, which existed.
+		return 0
+	}
+	return code
+}
+
+// deleteClassic deletes a classic group (or the offsets of a group the
+// consumer side just deleted): the rows go, the group's index last.
+func (c *Coordinator) deleteClassic(ctx context.Context, cl Client, id string) int16 {
 	// The group is held Dead while its rows go, so a JoinGroup meanwhile is
 	// answered COORDINATOR_NOT_AVAILABLE and retried after.
 	k := groupKey{cl.Identity, id}

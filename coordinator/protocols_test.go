@@ -105,3 +105,16 @@ func TestConsumerGroupsSeam(t *testing.T) {
 		t.Fatalf("list: %+v", groups)
 	}
 }
+
+// TestDeleteEmptyConsumerGroupWithoutOffsets: an empty consumer-protocol
+// group with no committed offsets is deleted and answered NONE (it
+// existed); an id no side holds is GROUP_ID_NOT_FOUND.
+func TestDeleteEmptyConsumerGroupWithoutOffsets(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Consumer = &fakeConsumer{} })
+	dg := kmsg.NewPtrDeleteGroupsRequest()
+	dg.Groups = []string{"cg", "none"}
+	gs := h.c.DeleteGroups(context.Background(), h.cl, dg).Groups
+	if gs[0].ErrorCode != 0 || gs[1].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("delete groups: cg %d, none %d", gs[0].ErrorCode, gs[1].ErrorCode)
+	}
+}

@@ -188,3 +188,39 @@ func TestConsumerProtocolRefusesAClassicGroupWithMembers(t *testing.T) {
 	require.Zero(t, r.ErrorCode, msgOf(r.ErrorMessage))
 	require.EqualValues(t, 1, r.MemberEpoch)
 }
+
+// TestDeleteGroupsOfAnEmptyConsumerGroup: a consumer-protocol group whose
+// last member left is Empty, not gone (Kafka's consumerGroupFenceMember
+// keeps it: an empty group is not downgraded), so DeleteGroups deletes it
+// and answers NONE, committed offsets or not; a second delete finds
+// nothing. confluent-kafka-go's TestAdminClient_DeleteConsumerGroups, under
+// group.protocol=consumer, closes its only consumer (which stored no
+// offset) and expects the delete to succeed.
+func TestDeleteGroupsOfAnEmptyConsumerGroup(t *testing.T) {
+	_, addr, _ := servedEnv(t, dev.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, newAdmin(newKgoClient(t, addr)).CreateTopic(ctx, 2, 1, "cp-del"))
+	k := dial(t, addr)
+	deleteGroup := func(id string) int16 {
+		r := kmsg.NewPtrDeleteGroupsRequest()
+		r.Version, r.Groups = 2, []string{id}
+		return k.roundTrip(r).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode
+	}
+	require.Zero(t, cgJoin(k, "cp-del-g", "m1", "cp-del").ErrorCode)
+	require.Equal(t, kerr.NonEmptyGroup.Code, deleteGroup("cp-del-g"))
+	lv := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	lv.Version, lv.Group, lv.MemberID, lv.MemberEpoch = 1, "cp-del-g", "m1", -1
+	require.Zero(t, k.roundTrip(lv).(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode)
+
+	cd := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cd.Version, cd.Groups = 1, []string{"cp-del-g"}
+	g := k.roundTrip(cd).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
+	require.Zero(t, g.ErrorCode)
+	require.Equal(t, "Empty", g.State)
+
+	require.Zero(t, deleteGroup("cp-del-g"))
+	require.Equal(t, kerr.GroupIDNotFound.Code, deleteGroup("cp-del-g"))
+	g = k.roundTrip(cd).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
+	require.Equal(t, kerr.GroupIDNotFound.Code, g.ErrorCode)
+}

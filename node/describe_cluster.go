@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -14,11 +13,11 @@ import (
 // of the same topology Metadata answers, so the two never disagree. Every
 // node is a broker endpoint, and a node is in the live set or absent, never
 // registered-but-fenced.
-// cluster_authorized_operations is Kafka's "omitted" sentinel, as
-// DescribeGroups answers it: there is no ACL model to compute it from.
+// cluster_authorized_operations, when asked, is every cluster operation,
+// as a Kafka broker with no authorizer answers (authorized_operations.go).
 func (n *Node) handleDescribeCluster(_ context.Context, _ *transport.Conn, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
-	resp.ClusterAuthorizedOperations = math.MinInt32
+	resp.ClusterAuthorizedOperations = authorizedOps(req.IncludeClusterAuthorizedOperations, clusterOperations)
 	const brokerEndpoint, controllerEndpoint = 1, 2
 	if req.EndpointType != brokerEndpoint {
 		code, msg := kerr.UnsupportedEndpointType.Code, "unsupported endpoint type"

@@ -20,6 +20,7 @@ const maxAutoCreates = 100
 // catalogue, auto-creating named topics the client and the broker allow.
 func (n *Node) handleMetadata(ctx context.Context, c *transport.Conn, req *kmsg.MetadataRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	defer metaAuthorizedOps(req, resp) // every answer below, once its topics are in
 	resp.Brokers = n.topo.Brokers()
 	cid := n.topo.ClusterID()
 	resp.ClusterID = &cid
@@ -221,4 +222,21 @@ func (n *Node) metaTopicError(name *string, code int16) kmsg.MetadataResponseTop
 	t.Topic = name
 	t.ErrorCode = code
 	return t
+}
+
+// metaAuthorizedOps answers what v8+ asks: each topic's authorized
+// operations, and (v8-v10) the cluster's, every operation of the resource
+// as Kafka with no authorizer answers (authorized_operations.go).
+func metaAuthorizedOps(req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	if req.Version < 8 {
+		return
+	}
+	if req.Version <= 10 {
+		resp.AuthorizedOperations = authorizedOps(req.IncludeClusterAuthorizedOperations, clusterOperations)
+	}
+	if req.IncludeTopicAuthorizedOperations {
+		for i := range resp.Topics {
+			resp.Topics[i].AuthorizedOperations = topicOperations
+		}
+	}
 }

@@ -12,7 +12,16 @@ import (
 )
 
 // handleShareGroupDescribe describes share groups; package sharegroup
-// answers.
+// answers. A group described without error carries its authorized
+// operations when asked.
 func (n *Node) handleShareGroupDescribe(ctx context.Context, c *transport.Conn, req *kmsg.ShareGroupDescribeRequest) (kmsg.Response, error) {
-	return n.shares.Describe(ctx, n.consumerGroupClient(c), req), nil
+	resp := n.shares.Describe(ctx, n.consumerGroupClient(c), req)
+	if req.IncludeAuthorizedOperations {
+		for i := range resp.Groups {
+			if g := &resp.Groups[i]; g.ErrorCode == 0 {
+				g.AuthorizedOperations = groupOperations
+			}
+		}
+	}
+	return resp, nil
 }

@@ -25,7 +25,7 @@ func (m *Manager) Describe(ctx context.Context, cl Client, req *kmsg.ShareGroupD
 	for _, id := range req.GroupIDs {
 		d := kmsg.NewShareGroupDescribeResponseGroup()
 		d.GroupID = id
-		d.AuthorizedOperations = math.MinInt32 // no ACL model to compute it from
+		d.AuthorizedOperations = math.MinInt32 // "omitted": the node sets it when asked
 		if e := m.describe(ctx, cl, id, &d); e != nil {
 			d.ErrorCode, d.ErrorMessage, d.GroupState = e.Code, e.Message(), StateDead
 		}
