@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/authz"
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
@@ -22,7 +23,7 @@ func (n *Node) handleConsumerGroupDescribe(ctx context.Context, c *transport.Con
 	for i := range resp.Groups {
 		g := &resp.Groups[i]
 		if g.ErrorCode == 0 && req.IncludeAuthorizedOperations {
-			g.AuthorizedOperations = groupOperations
+			g.AuthorizedOperations = authz.Group
 		}
 		if held, _, _ := n.shares.Holds(ctx, c.Identity(), c.Queen(), g.Group); g.ErrorCode == kerr.GroupIDNotFound.Code && (held || n.coord.IsClassic(ctx, n.groupClient(c), g.Group)) {
 			msg := "Group " + g.Group + " is not a consumer group."

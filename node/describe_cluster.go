@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/authz"
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
@@ -17,7 +18,7 @@ import (
 // as a Kafka broker with no authorizer answers (authorized_operations.go).
 func (n *Node) handleDescribeCluster(_ context.Context, _ *transport.Conn, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
-	resp.ClusterAuthorizedOperations = authorizedOps(req.IncludeClusterAuthorizedOperations, clusterOperations)
+	resp.ClusterAuthorizedOperations = authz.Ops(req.IncludeClusterAuthorizedOperations, authz.Cluster)
 	const brokerEndpoint, controllerEndpoint = 1, 2
 	if req.EndpointType != brokerEndpoint {
 		code, msg := kerr.UnsupportedEndpointType.Code, "unsupported endpoint type"

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/authz"
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
@@ -16,7 +17,7 @@ func (n *Node) handleDescribeGroups(ctx context.Context, c *transport.Conn, req 
 	if req.Version >= 3 && req.IncludeAuthorizedOperations {
 		for i := range resp.Groups {
 			if g := &resp.Groups[i]; g.ErrorCode == 0 {
-				g.AuthorizedOperations = groupOperations
+				g.AuthorizedOperations = authz.Group
 			}
 		}
 	}

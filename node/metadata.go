@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/authz"
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/transport"
@@ -232,11 +233,11 @@ func metaAuthorizedOps(req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
 		return
 	}
 	if req.Version <= 10 {
-		resp.AuthorizedOperations = authorizedOps(req.IncludeClusterAuthorizedOperations, clusterOperations)
+		resp.AuthorizedOperations = authz.Ops(req.IncludeClusterAuthorizedOperations, authz.Cluster)
 	}
 	if req.IncludeTopicAuthorizedOperations {
 		for i := range resp.Topics {
-			resp.Topics[i].AuthorizedOperations = topicOperations
+			resp.Topics[i].AuthorizedOperations = authz.Topic
 		}
 	}
 }

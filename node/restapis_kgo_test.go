@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/queen-mq/queen-kafka/authz"
 	"github.com/queen-mq/queen-kafka/queen/dev"
 	"github.com/queen-mq/queen-kafka/recordbatch/batchtest"
 )
@@ -227,7 +228,7 @@ func TestKgoDescribeCluster(t *testing.T) {
 		require.Equal(t, int32(0), resp.Brokers[0].NodeID)
 		require.Equal(t, host, resp.Brokers[0].Host)
 		require.Equal(t, port, resp.Brokers[0].Port)
-		require.Equal(t, clusterOperations, resp.ClusterAuthorizedOperations) // asked: every operation, as Kafka with no authorizer
+		require.Equal(t, authz.Cluster, resp.ClusterAuthorizedOperations) // asked: every operation, as Kafka with no authorizer
 
 		for _, c := range []struct {
 			typ  int8

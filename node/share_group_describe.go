@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/authz"
 	"github.com/queen-mq/queen-kafka/transport"
 )
 
@@ -19,7 +20,7 @@ func (n *Node) handleShareGroupDescribe(ctx context.Context, c *transport.Conn, 
 	if req.IncludeAuthorizedOperations {
 		for i := range resp.Groups {
 			if g := &resp.Groups[i]; g.ErrorCode == 0 {
-				g.AuthorizedOperations = groupOperations
+				g.AuthorizedOperations = authz.Group
 			}
 		}
 	}
