@@ -211,7 +211,7 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 				continue
 			}
 			if window := q.opts.dedupWindow(); p != nil && window > 0 {
-				e, found, err := dedup.get(q.id, it.part, it.txID)
+				e, found, err := dedup.get(p, q.id, it.part, it.txID)
 				if err != nil {
 					return nil, err
 				}
@@ -236,7 +236,7 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 	for _, g := range plan.groups {
 		if g.hasTxn {
 			var err error
-			if g.staleRuns, err = dedup.covered(g.q.id, g.part, g.recs); err != nil {
+			if g.staleRuns, err = dedup.covered(g.p, g.q.id, g.part, g.recs); err != nil {
 				return nil, err
 			}
 		}
@@ -320,11 +320,15 @@ func (plan *pushPlan) write(batch *pebble.Batch, st *state) func() {
 		for _, c := range changes {
 			q := c.g.q
 			p := q.parts[c.g.part]
-			if p == nil {
+			fresh := p == nil
+			if fresh {
 				p = &partition{name: c.g.part, waiters: map[*waiter]struct{}{}, dedupFloor: c.g.base}
 				q.parts[c.g.part] = p
 				wakeAll(q.waiters[c.g.part])
 				delete(q.waiters, c.g.part) // they register on p when they read again
+			}
+			if c.g.hasTxn {
+				p.storedRuns(c.g.recs, fresh)
 			}
 			p.hwm, p.lso, p.bytes, p.lastTS = c.next.hwm, c.next.lso, c.next.bytes, c.next.lastTS
 			wakeAll(p.waiters)
