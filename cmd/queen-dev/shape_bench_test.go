@@ -35,7 +35,8 @@ import (
 // round runs each of them, a fresh process on a fresh directory, in a
 // rotating order (default: this test binary as queen-dev). QK_BENCH_ROUNDS
 // sets the rounds (3); QK_BENCH_DEV_PROFILE=<dir> writes a CPU profile of
-// each process over its round's first QK_BENCH_DEV_PROFILE_SECONDS (15).
+// each process over its round's first QK_BENCH_DEV_PROFILE_SECONDS (15),
+// and its allocations since it started at the round's end.
 //
 //	go test -run '^$' -bench BenchmarkProcessPushFacadeShape -benchtime 1x -v ./cmd/queen-dev/
 func BenchmarkProcessPushFacadeShape(b *testing.B) {
@@ -151,28 +152,32 @@ func shapeRound(b *testing.B, bin string, args []string, profDir string, profSec
 		b.Fatal(err)
 	}
 	var profWG sync.WaitGroup
+	var profAddr string
+	save := func(path, file string) {
+		resp, err := http.Get("http://" + profAddr + path)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(profDir, file))
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(f, resp.Body)
+	}
 	if profDir != "" {
 		pl, err := p.WaitLine(pprofRE.MatchString, 10*time.Second)
 		if err != nil {
 			b.Fatalf("no profile listener logged: %v\n%s", err, p.Out.String())
 		}
-		m := pprofRE.FindStringSubmatch(pl)
+		profAddr = pprofRE.FindStringSubmatch(pl)[1]
 		profWG.Add(1)
 		go func() {
 			defer profWG.Done()
-			resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", m[1], profSecs))
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			defer resp.Body.Close()
-			f, err := os.Create(filepath.Join(profDir, label+".pprof"))
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			defer f.Close()
-			_, _ = io.Copy(f, resp.Body)
+			save(fmt.Sprintf("/debug/pprof/profile?seconds=%d", profSecs), label+".pprof")
 		}()
 	}
 	cpu0, _ := testsupport.ProcCPU(p.Pid())
@@ -211,6 +216,9 @@ func shapeRound(b *testing.B, bin string, args []string, profDir string, profSec
 	wg.Wait()
 	el := time.Since(start)
 	cpu1, _ := testsupport.ProcCPU(p.Pid())
+	if profDir != "" {
+		save("/debug/pprof/allocs", label+".allocs")
+	}
 	profWG.Wait()
 	recs := float64(shapePushes * shapeRecords)
 	return shapeResult{
