@@ -73,7 +73,7 @@ func BenchmarkDecodePush(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		raws, err := decodePushBody(body)
+		raws, err := decodePushBody(nil, body)
 		if err != nil || len(raws) != 100 {
 			b.Fatal(err)
 		}

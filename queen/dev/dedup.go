@@ -110,6 +110,64 @@ func runEntry(v []byte, k int64) (e dedupEntry, found bool, err error) {
 	return e, d.err == nil, d.err
 }
 
+// runCount is the number of entries of run value v.
+func runCount(v []byte) (int64, error) {
+	d := &decoder{b: v}
+	d.varint()
+	d.varint()
+	n := d.uvarint()
+	if d.err == nil && n > math.MaxInt64/2 {
+		return 0, errors.New("damaged dedup run")
+	}
+	return int64(n), d.err
+}
+
+// runTop is a partition's last stored dedup run of one stem (the one with
+// the greatest first number): entries first, first+1, …, first+count−1.
+// first is math.MinInt64 (count 0) when the stem has no stored run.
+type runTop struct{ first, count int64 }
+
+// maxRunTops bounds a partition's runTops (one per producer stem seen
+// lately); past it an arbitrary one is forgotten, which costs its stem one
+// seek the next time.
+const maxRunTops = 256
+
+// setRunTop records top as stem's last run in p.
+func (p *partition) setRunTop(stem string, top runTop) {
+	if p.runTops == nil {
+		p.runTops = map[string]runTop{}
+	}
+	if _, ok := p.runTops[stem]; !ok && len(p.runTops) >= maxRunTops {
+		for k := range p.runTops {
+			delete(p.runTops, k)
+			break
+		}
+	}
+	p.runTops[stem] = top
+}
+
+// storedRuns brings p's runTops in line with the runs of recs just
+// written (with the stale runs they cover deleted, see covered). fresh: p
+// was created by the same write, so no other run of it is stored.
+func (p *partition) storedRuns(recs []record, fresh bool) {
+	dedupRuns(recs, func(i, j int, stem string, num int64, single bool) {
+		if single {
+			return
+		}
+		n := int64(j - i)
+		top, ok := p.runTops[stem]
+		switch {
+		case ok && num+n > top.first:
+			// The run reaches past the last one's first number, so it is
+			// the last now: a run that started inside it is deleted with
+			// its write (covered).
+			p.runTops[stem] = runTop{first: num, count: n}
+		case !ok && fresh:
+			p.setRunTop(stem, runTop{first: num, count: n})
+		}
+	})
+}
+
 // runFirstOffset is the offset of a run value's first entry.
 func runFirstOffset(v []byte) (int64, error) {
 	d := &decoder{b: v}
@@ -153,8 +211,15 @@ func (d *dedupReader) iter(p **pebble.Iterator, kind byte) (*pebble.Iterator, er
 	return *p, nil
 }
 
-func (d *dedupReader) get(qid, part, txID string) (dedupEntry, bool, error) {
+// get finds txID's entry in partition p (queue qid, named part). The
+// caller holds Broker.mu, as every writer of dedup keys does: p's runTops
+// are read and filled here.
+func (d *dedupReader) get(p *partition, qid, part, txID string) (dedupEntry, bool, error) {
 	if stem, num, ok := splitSeq(txID); ok {
+		if top, ok := p.runTops[stem]; ok && num >= top.first+top.count {
+			// Past the stem's last run: no stored run holds num.
+			return dedupEntry{}, false, nil
+		}
 		it, err := d.iter(&d.runs, kindDedupRun)
 		if err != nil {
 			return dedupEntry{}, false, err
@@ -172,6 +237,19 @@ func (d *dedupReader) get(qid, part, txID string) (dedupEntry, bool, error) {
 		if num < sp.lo || num >= sp.hi {
 			if err := d.seekRun(it, prefix, sp); err != nil {
 				return dedupEntry{}, false, err
+			}
+			if sp.hi == math.MaxInt64 {
+				// No stored run starts above num: the one found (or none)
+				// is the stem's last.
+				top := runTop{first: math.MinInt64}
+				if sp.value != nil {
+					n, err := runCount(sp.value)
+					if err != nil {
+						return dedupEntry{}, false, err
+					}
+					top = runTop{first: sp.lo, count: n}
+				}
+				p.setRunTop(stem, top)
 			}
 		}
 		if sp.value == nil {
@@ -219,13 +297,19 @@ func (d *dedupReader) seekRun(it *pebble.Iterator, prefix []byte, sp *runSpan) e
 }
 
 // covered lists the keys of stored runs that start inside a run of recs
-// (not at its first number: that key is overwritten).
-func (d *dedupReader) covered(qid, part string, recs []record) ([][]byte, error) {
+// (not at its first number: that key is overwritten), for partition p
+// (nil: a new one).
+func (d *dedupReader) covered(p *partition, qid, part string, recs []record) ([][]byte, error) {
 	var out [][]byte
 	var err error
 	dedupRuns(recs, func(i, j int, stem string, num int64, single bool) {
 		if single || j-i < 2 || err != nil {
 			return
+		}
+		if p != nil {
+			if top, ok := p.runTops[stem]; ok && top.first <= num {
+				return // no stored run of the stem starts above num
+			}
 		}
 		var it *pebble.Iterator
 		if it, err = d.iter(&d.runs, kindDedupRun); err != nil {

@@ -321,7 +321,7 @@ func (b *Broker) moveDLQ(w http.ResponseWriter, tenantName string, find func(*te
 		if toPart != nil {
 			item.part = *toPart
 		}
-		plan, err = b.planPush(tenantName, []pushItem{item}, b.now(), b.db)
+		plan, err = b.planPush(tenantName, []pushItem{item}, b.now(), b.db, nil)
 		if err == nil {
 			if plan.windowDup >= 0 {
 				tail = b.observed()

@@ -444,7 +444,7 @@ func TestFirstWriteWakesOnlyItsWaiters(t *testing.T) {
 	write := func(part string) {
 		t.Helper()
 		b.mu.Lock()
-		plan, err := b.planPush(DefaultTenant, []pushItem{{queue: "q", part: part, payload: []byte("1")}}, time.Now(), b.db)
+		plan, err := b.planPush(DefaultTenant, []pushItem{{queue: "q", part: part, payload: []byte("1")}}, time.Now(), b.db, nil)
 		if err != nil {
 			b.mu.Unlock()
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"testing"
 )
@@ -85,9 +86,16 @@ func FuzzRequestDecoding(f *testing.F) {
 }
 
 // checkPushScan: whenever the fast push decoder accepts a body, encoding/json
-// accepts it too and decodes the same items.
+// accepts it too and decodes the same items, also into a reused slice
+// holding another push's items (the push route's scratch).
 func checkPushScan(t *testing.T, body []byte) {
-	fast, ok := scanPushBody(append([]byte(nil), body...))
+	fast, ok := scanPushBody(nil, append([]byte(nil), body...))
+	q := "stale"
+	used := []rawItem{{Queue: &q, Partition: []byte(`"9"`), Payload: []byte("1"), Data: []byte("2"), TransactionID: &q}, {Queue: &q}}
+	again, okAgain := scanPushBody(used[:0:2], append([]byte(nil), body...))
+	if ok != okAgain || !reflect.DeepEqual(fast, again) {
+		t.Fatalf("decoded into a reused slice: %v %+v, fresh: %v %+v", okAgain, again, ok, fast)
+	}
 	if !ok {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -88,7 +89,11 @@ func TestReadBodyGrowsWithWhatArrives(t *testing.T) {
 		got, err := readBody(nil, bytes.NewReader(want), int64(n))
 		require.NoError(t, err)
 		require.Equal(t, want, got, "%d bytes", n)
-		require.Equal(t, n+bytes.MinRead, cap(got), "a truthful %d-byte length", n)
+		require.Equal(t, n+bytes.MinRead+n/bodySlack, cap(got), "a truthful %d-byte length", n)
+		again, err := readBody(got[:0], bytes.NewReader(append(want, bytes.Repeat([]byte{'y'}, n/bodySlack)...)), int64(n+n/bodySlack))
+		require.NoError(t, err)
+		require.Equal(t, n+n/bodySlack, len(again))
+		require.Equal(t, unsafe.SliceData(got), unsafe.SliceData(again), "a body an eighth larger read again into the buffer of a %d-byte one", n)
 
 		got, err = readBody(make([]byte, 0, 8), struct{ io.Reader }{bytes.NewReader(want)}, -1)
 		require.NoError(t, err)

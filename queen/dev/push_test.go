@@ -253,7 +253,7 @@ func TestScanPushBodyMatchesEncodingJSON(t *testing.T) {
 		`{"items":[{"queue":"a","payload":1},{"queue":"b","payload":2},{"queue":"a","payload":3},{"queue":null,"payload":4},{"queue":"\u0061b","payload":5},{"payload":6},{"queue":null,"payload":7}]}`,
 	}
 	for _, body := range accepted {
-		if _, ok := scanPushBody([]byte(body)); !ok {
+		if _, ok := scanPushBody(nil, []byte(body)); !ok {
 			t.Errorf("fast path refused %q", body)
 		}
 		checkPushScan(t, []byte(body))
@@ -265,7 +265,7 @@ func TestScanPushBodyMatchesEncodingJSON(t *testing.T) {
 		`{"items":[{"payload":-}]}`, `{"items":[{"payload":1.}]}`, `{"items":[{"payload":tru}]}`, `{"items":[{"DATA":1}]}`,
 	}
 	for _, body := range fallback {
-		if _, ok := scanPushBody([]byte(body)); ok {
+		if _, ok := scanPushBody(nil, []byte(body)); ok {
 			t.Errorf("fast path took %q", body)
 		}
 	}

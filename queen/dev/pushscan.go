@@ -15,9 +15,10 @@ import (
 // broker's CPU). ok false means "not the plain shape": the caller then uses
 // encoding/json, which stays the authority for every error message and for
 // anything unusual (escaped or case-folded keys, null items, odd types).
-// The returned items alias body, which the caller must own.
-func scanPushBody(body []byte) (items []rawItem, ok bool) {
-	s := &scanner{b: body}
+// The returned items alias body, which the caller must own; they are
+// appended to dst (a caller's reused slice, or nil).
+func scanPushBody(dst []rawItem, body []byte) (items []rawItem, ok bool) {
+	s := &scanner{b: body, dst: dst}
 	s.ws()
 	if !s.eat('{') {
 		return nil, false
@@ -48,6 +49,7 @@ type scanner struct {
 	b      []byte
 	i      int
 	queues tokenCache
+	dst    []rawItem // where items appends
 }
 
 func (s *scanner) ws() { s.i = jsontext.SkipSpace(s.b, s.i) }
@@ -104,7 +106,10 @@ func (s *scanner) items() ([]rawItem, bool) {
 	if !s.eat('[') {
 		return nil, false
 	}
-	items := make([]rawItem, 0, 16)
+	items := s.dst[:0]
+	if items == nil {
+		items = make([]rawItem, 0, 16)
+	}
 	ok := s.list(']', func() bool {
 		var it rawItem
 		if !s.eat('{') || !s.list('}', func() bool { return s.field(&it) }) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -317,9 +318,44 @@ func dedupModelRun(t *testing.T, seed uint64) {
 			model[it.TransactionID], inReq[it.TransactionID] = ent, ent
 			hwm++
 		}
+		checkRunTops(t, e.b)
 		clk.Advance(time.Duration(rng.IntN(4000)) * time.Millisecond)
 		if rng.IntN(4) == 0 {
 			e.b.Sweep()
+			checkRunTops(t, e.b)
+		}
+	}
+}
+
+// checkRunTops fails t unless every partition's runTops names its stem's
+// last stored run (or no run, when none is stored), as the store says.
+func checkRunTops(t *testing.T, b *Broker) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kindDedupRun}, UpperBound: []byte{kindDedupRun + 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	for _, tn := range b.st.tenants {
+		for _, q := range tn.queues {
+			for _, p := range q.parts {
+				for stem, top := range p.runTops {
+					want := runTop{first: math.MinInt64}
+					key := appendKeyRun(nil, q.id, p.name, stem, math.MaxInt64)
+					if it.SeekLT(key) && len(it.Key()) == len(key) && bytes.Equal(it.Key()[:len(key)-8], key[:len(key)-8]) {
+						n, err := runCount(it.Value())
+						if err != nil {
+							t.Fatal(err)
+						}
+						want = runTop{first: offsetOf(it.Key()), count: n}
+					}
+					if top != want {
+						t.Fatalf("partition %s, stem %q: runTops says %+v, the store's last run is %+v", p.name, stem, top, want)
+					}
+				}
+			}
 		}
 	}
 }
@@ -409,11 +445,13 @@ func TestDedupSpanMatchesSeek(t *testing.T) {
 					ids[i] = stem + strconv.Itoa(start+i)
 				}
 				e.pushKeyed("q", strconv.Itoa(rng.IntN(2)), ids...)
+				checkRunTops(t, e.b)
 				clk.Advance(time.Duration(rng.IntN(1500)) * time.Millisecond)
 			}
 			e.b.mu.Lock()
 			defer e.b.mu.Unlock()
-			qid := e.b.st.tenant(DefaultTenant).queues["q"].id
+			q := e.b.st.tenant(DefaultTenant).queues["q"]
+			qid := q.id
 			type lookup struct {
 				part, id string
 			}
@@ -436,10 +474,17 @@ func TestDedupSpanMatchesSeek(t *testing.T) {
 			slices.Reverse(backward)
 			rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 			found := 0
-			for _, order := range [][]lookup{grouped, interleaved, backward, shuffled} {
+			// Each order on the partitions as the pushes left them (runTops
+			// filled by the writes and the lookups before), and on blank ones.
+			blank := map[string]*partition{"0": {name: "0"}, "1": {name: "1"}}
+			for _, order := range [][]lookup{grouped, interleaved, backward, shuffled, grouped, shuffled} {
 				span := dedupReader{r: e.b.db}
 				for _, l := range order {
-					got, gotOK, err := span.get(qid, l.part, l.id)
+					p := q.parts[l.part]
+					if rng.IntN(2) == 0 {
+						p = blank[l.part]
+					}
+					got, gotOK, err := span.get(p, qid, l.part, l.id)
 					want, wantOK, werr := seekRunEntry(e.b.db, qid, l.part, l.id)
 					if err != nil || werr != nil || got != want || gotOK != wantOK {
 						t.Fatalf("%s/%s: span %+v %v %v, seek %+v %v %v", l.part, l.id, got, gotOK, err, want, wantOK, werr)

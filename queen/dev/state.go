@@ -27,6 +27,11 @@ type partition struct {
 	// dedupFloor is the lowest offset whose dedup-age entry the sweep may
 	// still find (memory only: after a boot the sweep starts at 0 once).
 	dedupFloor int64
+	// runTops is, per transactionId stem, the last dedup run stored here
+	// (dedup.go): a push whose numbers come after it (a producer's next
+	// records) is known new without reading the store. Memory only, under
+	// Broker.mu; a stem missing is looked up.
+	runTops map[string]runTop
 }
 
 type dedupEntry struct {

@@ -240,6 +240,7 @@ func (b *Broker) sweepDedup(now int64) bool {
 		return func() {
 			for _, s := range done {
 				s.p.dedupFloor = s.next
+				s.p.runTops = nil // a run it forgot may be a stem's last
 			}
 		}
 	})

@@ -339,7 +339,7 @@ func (b *Broker) handleTxn(w http.ResponseWriter, r *http.Request, c *call) {
 	default:
 		// The records join the rider's batch: the transaction applies
 		// entirely or not at all.
-		plan, err = b.planPush(c.tenant, req.items, now, x.batch)
+		plan, err = b.planPush(c.tenant, req.items, now, x.batch, nil)
 		switch {
 		case err != nil:
 			x.rollback()

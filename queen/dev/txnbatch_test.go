@@ -56,7 +56,7 @@ func TestTxnBatchSizedUpFront(t *testing.T) {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			x := b.newKVExecSized(DefaultTenant, b.now(), req.batchBytes())
-			plan, err := b.planPush(DefaultTenant, req.items, b.now(), x.batch)
+			plan, err := b.planPush(DefaultTenant, req.items, b.now(), x.batch, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

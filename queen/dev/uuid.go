@@ -13,6 +13,21 @@ const uuidLen = 36
 // bits come from math/rand/v2's ChaCha8-backed global source: ids must be
 // unique, not secret.
 func newUUIDv7(t time.Time) string {
+	return string(appendUUIDv7(nil, t))
+}
+
+// newUUIDv7s is n newUUIDv7s of time t, one after another in one string
+// (sc's buffer renders them).
+func newUUIDv7s(sc *pushScratch, t time.Time, n int) string {
+	b := sc.ids[:0]
+	for range n {
+		b = appendUUIDv7(b, t)
+	}
+	sc.ids = b
+	return string(b)
+}
+
+func appendUUIDv7(dst []byte, t time.Time) []byte {
 	var u [16]byte
 	ms := uint64(t.UnixMilli())
 	u[0], u[1], u[2], u[3], u[4], u[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
@@ -25,7 +40,7 @@ func newUUIDv7(t time.Time) string {
 	}
 	u[6] = u[6]&0x0f | 0x70
 	u[8] = u[8]&0x3f | 0x80
-	return formatUUID(u)
+	return appendUUID(dst, u)
 }
 
 // newUUID is a random (version 4) UUID, for queue and transaction ids.
@@ -41,8 +56,11 @@ func newUUID() string {
 	return formatUUID(u)
 }
 
-func formatUUID(u [16]byte) string {
-	var s [36]byte
+func formatUUID(u [16]byte) string { return string(appendUUID(nil, u)) }
+
+func appendUUID(dst []byte, u [16]byte) []byte {
+	dst = append(dst, make([]byte, uuidLen)...)
+	s := dst[len(dst)-uuidLen:]
 	hex.Encode(s[0:8], u[0:4])
 	s[8] = '-'
 	hex.Encode(s[9:13], u[4:6])
@@ -52,5 +70,5 @@ func formatUUID(u [16]byte) string {
 	hex.Encode(s[19:23], u[8:10])
 	s[23] = '-'
 	hex.Encode(s[24:36], u[10:16])
-	return string(s[:])
+	return dst
 }
