@@ -57,7 +57,7 @@ func (cs *Catalogues) AlterTopicConfig(ctx context.Context, c Caller, name strin
 	}
 	retained := k.Retention() == before
 	if !owned && !retained {
-		return kerr.PolicyViolation.Code, fmt.Sprintf("Topic %s was not created by CreateTopics through this facade (it was created natively, or on first use by Metadata), so its queue options cannot be read back and an alter of its retention here could not be lossless; change its retention through Queen's queue options instead (compression.type and max.message.bytes can be altered here).", name), nil, nil
+		return kerr.PolicyViolation.Code, fmt.Sprintf("Topic %s was not created by CreateTopics through this facade (it was created natively, or on first use by Metadata), so its queue options cannot be read back and an alter of its retention here could not be lossless; change its retention through Queen's queue options instead (compression.type, max.message.bytes and the configs stored but not applied can be altered here).", name), nil, nil
 	}
 	if validateOnly {
 		return 0, "", nil, nil
