@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,12 +48,16 @@ func (cs *Catalogues) AlterTopicConfig(ctx context.Context, c Caller, name strin
 	}
 	k := TopicConfigOf(rec)
 	before := k.Retention()
-	if err := change(&k); err != nil {
+	err = change(&k)
+	if err == nil {
+		err = k.checkCompactionLags()
+	}
+	if err != nil {
 		return kerr.InvalidConfig.Code, err.Error(), nil, nil
 	}
 	retained := k.Retention() == before
 	if !owned && !retained {
-		return kerr.PolicyViolation.Code, fmt.Sprintf("Topic %s was not created by CreateTopics through this facade (it was created natively, or on first use by Metadata), so its queue options cannot be read back and an alter of its retention here could not be lossless; change its retention through Queen's queue options instead (compression.type and max.message.bytes can be altered here).", name), nil, nil
+		return kerr.PolicyViolation.Code, fmt.Sprintf("Topic %s was not created by CreateTopics through this facade (it was created natively, or on first use by Metadata), so its queue options cannot be read back and an alter of its retention here could not be lossless; change its retention through Queen's queue options instead (compression.type, max.message.bytes and the configs stored but not applied can be altered here).", name), nil, nil
 	}
 	if validateOnly {
 		return 0, "", nil, nil
@@ -93,13 +98,40 @@ func FacadeCreated(rec *Record, info Topic) bool {
 	return rec != nil && rec.Set != nil && rec.Matches(info.QueueID())
 }
 
-// ApplyIncremental applies one IncrementalAlterConfigs config to k, as
-// `kafka-configs.sh --alter` sends them: SET and DELETE on every applied
-// key, APPEND and SUBTRACT on the list-typed cleanup.policy.
-func (k *TopicConfig) ApplyIncremental(cfg kmsg.IncrementalAlterConfigsRequestResourceConfig) error {
-	if !SupportedTopicConfig(cfg.Name) {
-		return UnappliedConfig(cfg.Name)
+// ApplyCreate applies a CreateTopics request's configs to k. A null value
+// is passed over, as before names were checked.
+func (k *TopicConfig) ApplyCreate(cfgs []kmsg.CreateTopicsRequestTopicConfig) error {
+	for _, cfg := range cfgs {
+		if cfg.Value == nil {
+			continue
+		}
+		if err := k.Set(cfg.Name, *cfg.Value); err != nil {
+			return err
+		}
 	}
+	return k.checkCompactionLags()
+}
+
+// Replace is the legacy AlterConfigs' full replacement: a key cfgs does
+// not name returns to its default (a null value was refused before).
+func (k *TopicConfig) Replace(cfgs []kmsg.AlterConfigsRequestResourceConfig) error {
+	*k = DefaultTopicConfig()
+	for _, cfg := range cfgs {
+		if cfg.Value == nil {
+			return fmt.Errorf("Null value not supported for topic configs: %s", cfg.Name)
+		}
+		if err := k.Set(cfg.Name, *cfg.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ApplyIncremental applies one IncrementalAlterConfigs config to k, as
+// `kafka-configs.sh --alter` sends them: SET and DELETE on every key Kafka
+// knows (DELETE of a name it does not know removes nothing, as Kafka's),
+// APPEND and SUBTRACT on the list-typed ones.
+func (k *TopicConfig) ApplyIncremental(cfg kmsg.IncrementalAlterConfigsRequestResourceConfig) error {
 	value := ""
 	if cfg.Value != nil {
 		value = *cfg.Value
@@ -114,6 +146,9 @@ func (k *TopicConfig) ApplyIncremental(cfg kmsg.IncrementalAlterConfigsRequestRe
 		k.Reset(cfg.Name)
 		return nil
 	case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+		if sk, ok := storedKeys[cfg.Name]; ok && sk.typ == kmsg.ConfigTypeList {
+			return k.Set(cfg.Name, alterList(listItems(k.Value(cfg.Name)), value, cfg.Op == kmsg.IncrementalAlterConfigOpAppend))
+		}
 		if cfg.Name != CleanupPolicy {
 			verb := "append"
 			if cfg.Op == kmsg.IncrementalAlterConfigOpSubtract {
@@ -146,8 +181,16 @@ func (k *TopicConfig) ApplyIncremental(cfg kmsg.IncrementalAlterConfigsRequestRe
 	return fmt.Errorf("Unknown alter config operation %d for %s", cfg.Op, cfg.Name)
 }
 
-// UnappliedConfig refuses a key the facade does not apply: accepting it
-// would report a setting that nothing enforces.
-func UnappliedConfig(name string) error {
-	return fmt.Errorf("Config %s is not applied by this facade: only retention.ms and cleanup.policy (Queen queue options), compression.type (fetch answers) and max.message.bytes (produce) are", name)
+// alterList is Kafka's APPEND (values not yet listed, at the end) or
+// SUBTRACT (every listed value named) of a comma-separated value.
+func alterList(items []string, value string, appendOp bool) string {
+	for _, v := range strings.Split(value, ",") {
+		switch {
+		case appendOp && !slices.Contains(items, v):
+			items = append(items, v)
+		case !appendOp:
+			items = slices.DeleteFunc(items, func(it string) bool { return it == v })
+		}
+	}
+	return strings.Join(items, ",")
 }

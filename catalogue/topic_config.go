@@ -19,8 +19,9 @@ import (
 // queue options the facade posted has them. compression.type and
 // max.message.bytes are the facade's own, applied on every topic: the codec
 // of its fetch answers and the batch size its produce admits. Every other
-// Kafka config is accepted at CreateTopics and not applied, and therefore
-// never reported by DescribeConfigs.
+// topic config Kafka knows is validated as Kafka validates it, stored and
+// reported, and not applied (stored_config.go); a name Kafka does not know
+// is refused as Kafka refuses it.
 const (
 	cfgRetentionMs = "retention.ms"
 	CleanupPolicy  = "cleanup.policy"
@@ -52,12 +53,13 @@ type TopicConfig struct {
 	policy          string // delete, compact, or compact,delete
 	compression     string // a compression.type value; while not explicit, QUEEN_KAFKA_FETCH_COMPRESSION applies
 	maxMessageBytes int32
+	stored          map[string]string // storedKeys set, as Kafka describes them
 	explicit        map[string]bool
 }
 
 // DefaultTopicConfig is a topic's configs with no key set.
 func DefaultTopicConfig() TopicConfig {
-	return TopicConfig{retentionMs: -1, policy: "delete", compression: compressionProducer, maxMessageBytes: defaultMaxMessageBytes, explicit: map[string]bool{}}
+	return TopicConfig{retentionMs: -1, policy: "delete", compression: compressionProducer, maxMessageBytes: defaultMaxMessageBytes, stored: map[string]string{}, explicit: map[string]bool{}}
 }
 
 // SupportedTopicConfig reports whether name is a key the facade applies.
@@ -65,7 +67,7 @@ func SupportedTopicConfig(name string) bool {
 	return slices.Contains(TopicConfigKeys, name)
 }
 
-// Set applies one supported key; the error is the INVALID_CONFIG message.
+// Set applies or stores one key; the error is the INVALID_CONFIG message.
 func (k *TopicConfig) Set(name, value string) error {
 	switch name {
 	case cfgRetentionMs:
@@ -101,7 +103,15 @@ func (k *TopicConfig) Set(name, value string) error {
 		}
 		k.maxMessageBytes = int32(b)
 	default:
-		return fmt.Errorf("Unknown topic config name: %s", name)
+		sk, ok := storedKeys[name]
+		if !ok {
+			return fmt.Errorf("Unknown topic config name: %s", name)
+		}
+		v, err := sk.check(name, value)
+		if err != nil {
+			return err
+		}
+		k.stored[name] = v
 	}
 	k.explicit[name] = true
 	return nil
@@ -121,6 +131,7 @@ func (k *TopicConfig) Reset(name string) {
 	case cfgMaxMessage:
 		k.maxMessageBytes = d.maxMessageBytes
 	}
+	delete(k.stored, name)
 	delete(k.explicit, name)
 }
 
@@ -172,6 +183,9 @@ func normalPolicy(v string) (string, bool) {
 
 // Value is a key's current textual value.
 func (k TopicConfig) Value(name string) string {
+	if _, ok := storedKeys[name]; ok {
+		return k.stored[name] // "" unset: described only once set
+	}
 	switch name {
 	case cfgRetentionMs:
 		return strconv.FormatInt(k.retentionMs, 10)
@@ -219,10 +233,8 @@ func TopicConfigOf(rec *Record) TopicConfig {
 	if rec == nil {
 		return k
 	}
-	for _, name := range TopicConfigKeys {
-		if v, ok := rec.Kafka[name]; ok {
-			_ = k.Set(name, v)
-		}
+	for name, v := range rec.Kafka {
+		_ = k.Set(name, v)
 	}
 	return k
 }
@@ -250,7 +262,14 @@ func DescribeEntries(k TopicConfig, fetchDefault int, keys, names []string, syno
 		want = func(n string) bool { return set[n] }
 	}
 	out := []kmsg.DescribeConfigsResponseResourceConfig{}
-	for _, name := range keys {
+	all := slices.Clone(keys)
+	for _, name := range StoredConfigKeys {
+		if k.explicit[name] { // an unset one has no value anything keeps
+			all = append(all, name)
+		}
+	}
+	slices.Sort(all)
+	for _, name := range all {
 		if !want(name) {
 			continue
 		}
@@ -262,6 +281,9 @@ func DescribeEntries(k TopicConfig, fetchDefault int, keys, names []string, syno
 			source kmsg.ConfigSource
 		}
 		layers := []layer{{DefaultTopicConfig().Value(name), kmsg.ConfigSourceDefaultConfig}}
+		if _, ok := storedKeys[name]; ok {
+			layers = nil
+		}
 		if name == cfgCompression && fetchDefault != recordbatch.CodecNone {
 			layers = append([]layer{{recordbatch.CodecName(fetchDefault), kmsg.ConfigSourceStaticBrokerConfig}}, layers...)
 		}
@@ -272,6 +294,9 @@ func DescribeEntries(k TopicConfig, fetchDefault int, keys, names []string, syno
 		e.Value, e.Source = &v, layers[0].source
 		e.IsDefault = e.Source == kmsg.ConfigSourceDefaultConfig
 		e.ConfigType = configTypes[name]
+		if sk, ok := storedKeys[name]; ok {
+			e.ConfigType = sk.typ
+		}
 		if synonyms {
 			for _, l := range layers {
 				syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
@@ -281,6 +306,9 @@ func DescribeEntries(k TopicConfig, fetchDefault int, keys, names []string, syno
 		}
 		if docs {
 			d := configDocs[name]
+			if sk, ok := storedKeys[name]; ok {
+				d = "Stored and reported as set; not applied. " + sk.why
+			}
 			e.Documentation = &d
 		}
 		out = append(out, e)

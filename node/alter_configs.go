@@ -14,25 +14,15 @@ import (
 
 // handleAlterConfigs is the deprecated FULL-REPLACEMENT form, honoured
 // literally: a key the request does not name returns to its default.
-// Keys the facade does not apply are refused, since accepting one would
-// report a setting nothing enforces. A GROUP resource's overrides are
-// replaced whole the same way (package groupconfig).
+// A topic config name Kafka does not know is refused as Kafka refuses it.
+// A GROUP resource's overrides are replaced whole the same way.
 func (n *Node) handleAlterConfigs(ctx context.Context, c *transport.Conn, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	pre := configres.Preprocess(configres.LegacyResources(req.Resources), false, n.topo.SelfID())
 	for i, r := range req.Resources {
 		group := groupconfig.LegacyOps(r.Configs)
 		out := n.alterPreprocessed(ctx, c, pre[i], r.ResourceType, r.ResourceName, req.ValidateOnly, group, groupconfig.ApplyLegacy, func(k *catalogue.TopicConfig) error {
-			*k = catalogue.DefaultTopicConfig()
-			for _, cfg := range r.Configs {
-				if !catalogue.SupportedTopicConfig(cfg.Name) {
-					return catalogue.UnappliedConfig(cfg.Name)
-				}
-				if err := k.Set(cfg.Name, *cfg.Value); err != nil { // a null value was refused first
-					return err
-				}
-			}
-			return nil
+			return k.Replace(r.Configs)
 		})
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName

@@ -137,13 +137,8 @@ func (n *Node) planCreate(t kmsg.CreateTopicsRequestTopic) (createPlan, int16, s
 
 // planConfigs applies the topic's configs to p.
 func planConfigs(t kmsg.CreateTopicsRequestTopic, p createPlan) (createPlan, int16, string) {
-	for _, cfg := range t.Configs {
-		if cfg.Value == nil || !catalogue.SupportedTopicConfig(cfg.Name) {
-			continue // accepted, not applied
-		}
-		if err := p.config.Set(cfg.Name, *cfg.Value); err != nil {
-			return p, kerr.InvalidConfig.Code, err.Error()
-		}
+	if err := p.config.ApplyCreate(t.Configs); err != nil {
+		return p, kerr.InvalidConfig.Code, err.Error()
 	}
 	return p, 0, ""
 }

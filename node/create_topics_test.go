@@ -29,7 +29,7 @@ func TestCreateTopicsRecordsFloorBeforeQueue(t *testing.T) {
 		}
 		return 0, "", ""
 	})
-	resp := createTopics(t, n, c, 5, false, createSpec{"orders", 3, 1, map[string]string{"retention.ms": "86400000", "segment.bytes": "1024"}})
+	resp := createTopics(t, n, c, 5, false, createSpec{"orders", 3, 1, map[string]string{"retention.ms": "86400000", "segment.bytes": "1048576"}})
 	rt := resp.Topics[0]
 	if rt.ErrorCode != 0 || rt.NumPartitions != 3 || rt.ReplicationFactor != 1 {
 		t.Fatalf("created: %+v", rt)
@@ -43,18 +43,18 @@ func TestCreateTopicsRecordsFloorBeforeQueue(t *testing.T) {
 	}
 	rec := dq.record("orders")
 	q := dq.queue("orders")
-	if rec == nil || rec.QID == nil || q == nil || *rec.QID != q.ID || rec.Partitions != 3 || rec.Kafka["retention.ms"] != "86400000" || rec.Kafka["segment.bytes"] != "" {
+	if rec == nil || rec.QID == nil || q == nil || *rec.QID != q.ID || rec.Partitions != 3 || rec.Kafka["retention.ms"] != "86400000" || rec.Kafka["segment.bytes"] != "1048576" {
 		t.Fatalf("record %+v, queue %+v", rec, q)
 	}
 	if w, ok, err := n.cats.TopicWidth(t.Context(), callerOf(c), "orders"); err != nil || !ok || w != 3 {
 		t.Fatalf("width %d %v %v", w, ok, err)
 	}
-	// v5 reports the applied configs.
+	// v5 reports the configs, the stored one too.
 	got := map[string]string{}
 	for _, cfg := range rt.Configs {
 		got[cfg.Name] = *cfg.Value
 	}
-	if got["retention.ms"] != "86400000" || got["cleanup.policy"] != "delete" || got["compression.type"] != "producer" || got["max.message.bytes"] != "1048588" || len(got) != 4 {
+	if got["retention.ms"] != "86400000" || got["cleanup.policy"] != "delete" || got["compression.type"] != "producer" || got["max.message.bytes"] != "1048588" || got["segment.bytes"] != "1048576" || len(got) != 5 {
 		t.Fatalf("configs %v", got)
 	}
 }

@@ -19,7 +19,8 @@ import (
 // itself), and retention.ms and cleanup.policy of a topic the facade
 // created (from its qk:topiccfg: record); a topic created any other way has
 // no readable retention, so it answers no retention entries rather than
-// defaults nothing checks. This node's BROKER resource lists the broker
+// defaults nothing checks; any other topic config is reported only once
+// set, as stored, not applied (catalogue's storedKeys). This node's BROKER resource lists the broker
 // configs the facade holds and enforces, read-only, and BROKER_LOGGER none,
 // both answered by package configres as Kafka's ConfigHelper answers them,
 // and a GROUP resource every group config (package groupconfig); any other

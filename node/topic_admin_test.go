@@ -277,7 +277,7 @@ func TestAlterConfigsIsFullReplacement(t *testing.T) {
 		t.Fatalf("retentionEnabled must be stated false: %v", body)
 	}
 
-	// validate_only changes nothing; an unapplied key is refused.
+	// validate_only changes nothing; segment.bytes below Kafka's 1 MiB floor is refused.
 	configures := dq.count("POST /api/v1/configure")
 	req.ValidateOnly = true
 	req.Resources[0].Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: strp("5000")}}
@@ -287,7 +287,7 @@ func TestAlterConfigsIsFullReplacement(t *testing.T) {
 	req.ValidateOnly = false
 	req.Resources[0].Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "segment.bytes", Value: strp("5000")}}
 	if rr := call[*kmsg.AlterConfigsResponse](t, n, c, req).Resources[0]; rr.ErrorCode != kerr.InvalidConfig.Code {
-		t.Fatalf("unapplied key: %d", rr.ErrorCode)
+		t.Fatalf("invalid segment.bytes: %d", rr.ErrorCode)
 	}
 	req.Resources[0].ResourceType = kmsg.ConfigResourceTypeBroker
 	if rr := call[*kmsg.AlterConfigsResponse](t, n, c, req).Resources[0]; rr.ErrorCode != kerr.InvalidRequest.Code || rr.ErrorMessage == nil {

@@ -50,7 +50,7 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.ApiVersions.Int16(), Min: 0, Max: 5, Handler: transport.ApiVersions, // 18
 			Why: "The whole schema: from v3 the `transaction.version` feature is advertised, supported 0–2 and finalized at QUEEN_KAFKA_TRANSACTION_VERSION (2 by default; 0 lists none finalized), which is how clients choose KIP-890's protocol; v4 only changes how features may be; v3's client software name and version are logged, never refused; v5's cluster and node ids are checked against Metadata's, REBOOTSTRAP_REQUIRED on a misrouted connection and INVALID_REQUEST for one without the other. A version outside the window is answered UNSUPPORTED_VERSION with the table, encoded at v0."},
 		{Key: kmsg.CreateTopics.Int16(), Min: 2, Max: 7, Handler: transport.Handle(n.handleCreateTopics), // 19
-			Why: "v4 lets -1 mean the default (QUEEN_KAFKA_DEFAULT_PARTITIONS, every live broker for the factor; accepted at every version), v5 carries the created topic's width, factor and applied configs back, v6 answers a throttled create THROTTLING_QUOTA_EXCEEDED, v7 answers the new queue's id. Ceiling: kmsg's newest."},
+			Why: "v4 lets -1 mean the default (QUEEN_KAFKA_DEFAULT_PARTITIONS, every live broker for the factor; accepted at every version), v5 carries the created topic's width, factor and configs back, v6 answers a throttled create THROTTLING_QUOTA_EXCEEDED, v7 answers the new queue's id. Ceiling: kmsg's newest."},
 		{Key: kmsg.DeleteTopics.Int16(), Min: 1, Max: 6, Handler: transport.Handle(n.handleDeleteTopics), // 20
 			Why: "v5 adds `error_message`, v6 names topics by name or id (an unknown id is UNKNOWN_TOPIC_ID). Ceiling: kmsg's newest."},
 		{Key: kmsg.InitProducerID.Int16(), Min: 0, Max: 5, Handler: transport.Handle(n.handleInitProducerID), // 22
@@ -74,7 +74,7 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.DescribeConfigs.Int16(), Min: 1, Max: 4, Handler: transport.Handle(n.handleDescribeConfigs), // 32
 			Why: "The whole schema: nothing in the window asks for something the facade cannot answer. TOPIC, BROKER, BROKER_LOGGER and GROUP (KIP-848/932 group configs, every one of Kafka 4.2's with its source) resources are described."},
 		{Key: kmsg.AlterConfigs.Int16(), Min: 0, Max: 2, Handler: transport.Handle(n.handleAlterConfigs), // 33
-			Why: "The whole schema; the deprecated full-replacement form, honoured literally (a key not named returns to its default, a key the facade does not apply is refused), for topics and GROUP resources."},
+			Why: "The whole schema; the deprecated full-replacement form, honoured literally (a key not named returns to its default); a topic config Kafka knows but the facade does not apply is stored and described, not applied, and a name Kafka does not know is refused as Kafka refuses it; topics and GROUP resources."},
 		{Key: kmsg.SASLAuthenticate.Int16(), Min: 0, Max: 1, Handler: transport.SASLAuthenticate, // 36
 			Why: "Ceiling: v2 is the flexible encoding and adds no field; v1's `session_lifetime_ms` is answered 0 (no re-authentication is asked)."},
 		{Key: kmsg.CreatePartitions.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleCreatePartitions), // 37
@@ -82,7 +82,7 @@ func (n *Node) apiTable() []transport.Row {
 		{Key: kmsg.DeleteGroups.Int16(), Min: 0, Max: 3, Handler: transport.Handle(n.handleDeleteGroups), // 42
 			Why: "The whole schema: v3 only adds a per-group `error_message`, answered with the error's description (null on success). A share group goes only when empty (NON_EMPTY_GROUP otherwise), with its share-partition states."},
 		{Key: kmsg.IncrementalAlterConfigs.Int16(), Min: 0, Max: 1, Handler: transport.Handle(n.handleIncrementalAlterConfigs), // 44
-			Why: "The whole schema; retention.ms and cleanup.policy are altered only on a topic this facade created (the write must be lossless), compression.type and max.message.bytes on every topic; a GROUP resource's configs with Kafka 4.2's names, bounds and refusals (APPEND and SUBTRACT are INVALID_CONFIG: no group config is a list)."},
+			Why: "The whole schema; retention.ms and cleanup.policy are altered only on a topic this facade created (the write must be lossless), compression.type and max.message.bytes on every topic, every other topic config Kafka knows stored and described, not applied; a GROUP resource's configs with Kafka 4.2's names, bounds and refusals (APPEND and SUBTRACT are INVALID_CONFIG: no group config is a list)."},
 		{Key: kmsg.OffsetDelete.Int16(), Min: 0, Max: 0, Handler: transport.Handle(n.handleOffsetDelete), // 47
 			Why: "One version; live groups' subscribed topics are refused, as Kafka does."},
 		{Key: kmsg.DescribeCluster.Int16(), Min: 0, Max: 2, Handler: transport.Handle(n.handleDescribeCluster), // 60
