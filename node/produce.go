@@ -1,14 +1,9 @@
 package node
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
-	"strconv"
-	"sync"
 	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,6 +11,7 @@ import (
 
 	"github.com/queen-mq/queen-kafka/catalogue"
 	"github.com/queen-mq/queen-kafka/faults"
+	"github.com/queen-mq/queen-kafka/producepush"
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 	"github.com/queen-mq/queen-kafka/recordbatch"
@@ -119,9 +115,8 @@ type producePart struct {
 	raw     []byte
 	rb      kmsg.RecordBatch
 
-	env    []byte // its envelopes, item i ending at ends[i]
-	items  [2]int // [first, end) of its envelopes' ends
-	pushed [2]int // [first, end) of its items in the push, when written
+	env   []byte // its envelopes, item i ending at ends[i]
+	items [2]int // [first, end) of its envelopes' ends
 	// keys are its records' Queen transactionIds (keyParts), nil when the
 	// batch is not idempotent or keys are off.
 	keys []string
@@ -453,190 +448,25 @@ func (n *Node) stageGroup(ctx context.Context, c *transport.Conn, id string, r *
 }
 
 // pushGroup writes the envelopes of every batch to be written and records
-// each batch's outcome. Queen keeps order within a partition and promises
-// nothing across partitions, even inside one push (queen-api §5), so a
-// group touching several partitions is written by up to maxPushShards
-// concurrent pushes, each holding whole partitions: every batch of one
-// partition, and so every chain of idempotent batches, stays in one push,
-// in group order. One push at a time per connection left Queen idle while
-// it decoded, and the facade idle while Queen stored. A canceled call is
-// returned.
+// each batch's outcome (and a 429's throttle), through package producepush:
+// up to producepush.MaxShards concurrent pushes, each holding whole
+// partitions in group order. A canceled call is returned.
 func pushGroup(ctx context.Context, c *transport.Conn, group []*groupReq, ends []int) error {
 	var written []*producePart
-	count := 0
+	var parts []producepush.Part
 	for _, r := range group {
 		for _, p := range r.live {
 			if p.batch.Write {
 				written = append(written, p)
-				count += p.items[1] - p.items[0]
+				parts = append(parts, producepush.Part{Topic: p.topic, Partition: p.resp.Partition, Env: p.env, Items: p.items, Keys: p.keys, Req: p.req})
 			}
 		}
 	}
-	if count == 0 {
-		return nil
+	err := producepush.Push(ctx, c.Queen(), c.Logger(), parts, ends)
+	for i, p := range written {
+		p.batch.Outcome, p.throttle = parts[i].Outcome, parts[i].Throttle
 	}
-	shards := shardParts(written, count)
-	if len(shards) == 1 {
-		return pushShard(ctx, c, shards[0], ends)
-	}
-	errs := make([]error, len(shards))
-	var wg sync.WaitGroup
-	for i := 1; i < len(shards); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if r := recover(); r != nil {
-					errs[i] = fmt.Errorf("push panic: %v", r)
-				}
-			}()
-			errs[i] = pushShard(ctx, c, shards[i], ends)
-		}()
-	}
-	errs[0] = pushShard(ctx, c, shards[0], ends)
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-const (
-	// maxPushShards bounds the concurrent pushes of one group.
-	maxPushShards = 4
-	// minShardItems keeps small groups in one push, where a second call
-	// would cost more than it overlaps.
-	minShardItems = 256
-)
-
-// shardParts splits written (in group order) into pushes holding whole
-// partitions, balanced by item count, each in group order.
-func shardParts(written []*producePart, count int) [][]*producePart {
-	load := make(map[topicPartition]int)
-	var keys []topicPartition
-	for _, p := range written {
-		k := topicPartition{p.topic, p.resp.Partition}
-		if _, ok := load[k]; !ok {
-			keys = append(keys, k)
-		}
-		load[k] += p.items[1] - p.items[0]
-	}
-	n := min(maxPushShards, len(keys), count/minShardItems)
-	if n <= 1 {
-		return [][]*producePart{written}
-	}
-	// Largest partitions first, each to the lightest push so far.
-	slices.SortStableFunc(keys, func(a, b topicPartition) int { return cmp.Compare(load[b], load[a]) })
-	sums := make([]int, n)
-	shardOf := make(map[topicPartition]int, len(keys))
-	for _, k := range keys {
-		i := slices.Index(sums, slices.Min(sums))
-		shardOf[k] = i
-		sums[i] += load[k]
-	}
-	shards := make([][]*producePart, n)
-	for _, p := range written {
-		i := shardOf[topicPartition{p.topic, p.resp.Partition}]
-		shards[i] = append(shards[i], p)
-	}
-	return shards
-}
-
-// pushByRequest pushes parts (in group order) as one push per request, one
-// after another, so that each partition's chain stays in order.
-func pushByRequest(ctx context.Context, c *transport.Conn, parts []*producePart, ends []int) error {
-	for len(parts) > 0 {
-		n := 1
-		for n < len(parts) && parts[n].req == parts[0].req {
-			n++
-		}
-		if err := pushShard(ctx, c, parts[:n], ends); err != nil {
-			return err
-		}
-		parts = parts[n:]
-	}
-	return nil
-}
-
-// pushShard pushes the envelopes of parts as one call and records each
-// part's outcome; a failed call is every part's outcome, with the throttle
-// a 429 carries. A canceled call is returned.
-func pushShard(ctx context.Context, c *transport.Conn, parts []*producePart, ends []int) error {
-	push := queen.NewPushBatch(pushBodyHint(parts, ends))
-	addParts(push, parts, ends)
-	results, err := c.Queen().PushBatch(ctx, push)
-	if err != nil && queen.KindOf(err) == queen.KindTooLarge && parts[0].req != parts[len(parts)-1].req {
-		// Over Queen's body ceiling (QUEEN_MAX_BODY_BYTES, which may be
-		// set below coalesceBodyBytes) together: each request is pushed
-		// on its own, in group order, and answered as it would be alone.
-		return pushByRequest(ctx, c, parts, ends)
-	}
-	if err != nil {
-		faults.Log(c.Logger(), "push", err)
-		code, throttle, msg, fatal := faults.Produce(err)
-		if fatal != nil {
-			return fatal
-		}
-		for _, p := range parts {
-			p.batch.Outcome = producer.Outcome{Base: -1, Code: code, Msg: msg}
-			p.throttle = throttle
-		}
-		return nil
-	}
-	for _, p := range parts {
-		rs := results[p.pushed[0]:p.pushed[1]]
-		base, code, msg := faults.PartitionOutcome(rs)
-		p.batch.Outcome = producer.Outcome{Base: base, Code: code, Msg: msg, Duplicate: code == 0 && allDuplicate(rs)}
-	}
-	return nil
-}
-
-// eachItem calls f with every item of p in push order: its partition's
-// name, its envelope and its Queen transactionId ("" for none).
-func eachItem(p *producePart, ends []int, f func(partition string, env []byte, key string)) {
-	part := strconv.FormatInt(int64(p.resp.Partition), 10)
-	start := 0
-	for i := p.items[0]; i < p.items[1]; i++ {
-		key := ""
-		if p.keys != nil {
-			key = p.keys[i-p.items[0]]
-		}
-		f(part, p.env[start:ends[i]], key)
-		start = ends[i]
-	}
-}
-
-// pushBodyHint is the body the push of parts renders: the envelopes it
-// sends from their own memory are not copied into it.
-func pushBodyHint(parts []*producePart, ends []int) int {
-	size := 0
-	for _, p := range parts {
-		eachItem(p, ends, func(partition string, env []byte, key string) {
-			size += queen.ItemBodyBytes(p.topic, partition, len(env), key)
-		})
-	}
-	return size
-}
-
-// addParts adds the items of parts to push, and notes each part's items
-// in it (pushed).
-func addParts(push *queen.PushBatch, parts []*producePart, ends []int) {
-	for _, p := range parts {
-		from := push.Len()
-		eachItem(p, ends, func(partition string, env []byte, key string) {
-			push.Add(p.topic, partition, env, key)
-		})
-		p.pushed = [2]int{from, push.Len()}
-	}
-}
-
-// allDuplicate reports a batch Queen's dedup window answered whole: every
-// record was stored by an earlier push (its keys, keyParts), so this push
-// stored nothing and the offsets are the original's.
-func allDuplicate(rs []queen.PushResult) bool {
-	for _, r := range rs {
-		if r.Status != queen.StatusDuplicate {
-			return false
-		}
-	}
-	return len(rs) > 0
+	return err
 }
 
 // answer writes the partition's answer as sequencing settled it: refused,

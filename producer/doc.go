@@ -40,7 +40,7 @@
 // writes the answers package node's Produce handler builds; this package
 // sees Batch headers and outcomes), the record
 // codec (package recordbatch; a batch that did not decode comes with its
-// recordbatch.Fault), the push to Queen (the caller writes), the mapping of
+// recordbatch.Fault), the push to Queen (package producepush), the mapping of
 // a Queen failure to a Kafka code (the caller's), and any transaction state.
 // It never imports package node.
 package producer
