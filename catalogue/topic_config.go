@@ -60,6 +60,31 @@ func DefaultTopicConfig() TopicConfig {
 	return TopicConfig{retentionMs: -1, policy: "delete", compression: compressionProducer, maxMessageBytes: defaultMaxMessageBytes, explicit: map[string]bool{}}
 }
 
+// kafkaTopicConfigNames is every topic config name of Kafka 4.x's LogConfig,
+// plus the three 4.0 removed (message.format.version,
+// message.downconversion.enable, message.timestamp.difference.max.ms), which
+// older clients still send. CreateTopics accepts these without applying
+// them; any other name Kafka refuses, "Unknown topic config name".
+var kafkaTopicConfigNames = []string{
+	"cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type",
+	"compression.zstd.level", "delete.retention.ms", "file.delete.delay.ms", "flush.messages", "flush.ms",
+	"follower.replication.throttled.replicas", "index.interval.bytes", "leader.replication.throttled.replicas",
+	"local.retention.bytes", "local.retention.ms", "max.compaction.lag.ms", "max.message.bytes",
+	"message.downconversion.enable", "message.format.version", "message.timestamp.after.max.ms",
+	"message.timestamp.before.max.ms", "message.timestamp.difference.max.ms", "message.timestamp.type",
+	"min.cleanable.dirty.ratio", "min.compaction.lag.ms", "min.insync.replicas", "preallocate",
+	"remote.log.copy.disable", "remote.log.delete.on.disable", "remote.storage.enable", "retention.bytes",
+	"retention.ms", "segment.bytes", "segment.index.bytes", "segment.jitter.ms", "segment.ms",
+	"unclean.leader.election.enable",
+}
+
+// KafkaTopicConfig reports whether name is a Kafka topic config (applied
+// here or not): CreateTopics refuses any other as Kafka's
+// LogConfig.validateNames does.
+func KafkaTopicConfig(name string) bool {
+	return slices.Contains(kafkaTopicConfigNames, name)
+}
+
 // SupportedTopicConfig reports whether name is a key the facade applies.
 func SupportedTopicConfig(name string) bool {
 	return slices.Contains(TopicConfigKeys, name)

@@ -138,6 +138,10 @@ func (n *Node) planCreate(t kmsg.CreateTopicsRequestTopic) (createPlan, int16, s
 // planConfigs applies the topic's configs to p.
 func planConfigs(t kmsg.CreateTopicsRequestTopic, p createPlan) (createPlan, int16, string) {
 	for _, cfg := range t.Configs {
+		if !catalogue.KafkaTopicConfig(cfg.Name) {
+			// Kafka's LogConfig.validateNames, before any value is read.
+			return p, kerr.InvalidConfig.Code, "Unknown topic config name: " + cfg.Name
+		}
 		if cfg.Value == nil || !catalogue.SupportedTopicConfig(cfg.Name) {
 			continue // accepted, not applied
 		}
