@@ -296,3 +296,33 @@ func TestCreateTopicsManualAssignmentCluster(t *testing.T) {
 		t.Errorf("absent0: %d %v", rt.ErrorCode, rt.ErrorMessage)
 	}
 }
+
+// TestCreateTopicsUnknownConfigName: a config name that is no Kafka topic
+// config is refused INVALID_CONFIG with Kafka's LogConfig.validateNames text
+// (franz-go's tests create a topic with "kfake.is_internal", which Kafka
+// refuses so and the facade created), validate-only too; a Kafka config the
+// facade does not apply is still accepted.
+func TestCreateTopicsUnknownConfigName(t *testing.T) {
+	n, dq := newTestNode(t, nil)
+	c := testConn(t, n)
+	for _, validateOnly := range []bool{true, false} {
+		resp := createTopics(t, n, c, 5, validateOnly,
+			createSpec{"internalish", 1, 1, map[string]string{"kfake.is_internal": "true"}},
+			createSpec{"typo", 1, 1, map[string]string{"retention.ms": "60000", "retention.msec": "1"}},
+			createSpec{"unapplied", 1, 1, map[string]string{"segment.bytes": "1048576", "min.insync.replicas": "2"}},
+		)
+		for i, name := range []string{"kfake.is_internal", "retention.msec"} {
+			rt := resp.Topics[i]
+			want := "Unknown topic config name: " + name
+			if rt.ErrorCode != kerr.InvalidConfig.Code || rt.ErrorMessage == nil || *rt.ErrorMessage != want {
+				t.Errorf("validateOnly %v: %s answered %d %v, want INVALID_CONFIG %q", validateOnly, rt.Topic, rt.ErrorCode, rt.ErrorMessage, want)
+			}
+			if dq.queue(rt.Topic) != nil {
+				t.Errorf("%s was created", rt.Topic)
+			}
+		}
+		if rt := resp.Topics[2]; rt.ErrorCode != 0 {
+			t.Errorf("validateOnly %v: Kafka configs the facade does not apply refused %d %v", validateOnly, rt.ErrorCode, rt.ErrorMessage)
+		}
+	}
+}
