@@ -50,21 +50,11 @@ KNOWN=scripts/peer-confluent-kafka-go.known
 MODULE=github.com/confluentinc/confluent-kafka-go/v2
 SKIP='^TestIntegration$/^TestProducerFuncDR$'
 PROTOCOLS=${PEER_PROTOCOLS:-classic consumer}
+# shellcheck source=scripts/peer-lib.sh
+. scripts/peer-lib.sh
 
-for b in queen-dev queen-kafka; do
-  [ -x "$BIN/$b" ] || { echo "peer-confluent-kafka-go: $BIN/$b is not built (make build)" >&2; exit 2; }
-done
-command -v jq >/dev/null || { echo "peer-confluent-kafka-go: needs jq" >&2; exit 2; }
-
-accepts() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
-busy=0
-for a in "$PLAIN" "$SASL" "$QUEEN_DEV_ADDR"; do
-  if accepts "${a%:*}" "${a##*:}"; then
-    echo "peer-confluent-kafka-go: $a is already in use (PLAIN, SASL and QUEEN_DEV_ADDR move them)" >&2
-    busy=1
-  fi
-done
-[ "$busy" -eq 0 ] || exit 2
+need_built peer-confluent-kafka-go
+refuse_busy peer-confluent-kafka-go "PLAIN, SASL and QUEEN_DEV_ADDR move them" "$PLAIN" "$SASL" "$QUEEN_DEV_ADDR"
 
 read -r src version < <(cd e2e && go list -m -f '{{.Dir}} {{.Version}}' "$MODULE")
 [ -n "$src" ] || { echo "peer-confluent-kafka-go: $MODULE is not in the module cache (go mod download in e2e/)" >&2; exit 2; }
@@ -73,15 +63,8 @@ testify=$(cd e2e && go list -m -f '{{.Version}}' github.com/stretchr/testify)
 work=$(mktemp -d)
 LOG=${PEER_LOG:-$work/confluent-kafka-go}
 pids=()
-stop() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  done
-}
-clean=0
-trap 'stop; if [ "$clean" = 1 ]; then rm -rf "$work/data"; fi' EXIT
+stop() { stop_pids "${pids[@]}"; }
+peer_trap
 
 # The copy: kafka/ alone, writable, its own go.mod, in bin/ at a fixed path
 # (cgo names the package's directory: a new one each run would miss the
@@ -186,20 +169,10 @@ echo "peer-confluent-kafka-go: building the copy's kafka/ tests (librdkafka, cgo
   env "${offline[@]}" go test -trimpath -run '^$' ./kafka) >"$work/build.log" 2>&1 ||
   { cat "$work/build.log" >&2; exit 2; }
 
-wait_listen() { # pid host:port name
-  for _ in $(seq 1 200); do
-    kill -0 "$1" 2>/dev/null || { echo "peer-confluent-kafka-go: $3 exited (log: $work)" >&2; return 1; }
-    accepts "${2%:*}" "${2##*:}" && return 0
-    sleep 0.1
-  done
-  echo "peer-confluent-kafka-go: $3 does not listen on $2 (log: $work)" >&2
-  return 1
-}
-
 QUEEN_DEV_ADDR=$QUEEN_DEV_ADDR QUEEN_DEV_DATA=$work/data QUEEN_DEV_TOKENS="queen-kafka-dev=local,testpass=sasl" \
   "$BIN/queen-dev" >"$work/queen-dev.log" 2>&1 &
 pids=($!)
-wait_listen "${pids[0]}" "$QUEEN_DEV_ADDR" queen-dev
+wait_listen peer-confluent-kafka-go "${pids[0]}" "$QUEEN_DEV_ADDR" queen-dev
 common=(QUEEN_URL="http://$QUEEN_DEV_ADDR" QUEEN_KAFKA_DEFAULT_PARTITIONS=1 QUEEN_KAFKA_GROUP_JOIN_DELAY_MS=0)
 env "${common[@]}" QUEEN_TOKEN=queen-kafka-dev QUEEN_KAFKA_ADDR="$PLAIN" QUEEN_KAFKA_ADVERTISED_ADDR="$PLAIN" \
   "$BIN/queen-kafka" >"$work/facade.log" 2>&1 &
@@ -207,8 +180,8 @@ pids+=($!)
 env "${common[@]}" QUEEN_TOKEN=testpass QUEEN_KAFKA_SASL=plain QUEEN_KAFKA_ADDR="$SASL" QUEEN_KAFKA_ADVERTISED_ADDR="$SASL" \
   "$BIN/queen-kafka" >"$work/facade-sasl.log" 2>&1 &
 pids+=($!)
-wait_listen "${pids[1]}" "$PLAIN" "the facade on $PLAIN"
-wait_listen "${pids[2]}" "$SASL" "the SASL facade on $SASL"
+wait_listen peer-confluent-kafka-go "${pids[1]}" "$PLAIN" "the facade on $PLAIN"
+wait_listen peer-confluent-kafka-go "${pids[2]}" "$SASL" "the SASL facade on $SASL"
 "$work/mktopic" "$PLAIN" test
 
 echo "peer-confluent-kafka-go: running confluent-kafka-go's kafka/ tests once per group protocol ($PROTOCOLS, about 4 minutes each); processes' logs in $work"
@@ -234,10 +207,7 @@ done
 
 verdicts=$(grep . <<<"$verdicts" || true)
 for proto in $PROTOCOLS; do
-  v=$(grep "^[a-z]* $proto " <<<"$verdicts" || true)
-  count() { grep -c "^$1 " <<<"$v" || true; }
-  top() { grep "^$1 " <<<"$v" | awk '$3 !~ /\//' | wc -l; }
-  echo "peer-confluent-kafka-go: $proto: pass $(count pass) fail $(count fail) skip $(count skip) (tests and subtests; top-level: pass $(top pass) fail $(top fail) skip $(top skip))"
+  report_counts peer-confluent-kafka-go "$proto: " "$(grep "^[a-z]* $proto " <<<"$verdicts" || true)"
 done
 if [ -n "${PEER_RUN:-}" ]; then
   echo "peer-confluent-kafka-go: PEER_RUN given, lists not checked; go test -json output in $LOG.<protocol>"
@@ -245,14 +215,8 @@ if [ -n "${PEER_RUN:-}" ]; then
 fi
 bad=0
 # A known failure is known under every protocol.
-known=$({ grep -v '^#' "$KNOWN" || true; } | awk 'NF {print $1}')
-while read -r _ proto test; do
-  [ -n "$test" ] || continue
-  if ! grep -qxF "$test" <<<"$known"; then
-    echo "peer-confluent-kafka-go: FAILED, not a known failure: $proto $test" >&2
-    bad=1
-  fi
-done < <(grep '^fail ' <<<"$verdicts" || true)
+known=$(known_tests "$KNOWN")
+check_failures peer-confluent-kafka-go "$verdicts" "$known" || bad=1
 while read -r test; do
   [ -n "$test" ] || continue
   for proto in $PROTOCOLS; do
@@ -261,14 +225,8 @@ while read -r test; do
     fi
   done
 done <<<"$known"
-while read -r proto test; do
-  [ -n "$test" ] || continue
-  [[ " $PROTOCOLS " == *" $proto "* ]] || continue
-  if ! grep -qxF "pass $proto $test" <<<"$verdicts"; then
-    echo "peer-confluent-kafka-go: expected to pass, did not: $proto $test" >&2
-    bad=1
-  fi
-done < <(grep -v '^#' "$PASSLIST" || true)
+check_passes peer-confluent-kafka-go "$verdicts" \
+  < <(awk -v p=" $PROTOCOLS " '!/^#/ && NF >= 2 && index(p, " " $1 " ") {print $1, $2}' "$PASSLIST") || bad=1
 echo "peer-confluent-kafka-go: go test -json output in $LOG.<protocol>"
 # A passing run drops queen-dev's data once the processes stop; the logs stay.
 [ "$bad" -ne 0 ] || clean=1

@@ -34,49 +34,23 @@ HTTP2=${HTTP2:-127.0.0.1:18091}
 PASSLIST=scripts/peer-kafka-go.pass
 KNOWN=scripts/peer-kafka-go.known
 SKIP='TestReaderConsumerGroup/(consumer_group_commits_on_close|verify_offset_committed)'
+# shellcheck source=scripts/peer-lib.sh
+. scripts/peer-lib.sh
 
-for b in queen-dev queen-kafka; do
-  [ -x "$BIN/$b" ] || { echo "peer-kafka-go: $BIN/$b is not built (make build)" >&2; exit 2; }
-done
-command -v jq >/dev/null || { echo "peer-kafka-go: needs jq" >&2; exit 2; }
-
-accepts() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
-busy=0
-for a in 127.0.0.1:9092 127.0.0.1:9093 "$QUEEN_DEV_ADDR" "$HTTP1" "$HTTP2"; do
-  if accepts "${a%:*}" "${a##*:}"; then
-    echo "peer-kafka-go: $a is already in use (kafka-go's tests need localhost:9092 and :9093; QUEEN_DEV_ADDR, HTTP1, HTTP2 move the others)" >&2
-    busy=1
-  fi
-done
-[ "$busy" -eq 0 ] || exit 2
+need_built peer-kafka-go
+refuse_busy peer-kafka-go "kafka-go's tests need localhost:9092 and :9093; QUEEN_DEV_ADDR, HTTP1, HTTP2 move the others" \
+  127.0.0.1:9092 127.0.0.1:9093 "$QUEEN_DEV_ADDR" "$HTTP1" "$HTTP2"
 
 work=$(mktemp -d)
 LOG=${PEER_LOG:-$work/kafka-go.json}
 pids=()
-stop() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  done
-}
-clean=0
-trap 'stop; if [ "$clean" = 1 ]; then rm -rf "$work/data"; fi' EXIT
-
-wait_listen() { # pid host:port name
-  for _ in $(seq 1 200); do
-    kill -0 "$1" 2>/dev/null || { echo "peer-kafka-go: $3 exited (log: $work)" >&2; return 1; }
-    accepts "${2%:*}" "${2##*:}" && return 0
-    sleep 0.1
-  done
-  echo "peer-kafka-go: $3 does not listen on $2 (log: $work)" >&2
-  return 1
-}
+stop() { stop_pids "${pids[@]}"; }
+peer_trap
 
 QUEEN_DEV_ADDR=$QUEEN_DEV_ADDR QUEEN_DEV_DATA=$work/data QUEEN_DEV_TOKENS="queen-kafka-dev=local,admin-secret=local" \
   "$BIN/queen-dev" >"$work/queen-dev.log" 2>&1 &
 pids=($!)
-wait_listen "${pids[0]}" "$QUEEN_DEV_ADDR" queen-dev
+wait_listen peer-kafka-go "${pids[0]}" "$QUEEN_DEV_ADDR" queen-dev
 common=(QUEEN_URL="http://$QUEEN_DEV_ADDR" QUEEN_TOKEN=queen-kafka-dev QUEEN_KAFKA_NODE_ID=1
   QUEEN_KAFKA_DEFAULT_PARTITIONS=1 QUEEN_KAFKA_GROUP_JOIN_DELAY_MS=0)
 env "${common[@]}" QUEEN_KAFKA_CLUSTER=kafka-go QUEEN_KAFKA_ADDR=127.0.0.1:9092 \
@@ -87,8 +61,8 @@ env "${common[@]}" QUEEN_KAFKA_CLUSTER=kafka-go-sasl QUEEN_KAFKA_SASL=plain QUEE
   QUEEN_KAFKA_ADVERTISED_ADDR=localhost:9093 QUEEN_KAFKA_HTTP_ADDR="$HTTP2" \
   "$BIN/queen-kafka" >"$work/facade-sasl.log" 2>&1 &
 pids+=($!)
-wait_listen "${pids[1]}" 127.0.0.1:9092 "the facade on 9092"
-wait_listen "${pids[2]}" 127.0.0.1:9093 "the SASL facade on 9093"
+wait_listen peer-kafka-go "${pids[1]}" 127.0.0.1:9092 "the facade on 9092"
+wait_listen peer-kafka-go "${pids[2]}" 127.0.0.1:9093 "the SASL facade on 9093"
 
 echo "peer-kafka-go: running kafka-go's tests (about 10 minutes); processes' logs in $work"
 set +e
@@ -101,30 +75,12 @@ done
 
 # Verdicts: "<action> <package> <test>" for every test and subtest.
 verdicts=$(jq -r 'select(.Test != null and (.Action == "pass" or .Action == "fail" or .Action == "skip")) | "\(.Action) \(.Package) \(.Test)"' "$LOG")
-count() { grep -c "^$1 " <<<"$verdicts" || true; }
-top() { grep "^$1 " <<<"$verdicts" | awk '$3 !~ /\//' | wc -l; }
-echo "peer-kafka-go: pass $(count pass) fail $(count fail) skip $(count skip) (tests and subtests; top-level: pass $(top pass) fail $(top fail) skip $(top skip))"
+report_counts peer-kafka-go "" "$verdicts"
 bad=0
-known=$(grep -v '^#' "$KNOWN" | awk 'NF {print $1}')
-while read -r _ pkg test; do
-  [ -n "$test" ] || continue
-  if ! grep -qxF "$test" <<<"$known"; then
-    echo "peer-kafka-go: FAILED, not a known failure: $pkg $test" >&2
-    bad=1
-  fi
-done < <(grep '^fail ' <<<"$verdicts")
-while read -r test; do
-  if grep -q " $test\$" <<<"$(grep '^pass ' <<<"$verdicts")"; then
-    echo "peer-kafka-go: known failure now passes: $test (drop it from $KNOWN)"
-  fi
-done <<<"$known"
-while read -r pkg test; do
-  [ -n "$pkg" ] || continue
-  if ! grep -qxF "pass $pkg $test" <<<"$verdicts"; then
-    echo "peer-kafka-go: expected to pass, did not: $pkg $test" >&2
-    bad=1
-  fi
-done < <(grep -v '^#' "$PASSLIST")
+known=$(known_tests "$KNOWN")
+check_failures peer-kafka-go "$verdicts" "$known" || bad=1
+report_known_passes peer-kafka-go "$verdicts" "$known" "$KNOWN"
+check_passes peer-kafka-go "$verdicts" < <(awk '!/^#/ && NF {print $1, $2}' "$PASSLIST") || bad=1
 if grep -q 'panic: \|test timed out\|build failed' "$LOG"; then
   echo "peer-kafka-go: a package panicked, timed out or did not build: $LOG" >&2
   bad=1

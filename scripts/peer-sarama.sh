@@ -46,6 +46,8 @@ KAFKA_VERSION=4.2.0
 PASSLIST=scripts/peer-sarama.pass
 KNOWN=scripts/peer-sarama.known
 NODES=5
+# shellcheck source=scripts/peer-lib.sh
+. scripts/peer-lib.sh
 
 # start_facade <id>: node <id> of the cluster, in the background; its pid goes
 # to $work/facade-<id>.pid (the `docker` stand-in below stops and starts it).
@@ -79,12 +81,6 @@ wait_cluster() {
   echo "peer-sarama: the facades did not agree on ${#up[@]} live nodes within 20 s" >&2
   return 1
 }
-# stop_pid <pid>: SIGTERM, then SIGKILL after 10 s.
-stop_pid() {
-  kill -TERM "$1" 2>/dev/null || return 0
-  for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-  kill -KILL "$1" 2>/dev/null || true
-}
 
 # The suite stops and starts a broker with `docker compose stop|start
 # kafka-<id>` (TestFuncAdminListConsumerGroupOffsets,
@@ -115,28 +111,18 @@ if [ "${1:-}" = docker ]; then
   exit 0
 fi
 
-for b in queen-dev queen-kafka; do
-  [ -x "$BIN/$b" ] || { echo "peer-sarama: $BIN/$b is not built (make build)" >&2; exit 2; }
-done
+need_built peer-sarama
 BIN=$(cd "$BIN" && pwd)
-command -v jq >/dev/null || { echo "peer-sarama: needs jq" >&2; exit 2; }
 version=$(cd e2e && go list -m -f '{{.Version}}' github.com/IBM/sarama)
 src=$(cd e2e && go mod download -json "github.com/IBM/sarama@$version" | jq -r .Dir)
 [ -d "$src" ] || { echo "peer-sarama: github.com/IBM/sarama@$version is not in the module cache" >&2; exit 2; }
 
-accepts() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 addrs=("$QUEEN_DEV_ADDR" "$TOXI_API")
 for i in $(seq 1 $NODES); do
   addrs+=("127.0.0.1:$((19100 + i))" "127.0.0.1:$((19110 + i))" "127.0.0.1:$((29090 + i))")
 done
-busy=0
-for a in "${addrs[@]}"; do
-  if accepts "${a%:*}" "${a##*:}"; then
-    echo "peer-sarama: $a is already in use (sarama's tests need 127.0.0.1:29091-29095; the facades take 19101-19105 and 19111-19115, toxiproxy 19199; QUEEN_DEV_ADDR moves queen-dev)" >&2
-    busy=1
-  fi
-done
-[ "$busy" -eq 0 ] || exit 2
+refuse_busy peer-sarama "sarama's tests need 127.0.0.1:29091-29095; the facades take 19101-19105 and 19111-19115, toxiproxy 19199; QUEEN_DEV_ADDR moves queen-dev" \
+  "${addrs[@]}"
 
 work=$(mktemp -d)
 LOG=${PEER_LOG:-$work/sarama.json}
@@ -155,18 +141,9 @@ stop() {
   [ -z "$toxi_pid" ] || stop_pid "$toxi_pid"
   [ -z "$dev_pid" ] || stop_pid "$dev_pid"
 }
-clean=0
-trap 'stop; chmod -R u+w "$work/sarama" 2>/dev/null; rm -rf "$work/sarama" "$work/gobin"; if [ "$clean" = 1 ]; then rm -rf "$work/data"; fi' EXIT
-
-wait_listen() { # pid host:port name
-  for _ in $(seq 1 300); do
-    kill -0 "$1" 2>/dev/null || { echo "peer-sarama: $3 exited (log: $work)" >&2; return 1; }
-    accepts "${2%:*}" "${2##*:}" && return 0
-    sleep 0.1
-  done
-  echo "peer-sarama: $3 does not listen on $2 (log: $work)" >&2
-  return 1
-}
+# peer_tidy: the module's copy and toxiproxy's build go, whatever the run.
+peer_tidy() { chmod -R u+w "$work/sarama" 2>/dev/null; rm -rf "$work/sarama" "$work/gobin"; }
+peer_trap
 
 echo "peer-sarama: building toxiproxy $TOXIPROXY_VERSION and copying sarama $version into $work"
 (cd "$work" && GOBIN=$work/gobin GOWORK=off GOFLAGS=-mod=mod go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION") ||
@@ -177,7 +154,7 @@ chmod -R u+w "$work/sarama"
 QUEEN_DEV_ADDR=$QUEEN_DEV_ADDR QUEEN_DEV_DATA=$work/data QUEEN_DEV_TOKENS="queen-kafka-dev=local" \
   "$BIN/queen-dev" >"$work/queen-dev.log" 2>&1 &
 dev_pid=$!
-wait_listen "$dev_pid" "$QUEEN_DEV_ADDR" queen-dev
+wait_listen peer-sarama "$dev_pid" "$QUEEN_DEV_ADDR" queen-dev 300
 proxies=()
 for i in $(seq 1 $NODES); do
   start_facade "$i"
@@ -187,11 +164,11 @@ done
 "$work/gobin/server" -host "${TOXI_API%:*}" -port "${TOXI_API##*:}" -config "$work/toxiproxy.json" >"$work/toxiproxy.log" 2>&1 &
 toxi_pid=$!
 for i in $(seq 1 $NODES); do
-  wait_listen "$(cat "$work/facade-$i.pid")" "127.0.0.1:$((19100 + i))" "facade $i"
+  wait_listen peer-sarama "$(cat "$work/facade-$i.pid")" "127.0.0.1:$((19100 + i))" "facade $i" 300
 done
-wait_listen "$toxi_pid" "$TOXI_API" toxiproxy
+wait_listen peer-sarama "$toxi_pid" "$TOXI_API" toxiproxy 300
 for i in $(seq 1 $NODES); do
-  wait_listen "$toxi_pid" "127.0.0.1:$((29090 + i))" "toxiproxy's proxy kafka$i"
+  wait_listen peer-sarama "$toxi_pid" "127.0.0.1:$((29090 + i))" "toxiproxy's proxy kafka$i" 300
 done
 mkdir "$work/shim"
 printf '#!/bin/sh\nexec %q docker "$@"\n' "$ROOT/scripts/peer-sarama.sh" >"$work/shim/docker"
@@ -215,36 +192,17 @@ done
 
 # Verdicts: "<action> <test>" for every test and subtest.
 verdicts=$(jq -r 'select(.Test != null and (.Action == "pass" or .Action == "fail" or .Action == "skip")) | "\(.Action) \(.Test)"' "$LOG")
-count() { grep -c "^$1 " <<<"$verdicts" || true; }
-top() { grep "^$1 " <<<"$verdicts" | awk '$2 !~ /\//' | wc -l; }
-echo "peer-sarama: pass $(count pass) fail $(count fail) skip $(count skip) (tests and subtests; top-level: pass $(top pass) fail $(top fail) skip $(top skip))"
+report_counts peer-sarama "" "$verdicts"
 bad=0
 if [ -n "${PEER_RUN:-}" ]; then
   grep '^fail ' <<<"$verdicts" || true
   echo "peer-sarama: go test -json output in $LOG"
   exit 0
 fi
-known=$(awk '!/^#/ && NF {print $1}' "$KNOWN")
-while read -r _ test; do
-  [ -n "$test" ] || continue
-  if ! grep -qxF "$test" <<<"$known"; then
-    echo "peer-sarama: FAILED, not a known failure: $test" >&2
-    bad=1
-  fi
-done < <(grep '^fail ' <<<"$verdicts")
-while read -r test; do
-  [ -n "$test" ] || continue
-  if grep -qxF "pass $test" <<<"$verdicts"; then
-    echo "peer-sarama: known failure now passes: $test (drop it from $KNOWN)"
-  fi
-done <<<"$known"
-while read -r test; do
-  [ -n "$test" ] || continue
-  if ! grep -qxF "pass $test" <<<"$verdicts"; then
-    echo "peer-sarama: expected to pass, did not: $test" >&2
-    bad=1
-  fi
-done < <(awk '!/^#/ && NF {print $1}' "$PASSLIST")
+known=$(known_tests "$KNOWN")
+check_failures peer-sarama "$verdicts" "$known" || bad=1
+report_known_passes peer-sarama "$verdicts" "$known" "$KNOWN"
+check_passes peer-sarama "$verdicts" < <(known_tests "$PASSLIST") || bad=1
 if grep -q 'panic: \|test timed out\|build failed\|\[setup failed\]' "$LOG" "$work/go-test.stderr"; then
   echo "peer-sarama: the package panicked, timed out or did not build: $LOG" >&2
   bad=1
