@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/queen-mq/queen-kafka/envelope"
+	"github.com/queen-mq/queen-kafka/internal/testsupport"
 	"github.com/queen-mq/queen-kafka/producer"
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -42,20 +42,7 @@ const (
 
 // targetValues are the values the producers cycle through: each 1 KiB,
 // 512 random alphanumerics then 512 bytes of a repeated phrase.
-var targetValues = func() [][]byte {
-	const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	phrase := strings.Repeat("the quick brown fox jumps over the lazy dog ", 12)[:benchValueBytes/2]
-	rng := rand.New(rand.NewPCG(13, 13))
-	vs := make([][]byte, 4096)
-	for i := range vs {
-		v := make([]byte, 0, benchValueBytes)
-		for range benchValueBytes / 2 {
-			v = append(v, alnum[rng.IntN(len(alnum))])
-		}
-		vs[i] = append(v, phrase...)
-	}
-	return vs
-}()
+var targetValues = testsupport.ProduceValues(4096, benchValueBytes, 13)
 
 // windowResult is one side's round: records/s, each record's produce
 // latency in ms (Produce call to its promise), and the records acked.

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -130,7 +129,7 @@ func BenchmarkQueenDevStored(b *testing.B) {
 			return strconv.FormatFloat(s.min, 'f', 0, 64) + " / " + strconv.FormatFloat(s.med, 'f', 0, 64) + " / " + strconv.FormatFloat(s.max, 'f', 0, 64)
 		}
 		b.Logf("issue 24, queen-dev over %.2f GB of payload (%d records, store %.2f GB on disk), %d rounds (min / median / max):",
-			float64(m.Bytes)/1e9, m.Records, float64(dirBytes(data))/1e9, storedRounds)
+			float64(m.Bytes)/1e9, m.Records, float64(testsupport.DirBytes(data))/1e9, storedRounds)
 		ownText := "n/a"
 		if len(own) > 0 {
 			ownText = f(own)
@@ -271,18 +270,4 @@ func fetchStored(b *testing.B, d *queenDev, m *storedManifest) float64 {
 		b.Fatalf("%d fetches failed", f)
 	}
 	return float64(read.Load()) / 1e6 / time.Since(start).Seconds()
-}
-
-// dirBytes is the size of the files under dir.
-func dirBytes(dir string) int64 {
-	var n int64
-	filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			if info, err := e.Info(); err == nil {
-				n += info.Size()
-			}
-		}
-		return nil
-	})
-	return n
 }

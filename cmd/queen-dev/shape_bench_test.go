@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -105,22 +104,8 @@ const (
 	shapeValueLen = 1024
 )
 
-// shapeValues are 1 KiB values as the produce benchmark's: 512 random
-// alphanumerics, then 512 bytes of a repeated phrase.
-var shapeValues = func() [][]byte {
-	const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	phrase := strings.Repeat("the quick brown fox jumps over the lazy dog ", 12)[:shapeValueLen/2]
-	rng := rand.New(rand.NewPCG(24, 24))
-	vs := make([][]byte, 1024)
-	for i := range vs {
-		v := make([]byte, 0, shapeValueLen)
-		for range shapeValueLen / 2 {
-			v = append(v, alnum[rng.IntN(len(alnum))])
-		}
-		vs[i] = append(v, phrase...)
-	}
-	return vs
-}()
+// shapeValues are 1 KiB values as the produce benchmark's.
+var shapeValues = testsupport.ProduceValues(1024, shapeValueLen, 24)
 
 func shapeRound(b *testing.B, bin string, args []string, profDir string, profSecs int, label string) shapeResult {
 	dir := b.TempDir()
@@ -224,23 +209,11 @@ func shapeRound(b *testing.B, bin string, args []string, profDir string, profSec
 	return shapeResult{
 		cpu:  (cpu1 - cpu0).Seconds() / recs * 1e6,
 		rate: recs / el.Seconds(),
-		disk: float64(dirBytes(dir)) / 1e6 / recs * 1e6,
+		disk: float64(testsupport.DirBytes(dir)) / 1e6 / recs * 1e6,
 	}
 }
 
 var pprofRE = regexp.MustCompile(`profiles served.*addr=(127\.0\.0\.1:\d+)`)
-
-// dirBytes is the size of the files under dir.
-func dirBytes(dir string) int64 {
-	var n int64
-	_ = filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
-}
 
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
