@@ -280,9 +280,11 @@ func DescribeEntries(k TopicConfig, fetchDefault int, keys, names []string, syno
 			value  string
 			source kmsg.ConfigSource
 		}
-		layers := []layer{{DefaultTopicConfig().Value(name), kmsg.ConfigSourceDefaultConfig}}
-		if _, ok := storedKeys[name]; ok {
-			layers = nil
+		// A stored key has no default anything keeps: only its own value.
+		sk, stored := storedKeys[name]
+		var layers []layer
+		if !stored {
+			layers = []layer{{DefaultTopicConfig().Value(name), kmsg.ConfigSourceDefaultConfig}}
 		}
 		if name == cfgCompression && fetchDefault != recordbatch.CodecNone {
 			layers = append([]layer{{recordbatch.CodecName(fetchDefault), kmsg.ConfigSourceStaticBrokerConfig}}, layers...)
@@ -294,7 +296,7 @@ func DescribeEntries(k TopicConfig, fetchDefault int, keys, names []string, syno
 		e.Value, e.Source = &v, layers[0].source
 		e.IsDefault = e.Source == kmsg.ConfigSourceDefaultConfig
 		e.ConfigType = configTypes[name]
-		if sk, ok := storedKeys[name]; ok {
+		if stored {
 			e.ConfigType = sk.typ
 		}
 		if synonyms {
@@ -306,7 +308,7 @@ func DescribeEntries(k TopicConfig, fetchDefault int, keys, names []string, syno
 		}
 		if docs {
 			d := configDocs[name]
-			if sk, ok := storedKeys[name]; ok {
+			if stored {
 				d = "Stored and reported as set; not applied. " + sk.why
 			}
 			e.Documentation = &d

@@ -2,13 +2,13 @@ package consumergroup
 
 import (
 	"context"
-	"math"
 	"sort"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/authz"
 	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"github.com/queen-mq/queen-kafka/queen"
 )
@@ -23,7 +23,7 @@ func (m *Manager) Describe(ctx context.Context, cl Client, req *kmsg.ConsumerGro
 	for _, id := range req.Groups {
 		d := kmsg.NewConsumerGroupDescribeResponseGroup()
 		d.Group = id
-		d.AuthorizedOperations = math.MinInt32 // "omitted": the node sets it when asked
+		d.AuthorizedOperations = authz.NotAsked // "omitted": the node sets it when asked
 		d.ErrorCode, d.ErrorMessage = m.describe(ctx, cl, id, &d, req.Version)
 		resp.Groups = append(resp.Groups, d)
 	}

@@ -3,9 +3,9 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
+	"github.com/queen-mq/queen-kafka/authz"
 	"github.com/queen-mq/queen-kafka/internal/codegrid"
 	"github.com/queen-mq/queen-kafka/internal/groupreg"
-	"math"
 	"sort"
 	"strings"
 
@@ -165,7 +165,7 @@ func (c *Coordinator) DescribeGroups(ctx context.Context, cl Client, req *kmsg.D
 func (c *Coordinator) describe(ctx context.Context, cl Client, id string) (d kmsg.DescribeGroupsResponseGroup, consumer bool) {
 	d = kmsg.NewDescribeGroupsResponseGroup()
 	d.Group = id
-	d.AuthorizedOperations = math.MinInt32
+	d.AuthorizedOperations = authz.NotAsked
 	d.State = stateDead.String()
 	if !validGroupID(id, true) {
 		d.ErrorCode = kerr.InvalidGroupID.Code

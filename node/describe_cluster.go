@@ -15,7 +15,7 @@ import (
 // node is a broker endpoint, and a node is in the live set or absent, never
 // registered-but-fenced.
 // cluster_authorized_operations, when asked, is every cluster operation,
-// as a Kafka broker with no authorizer answers (authorized_operations.go).
+// as a Kafka broker with no authorizer answers (package authz).
 func (n *Node) handleDescribeCluster(_ context.Context, _ *transport.Conn, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.ClusterAuthorizedOperations = authz.Ops(req.IncludeClusterAuthorizedOperations, authz.Cluster)

@@ -227,7 +227,7 @@ func (n *Node) metaTopicError(name *string, code int16) kmsg.MetadataResponseTop
 
 // metaAuthorizedOps answers what v8+ asks: each topic's authorized
 // operations, and (v8-v10) the cluster's, every operation of the resource
-// as Kafka with no authorizer answers (authorized_operations.go).
+// as Kafka with no authorizer answers (package authz).
 func metaAuthorizedOps(req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
 	if req.Version < 8 {
 		return

@@ -3,13 +3,13 @@ package sharegroup
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"sort"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen-kafka/authz"
 	"github.com/queen-mq/queen-kafka/faults"
 	"github.com/queen-mq/queen-kafka/internal/groupreg"
 	"github.com/queen-mq/queen-kafka/queen"
@@ -25,7 +25,7 @@ func (m *Manager) Describe(ctx context.Context, cl Client, req *kmsg.ShareGroupD
 	for _, id := range req.GroupIDs {
 		d := kmsg.NewShareGroupDescribeResponseGroup()
 		d.GroupID = id
-		d.AuthorizedOperations = math.MinInt32 // "omitted": the node sets it when asked
+		d.AuthorizedOperations = authz.NotAsked // "omitted": the node sets it when asked
 		if e := m.describe(ctx, cl, id, &d); e != nil {
 			d.ErrorCode, d.ErrorMessage, d.GroupState = e.Code, e.Message(), StateDead
 		}

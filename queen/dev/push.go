@@ -181,7 +181,8 @@ func (b *Broker) planPush(tenantName string, items []pushItem, now time.Time, r 
 	// it, as long as its items in a row (groupItems).
 	recs := sc.records(len(items))
 	// Message ids, one per item, in one string (a record takes the next).
-	ids, nextID := newUUIDv7s(sc, now, len(items)), 0
+	sc.ids = appendUUIDv7s(sc.ids[:0], now, len(items))
+	ids, nextID := string(sc.ids), 0
 	groups := map[partKey]*recordGroup{}
 	created := map[string]*queue{}
 	// A push's items come a partition at a time (the facade's do): the

@@ -16,15 +16,13 @@ func newUUIDv7(t time.Time) string {
 	return string(appendUUIDv7(nil, t))
 }
 
-// newUUIDv7s is n newUUIDv7s of time t, one after another in one string
-// (sc's buffer renders them).
-func newUUIDv7s(sc *pushScratch, t time.Time, n int) string {
-	b := sc.ids[:0]
+// appendUUIDv7s appends n newUUIDv7s of time t to dst, one after another
+// (uuidLen bytes each).
+func appendUUIDv7s(dst []byte, t time.Time, n int) []byte {
 	for range n {
-		b = appendUUIDv7(b, t)
+		dst = appendUUIDv7(dst, t)
 	}
-	sc.ids = b
-	return string(b)
+	return dst
 }
 
 func appendUUIDv7(dst []byte, t time.Time) []byte {
